@@ -1,0 +1,76 @@
+/**
+ * Reads the configuration from the environment once, validates it with schemas/config.schema.json,
+ * and stops start-up with a message naming the variable when a value is wrong.
+ * Nothing else in the service reads process.env.
+ */
+import type { Config } from './generated/config.js';
+import { validatorFor } from './schemas.js';
+
+export type { Config };
+
+const ALL_ROLES = ['collector', 'compactor', 'api', 'flows'] as const;
+
+/** Environment variable behind each config member, for error messages. */
+const variableOf: Record<keyof Config, string> = {
+  port: 'PORT',
+  host: 'HOST',
+  dataDir: 'DATA_DIR',
+  natsUrl: 'NATS_URL',
+  adminKey: 'ADMIN_KEY',
+  queriesDir: 'QUERIES_DIR',
+  roles: 'ROLES',
+  logLevel: 'LOG_LEVEL',
+  smtpUrl: 'SMTP_URL',
+  webhookAllowPrivate: 'WEBHOOK_ALLOW_PRIVATE',
+};
+
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+function integer(name: string, raw: string | undefined, fallback: number): number {
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw)) throw new ConfigError(`${name} must be an integer, got "${raw}"`);
+  return Number(raw);
+}
+
+function boolean(name: string, raw: string | undefined, fallback: boolean): boolean {
+  if (raw === undefined || raw === '') return fallback;
+  if (raw === 'true' || raw === '1') return true;
+  if (raw === 'false' || raw === '0') return false;
+  throw new ConfigError(`${name} must be true or false, got "${raw}"`);
+}
+
+function optional(raw: string | undefined): string | undefined {
+  return raw === undefined || raw === '' ? undefined : raw;
+}
+
+export function readConfig(env: NodeJS.ProcessEnv): Config {
+  const candidate: Record<string, unknown> = {
+    port: integer('PORT', env.PORT, 8080),
+    host: env.HOST || '127.0.0.1',
+    dataDir: env.DATA_DIR || './data',
+    queriesDir: env.QUERIES_DIR || './queries',
+    roles: env.ROLES ? env.ROLES.split(',').map((r) => r.trim()) : [...ALL_ROLES],
+    logLevel: env.LOG_LEVEL || 'info',
+    webhookAllowPrivate: boolean('WEBHOOK_ALLOW_PRIVATE', env.WEBHOOK_ALLOW_PRIVATE, false),
+  };
+  const natsUrl = optional(env.NATS_URL);
+  if (natsUrl) candidate.natsUrl = natsUrl;
+  const adminKey = optional(env.ADMIN_KEY);
+  if (adminKey) candidate.adminKey = adminKey;
+  const smtpUrl = optional(env.SMTP_URL);
+  if (smtpUrl) candidate.smtpUrl = smtpUrl;
+
+  const validate = validatorFor<Config>('config.schema.json');
+  if (!validate(candidate)) {
+    const first = validate.errors?.[0];
+    const member = (first?.instancePath.split('/')[1] ?? '') as keyof Config;
+    const variable = variableOf[member] ?? 'configuration';
+    throw new ConfigError(`${variable} is invalid: ${first?.message ?? 'bad value'}`);
+  }
+  return candidate;
+}

@@ -1,0 +1,42 @@
+/**
+ * The one error catalog. Every error a client can see has a stable snake_case `code` (its key here),
+ * an HTTP status and a title; they reach clients as RFC 9457 problem+json (see http/problem.ts).
+ * test/errors.test.ts checks every code is unique, snake_case and documented in the README.
+ */
+export const errorCatalog = {
+  invalid_json: { status: 400, title: 'Body is not valid JSON' },
+  invalid_request: { status: 400, title: 'Request is invalid' },
+  invalid_credentials: { status: 401, title: 'Unknown partner or wrong secret' },
+  invalid_admin_key: { status: 401, title: 'Missing or wrong admin key' },
+  not_found: { status: 404, title: 'Not found' },
+  org_not_found: { status: 404, title: 'No such org' },
+  org_exists: { status: 409, title: 'An org with this slug already exists' },
+  schema_violation: { status: 412, title: 'Event rejected' },
+  payload_too_large: { status: 413, title: 'Payload too large' },
+  unsupported_media_type: { status: 415, title: 'Unsupported content type' },
+  internal_error: { status: 500, title: 'Internal error' },
+  log_unavailable: { status: 503, title: 'Event log unavailable' },
+} as const satisfies Record<string, { status: number; title: string }>;
+
+export type ErrorCode = keyof typeof errorCatalog;
+
+export interface ProblemDetail {
+  path: string;
+  message: string;
+}
+
+/** An expected failure that becomes a problem+json answer. */
+export class AppError extends Error {
+  readonly status: number;
+  constructor(
+    readonly code: ErrorCode,
+    readonly detail?: string,
+    /** Extra problem members (e.g. `errors`), and headers to set. */
+    readonly extra: { members?: Record<string, unknown>; headers?: Record<string, string> } = {},
+    options?: { cause?: unknown },
+  ) {
+    super(detail ?? errorCatalog[code].title, options);
+    this.name = 'AppError';
+    this.status = errorCatalog[code].status;
+  }
+}

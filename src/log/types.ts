@@ -1,0 +1,64 @@
+/**
+ * The event log: an ordered, durable, append-only sequence of records.
+ * Two backends implement `LogBackend` (embedded file, JetStream); both pass test/log/contract.ts.
+ * Records carry Avro-encoded batches of `LogEntry` (see record-codec.ts); backends only see bytes.
+ */
+import type { Environment } from '../domain.js';
+
+/** One event (or one rejected event bound for quarantine) as carried by the log. */
+export interface LogEntry {
+  kind: 'event' | 'rejected';
+  org: string;
+  environment: Environment;
+  /** The event's messageId; for a rejected event, the quarantine row id. */
+  messageId: string;
+  /** Server clock at receipt, epoch milliseconds. */
+  receivedAt: number;
+  /** The event as received, without partnerSecret, with messageId filled in, as JSON text. */
+  body: string;
+  /** Rejected entries only: stable reason code and JSON array of `{ path, message }`. */
+  code: string | null;
+  errors: string | null;
+}
+
+/** A record as read back: its position (1-based, gapless per backend) and payload. */
+export interface StoredRecord {
+  seq: number;
+  payload: Uint8Array;
+}
+
+export interface WriteResult {
+  seq: number;
+  /** True when a record with the same id was already stored (within the dedupe window). */
+  duplicate: boolean;
+}
+
+export interface LogBackend {
+  readonly kind: 'embedded' | 'jetstream';
+  /**
+   * Stores one record. Resolves only once the record is durable (fsync / JetStream ack).
+   * A record whose id was written within the dedupe window is not stored again.
+   * Rejects with `LogUnavailableError` when the store cannot be reached.
+   */
+  write(recordId: string, payload: Uint8Array): Promise<WriteResult>;
+  /** Replays records with seq > afterSeq, in order. */
+  openReader(afterSeq: number): Promise<LogReader>;
+  /** Highest stored seq (0 when empty). */
+  headSeq(): Promise<number>;
+  /** False while the store is unreachable (readiness, fast 503s). */
+  isAvailable(): boolean;
+  close(): Promise<void>;
+}
+
+export interface LogReader {
+  /** Up to `max` next records; waits up to `waitMs` when none is available yet (may return []). */
+  read(max: number, waitMs: number): Promise<StoredRecord[]>;
+  close(): Promise<void>;
+}
+
+export class LogUnavailableError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'LogUnavailableError';
+  }
+}
