@@ -55,3 +55,9 @@ export function toProblemDetails(errors: ErrorObject[] | null | undefined): Prob
     return { path: e.instancePath || '/', message: e.message ?? 'is invalid' };
   });
 }
+
+/** Fastify route schemas compile with this same instance, so `$ref`s to schemas/ resolve. */
+export function compileRouteSchema(schema: object): ValidateFunction {
+  const id = (schema as { $id?: string }).$id;
+  return (id && ajv.getSchema(id)) || ajv.compile(schema);
+}

@@ -17,6 +17,7 @@ for (const file of readdirSync(schemasDir).filter((f) => f.endsWith('.schema.jso
     cwd: schemasDir,
     bannerComment: banner,
     additionalProperties: false,
+    unreachableDefinitions: true,
     style: { singleQuote: true },
   });
   const target = join(outDir, file.replace('.schema.json', '.ts'));

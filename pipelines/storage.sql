@@ -1,0 +1,83 @@
+-- Storage layout (SPEC 5). Applied at start by src/db/migrate.ts, every statement idempotent.
+-- One DuckDB file holds every org; each row carries its org, and every read path filters by it.
+
+-- (No semicolons inside comments here: DuckDB splits statements before it strips comments.)
+CREATE TABLE IF NOT EXISTS orgs (
+  slug              VARCHAR PRIMARY KEY,
+  name              VARCHAR NOT NULL,
+  audience_api      BOOLEAN NOT NULL,
+  rate_limit        INTEGER NOT NULL,
+  currency_symbol   VARCHAR NOT NULL,
+  content_fields    JSON NOT NULL,
+  not_found_status  INTEGER NOT NULL,
+  created_at        TIMESTAMPTZ NOT NULL,
+  updated_at        TIMESTAMPTZ NOT NULL
+);
+
+-- Partner credentials: one per (org, environment). Only the SHA-256 of the secret is kept.
+CREATE TABLE IF NOT EXISTS partner_credentials (
+  partner_id   VARCHAR PRIMARY KEY,
+  org          VARCHAR NOT NULL,
+  environment  VARCHAR NOT NULL,
+  secret_hash  VARCHAR NOT NULL,
+  created_at   TIMESTAMPTZ NOT NULL,
+  rotated_at   TIMESTAMPTZ
+);
+
+CREATE TABLE IF NOT EXISTS events (
+  org          VARCHAR NOT NULL,
+  environment  VARCHAR NOT NULL,
+  message_id   VARCHAR NOT NULL,
+  event_type   VARCHAR NOT NULL,   -- 'track' | 'identify'
+  event_name   VARCHAR NOT NULL,   -- predefined name, 'custom_<eventName>', or 'identify'
+  client_id    VARCHAR NOT NULL,
+  email        VARCHAR,            -- normalised; NULL only for requiresIdentity=false custom events
+  user_id      VARCHAR,
+  received_at  TIMESTAMPTZ NOT NULL,
+  event_time   TIMESTAMPTZ NOT NULL,
+  visible_at   TIMESTAMPTZ NOT NULL, -- compaction commit time, monotonic: the trigger cursor column
+  properties   JSON,
+  raw          JSON NOT NULL,
+  log_seq      BIGINT NOT NULL
+);
+
+-- clientId -> e-mail for 7 days from the identify's receipt; the latest identify wins.
+CREATE TABLE IF NOT EXISTS identify_mappings (
+  org          VARCHAR NOT NULL,
+  environment  VARCHAR NOT NULL,
+  client_id    VARCHAR NOT NULL,
+  email        VARCHAR NOT NULL,
+  received_at  TIMESTAMPTZ NOT NULL,
+  expires_at   TIMESTAMPTZ NOT NULL,
+  PRIMARY KEY (org, environment, client_id)
+);
+
+-- Track events waiting up to 7 days for an identify of their clientId.
+CREATE TABLE IF NOT EXISTS pending_identity (
+  org          VARCHAR NOT NULL,
+  environment  VARCHAR NOT NULL,
+  message_id   VARCHAR NOT NULL,
+  client_id    VARCHAR NOT NULL,
+  received_at  TIMESTAMPTZ NOT NULL,
+  expires_at   TIMESTAMPTZ NOT NULL,
+  body         JSON NOT NULL,
+  log_seq      BIGINT NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS quarantine (
+  id           VARCHAR NOT NULL,
+  org          VARCHAR NOT NULL,
+  environment  VARCHAR NOT NULL,
+  code         VARCHAR NOT NULL,
+  errors       JSON NOT NULL,
+  received_at  TIMESTAMPTZ NOT NULL,
+  quarantined_at TIMESTAMPTZ NOT NULL,
+  raw          JSON NOT NULL
+);
+
+-- The compactor's log position, saved in the same transaction as the rows it produced.
+CREATE TABLE IF NOT EXISTS log_cursor (
+  name         VARCHAR PRIMARY KEY,
+  seq          BIGINT NOT NULL,
+  visible_at   TIMESTAMPTZ
+);

@@ -1,0 +1,141 @@
+/**
+ * What arrived, for data engineers writing trigger SQL (SPEC 7): event types with their property
+ * keys and JSON types, latest samples, and the quarantine with its reasons.
+ */
+import type { FastifyInstance } from 'fastify';
+import type { Database } from '../db/database.js';
+import { isEnvironment } from '../domain.js';
+import { AppError } from '../errors.js';
+import type { OrgStore } from '../orgs/org-store.js';
+
+/** Property types are inferred from the latest events of each type, not a full scan. */
+const PROPERTY_SAMPLE_ROWS = 1000;
+
+const jsonTypeOf: Record<string, string> = {
+  VARCHAR: 'string',
+  BIGINT: 'integer',
+  UBIGINT: 'integer',
+  DOUBLE: 'number',
+  BOOLEAN: 'boolean',
+  OBJECT: 'object',
+  ARRAY: 'array',
+  NULL: 'null',
+};
+
+interface Query {
+  env?: string;
+  eventType?: string;
+  limit?: string;
+}
+
+function envFilter(env: string | undefined): string | null {
+  if (env === undefined || env === '') return null;
+  if (!isEnvironment(env)) throw new AppError('invalid_request', 'env must be staging or production');
+  return env;
+}
+
+function limitOf(raw: string | undefined, fallback: number, max: number): number {
+  if (raw === undefined) return fallback;
+  if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > max) {
+    throw new AppError('invalid_request', `limit must be an integer from 1 to ${max}`);
+  }
+  return Number(raw);
+}
+
+const iso = (d: Date | null) => (d ? d.toISOString() : null);
+
+export function registerInspectRoutes(app: FastifyInstance, db: Database, orgs: OrgStore): void {
+  app.get<{ Params: { slug: string }; Querystring: Query }>('/admin/v1/orgs/:slug/events/types', async (request) => {
+    const org = (await orgs.get(request.params.slug)).slug;
+    const env = envFilter(request.query.env);
+    const counts = await db.all<{ event_name: string; environment: string; n: bigint; last_seen: Date }>(
+      `SELECT event_name, environment, count(*) AS n, max(received_at) AS last_seen
+         FROM events WHERE org = $1 AND ($2::VARCHAR IS NULL OR environment = $2)
+        GROUP BY ALL ORDER BY last_seen DESC`,
+      [org, env],
+    );
+    const keys = await db.all<{ event_name: string; environment: string; key: string; type: string }>(
+      `WITH recent AS (
+         SELECT event_name, environment, properties,
+                row_number() OVER (PARTITION BY event_name, environment ORDER BY received_at DESC) AS rn
+           FROM events WHERE org = $1 AND ($2::VARCHAR IS NULL OR environment = $2))
+       SELECT DISTINCT event_name, environment, e.key AS key, e.type AS type
+         FROM recent, json_each(recent.properties) e
+        WHERE rn <= $3 AND json_type(recent.properties) = 'OBJECT'`,
+      [org, env, PROPERTY_SAMPLE_ROWS],
+    );
+    const properties = new Map<string, Record<string, string>>();
+    for (const k of keys) {
+      const id = `${k.event_name}\u0000${k.environment}`;
+      const props = properties.get(id) ?? {};
+      const type = jsonTypeOf[k.type] ?? 'string';
+      // A key seen with several types reports them all, e.g. "integer|null".
+      props[k.key] = props[k.key] && !props[k.key]!.split('|').includes(type) ? `${props[k.key]}|${type}` : type;
+      properties.set(id, props);
+    }
+    return {
+      types: counts.map((c) => ({
+        eventType: c.event_name,
+        environment: c.environment,
+        count: Number(c.n),
+        lastSeenAt: iso(c.last_seen),
+        properties: properties.get(`${c.event_name}\u0000${c.environment}`) ?? {},
+      })),
+    };
+  });
+
+  app.get<{ Params: { slug: string }; Querystring: Query }>('/admin/v1/orgs/:slug/events/samples', async (request) => {
+    const org = (await orgs.get(request.params.slug)).slug;
+    const env = envFilter(request.query.env);
+    const limit = limitOf(request.query.limit, 20, 500);
+    const rows = await db.all<{
+      message_id: string;
+      event_name: string;
+      email: string | null;
+      environment: string;
+      received_at: Date;
+      event_time: Date;
+      raw: string;
+    }>(
+      `SELECT message_id, event_name, email, environment, received_at, event_time, raw
+         FROM events
+        WHERE org = $1 AND ($2::VARCHAR IS NULL OR environment = $2) AND ($3::VARCHAR IS NULL OR event_name = $3)
+        ORDER BY received_at DESC, visible_at DESC LIMIT $4`,
+      [org, env, request.query.eventType ?? null, limit],
+    );
+    return {
+      events: rows.map((r) => ({
+        messageId: r.message_id,
+        eventType: r.event_name,
+        email: r.email,
+        environment: r.environment,
+        receivedAt: iso(r.received_at),
+        eventTime: iso(r.event_time),
+        raw: JSON.parse(r.raw),
+      })),
+    };
+  });
+
+  app.get<{ Params: { slug: string }; Querystring: Query }>('/admin/v1/orgs/:slug/quarantine', async (request) => {
+    const org = (await orgs.get(request.params.slug)).slug;
+    const env = envFilter(request.query.env);
+    const limit = limitOf(request.query.limit, 100, 1000);
+    const rows = await db.all<{ id: string; code: string; errors: string; environment: string; received_at: Date; raw: string }>(
+      `SELECT id, code, errors, environment, received_at, raw FROM quarantine
+        WHERE org = $1 AND ($2::VARCHAR IS NULL OR environment = $2)
+        ORDER BY quarantined_at DESC, received_at DESC LIMIT $3`,
+      [org, env, limit],
+    );
+    return {
+      events: rows.map((r) => ({
+        id: r.id,
+        code: r.code,
+        errors: JSON.parse(r.errors),
+        environment: r.environment,
+        receivedAt: iso(r.received_at),
+        // partnerSecret never reaches the log, so raw is already free of it.
+        raw: JSON.parse(r.raw),
+      })),
+    };
+  });
+}

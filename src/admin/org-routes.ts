@@ -1,0 +1,50 @@
+/** Admin API, orgs and partner credentials (SPEC 3). */
+import type { FastifyInstance } from 'fastify';
+import { ENVIRONMENTS, type Environment } from '../domain.js';
+import type { OrgCreate, OrgPatch } from '../generated/org.js';
+import type { OrgStore } from '../orgs/org-store.js';
+import { SCHEMA_BASE } from '../schemas.js';
+
+const orgSchema = (def: string) => ({ $ref: `${SCHEMA_BASE}org.schema.json#/$defs/${def}` });
+const slugParams = {
+  type: 'object',
+  properties: { slug: orgSchema('slug') },
+  required: ['slug'],
+} as const;
+
+export function registerOrgRoutes(app: FastifyInstance, orgs: OrgStore): void {
+  app.post<{ Body: OrgCreate }>('/admin/v1/orgs', { schema: { body: orgSchema('OrgCreate') } }, async (request, reply) => {
+    const created = await orgs.create(request.body);
+    return reply.code(201).send(created);
+  });
+
+  app.get('/admin/v1/orgs', async () => ({ orgs: await orgs.list() }));
+
+  app.get<{ Params: { slug: string } }>('/admin/v1/orgs/:slug', { schema: { params: slugParams } }, async (request) => {
+    const org = await orgs.get(request.params.slug);
+    return { org, credentials: await orgs.partnerIds(org.slug) };
+  });
+
+  app.patch<{ Params: { slug: string }; Body: OrgPatch }>(
+    '/admin/v1/orgs/:slug',
+    { schema: { params: slugParams, body: orgSchema('OrgPatch') } },
+    async (request) => ({ org: await orgs.patch(request.params.slug, request.body) }),
+  );
+
+  app.post<{ Params: { slug: string; env: Environment } }>(
+    '/admin/v1/orgs/:slug/credentials/:env/rotate',
+    {
+      schema: {
+        params: {
+          type: 'object',
+          properties: { slug: orgSchema('slug'), env: { enum: [...ENVIRONMENTS] } },
+          required: ['slug', 'env'],
+        },
+      },
+    },
+    async (request) => {
+      const { slug, env } = request.params;
+      return { environment: env, credentials: await orgs.rotate(slug, env) };
+    },
+  );
+}

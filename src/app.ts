@@ -1,0 +1,97 @@
+/**
+ * Builds the whole service as one Fastify instance. server.ts only reads config and listens; tests
+ * build the same app with their own config and context and call inject() or listen on port 0.
+ */
+import { join } from 'node:path';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { adminAuth } from './admin/admin-auth.js';
+import { registerInspectRoutes } from './admin/inspect-routes.js';
+import { registerOrgRoutes } from './admin/org-routes.js';
+import { registerCollectRoutes } from './collect/collect-routes.js';
+import { Compactor } from './compaction/compactor.js';
+import type { Config } from './config.js';
+import { type Context, createContext } from './context.js';
+import { Database } from './db/database.js';
+import { migrate } from './db/migrate.js';
+import { loggerOptions } from './http/logger.js';
+import { registerProblemHandlers } from './http/problem.js';
+import { generateRequestId, registerRequestIdHeader } from './http/request-id.js';
+import { GroupCommitter } from './log/group-commit.js';
+import { openLog } from './log/open-log.js';
+import type { LogBackend } from './log/types.js';
+import { type Metrics, createMetrics } from './ops/metrics.js';
+import { registerOpsRoutes } from './ops/ops-routes.js';
+import { type AdminKey, resolveAdminKey } from './orgs/admin-key.js';
+import { OrgStore } from './orgs/org-store.js';
+import { PartnerRegistry } from './orgs/partner-registry.js';
+import { compileRouteSchema } from './schemas.js';
+
+/** What the service holds, for server.ts (shutdown, start-up message) and tests. */
+export interface Audience {
+  config: Config;
+  ctx: Context;
+  db: Database;
+  log: LogBackend;
+  committer: GroupCommitter;
+  compactor: Compactor | undefined;
+  orgs: OrgStore;
+  metrics: Metrics;
+  adminKey: AdminKey;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    audience: Audience;
+  }
+}
+
+export async function buildApp(config: Config, ctx: Context = createContext()): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: loggerOptions(config.logLevel),
+    genReqId: generateRequestId,
+    requestIdHeader: false,
+    // Collect routes set their own limits (32 KB / 500 KB); admin imports may be larger.
+    bodyLimit: 10 * 1024 * 1024,
+  });
+  app.setValidatorCompiler(({ schema }) => compileRouteSchema(schema));
+  registerProblemHandlers(app);
+  registerRequestIdHeader(app);
+
+  const roles = new Set(config.roles);
+  const metrics = createMetrics();
+  const adminKey = resolveAdminKey(config.adminKey, config.dataDir, ctx);
+  const db = await Database.open(join(config.dataDir, 'audience.duckdb'));
+  await migrate(db);
+  const log = await openLog({ natsUrl: config.natsUrl, dataDir: config.dataDir });
+  const committer = new GroupCommitter(log, {
+    onWrite: (seconds) => metrics.logAppendSeconds.observe(seconds),
+  });
+  const registry = new PartnerRegistry();
+  const orgs = new OrgStore(db, registry, ctx);
+  await orgs.loadCredentials();
+  const compactor = roles.has('compactor') ? new Compactor({ db, log, ctx, metrics, logger: app.log }) : undefined;
+
+  app.decorate('audience', { config, ctx, db, log, committer, compactor, orgs, metrics, adminKey });
+
+  registerOpsRoutes(app, { db, log, metrics });
+  if (roles.has('collector')) registerCollectRoutes(app, { ctx, registry, log: committer, metrics });
+  if (roles.has('api')) {
+    await app.register(async (admin) => {
+      admin.addHook('onRequest', adminAuth(adminKey.hash));
+      registerOrgRoutes(admin, orgs);
+      registerInspectRoutes(admin, db, orgs);
+    });
+  }
+
+  // Shutdown order: stop taking requests (Fastify) → flush pending appends → finish the compaction
+  // batch → close the log → close DuckDB.
+  app.addHook('onClose', async () => {
+    await committer.flush();
+    await compactor?.stop();
+    await log.close();
+    await db.close();
+  });
+
+  await compactor?.start();
+  return app;
+}

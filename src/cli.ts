@@ -1,0 +1,113 @@
+#!/usr/bin/env node
+/**
+ * `npx audience …`: the admin API from a terminal. Talks HTTP to a running service.
+ * AUDIENCE_URL (default http://127.0.0.1:8080) and ADMIN_KEY (default: the contents of
+ * ./data/admin.key, as generated on first start) are read once here.
+ */
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+
+const USAGE = `usage: audience <command> [options]
+
+  org create --slug acme --name Acme [--audience-api] [--rate-limit 50] [--currency '$']
+             [--content-fields a,b,c] [--not-found-status 404]
+  org list
+  org get <slug>
+  org update <slug> [--name …] [--audience-api | --no-audience-api] [--rate-limit N] [--currency S]
+             [--content-fields a,b] [--not-found-status 404|400]
+  org rotate <slug> <staging|production>
+  events types <slug> [--env production]
+  events samples <slug> [--env production] [--event-type custom_x] [--limit 20]
+  quarantine <slug> [--env production] [--limit 100]
+
+environment: AUDIENCE_URL (default http://127.0.0.1:8080), ADMIN_KEY (default: ./data/admin.key)`;
+
+const { values: opts, positionals } = parseArgs({
+  allowPositionals: true,
+  options: {
+    slug: { type: 'string' },
+    name: { type: 'string' },
+    'audience-api': { type: 'boolean' },
+    'no-audience-api': { type: 'boolean' },
+    'rate-limit': { type: 'string' },
+    currency: { type: 'string' },
+    'content-fields': { type: 'string' },
+    'not-found-status': { type: 'string' },
+    env: { type: 'string' },
+    'event-type': { type: 'string' },
+    limit: { type: 'string' },
+    help: { type: 'boolean', short: 'h' },
+  },
+});
+
+const baseUrl = (process.env.AUDIENCE_URL ?? 'http://127.0.0.1:8080').replace(/\/$/, '');
+
+function adminKey(): string {
+  if (process.env.ADMIN_KEY) return process.env.ADMIN_KEY;
+  try {
+    return readFileSync(`${process.env.DATA_DIR ?? './data'}/admin.key`, 'utf8').trim();
+  } catch {
+    fail('set ADMIN_KEY, or run from the directory whose data/admin.key the service generated');
+  }
+}
+
+function fail(message: string): never {
+  console.error(`audience: ${message}`);
+  process.exit(2);
+}
+
+/** Org settings from flags (only those given). */
+function orgSettings(): Record<string, unknown> {
+  const body: Record<string, unknown> = {};
+  if (opts.name !== undefined) body.name = opts.name;
+  if (opts['audience-api']) body.audienceApi = true;
+  if (opts['no-audience-api']) body.audienceApi = false;
+  if (opts['rate-limit'] !== undefined) body.rateLimit = Number(opts['rate-limit']);
+  if (opts.currency !== undefined) body.currencySymbol = opts.currency;
+  if (opts['content-fields'] !== undefined) body.contentFields = opts['content-fields'].split(',').map((f) => f.trim());
+  if (opts['not-found-status'] !== undefined) body.notFoundStatus = Number(opts['not-found-status']);
+  return body;
+}
+
+function query(params: Record<string, string | undefined>): string {
+  const q = new URLSearchParams(Object.entries(params).filter((e): e is [string, string] => e[1] !== undefined));
+  return q.size > 0 ? `?${q}` : '';
+}
+
+async function call(method: string, path: string, body?: unknown): Promise<void> {
+  const res = await fetch(baseUrl + path, {
+    method,
+    headers: { authorization: `Bearer ${adminKey()}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+    ...(body ? { body: JSON.stringify(body) } : {}),
+  }).catch((error: Error) => fail(`cannot reach ${baseUrl}: ${error.message}`));
+  const text = await res.text();
+  console.log(text.startsWith('{') ? JSON.stringify(JSON.parse(text), null, 2) : text);
+  if (!res.ok) process.exit(1);
+}
+
+const [noun, verb, ...rest] = positionals;
+const slug = noun === 'org' ? rest[0] : verb;
+
+if (opts.help || !noun) {
+  console.log(USAGE);
+} else if (noun === 'org' && verb === 'create') {
+  const body = { slug: opts.slug, name: opts.name ?? opts.slug, ...orgSettings() };
+  await call('POST', '/admin/v1/orgs', body);
+} else if (noun === 'org' && verb === 'list') {
+  await call('GET', '/admin/v1/orgs');
+} else if (noun === 'org' && verb === 'get' && slug) {
+  await call('GET', `/admin/v1/orgs/${slug}`);
+} else if (noun === 'org' && verb === 'update' && slug) {
+  await call('PATCH', `/admin/v1/orgs/${slug}`, orgSettings());
+} else if (noun === 'org' && verb === 'rotate' && slug && rest[1]) {
+  await call('POST', `/admin/v1/orgs/${slug}/credentials/${rest[1]}/rotate`);
+} else if (noun === 'events' && verb === 'types' && rest[0]) {
+  await call('GET', `/admin/v1/orgs/${rest[0]}/events/types${query({ env: opts.env })}`);
+} else if (noun === 'events' && verb === 'samples' && rest[0]) {
+  await call('GET', `/admin/v1/orgs/${rest[0]}/events/samples${query({ env: opts.env, eventType: opts['event-type'], limit: opts.limit })}`);
+} else if (noun === 'quarantine' && verb) {
+  await call('GET', `/admin/v1/orgs/${verb}/quarantine${query({ env: opts.env, limit: opts.limit })}`);
+} else {
+  console.error(USAGE);
+  process.exit(2);
+}

@@ -1,0 +1,129 @@
+/**
+ * POST /http/v1/collect and /http/v1/batch (SPEC 4).
+ * Order: content type → body size/JSON (Fastify) → authenticate → validate → append → answer.
+ * A 200 is sent only after the log write resolved (durable); every rejection is appended to the log as
+ * a quarantine entry first, so it is kept even though the client only sees the error.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Context } from '../context.js';
+import { AppError, type ProblemDetail } from '../errors.js';
+import type { GroupCommitter } from '../log/group-commit.js';
+import { LogUnavailableError, type LogEntry } from '../log/types.js';
+import type { Metrics } from '../ops/metrics.js';
+import type { PartnerIdentity, PartnerRegistry } from '../orgs/partner-registry.js';
+import { acceptedEntry, messageIdOf, rejectedEntry } from './to-log-entry.js';
+import { validateBatch, validateBatchMember, validateEvent } from './validate-event.js';
+
+export interface CollectDeps {
+  ctx: Context;
+  registry: PartnerRegistry;
+  log: GroupCommitter;
+  metrics: Metrics;
+}
+
+/** SPEC 4.1 limits. */
+const EVENT_LIMIT_BYTES = 32 * 1024;
+const BATCH_LIMIT_BYTES = 500 * 1024;
+
+type Body = Record<string, unknown>;
+
+function requireJson(request: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void): void {
+  const type = request.headers['content-type'] ?? '';
+  if (!/^application\/json\s*(;|$)/i.test(type)) {
+    done(new AppError('unsupported_media_type', 'Content-Type must be application/json'));
+    return;
+  }
+  done();
+}
+
+function isObject(value: unknown): value is Body {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+function debugRequested(body: unknown): boolean {
+  return isObject(body) && isObject(body.context) && body.context.debug === true;
+}
+
+function rejection(org: string, debug: boolean, errors: ProblemDetail[]): AppError {
+  if (debug) return new AppError('schema_violation', 'The event does not match the schema.', { members: { errors } });
+  return new AppError(
+    'schema_violation',
+    'The event was rejected and kept in quarantine. Send it with context.debug=true to see the reasons, ' +
+      `or list them with GET /admin/v1/orgs/${org}/quarantine.`,
+  );
+}
+
+export function registerCollectRoutes(app: FastifyInstance, deps: CollectDeps): void {
+  const { ctx, registry, metrics } = deps;
+
+  async function append(entries: LogEntry[]): Promise<void> {
+    try {
+      await deps.log.append(entries);
+    } catch (error) {
+      if (error instanceof LogUnavailableError) {
+        throw new AppError('log_unavailable', 'The event log is unavailable; nothing was stored. Retry.', {
+          headers: { 'Retry-After': '1' },
+        }, { cause: error });
+      }
+      throw error;
+    }
+  }
+
+  function authenticate(body: unknown): PartnerIdentity {
+    const who = isObject(body) ? registry.authenticate(body.partnerId, body.partnerSecret) : undefined;
+    if (!who) throw new AppError('invalid_credentials', 'partnerId and partnerSecret do not identify a partner.');
+    return who;
+  }
+
+  app.post('/http/v1/collect', { bodyLimit: EVENT_LIMIT_BYTES, onRequest: requireJson }, async (request) => {
+    const body = request.body;
+    const who = authenticate(body);
+    const receivedAt = ctx.clock.now();
+    const result = validateEvent(body);
+    if (!result.ok) {
+      await append([rejectedEntry(body, who, 'schema_violation', result.errors, receivedAt)]);
+      throw rejection(who.org, debugRequested(body), result.errors);
+    }
+    const messageId = messageIdOf(body as Body);
+    await append([acceptedEntry(body as Body, who, messageId, receivedAt)]);
+    metrics.eventsAccepted.inc({ environment: who.environment });
+    return { messageId };
+  });
+
+  app.post('/http/v1/batch', { bodyLimit: BATCH_LIMIT_BYTES, onRequest: requireJson }, async (request) => {
+    const body = request.body;
+    const who = authenticate(body);
+    const receivedAt = ctx.clock.now();
+    const envelope = validateBatch(body);
+    if (!envelope.ok) {
+      await append([rejectedEntry(body, who, 'schema_violation', envelope.errors, receivedAt)]);
+      throw rejection(who.org, debugRequested(body), envelope.errors);
+    }
+    const { partnerId, partnerSecret, context, batch } = envelope.batch;
+    const members = batch.map((member) => {
+      const event: Body = { partnerId, partnerSecret, ...(context ? { context } : {}), ...(member as Body) };
+      return { event, size: JSON.stringify(member).length, result: validateBatchMember(member) };
+    });
+    if (members.some((m) => m.size > EVENT_LIMIT_BYTES)) {
+      throw new AppError('payload_too_large', `every batch member must be at most ${EVENT_LIMIT_BYTES} bytes`);
+    }
+    const errors = members.flatMap((m, i) =>
+      m.result.ok ? [] : m.result.errors.map((e) => ({ path: `/batch/${i}${e.path}`, message: e.message })),
+    );
+    if (errors.length > 0) {
+      // Atomic: nothing is appended as an event; every member goes to quarantine with its reason.
+      await append(
+        members.map((m) =>
+          m.result.ok
+            ? rejectedEntry(m.event, who, 'batch_rejected', [{ path: '/', message: 'another member of its batch was invalid' }], receivedAt)
+            : rejectedEntry(m.event, who, 'schema_violation', m.result.errors, receivedAt),
+        ),
+      );
+      throw rejection(who.org, debugRequested(body), errors);
+    }
+    const messageIds = members.map((m) => messageIdOf(m.event));
+    await append(members.map((m, i) => acceptedEntry(m.event, who, messageIds[i]!, receivedAt)));
+    metrics.eventsAccepted.inc({ environment: who.environment }, members.length);
+    return { messageIds };
+  });
+}

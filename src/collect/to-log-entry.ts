@@ -1,0 +1,51 @@
+/** Turns an accepted or rejected event into the log entry that carries it (secret removed). */
+import { v7 as uuidv7 } from 'uuid';
+import type { PartnerIdentity } from '../orgs/partner-registry.js';
+import type { ProblemDetail } from '../errors.js';
+import type { LogEntry } from '../log/types.js';
+
+type Body = Record<string, unknown>;
+
+/** The client's messageId when it sent a usable one, else a server-assigned UUIDv7 (SPEC 4.2). */
+export function messageIdOf(body: Body): string {
+  const given = body.messageId;
+  return typeof given === 'string' && given.length > 0 && given.length <= 100 ? given : uuidv7();
+}
+
+function withoutSecret(body: Body, messageId: string): string {
+  const { partnerSecret: _secret, ...rest } = body;
+  return JSON.stringify({ ...rest, messageId });
+}
+
+export function acceptedEntry(body: Body, who: PartnerIdentity, messageId: string, receivedAt: number): LogEntry {
+  return {
+    kind: 'event',
+    org: who.org,
+    environment: who.environment,
+    messageId,
+    receivedAt,
+    body: withoutSecret(body, messageId),
+    code: null,
+    errors: null,
+  };
+}
+
+export function rejectedEntry(
+  body: unknown,
+  who: PartnerIdentity,
+  code: string,
+  errors: ProblemDetail[],
+  receivedAt: number,
+): LogEntry {
+  const asObject = body !== null && typeof body === 'object' && !Array.isArray(body) ? (body as Body) : { value: body };
+  return {
+    kind: 'rejected',
+    org: who.org,
+    environment: who.environment,
+    messageId: uuidv7(),
+    receivedAt,
+    body: withoutSecret(asObject, typeof asObject.messageId === 'string' ? asObject.messageId : ''),
+    code,
+    errors: JSON.stringify(errors),
+  };
+}

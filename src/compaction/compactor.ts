@@ -1,0 +1,159 @@
+/**
+ * The compactor: tails the event log from the position saved in DuckDB and writes events, pending
+ * identities and quarantine rows (plan-batch.ts → write-batch.ts). The position lives in DuckDB, in
+ * the same transaction as the rows, so there is no separate log ack to lose: exactly-once into DuckDB.
+ */
+import type { FastifyBaseLogger } from 'fastify';
+import type { Context } from '../context.js';
+import type { Database } from '../db/database.js';
+import type { LogBackend, LogReader } from '../log/types.js';
+import type { Metrics } from '../ops/metrics.js';
+import { DEDUPE_WINDOW_MS, DedupeWindow, dedupeKey } from './dedupe-window.js';
+import { IdentityMap, clientKey } from './identity-map.js';
+import { type PlanState, planBatch } from './plan-batch.js';
+import { CURSOR_NAME, writeBatch } from './write-batch.js';
+
+/** Records per transaction: large enough for appender throughput, small enough for ~50 ms commits. */
+const RECORDS_PER_BATCH = 200;
+/** How long a read waits for new records before the loop sweeps expired pending identities. */
+const IDLE_WAIT_MS = 250;
+const RETRY_AFTER_FAILURE_MS = 1000;
+/** Expired pending identities are swept at most this often while the log is idle. */
+const SWEEP_INTERVAL_MS = 10_000;
+
+export interface CompactorDeps {
+  db: Database;
+  log: LogBackend;
+  ctx: Context;
+  metrics: Metrics;
+  logger: FastifyBaseLogger;
+}
+
+export class Compactor {
+  private state!: PlanState;
+  private reader: LogReader | undefined;
+  private cursor = 0;
+  private lastVisibleAtMicros = 0n;
+  private nextSweepAt = 0;
+  private stopping = false;
+  private running: Promise<void> | undefined;
+  private readonly waiters: Array<{ seq: number; resolve: () => void }> = [];
+
+  constructor(private readonly deps: CompactorDeps) {}
+
+  /** Highest log seq whose records are committed to DuckDB. */
+  get compactedSeq(): number {
+    return this.cursor;
+  }
+
+  async start(): Promise<void> {
+    await this.loadState();
+    this.running = this.loop();
+  }
+
+  /** Finishes the batch in progress, then stops (graceful shutdown). */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    await this.running;
+    await this.reader?.close();
+  }
+
+  /** Resolves once every record up to `seq` is in DuckDB (tests, freshness measurements). */
+  whenCompacted(seq: number): Promise<void> {
+    if (this.cursor >= seq) return Promise.resolve();
+    return new Promise((resolve) => this.waiters.push({ seq, resolve }));
+  }
+
+  private async loop(): Promise<void> {
+    while (!this.stopping) {
+      try {
+        this.reader ??= await this.deps.log.openReader(this.cursor);
+        const records = await this.reader.read(RECORDS_PER_BATCH, IDLE_WAIT_MS);
+        await this.commit(records);
+      } catch (error) {
+        // State in memory may be ahead of DuckDB now: rebuild it from what was committed and replay.
+        this.deps.logger.error({ err: error }, 'compaction batch failed; replaying from the saved position');
+        await this.reader?.close().catch(() => undefined);
+        this.reader = undefined;
+        await new Promise((r) => setTimeout(r, RETRY_AFTER_FAILURE_MS));
+        await this.loadState().catch((e) => this.deps.logger.error({ err: e }, 'reloading compactor state failed'));
+      }
+    }
+  }
+
+  private async commit(records: Awaited<ReturnType<LogReader['read']>>): Promise<void> {
+    const now = this.deps.ctx.clock.now();
+    if (records.length === 0 && (!this.hasPending() || now < this.nextSweepAt)) return;
+    const plan = planBatch(records, this.state);
+    if (records.length === 0) plan.lastSeq = this.cursor;
+    this.nextSweepAt = now + SWEEP_INTERVAL_MS;
+    const started = process.hrtime.bigint();
+    const outcome = await writeBatch(this.deps.db, plan, now, this.lastVisibleAtMicros);
+    this.deps.metrics.compactionBatchSeconds.observe(Number(process.hrtime.bigint() - started) / 1e9);
+    this.lastVisibleAtMicros = outcome.visibleAtMicros;
+    this.cursor = plan.lastSeq;
+    for (const key of outcome.pendingResolved) this.decrementPending(key);
+    for (const q of outcome.quarantined) this.deps.metrics.eventsQuarantined.inc({ code: q.code });
+    this.deps.metrics.duplicatesDropped.inc(plan.duplicates);
+    this.state.dedupe.prune(now);
+    this.deps.metrics.compactionLag.set(Math.max(0, (await this.deps.log.headSeq()) - this.cursor));
+    this.notifyWaiters();
+  }
+
+  private hasPending(): boolean {
+    return this.state.pendingByClient.size > 0;
+  }
+
+  private decrementPending(key: string): void {
+    const left = (this.state.pendingByClient.get(key) ?? 1) - 1;
+    if (left > 0) this.state.pendingByClient.set(key, left);
+    else this.state.pendingByClient.delete(key);
+  }
+
+  private notifyWaiters(): void {
+    for (let i = this.waiters.length - 1; i >= 0; i--) {
+      const waiter = this.waiters[i]!;
+      if (waiter.seq <= this.cursor) {
+        this.waiters.splice(i, 1);
+        waiter.resolve();
+      }
+    }
+  }
+
+  private async loadState(): Promise<void> {
+    const { db, ctx } = this.deps;
+    const cursorRows = await db.all<{ seq: bigint; visible_us: bigint | null }>(
+      'SELECT seq, epoch_us(visible_at) AS visible_us FROM log_cursor WHERE name = $1',
+      [CURSOR_NAME],
+    );
+    this.cursor = Number(cursorRows[0]?.seq ?? 0n);
+    this.lastVisibleAtMicros = cursorRows[0]?.visible_us ?? 0n;
+
+    const dedupe = new DedupeWindow();
+    const since = BigInt(ctx.clock.now() - DEDUPE_WINDOW_MS);
+    const seen = await db.all<{ org: string; environment: string; message_id: string; seen_ms: bigint }>(
+      `SELECT org, environment, message_id, epoch_ms(received_at) AS seen_ms FROM events WHERE epoch_ms(received_at) > $1
+       UNION ALL
+       SELECT org, environment, message_id, epoch_ms(received_at) FROM pending_identity WHERE epoch_ms(received_at) > $1
+       ORDER BY seen_ms`,
+      [since],
+    );
+    for (const s of seen) dedupe.checkAndRecord(dedupeKey(s.org, s.environment, s.message_id), Number(s.seen_ms));
+
+    const identities = new IdentityMap();
+    const mappings = await db.all<{ org: string; environment: string; client_id: string; email: string; received_ms: bigint }>(
+      'SELECT org, environment, client_id, email, epoch_ms(received_at) AS received_ms FROM identify_mappings',
+    );
+    for (const m of mappings) {
+      identities.record({ org: m.org, environment: m.environment, clientId: m.client_id, email: m.email, receivedAt: Number(m.received_ms) });
+    }
+
+    const pendingByClient = new Map<string, number>();
+    const pending = await db.all<{ org: string; environment: string; client_id: string; n: bigint }>(
+      'SELECT org, environment, client_id, count(*) AS n FROM pending_identity GROUP BY ALL',
+    );
+    for (const p of pending) pendingByClient.set(clientKey(p.org, p.environment, p.client_id), Number(p.n));
+
+    this.state = { dedupe, identities, pendingByClient };
+  }
+}

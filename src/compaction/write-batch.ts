@@ -1,0 +1,192 @@
+/**
+ * Writes one planned batch in ONE DuckDB transaction together with the new log position, so a crash
+ * anywhere before COMMIT replays the same records and a crash after it never repeats them.
+ * visible_at is one value per commit, strictly increasing (the trigger cursor column, SPEC 5).
+ */
+import type { DuckDBAppender, DuckDBConnection } from '@duckdb/node-api';
+import { type Database, microsParam, tsParam } from '../db/database.js';
+import { eventFacts } from './event-facts.js';
+import { IDENTITY_TTL_MS, clientKey } from './identity-map.js';
+import type { BatchPlan, EventRow, QuarantineRow } from './plan-batch.js';
+
+export const CURSOR_NAME = 'compactor';
+
+export interface WriteOutcome {
+  events: number;
+  quarantined: QuarantineRow[];
+  /** clientKeys of pending rows that left the pending table (released or expired), one per row. */
+  pendingResolved: string[];
+  visibleAtMicros: bigint;
+}
+
+interface PendingRow {
+  org: string;
+  environment: string;
+  message_id: string;
+  client_id: string;
+  received_at_ms: bigint;
+  body: string;
+  log_seq: bigint;
+}
+
+const PENDING_COLUMNS = `org, environment, message_id, client_id, epoch_ms(received_at) AS received_at_ms, body, log_seq`;
+
+export async function writeBatch(
+  db: Database,
+  plan: BatchPlan,
+  now: number,
+  lastVisibleAtMicros: bigint,
+): Promise<WriteOutcome> {
+  const nowMicros = BigInt(now) * 1000n;
+  const visibleAtMicros = nowMicros > lastVisibleAtMicros ? nowMicros : lastVisibleAtMicros + 1n;
+  return db.transaction(async (c) => {
+    const pendingResolved: string[] = [];
+    const events: EventRow[] = [...plan.events];
+    const quarantined: QuarantineRow[] = [...plan.quarantine];
+
+    if (plan.pending.length > 0) {
+      await appendRows(c, 'pending_identity', plan.pending, (a, row) => {
+        a.appendVarchar(row.entry.org);
+        a.appendVarchar(row.entry.environment);
+        a.appendVarchar(row.entry.messageId);
+        a.appendVarchar(row.facts.clientId);
+        a.appendTimestampTZ(tsParam(row.entry.receivedAt));
+        a.appendTimestampTZ(tsParam(row.entry.receivedAt + IDENTITY_TTL_MS));
+        a.appendVarchar(row.entry.body);
+        a.appendBigInt(BigInt(row.seq));
+      });
+    }
+
+    for (const release of plan.releases) {
+      const released = (
+        await c.runAndReadAll(
+          `DELETE FROM pending_identity
+            WHERE org = $1 AND environment = $2 AND client_id = $3 AND received_at >= $4
+            RETURNING ${PENDING_COLUMNS}`,
+          [release.org, release.environment, release.clientId, tsParam(release.identifiedAt - IDENTITY_TTL_MS)],
+        )
+      ).getRowObjectsJS() as unknown as PendingRow[];
+      for (const p of released) {
+        pendingResolved.push(clientKey(p.org, p.environment, p.client_id));
+        events.push(pendingToEvent(p, release.email));
+      }
+    }
+
+    const expired = (
+      await c.runAndReadAll(`DELETE FROM pending_identity WHERE expires_at <= $1 RETURNING ${PENDING_COLUMNS}`, [
+        tsParam(now),
+      ])
+    ).getRowObjectsJS() as unknown as PendingRow[];
+    for (const p of expired) {
+      pendingResolved.push(clientKey(p.org, p.environment, p.client_id));
+      quarantined.push({
+        id: p.message_id,
+        org: p.org,
+        environment: p.environment,
+        code: 'identity_unresolved',
+        errors: JSON.stringify([
+          { path: '/clientId', message: 'no e-mail and no identify for this clientId within 7 days of the event' },
+        ]),
+        receivedAt: Number(p.received_at_ms),
+        raw: p.body,
+      });
+    }
+
+    if (events.length > 0) await appendEvents(c, events, visibleAtMicros);
+    if (quarantined.length > 0) await appendQuarantine(c, quarantined, now);
+    await upsertMappings(c, plan);
+
+    await c.run(
+      'INSERT OR REPLACE INTO log_cursor VALUES ($1, $2, $3)',
+      [CURSOR_NAME, BigInt(plan.lastSeq), microsParam(visibleAtMicros)],
+    );
+    return { events: events.length, quarantined, pendingResolved, visibleAtMicros };
+  });
+}
+
+function pendingToEvent(p: PendingRow, email: string): EventRow {
+  const receivedAt = Number(p.received_at_ms);
+  return {
+    entry: {
+      kind: 'event',
+      org: p.org,
+      environment: p.environment as EventRow['entry']['environment'],
+      messageId: p.message_id,
+      receivedAt,
+      body: p.body,
+      code: null,
+      errors: null,
+    },
+    seq: Number(p.log_seq),
+    facts: eventFacts(JSON.parse(p.body), receivedAt),
+    email,
+  };
+}
+
+async function appendRows<T>(
+  c: DuckDBConnection,
+  table: string,
+  rows: T[],
+  write: (appender: DuckDBAppender, row: T) => void,
+): Promise<void> {
+  const appender = await c.createAppender(table);
+  try {
+    for (const row of rows) {
+      write(appender, row);
+      appender.endRow();
+    }
+    appender.flushSync();
+  } finally {
+    appender.closeSync();
+  }
+}
+
+function appendEvents(c: DuckDBConnection, rows: EventRow[], visibleAtMicros: bigint): Promise<void> {
+  return appendRows(c, 'events', rows, (a, row) => {
+    const { entry, facts } = row;
+    a.appendVarchar(entry.org);
+    a.appendVarchar(entry.environment);
+    a.appendVarchar(entry.messageId);
+    a.appendVarchar(facts.eventType);
+    a.appendVarchar(facts.eventName);
+    a.appendVarchar(facts.clientId);
+    if (row.email === null) a.appendNull();
+    else a.appendVarchar(row.email);
+    if (facts.userId === null) a.appendNull();
+    else a.appendVarchar(facts.userId);
+    a.appendTimestampTZ(tsParam(entry.receivedAt));
+    a.appendTimestampTZ(tsParam(facts.eventTime));
+    a.appendTimestampTZ(microsParam(visibleAtMicros));
+    a.appendVarchar(JSON.stringify(facts.properties ?? {}));
+    a.appendVarchar(entry.body);
+    a.appendBigInt(BigInt(row.seq));
+  });
+}
+
+function appendQuarantine(c: DuckDBConnection, rows: QuarantineRow[], now: number): Promise<void> {
+  return appendRows(c, 'quarantine', rows, (a, row) => {
+    a.appendVarchar(row.id);
+    a.appendVarchar(row.org);
+    a.appendVarchar(row.environment);
+    a.appendVarchar(row.code);
+    a.appendVarchar(row.errors);
+    a.appendTimestampTZ(tsParam(row.receivedAt));
+    a.appendTimestampTZ(tsParam(now));
+    a.appendVarchar(row.raw);
+  });
+}
+
+async function upsertMappings(c: DuckDBConnection, plan: BatchPlan): Promise<void> {
+  // Only the latest identify per clientId in this batch matters (latest wins).
+  const latest = new Map(plan.mappings.map((m) => [clientKey(m.org, m.environment, m.clientId), m]));
+  for (const m of latest.values()) {
+    await c.run('INSERT OR REPLACE INTO identify_mappings VALUES ($1, $2, $3, $4, $5, $6)', [
+      m.org,
+      m.environment,
+      m.clientId,
+      m.email,
+      tsParam(m.receivedAt),
+      tsParam(m.receivedAt + IDENTITY_TTL_MS),
+    ]);
+  }
+}

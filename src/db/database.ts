@@ -1,0 +1,84 @@
+/**
+ * One DuckDB file, one connection, every use serialized.
+ * Why serialized: concurrent use of one connection (a shared prepared statement) crashed Node in the
+ * pilot, and the compactor's transaction must not interleave with other statements on its connection.
+ */
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import {
+  DuckDBInstance,
+  timestampTZValue,
+  type DuckDBConnection,
+  type DuckDBTimestampTZValue,
+  type DuckDBValue,
+} from '@duckdb/node-api';
+
+export type Row = Record<string, unknown>;
+export type Params = DuckDBValue[];
+
+export class Database {
+  private tail: Promise<unknown> = Promise.resolve();
+
+  private constructor(
+    private readonly instance: DuckDBInstance,
+    private readonly connection: DuckDBConnection,
+  ) {}
+
+  static async open(path: string): Promise<Database> {
+    if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+    const instance = await DuckDBInstance.create(path);
+    return new Database(instance, await instance.connect());
+  }
+
+  /** Runs `work` with the connection to itself; callers queue in order. */
+  exclusive<T>(work: (connection: DuckDBConnection) => Promise<T>): Promise<T> {
+    const result = this.tail.then(() => work(this.connection));
+    this.tail = result.catch(() => undefined);
+    return result;
+  }
+
+  /** Rows as plain JS objects (BIGINT as bigint, JSON as string, TIMESTAMPTZ as Date). */
+  all<T = Row>(sql: string, params: Params = []): Promise<T[]> {
+    return this.exclusive(async (c) => (await c.runAndReadAll(sql, params)).getRowObjectsJS() as T[]);
+  }
+
+  run(sql: string, params: Params = []): Promise<void> {
+    return this.exclusive(async (c) => {
+      await c.run(sql, params);
+    });
+  }
+
+  /** BEGIN … COMMIT around `work`, ROLLBACK when it throws. */
+  transaction<T>(work: (connection: DuckDBConnection) => Promise<T>): Promise<T> {
+    return this.exclusive(async (c) => {
+      await c.run('BEGIN TRANSACTION');
+      try {
+        const result = await work(c);
+        await c.run('COMMIT');
+        return result;
+      } catch (error) {
+        await c.run('ROLLBACK').catch(() => undefined);
+        throw error;
+      }
+    });
+  }
+
+  async close(): Promise<void> {
+    await this.exclusive(async (c) => {
+      // CHECKPOINT folds the WAL into the file so the next start opens quickly.
+      await c.run('CHECKPOINT').catch(() => undefined);
+      c.closeSync();
+    });
+    this.instance.closeSync();
+  }
+}
+
+/** Epoch milliseconds → a TIMESTAMPTZ parameter or appender value. */
+export function tsParam(ms: number): DuckDBTimestampTZValue {
+  return timestampTZValue(BigInt(Math.round(ms)) * 1000n);
+}
+
+/** Epoch microseconds → a TIMESTAMPTZ value (visible_at keeps microsecond steps). */
+export function microsParam(micros: bigint): DuckDBTimestampTZValue {
+  return timestampTZValue(micros);
+}

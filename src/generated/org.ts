@@ -1,0 +1,87 @@
+/* Generated from schemas/ by src/tools/generate-types.ts (npm run types). Do not edit. */
+
+/**
+ * This interface was referenced by `Org`'s JSON-Schema
+ * via the `definition` "slug".
+ */
+export type Slug = string;
+/**
+ * This interface was referenced by `Org`'s JSON-Schema
+ * via the `definition` "name".
+ */
+export type Name = string;
+/**
+ * The premium Audience API is enabled. Default: false
+ *
+ * This interface was referenced by `Org`'s JSON-Schema
+ * via the `definition` "audienceApi".
+ */
+export type AudienceApi = boolean;
+/**
+ * Audience API requests/s for the whole org, also the burst. Default: 50
+ *
+ * This interface was referenced by `Org`'s JSON-Schema
+ * via the `definition` "rateLimit".
+ */
+export type RateLimit = number;
+/**
+ * Prefix of total_lifetime_value_jde. Default: $
+ *
+ * This interface was referenced by `Org`'s JSON-Schema
+ * via the `definition` "currencySymbol".
+ */
+export type CurrencySymbol = string;
+/**
+ * Profile fields the Audience API returns, in this order. Default: every default profile field
+ *
+ * This interface was referenced by `Org`'s JSON-Schema
+ * via the `definition` "contentFields".
+ */
+export type ContentFields = string[];
+/**
+ * Status of an unknown contact. Default: 404
+ *
+ * This interface was referenced by `Org`'s JSON-Schema
+ * via the `definition` "notFoundStatus".
+ */
+export type NotFoundStatus = 404 | 400;
+
+/**
+ * An org as the admin API returns it (SPEC 3).
+ */
+export interface Org {
+  slug: Slug;
+  name: Name;
+  audienceApi: AudienceApi;
+  rateLimit: RateLimit;
+  currencySymbol: CurrencySymbol;
+  contentFields: ContentFields;
+  notFoundStatus: NotFoundStatus;
+  createdAt: string;
+  updatedAt: string;
+}
+/**
+ * This interface was referenced by `Org`'s JSON-Schema
+ * via the `definition` "OrgCreate".
+ */
+export interface OrgCreate {
+  slug: Slug;
+  name: Name;
+  audienceApi?: AudienceApi;
+  rateLimit?: RateLimit;
+  currencySymbol?: CurrencySymbol;
+  contentFields?: ContentFields;
+  notFoundStatus?: NotFoundStatus;
+}
+/**
+ * This interface was referenced by `Org`'s JSON-Schema
+ * via the `definition` "OrgPatch".
+ */
+export interface OrgPatch {
+  name?: Name;
+  audienceApi?: AudienceApi;
+  rateLimit?: RateLimit;
+  currencySymbol?: CurrencySymbol;
+  contentFields?: ContentFields;
+  notFoundStatus?: NotFoundStatus;
+}

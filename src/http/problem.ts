@@ -1,0 +1,57 @@
+/**
+ * The one error handler: every error leaves as RFC 9457 problem+json with a stable `code`.
+ * 5xx answers never carry internals; the cause is logged instead.
+ */
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { AppError, type ErrorCode, errorCatalog } from '../errors.js';
+import { toProblemDetails } from '../schemas.js';
+
+/** Fastify's own parser/limit errors, mapped to catalog codes. */
+const fastifyCodes: Record<string, ErrorCode> = {
+  FST_ERR_CTP_INVALID_JSON_BODY: 'invalid_json',
+  FST_ERR_CTP_EMPTY_JSON_BODY: 'invalid_json',
+  FST_ERR_CTP_BODY_TOO_LARGE: 'payload_too_large',
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'unsupported_media_type',
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'invalid_request',
+};
+
+export function sendProblem(reply: FastifyReply, request: FastifyRequest, error: AppError): FastifyReply {
+  const status = error.status;
+  for (const [name, value] of Object.entries(error.extra.headers ?? {})) reply.header(name, value);
+  return reply
+    .code(status)
+    .type('application/problem+json')
+    .send({
+      type: `https://audience.dev/problems/${error.code}`,
+      title: errorCatalog[error.code].title,
+      status,
+      detail: error.detail ?? errorCatalog[error.code].title,
+      code: error.code,
+      requestId: request.id,
+      ...error.extra.members,
+    });
+}
+
+export function toAppError(error: FastifyError | Error): AppError {
+  if (error instanceof AppError) return error;
+  const fastifyError = error as FastifyError;
+  if (fastifyError.validation) {
+    return new AppError('invalid_request', fastifyError.message, {
+      members: { errors: toProblemDetails(fastifyError.validation as never) },
+    });
+  }
+  const mapped = fastifyError.code ? fastifyCodes[fastifyError.code] : undefined;
+  if (mapped) return new AppError(mapped, fastifyError.message);
+  return new AppError('internal_error', undefined, {}, { cause: error });
+}
+
+export function registerProblemHandlers(app: FastifyInstance): void {
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    const appError = toAppError(error);
+    if (appError.status >= 500) request.log.error({ err: appError.cause ?? error }, 'request failed');
+    return sendProblem(reply, request, appError);
+  });
+  app.setNotFoundHandler((request, reply) =>
+    sendProblem(reply, request, new AppError('not_found', `no route ${request.method} ${request.url.split('?')[0]}`)),
+  );
+}

@@ -1,0 +1,164 @@
+/**
+ * The embedded log: one append-only file of frames (frame.ts), for single-node installs without NATS.
+ * Durability: `write` resolves only after fdatasync. A kill -9 can leave at most a half-written last
+ * frame; `open` finds it by length and checksum and cuts it off, so what was acknowledged survives and
+ * what was not leaves no trace.
+ */
+import { constants } from 'node:fs';
+import { mkdir, open, stat, type FileHandle } from 'node:fs/promises';
+import { join } from 'node:path';
+import { AppendSignal } from './append-signal.js';
+import { EmbeddedReader, type FrameSource } from './embedded-reader.js';
+import { encodeFrame, type Frame } from './frame.js';
+import { readFrames, scanFrames, writeFully } from './frame-file.js';
+import { RecentIds } from './recent-ids.js';
+import { LogUnavailableError, type LogBackend, type LogReader, type WriteResult } from './types.js';
+
+export const EMBEDDED_LOG_FILE = 'events.log';
+/** Records whose ids are remembered for dedupe; a retry arrives within seconds, far fewer records back. */
+const DEDUPE_WINDOW = 100_000;
+
+/** A torn or corrupt tail that `open` removed. */
+export interface TornTail {
+  file: string;
+  /** File size before and after the cut. */
+  fileBytes: number;
+  keptBytes: number;
+  /** Whole records kept. */
+  records: number;
+  reason: string;
+}
+
+export interface EmbeddedLogOptions {
+  /** Told when `open` cuts a torn tail off; the log itself stays silent (no console noise in tests). */
+  onTornTail?: (tail: TornTail) => void;
+}
+
+export class EmbeddedLog implements LogBackend, FrameSource {
+  readonly kind = 'embedded';
+  readonly signal = new AppendSignal();
+  private closing = false;
+  private closed = false;
+  /** Tail of the write chain: one write at a time, in call order. */
+  private queue: Promise<unknown> = Promise.resolve();
+
+  private constructor(
+    private readonly handle: FileHandle,
+    /** Byte offset of each record's frame; index = seq - 1. */
+    private readonly offsets: number[],
+    private end: number,
+    private readonly recent: RecentIds,
+  ) {}
+
+  static async open(dir: string, options: EmbeddedLogOptions = {}): Promise<EmbeddedLog> {
+    await mkdir(dir, { recursive: true });
+    const file = join(dir, EMBEDDED_LOG_FILE);
+    const existed = await stat(file).then(
+      () => true,
+      () => false,
+    );
+    // Not O_APPEND: writes go to an explicit offset, which also overwrites the remains of a failed write.
+    const handle = await open(file, constants.O_RDWR | constants.O_CREAT, 0o644);
+    try {
+      if (!existed) await syncDirectory(dir);
+      const fileBytes = (await handle.stat()).size;
+      const offsets: number[] = [];
+      const recent = new RecentIds(DEDUPE_WINDOW);
+      const scan = await scanFrames(handle, fileBytes, (offset, _length, id) => {
+        offsets.push(offset);
+        recent.add(id, offsets.length);
+      });
+      if (scan.validBytes < fileBytes) {
+        await handle.truncate(scan.validBytes);
+        await handle.datasync();
+        options.onTornTail?.({
+          file,
+          fileBytes,
+          keptBytes: scan.validBytes,
+          records: offsets.length,
+          reason: scan.stopReason ?? 'unknown',
+        });
+      }
+      return new EmbeddedLog(handle, offsets, scan.validBytes, recent);
+    } catch (error) {
+      await handle.close();
+      throw error;
+    }
+  }
+
+  write(recordId: string, payload: Uint8Array): Promise<WriteResult> {
+    if (this.closing) return Promise.reject(new LogUnavailableError('embedded log is closed'));
+    const result = this.queue.then(() => this.append(recordId, payload));
+    this.queue = result.catch(() => {});
+    return result;
+  }
+
+  openReader(afterSeq: number): Promise<LogReader> {
+    return Promise.resolve(new EmbeddedReader(this, afterSeq));
+  }
+
+  headSeq(): Promise<number> {
+    return Promise.resolve(this.offsets.length);
+  }
+
+  count(): number {
+    return this.offsets.length;
+  }
+
+  isAvailable(): boolean {
+    return !this.closing;
+  }
+
+  isOpen(): boolean {
+    return !this.closed;
+  }
+
+  /** Records `from`..`to` (1-based, inclusive), read in one positional read. */
+  async readRecords(from: number, to: number): Promise<Frame[]> {
+    if (this.closed) throw new LogUnavailableError('embedded log is closed');
+    const start = this.offsets[from - 1]!;
+    const end = to < this.offsets.length ? this.offsets[to]! : this.end;
+    return readFrames(this.handle, start, end);
+  }
+
+  /** Lets queued writes finish, then closes the file; waiting readers wake and see the log closed. */
+  async close(): Promise<void> {
+    if (this.closing) return;
+    this.closing = true;
+    await this.queue;
+    this.closed = true;
+    await this.handle.close();
+    this.signal.notify();
+  }
+
+  private async append(recordId: string, payload: Uint8Array): Promise<WriteResult> {
+    const known = this.recent.get(recordId);
+    if (known !== undefined) return { seq: known, duplicate: true };
+    const frame = encodeFrame(recordId, payload);
+    const offset = this.end;
+    try {
+      await writeFully(this.handle, offset, frame);
+      await this.handle.datasync();
+    } catch (error) {
+      // Best effort: leave no unacknowledged frame behind (the next write would overwrite it anyway).
+      await this.handle.truncate(offset).catch(() => {});
+      throw new LogUnavailableError('embedded log write failed', { cause: error });
+    }
+    this.end = offset + frame.length;
+    this.offsets.push(offset);
+    const seq = this.offsets.length;
+    this.recent.add(recordId, seq);
+    this.signal.notify();
+    return { seq, duplicate: false };
+  }
+}
+
+/** Makes a newly created file's directory entry durable, not only its contents. */
+async function syncDirectory(dir: string): Promise<void> {
+  const handle = await open(dir, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}

@@ -1,0 +1,158 @@
+/**
+ * The JetStream log: records are messages on one subject of one file-backed stream.
+ * Durability is the publish ack; dedupe is JetStream's own (`msgID` within `duplicate_window`).
+ * Connection status is tracked so that, while NATS is down, `isAvailable()` says so and writes fail at
+ * once instead of waiting out the publish timeout.
+ */
+import {
+  JetStreamApiCodes,
+  JetStreamApiError,
+  StorageType,
+  jetstream,
+  jetstreamManager,
+  type JetStreamClient,
+  type JetStreamManager,
+} from '@nats-io/jetstream';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { JetStreamReader } from './jetstream-reader.js';
+import { LogUnavailableError, type LogBackend, type LogReader, type WriteResult } from './types.js';
+
+export interface JetStreamLogOptions {
+  /** NATS server URL(s), comma-separated. */
+  servers: string;
+  /** Default: `AUDIENCE_EVENTS`. */
+  stream?: string;
+  /** Default: `audience.events`. */
+  subject?: string;
+}
+
+export const DEFAULT_STREAM = 'AUDIENCE_EVENTS';
+export const DEFAULT_SUBJECT = 'audience.events';
+/** A retried publish (client timeout, reconnect) arrives well within 2 minutes; nanoseconds in the API. */
+const DUPLICATE_WINDOW_NS = 2 * 60 * 1_000_000_000;
+/** Upper bound on one acknowledged write; beyond it the caller gets a 503 rather than a hung request. */
+const PUBLISH_TIMEOUT_MS = 5_000;
+/** Shutdown must not hang on a server that stopped answering. */
+const DRAIN_TIMEOUT_MS = 2_000;
+
+export class JetStreamLog implements LogBackend {
+  readonly kind = 'jetstream';
+  private connected = true;
+  private closing = false;
+  /** Rejects when the current connection drops: in-flight writes race it to fail fast. */
+  private dropped = connectionDrop();
+
+  private constructor(
+    private readonly nc: NatsConnection,
+    private readonly js: JetStreamClient,
+    private readonly jsm: JetStreamManager,
+    readonly stream: string,
+    readonly subject: string,
+  ) {
+    void this.watchStatus();
+  }
+
+  static async open(options: JetStreamLogOptions): Promise<JetStreamLog> {
+    const stream = options.stream ?? DEFAULT_STREAM;
+    const subject = options.subject ?? DEFAULT_SUBJECT;
+    let nc: NatsConnection;
+    try {
+      // Reconnect forever: after a NATS restart the service recovers without being restarted itself.
+      nc = await connect({ servers: options.servers.split(','), maxReconnectAttempts: -1 });
+    } catch (error) {
+      throw new LogUnavailableError(`cannot connect to NATS at ${options.servers}`, { cause: error });
+    }
+    try {
+      const jsm = await jetstreamManager(nc);
+      await ensureStream(jsm, stream, subject);
+      return new JetStreamLog(nc, jetstream(nc), jsm, stream, subject);
+    } catch (error) {
+      await nc.close();
+      throw new LogUnavailableError(`cannot set up JetStream stream ${stream}`, { cause: error });
+    }
+  }
+
+  async write(recordId: string, payload: Uint8Array): Promise<WriteResult> {
+    if (!this.isAvailable()) throw new LogUnavailableError('NATS is not connected');
+    try {
+      const ack = await Promise.race([
+        this.js.publish(this.subject, payload, {
+          msgID: recordId,
+          timeout: PUBLISH_TIMEOUT_MS,
+          // Refuses the write if some other stream has taken over the subject.
+          expect: { streamName: this.stream },
+        }),
+        this.dropped.promise,
+      ]);
+      return { seq: ack.seq, duplicate: ack.duplicate };
+    } catch (error) {
+      throw new LogUnavailableError('JetStream publish failed', { cause: error });
+    }
+  }
+
+  async openReader(afterSeq: number): Promise<LogReader> {
+    return new JetStreamReader(
+      { nc: this.nc, js: this.js, jsm: this.jsm, stream: this.stream, subject: this.subject, log: this },
+      afterSeq,
+    );
+  }
+
+  async headSeq(): Promise<number> {
+    if (!this.isAvailable()) throw new LogUnavailableError('NATS is not connected');
+    try {
+      return (await this.jsm.streams.info(this.stream)).state.last_seq;
+    } catch (error) {
+      throw new LogUnavailableError('JetStream stream info failed', { cause: error });
+    }
+  }
+
+  isAvailable(): boolean {
+    return this.connected && !this.closing && !this.nc.isClosed();
+  }
+
+  async close(): Promise<void> {
+    if (this.closing) return;
+    this.closing = true;
+    // Drain lets in-flight requests finish; bounded, since a server that just vanished never answers it.
+    if (this.connected) await Promise.race([this.nc.drain().catch(() => {}), delay(DRAIN_TIMEOUT_MS)]);
+    if (!this.nc.isClosed()) await this.nc.close();
+  }
+
+  private async watchStatus(): Promise<void> {
+    for await (const status of this.nc.status()) {
+      if (status.type === 'disconnect') {
+        this.connected = false;
+        this.dropped.fail(new Error('NATS connection lost'));
+      } else if (status.type === 'reconnect') {
+        this.dropped = connectionDrop();
+        this.connected = true;
+      }
+    }
+  }
+}
+
+async function ensureStream(jsm: JetStreamManager, name: string, subject: string): Promise<void> {
+  try {
+    await jsm.streams.info(name);
+    return;
+  } catch (error) {
+    if (!(error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamNotFound)) throw error;
+  }
+  try {
+    await jsm.streams.add({ name, subjects: [subject], storage: StorageType.File, duplicate_window: DUPLICATE_WINDOW_NS });
+  } catch (error) {
+    // Another instance may have created it between our info and add; then it exists and all is well.
+    await jsm.streams.info(name).catch(() => Promise.reject(error));
+  }
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}
+
+function connectionDrop(): { promise: Promise<never>; fail: (error: Error) => void } {
+  let fail: (error: Error) => void = () => {};
+  const promise = new Promise<never>((_, reject) => (fail = reject));
+  promise.catch(() => {}); // observed through Promise.race only; never an unhandled rejection
+  return { promise, fail };
+}

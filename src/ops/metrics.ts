@@ -1,0 +1,52 @@
+/** Prometheus metrics (SPEC 9), one registry per app instance (no module-level singletons). */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+export function createMetrics() {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  return {
+    registry,
+    eventsAccepted: new Counter({
+      name: 'audience_events_accepted_total',
+      help: 'Events acknowledged with 200 (durable in the log)',
+      labelNames: ['environment'] as const,
+      registers: [registry],
+    }),
+    eventsRejected: new Counter({
+      name: 'audience_events_rejected_total',
+      help: 'Collect requests answered with an error, by code',
+      labelNames: ['code'] as const,
+      registers: [registry],
+    }),
+    eventsQuarantined: new Counter({
+      name: 'audience_events_quarantined_total',
+      help: 'Rows written to quarantine by the compactor, by code',
+      labelNames: ['code'] as const,
+      registers: [registry],
+    }),
+    duplicatesDropped: new Counter({
+      name: 'audience_events_duplicate_total',
+      help: 'Events dropped at compaction as repeats of a messageId seen within 24 h',
+      registers: [registry],
+    }),
+    logAppendSeconds: new Histogram({
+      name: 'audience_log_append_seconds',
+      help: 'Duration of one durable log write (a group of events)',
+      buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+      registers: [registry],
+    }),
+    compactionLag: new Gauge({
+      name: 'audience_compaction_lag_records',
+      help: 'Log records appended but not yet compacted into DuckDB',
+      registers: [registry],
+    }),
+    compactionBatchSeconds: new Histogram({
+      name: 'audience_compaction_batch_seconds',
+      help: 'Duration of one compaction transaction',
+      buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 5],
+      registers: [registry],
+    }),
+  };
+}
+
+export type Metrics = ReturnType<typeof createMetrics>;

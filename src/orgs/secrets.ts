@@ -1,0 +1,28 @@
+/** Random identifiers and secrets, their stored hashes, and constant-time comparison. */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { Context } from '../context.js';
+
+const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+
+/** Uniform base62 string (rejection sampling keeps every character equally likely). */
+export function randomBase62(ctx: Pick<Context, 'randomBytes'>, length: number): string {
+  let out = '';
+  while (out.length < length) {
+    for (const byte of ctx.randomBytes(length * 2)) {
+      if (byte < 248 && out.length < length) out += BASE62[byte % 62];
+    }
+  }
+  return out;
+}
+
+/** SHA-256 hex. Secrets here are 40+ random characters, so a fast hash is enough (no guessing). */
+export function sha256Hex(value: string): string {
+  return createHash('sha256').update(value).digest('hex');
+}
+
+/** Compares a presented secret with a stored hash without leaking where they differ. */
+export function matchesHash(presented: string, storedHashHex: string): boolean {
+  const presentedHash = createHash('sha256').update(presented).digest();
+  const stored = Buffer.from(storedHashHex, 'hex');
+  return stored.length === presentedHash.length && timingSafeEqual(presentedHash, stored);
+}

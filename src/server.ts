@@ -1,0 +1,39 @@
+/** Entry point: read config once, build the app, listen, shut down gracefully on SIGTERM/SIGINT. */
+import { buildApp } from './app.js';
+import { ConfigError, readConfig } from './config.js';
+
+async function main(): Promise<void> {
+  let config;
+  try {
+    config = readConfig(process.env);
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      console.error(`audience: ${error.message}`);
+      process.exit(1);
+    }
+    throw error;
+  }
+  const app = await buildApp(config);
+  const { adminKey, log } = app.audience;
+  if (adminKey.file) app.log.info(`admin key ${adminKey.generated ? 'generated and ' : ''}stored in ${adminKey.file}`);
+  await app.listen({ port: config.port, host: config.host });
+  app.log.info({ log: log.kind, roles: config.roles, dataDir: config.dataDir }, 'audience is ready');
+
+  let closing = false;
+  const shutdown = (signal: string) => {
+    if (closing) return;
+    closing = true;
+    app.log.info({ signal }, 'shutting down');
+    app.close().then(
+      () => process.exit(0),
+      (error) => {
+        app.log.error({ err: error }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+}
+
+await main();

@@ -1,0 +1,118 @@
+/** Builds the real app on a fresh DATA_DIR (t.testdir) with a test admin key; closes it at teardown. */
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
+import { buildApp } from '../../src/app.js';
+import type { Config } from '../../src/config.js';
+import { type Clock, createContext } from '../../src/context.js';
+
+export const ADMIN_KEY = 'test-admin-key-0123456789abcdef';
+const adminHeaders = { authorization: `Bearer ${ADMIN_KEY}` };
+
+interface Tap {
+  testdir(): string;
+  teardown(fn: () => unknown): void;
+}
+
+export interface TestApp {
+  app: FastifyInstance;
+  dataDir: string;
+  admin(method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE', url: string, body?: unknown): Promise<LightMyRequestResponse>;
+  createOrg(slug: string, extra?: object): Promise<OrgCredentials>;
+  collect(body: unknown): Promise<LightMyRequestResponse>;
+  batch(body: unknown): Promise<LightMyRequestResponse>;
+  /** Waits until everything appended so far is compacted into DuckDB. */
+  compacted(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface OrgCredentials {
+  staging: { partnerId: string; partnerSecret: string };
+  production: { partnerId: string; partnerSecret: string };
+}
+
+export async function startTestApp(
+  t: Tap,
+  options: { clock?: Clock; natsUrl?: string; dataDir?: string; config?: Partial<Config> } = {},
+): Promise<TestApp> {
+  const dataDir = options.dataDir ?? t.testdir();
+  const config: Config = {
+    port: 0,
+    host: '127.0.0.1',
+    dataDir,
+    queriesDir: `${dataDir}/queries`,
+    roles: ['collector', 'compactor', 'api', 'flows'],
+    logLevel: 'silent',
+    webhookAllowPrivate: true,
+    adminKey: ADMIN_KEY,
+    ...(options.natsUrl ? { natsUrl: options.natsUrl } : {}),
+    ...options.config,
+  };
+  const app = await buildApp(config, createContext(options.clock ? { clock: options.clock } : {}));
+  let closed = false;
+  const close = async () => {
+    if (closed) return;
+    closed = true;
+    await app.close();
+  };
+  t.teardown(close);
+
+  const post = (url: string, body: unknown) =>
+    app.inject({ method: 'POST', url, headers: { 'content-type': 'application/json' }, payload: JSON.stringify(body) });
+
+  return {
+    app,
+    dataDir,
+    admin: (method, url, body) =>
+      app.inject({
+        method,
+        url,
+        headers: body === undefined ? adminHeaders : { ...adminHeaders, 'content-type': 'application/json' },
+        ...(body === undefined ? {} : { payload: JSON.stringify(body) }),
+      }),
+    async createOrg(slug, extra = {}) {
+      const res = await app.inject({
+        method: 'POST',
+        url: '/admin/v1/orgs',
+        headers: { ...adminHeaders, 'content-type': 'application/json' },
+        payload: JSON.stringify({ slug, name: slug, ...extra }),
+      });
+      if (res.statusCode !== 201) throw new Error(`createOrg ${slug}: ${res.statusCode} ${res.body}`);
+      return res.json().credentials as OrgCredentials;
+    },
+    collect: (body) => post('/http/v1/collect', body),
+    batch: (body) => post('/http/v1/batch', body),
+    async compacted() {
+      const { log, compactor } = app.audience;
+      await compactor!.whenCompacted(await log.headSeq());
+    },
+    close,
+  };
+}
+
+/** Polls `check` until it returns a value other than undefined/false, or fails after `timeoutMs`. */
+export async function waitFor<T>(check: () => Promise<T | undefined | false>, timeoutMs = 5000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** A valid custom event for the partner, overridable per test. */
+export function customEvent(
+  cred: { partnerId: string; partnerSecret: string },
+  overrides: Record<string, unknown> = {},
+): Record<string, unknown> {
+  return {
+    partnerId: cred.partnerId,
+    partnerSecret: cred.partnerSecret,
+    clientId: 'client-1',
+    sentAt: Date.now(),
+    type: 'track',
+    event: 'custom',
+    properties: { eventName: 'booking_completed', properties: { city: 'Lisbon', nights: 3 } },
+    traits: { email: 'Ada@Example.com' },
+    ...overrides,
+  };
+}
