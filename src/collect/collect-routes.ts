@@ -7,6 +7,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Context } from '../context.js';
 import { AppError, type ProblemDetail } from '../errors.js';
+import { toAppError } from '../http/problem.js';
 import type { GroupCommitter } from '../log/group-commit.js';
 import { LogUnavailableError, type LogEntry } from '../log/types.js';
 import type { Metrics } from '../ops/metrics.js';
@@ -55,6 +56,11 @@ function rejection(org: string, debug: boolean, errors: ProblemDetail[]): AppErr
 
 export function registerCollectRoutes(app: FastifyInstance, deps: CollectDeps): void {
   const { ctx, registry, metrics } = deps;
+  const countRejection = (_request: FastifyRequest, _reply: FastifyReply, error: Error, done: () => void) => {
+    metrics.eventsRejected.inc({ code: toAppError(error).code });
+    done();
+  };
+  const routeOptions = (bodyLimit: number) => ({ bodyLimit, onRequest: requireJson, onError: countRejection });
 
   async function append(entries: LogEntry[]): Promise<void> {
     try {
@@ -75,7 +81,7 @@ export function registerCollectRoutes(app: FastifyInstance, deps: CollectDeps): 
     return who;
   }
 
-  app.post('/http/v1/collect', { bodyLimit: EVENT_LIMIT_BYTES, onRequest: requireJson }, async (request) => {
+  app.post('/http/v1/collect', routeOptions(EVENT_LIMIT_BYTES), async (request) => {
     const body = request.body;
     const who = authenticate(body);
     const receivedAt = ctx.clock.now();
@@ -90,7 +96,7 @@ export function registerCollectRoutes(app: FastifyInstance, deps: CollectDeps): 
     return { messageId };
   });
 
-  app.post('/http/v1/batch', { bodyLimit: BATCH_LIMIT_BYTES, onRequest: requireJson }, async (request) => {
+  app.post('/http/v1/batch', routeOptions(BATCH_LIMIT_BYTES), async (request) => {
     const body = request.body;
     const who = authenticate(body);
     const receivedAt = ctx.clock.now();

@@ -2,7 +2,7 @@
  * The embedded log: one append-only file of frames (frame.ts), for single-node installs without NATS.
  * Durability: `write` resolves only after fdatasync. A kill -9 can leave at most a half-written last
  * frame; `open` finds it by length and checksum and cuts it off, so what was acknowledged survives and
- * what was not leaves no trace.
+ * what was not leaves no trace. One process owns the file: nothing stops a second one from opening it.
  */
 import { constants } from 'node:fs';
 import { mkdir, open, stat, type FileHandle } from 'node:fs/promises';
@@ -34,13 +34,21 @@ export interface EmbeddedLogOptions {
   onTornTail?: (tail: TornTail) => void;
 }
 
-export class EmbeddedLog implements LogBackend, FrameSource {
+export class EmbeddedLog implements LogBackend {
   readonly kind = 'embedded';
-  readonly signal = new AppendSignal();
+  private readonly signal = new AppendSignal();
   private closing = false;
   private closed = false;
   /** Tail of the write chain: one write at a time, in call order. */
   private queue: Promise<unknown> = Promise.resolve();
+
+  /** What readers see of the log (embedded-reader.ts). */
+  private readonly source: FrameSource = {
+    signal: this.signal,
+    count: () => this.offsets.length,
+    isOpen: () => !this.closed,
+    readRecords: (from, to) => this.readRecords(from, to),
+  };
 
   private constructor(
     private readonly handle: FileHandle,
@@ -94,31 +102,15 @@ export class EmbeddedLog implements LogBackend, FrameSource {
   }
 
   openReader(afterSeq: number): Promise<LogReader> {
-    return Promise.resolve(new EmbeddedReader(this, afterSeq));
+    return Promise.resolve(new EmbeddedReader(this.source, afterSeq));
   }
 
   headSeq(): Promise<number> {
     return Promise.resolve(this.offsets.length);
   }
 
-  count(): number {
-    return this.offsets.length;
-  }
-
   isAvailable(): boolean {
     return !this.closing;
-  }
-
-  isOpen(): boolean {
-    return !this.closed;
-  }
-
-  /** Records `from`..`to` (1-based, inclusive), read in one positional read. */
-  async readRecords(from: number, to: number): Promise<Frame[]> {
-    if (this.closed) throw new LogUnavailableError('embedded log is closed');
-    const start = this.offsets[from - 1]!;
-    const end = to < this.offsets.length ? this.offsets[to]! : this.end;
-    return readFrames(this.handle, start, end);
   }
 
   /** Lets queued writes finish, then closes the file; waiting readers wake and see the log closed. */
@@ -129,6 +121,14 @@ export class EmbeddedLog implements LogBackend, FrameSource {
     this.closed = true;
     await this.handle.close();
     this.signal.notify();
+  }
+
+  /** Records `from`..`to` (1-based, inclusive), read in one positional read. */
+  private async readRecords(from: number, to: number): Promise<Frame[]> {
+    if (this.closed) throw new LogUnavailableError('embedded log is closed');
+    const start = this.offsets[from - 1]!;
+    const end = to < this.offsets.length ? this.offsets[to]! : this.end;
+    return readFrames(this.handle, start, end);
   }
 
   private async append(recordId: string, payload: Uint8Array): Promise<WriteResult> {

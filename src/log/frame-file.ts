@@ -3,7 +3,7 @@
  * so readers and the writer share one file handle without a shared file position to disturb.
  */
 import type { FileHandle } from 'node:fs/promises';
-import { checkFrame, type Frame } from './frame.js';
+import { checkFrame, MIN_FRAME_BYTES, type Frame } from './frame.js';
 
 /** Scan read size: large enough that a scan on open makes few syscalls, small enough to stay cheap. */
 const SCAN_CHUNK_BYTES = 1024 * 1024;
@@ -30,6 +30,12 @@ export async function scanFrames(
       onFrame(offset, check.length, check.frame.id);
       offset += check.length;
     } else if (check.kind === 'corrupt') {
+      // Only one frame is ever in flight, so a crash damages the last one alone. A damaged frame
+      // followed by a sound one is damage inside the log: refuse, rather than cut acknowledged records.
+      const next = check.length === undefined ? undefined : offset + check.length;
+      if (next !== undefined && (await soundFrameAt(handle, next, fileBytes))) {
+        throw new Error(`embedded log damaged at byte ${offset} (${check.reason}) with intact records after it`);
+      }
       return { validBytes: offset, stopReason: check.reason };
     } else {
       // `short` only happens with bytes left in the file: refill the buffer starting at this frame.
@@ -39,6 +45,15 @@ export async function scanFrames(
     }
   }
   return { validBytes: offset };
+}
+
+async function soundFrameAt(handle: FileHandle, offset: number, fileBytes: number): Promise<boolean> {
+  if (offset >= fileBytes) return false;
+  const header = await readFully(handle, offset, Math.min(MIN_FRAME_BYTES, fileBytes - offset));
+  if (header.length < MIN_FRAME_BYTES) return false;
+  const length = header.readUInt32LE(0);
+  if (length < MIN_FRAME_BYTES || offset + length > fileBytes) return false;
+  return checkFrame(await readFully(handle, offset, length), 0, length).kind === 'frame';
 }
 
 /** The frames stored in bytes [start, end), which the caller knows to hold whole frames. */

@@ -25,7 +25,8 @@ export type FrameCheck =
   | { kind: 'frame'; length: number; frame: Frame }
   /** Fewer bytes than the frame needs: only valid as the file's last (torn) frame. */
   | { kind: 'short'; needed: number }
-  | { kind: 'corrupt'; reason: string };
+  /** `length` is set when the length field was plausible and the checksum failed. */
+  | { kind: 'corrupt'; reason: string; length?: number };
 
 export function encodeFrame(id: string, payload: Uint8Array): Buffer {
   const idBytes = Buffer.from(id, 'utf8');
@@ -51,7 +52,7 @@ export function checkFrame(bytes: Buffer, offset: number, remaining: number): Fr
   if (length < MIN_FRAME_BYTES) return { kind: 'corrupt', reason: `frame length ${length} below minimum` };
   if (have < length) return shortOrTorn(length, remaining);
   const body = bytes.subarray(offset + PREFIX_BYTES, offset + length);
-  if (crc32(body) !== bytes.readUInt32LE(offset + 4)) return { kind: 'corrupt', reason: 'checksum mismatch' };
+  if (crc32(body) !== bytes.readUInt32LE(offset + 4)) return { kind: 'corrupt', reason: 'checksum mismatch', length };
   const idLength = body[0]!;
   if (1 + idLength > body.length) return { kind: 'corrupt', reason: 'id longer than frame' };
   const id = body.toString('utf8', 1, 1 + idLength);

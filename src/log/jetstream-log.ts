@@ -58,7 +58,7 @@ export class JetStreamLog implements LogBackend {
     let nc: NatsConnection;
     try {
       // Reconnect forever: after a NATS restart the service recovers without being restarted itself.
-      nc = await connect({ servers: options.servers.split(','), maxReconnectAttempts: -1 });
+      nc = await connect({ servers: options.servers.split(',').map((s) => s.trim()), maxReconnectAttempts: -1 });
     } catch (error) {
       throw new LogUnavailableError(`cannot connect to NATS at ${options.servers}`, { cause: error });
     }

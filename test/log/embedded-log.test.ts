@@ -76,6 +76,18 @@ for (const [name, damage, survivors] of tornTails) {
   });
 }
 
+t.test('damage inside the log (intact records after it) refuses to open instead of cutting', async (t) => {
+  const { dir, file, thirdAt } = await threeRecords(t);
+  const bytes = await readFile(file);
+  const insideSecond = thirdAt - 3;
+  bytes.writeUInt8(bytes.readUInt8(insideSecond) ^ 0xff, insideSecond);
+  await writeFile(file, bytes);
+  const tails: TornTail[] = [];
+  await t.rejects(EmbeddedLog.open(dir, { onTornTail: (tail) => tails.push(tail) }), /damaged at byte \d+/);
+  t.same(tails, []);
+  t.same(await readFile(file), bytes, 'file left as it was, for a human to look at');
+});
+
 t.test('a clean file reopens without a cut', async (t) => {
   const { dir, goodBytes, file } = await threeRecords(t);
   const { log, tails } = await reopen(t, dir);
