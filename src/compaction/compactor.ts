@@ -96,8 +96,17 @@ export class Compactor {
     for (const q of outcome.quarantined) this.deps.metrics.eventsQuarantined.inc({ code: q.code });
     this.deps.metrics.duplicatesDropped.inc(plan.duplicates);
     this.state.dedupe.prune(now);
-    this.deps.metrics.compactionLag.set(Math.max(0, (await this.deps.log.headSeq()) - this.cursor));
     this.notifyWaiters();
+    await this.updateLag();
+  }
+
+  /** Best effort: the batch is committed whether or not the log answers this question. */
+  private async updateLag(): Promise<void> {
+    try {
+      this.deps.metrics.compactionLag.set(Math.max(0, (await this.deps.log.headSeq()) - this.cursor));
+    } catch {
+      // The log is unavailable; the reader reports that on its next read.
+    }
   }
 
   private hasPending(): boolean {
