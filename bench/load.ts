@@ -47,8 +47,18 @@ export interface LoadResult {
   /** Milliseconds, 2xx answers only. */
   latency: Latency;
   /** CPU seconds per wall second (1.0 = one core busy). */
-  cpu: { server: number; loadGenerator: number; machine: number; machineCores: number };
+  cpu: {
+    server: number;
+    loadGenerator: number;
+    /** All processes on the machine. */
+    machine: number;
+    /** machine − server − loadGenerator: other work on a shared machine (noise when high). */
+    other: number;
+    machineCores: number;
+  };
   bodyBytes: number;
+  /** Other processes' CPU just before the measurement (shared machine), see procs.waitQuiet. */
+  quiet?: { waitedMs: number; busyCores: number };
 }
 
 function percentile(sorted: Float64Array, q: number): number {
@@ -110,6 +120,11 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
   const machineWall = after.machine.total - before.machine.total;
   const cores = machineWall / seconds;
 
+  const cpu = {
+    server: (after.server - before.server) / seconds,
+    loadGenerator: (after.self - before.self) / seconds,
+    machine: (after.machine.busy - before.machine.busy) / seconds,
+  };
   return {
     seconds: round(seconds, 2),
     connections: options.connections,
@@ -131,9 +146,10 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
       mean: round(n ? sum / n : 0),
     },
     cpu: {
-      server: round((after.server - before.server) / seconds, 2),
-      loadGenerator: round((after.self - before.self) / seconds, 2),
-      machine: round((after.machine.busy - before.machine.busy) / seconds, 2),
+      server: round(cpu.server, 2),
+      loadGenerator: round(cpu.loadGenerator, 2),
+      machine: round(cpu.machine, 2),
+      other: round(Math.max(0, cpu.machine - cpu.server - cpu.loadGenerator), 2),
       machineCores: Math.round(cores),
     },
     bodyBytes: bodies.bytes,

@@ -108,9 +108,18 @@ export class Child {
   /** Fails fast when the process dies while we wait for something else. */
   async guard<T>(work: Promise<T>): Promise<T> {
     const died = this.exited.then((e) => {
-      throw new Error(`${this.name} exited early (code ${e.code}, signal ${e.signal}); see ${this.logFile}`);
+      throw new Error(`${this.name} exited early (code ${e.code}, signal ${e.signal}):\n${tail(this.logFile)}`);
     });
     return Promise.race([work, died]);
+  }
+}
+
+/** The last lines of a log file, for error messages (the temp dir is removed at exit). */
+export function tail(file: string, lines = 15): string {
+  try {
+    return readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
+  } catch {
+    return `(no ${file})`;
   }
 }
 
@@ -118,7 +127,7 @@ export class Child {
 export async function waitHttpOk(url: string, child: Child, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    if (!child.running) throw new Error(`${child.name} exited before it was ready; see ${child.logFile}`);
+    if (!child.running) throw new Error(`${child.name} exited before it was ready:\n${tail(child.logFile)}`);
     try {
       const res = await fetch(url);
       await res.arrayBuffer();
@@ -128,5 +137,27 @@ export async function waitHttpOk(url: string, child: Child, timeoutMs = 30_000):
     }
     if (Date.now() > deadline) throw new Error(`${child.name} not ready at ${url} within ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/**
+ * The machine is shared (other people's tests and builds): waits until the whole machine has used less
+ * than `maxCores` over a 1 s window, at most `timeoutMs`. Returns the last window's busy cores.
+ */
+export async function waitQuiet(
+  maxCores: number,
+  timeoutMs: number,
+  /** CPU seconds of our own processes (not counted: the service may still be compacting). */
+  ownCpu: () => number = () => 0,
+): Promise<{ waitedMs: number; busyCores: number }> {
+  const started = performance.now();
+  for (;;) {
+    const a = machineCpuSeconds().busy - ownCpu() - selfCpuSeconds();
+    const t = performance.now();
+    await new Promise((r) => setTimeout(r, 1000));
+    const b = machineCpuSeconds().busy - ownCpu() - selfCpuSeconds();
+    const busyCores = (b - a) / ((performance.now() - t) / 1000);
+    const waitedMs = Math.round(performance.now() - started);
+    if (busyCores < maxCores || waitedMs > timeoutMs) return { waitedMs, busyCores: Math.round(busyCores * 100) / 100 };
   }
 }

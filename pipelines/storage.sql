@@ -81,3 +81,46 @@ CREATE TABLE IF NOT EXISTS log_cursor (
   seq          BIGINT NOT NULL,
   visible_at   TIMESTAMPTZ
 );
+
+-- Imported contacts (POST /admin/v1/orgs/{slug}/contacts/import), upserted by normalised e-mail.
+-- custom holds the extra columns of the import as a JSON object.
+CREATE TABLE IF NOT EXISTS contacts (
+  org              VARCHAR NOT NULL,
+  email            VARCHAR NOT NULL,
+  first_name       VARCHAR,
+  last_name        VARCHAR,
+  user_id          VARCHAR,
+  address_city     VARCHAR,
+  address_state    VARCHAR,
+  address_country  VARCHAR,
+  custom           JSON NOT NULL,
+  updated_at       TIMESTAMPTZ NOT NULL,
+  PRIMARY KEY (org, email)
+);
+
+-- Messages sent by flows, one row per send key. Written by the flow runner.
+CREATE TABLE IF NOT EXISTS flow_sends (
+  org          VARCHAR NOT NULL,
+  flow_id      VARCHAR NOT NULL,
+  email        VARCHAR NOT NULL,
+  event_id     VARCHAR NOT NULL,
+  variant      VARCHAR,
+  send_id      VARCHAR NOT NULL,
+  sent_at      TIMESTAMPTZ NOT NULL
+);
+
+-- Audience API tokens (SPEC 3). Only the SHA-256 of a token is kept, plus its last 3 characters
+-- so people can recognise it. Active means revoked_at IS NULL and expires_at is NULL or in the future.
+-- last_used_at is flushed from memory at most every 30 s and at shutdown, never per request.
+CREATE TABLE IF NOT EXISTS audience_tokens (
+  id            VARCHAR PRIMARY KEY,
+  org           VARCHAR NOT NULL,
+  token_hash    VARCHAR NOT NULL,
+  last3         VARCHAR NOT NULL,
+  created_by    VARCHAR NOT NULL,
+  label         VARCHAR,
+  created_at    TIMESTAMPTZ NOT NULL,
+  expires_at    TIMESTAMPTZ,
+  revoked_at    TIMESTAMPTZ,
+  last_used_at  TIMESTAMPTZ
+);

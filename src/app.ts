@@ -24,6 +24,10 @@ import { registerOpsRoutes } from './ops/ops-routes.js';
 import { type AdminKey, resolveAdminKey } from './orgs/admin-key.js';
 import { OrgStore } from './orgs/org-store.js';
 import { PartnerRegistry } from './orgs/partner-registry.js';
+import { ContactStore } from './profiles/contact-store.js';
+import { registerImportRoutes } from './profiles/import-routes.js';
+import { ProfileIndex } from './profiles/profile-index.js';
+import { ProfileMaterializer } from './profiles/profile-materializer.js';
 import { compileRouteSchema } from './schemas.js';
 
 /** What the service holds, for server.ts (shutdown, start-up message) and tests. */
@@ -37,6 +41,7 @@ export interface Audience {
   orgs: OrgStore;
   metrics: Metrics;
   adminKey: AdminKey;
+  materializer: ProfileMaterializer;
 }
 
 declare module 'fastify' {
@@ -69,11 +74,19 @@ export async function buildApp(config: Config, ctx: Context = createContext()): 
     onWrite: (seconds) => metrics.logAppendSeconds.observe(seconds),
   });
   const registry = new PartnerRegistry();
-  const orgs = new OrgStore(db, registry, ctx);
-  await orgs.loadCredentials();
-  const compactor = roles.has('compactor') ? new Compactor({ db, log, ctx, metrics, logger: app.log }) : undefined;
+  const materializer = new ProfileMaterializer(db, new ProfileIndex());
+  const orgs = new OrgStore(db, registry, ctx, {
+    customFieldsOf: (org) => materializer.index.customFields(org),
+    onProfileSettingsChanged: (org) => materializer.refreshOrg(org),
+  });
+  await orgs.load();
+  await materializer.loadAll();
+  const contacts = new ContactStore(db, ctx);
+  const compactor = roles.has('compactor')
+    ? new Compactor({ db, log, ctx, metrics, logger: app.log, afterCommit: (touched) => materializer.refresh(touched) })
+    : undefined;
 
-  app.decorate('audience', { config, ctx, db, log, committer, compactor, orgs, metrics, adminKey });
+  app.decorate('audience', { config, ctx, db, log, committer, compactor, orgs, metrics, adminKey, materializer });
 
   registerOpsRoutes(app, { db, log, metrics });
   if (roles.has('collector')) registerCollectRoutes(app, { ctx, registry, log: committer, metrics });
@@ -82,6 +95,7 @@ export async function buildApp(config: Config, ctx: Context = createContext()): 
       admin.addHook('onRequest', adminAuth(adminKey.hash));
       registerOrgRoutes(admin, orgs);
       registerInspectRoutes(admin, db, orgs);
+      registerImportRoutes(admin, { orgs, contacts, materializer });
     });
   }
 

@@ -16,6 +16,16 @@ export const errorCatalog = {
   unsupported_media_type: { status: 415, title: 'Unsupported content type' },
   internal_error: { status: 500, title: 'Internal error' },
   log_unavailable: { status: 503, title: 'Event log unavailable' },
+  invalid_token: { status: 401, title: 'Missing, malformed, unknown, revoked or expired token' },
+  audience_api_not_enabled: { status: 403, title: 'The Audience API is not enabled for this org' },
+  rate_limited: { status: 429, title: 'Too many requests' },
+  token_pool_full: { status: 409, title: 'The org already has the maximum number of active tokens' },
+  token_ambiguous: { status: 409, title: 'More than one active token matches' },
+  token_not_found: { status: 404, title: 'No such token' },
+  invalid_identity: { status: 400, title: 'Identity missing, malformed or unsupported' },
+  invalid_fields: { status: 400, title: 'Unknown or non-content fields requested' },
+  contact_not_found: { status: 404, title: 'No such contact' },
+  not_acceptable: { status: 406, title: 'JSON is not an acceptable response type' },
 } as const satisfies Record<string, { status: number; title: string }>;
 
 export type ErrorCode = keyof typeof errorCatalog;

@@ -27,6 +27,8 @@ export interface CompactorDeps {
   ctx: Context;
   metrics: Metrics;
   logger: FastifyBaseLogger;
+  /** Runs after each commit, before waiters are told (profiles are fresh when compaction is). */
+  afterCommit?: (touched: Array<{ org: string; email: string }>) => Promise<void>;
 }
 
 export class Compactor {
@@ -96,8 +98,18 @@ export class Compactor {
     for (const q of outcome.quarantined) this.deps.metrics.eventsQuarantined.inc({ code: q.code });
     this.deps.metrics.duplicatesDropped.inc(plan.duplicates);
     this.state.dedupe.prune(now);
+    if (outcome.touched.length > 0) await this.runAfterCommit(outcome.touched);
     this.notifyWaiters();
     await this.updateLag();
+  }
+
+  private async runAfterCommit(touched: Array<{ org: string; email: string }>): Promise<void> {
+    try {
+      await this.deps.afterCommit?.(touched);
+    } catch (error) {
+      // The rows are committed; a failed refresh must not replay them. The next touch refreshes again.
+      this.deps.logger.error({ err: error }, 'after-commit step failed');
+    }
   }
 
   /** Best effort: the batch is committed whether or not the log answers this question. */

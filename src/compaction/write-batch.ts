@@ -17,6 +17,8 @@ export interface WriteOutcome {
   /** clientKeys of pending rows that left the pending table (released or expired), one per row. */
   pendingResolved: string[];
   visibleAtMicros: bigint;
+  /** Contacts whose production events were written: their profiles need a refresh. */
+  touched: Array<{ org: string; email: string }>;
 }
 
 interface PendingRow {
@@ -100,7 +102,10 @@ export async function writeBatch(
       'INSERT OR REPLACE INTO log_cursor VALUES ($1, $2, $3)',
       [CURSOR_NAME, BigInt(plan.lastSeq), microsParam(visibleAtMicros)],
     );
-    return { events: events.length, quarantined, pendingResolved, visibleAtMicros };
+    const touched = events
+      .filter((e) => e.email !== null && e.entry.environment === 'production')
+      .map((e) => ({ org: e.entry.org, email: e.email! }));
+    return { events: events.length, quarantined, pendingResolved, visibleAtMicros, touched };
   });
 }
 

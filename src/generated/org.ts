@@ -45,6 +45,11 @@ export type ContentFields = string[];
  * via the `definition` "notFoundStatus".
  */
 export type NotFoundStatus = 404 | 400;
+/**
+ * This interface was referenced by `Org`'s JSON-Schema
+ * via the `definition` "email".
+ */
+export type Email = string;
 
 /**
  * An org as the admin API returns it (SPEC 3).

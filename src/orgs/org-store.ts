@@ -41,15 +41,29 @@ function toOrg(row: OrgRow): Org {
   };
 }
 
+export interface OrgStoreHooks {
+  /** Imported custom columns of the org: valid content fields besides the defaults. */
+  customFieldsOf(org: string): ReadonlySet<string>;
+  /** Called after a change that alters materialized profiles (the currency symbol). */
+  onProfileSettingsChanged(org: string): Promise<void>;
+}
+
+const noHooks: OrgStoreHooks = { customFieldsOf: () => new Set(), onProfileSettingsChanged: async () => {} };
+
 export class OrgStore {
+  /** Every org in memory: the read API checks its org's settings on each request. */
+  private readonly cache = new Map<string, Org>();
+
   constructor(
     private readonly db: Database,
     private readonly registry: PartnerRegistry,
     private readonly ctx: Context,
+    private readonly hooks: OrgStoreHooks = noHooks,
   ) {}
 
-  /** Fills the registry from DuckDB at start. */
-  async loadCredentials(): Promise<void> {
+  /** Fills the org cache and the partner registry from DuckDB at start. */
+  async load(): Promise<void> {
+    for (const org of await this.list()) this.cache.set(org.slug, org);
     const rows = await this.db.all<{ partner_id: string; org: string; environment: Environment; secret_hash: string }>(
       'SELECT partner_id, org, environment, secret_hash FROM partner_credentials',
     );
@@ -61,7 +75,7 @@ export class OrgStore {
   async create(input: OrgCreate): Promise<{ org: Org; credentials: CredentialPair }> {
     const now = tsParam(this.ctx.clock.now());
     const contentFields = input.contentFields ?? [...DEFAULT_PROFILE_FIELDS];
-    assertKnownFields(contentFields);
+    assertKnownFields(contentFields, new Set());
     const credentials = {} as CredentialPair;
     const issued: Array<{ env: Environment; partnerId: string; hash: string }> = [];
     for (const env of ENVIRONMENTS) {
@@ -93,17 +107,24 @@ export class OrgStore {
       }
     });
     for (const i of issued) this.registry.set(i.partnerId, { org: input.slug, environment: i.env, secretHash: i.hash });
-    return { org: await this.get(input.slug), credentials };
+    return { org: await this.reload(input.slug), credentials };
   }
 
-  async find(slug: string): Promise<Org | undefined> {
-    const rows = await this.db.all<OrgRow>('SELECT * FROM orgs WHERE slug = $1', [slug]);
-    return rows[0] ? toOrg(rows[0]) : undefined;
+  /** The org's settings from memory (hot paths). */
+  cached(slug: string): Org | undefined {
+    return this.cache.get(slug);
   }
 
   async get(slug: string): Promise<Org> {
-    const org = await this.find(slug);
+    const org = this.cache.get(slug);
     if (!org) throw new AppError('org_not_found', `no org "${slug}"`);
+    return org;
+  }
+
+  private async reload(slug: string): Promise<Org> {
+    const rows = await this.db.all<OrgRow>('SELECT * FROM orgs WHERE slug = $1', [slug]);
+    const org = toOrg(rows[0]!);
+    this.cache.set(slug, org);
     return org;
   }
 
@@ -123,7 +144,7 @@ export class OrgStore {
 
   async patch(slug: string, patch: OrgPatch): Promise<Org> {
     const current = await this.get(slug);
-    if (patch.contentFields) assertKnownFields(patch.contentFields);
+    if (patch.contentFields) assertKnownFields(patch.contentFields, this.hooks.customFieldsOf(slug));
     const next = { ...current, ...patch };
     await this.db.run(
       `UPDATE orgs SET name = $2, audience_api = $3, rate_limit = $4, currency_symbol = $5,
@@ -139,7 +160,11 @@ export class OrgStore {
         tsParam(this.ctx.clock.now()),
       ],
     );
-    return this.get(slug);
+    const updated = await this.reload(slug);
+    if (patch.currencySymbol !== undefined && patch.currencySymbol !== current.currencySymbol) {
+      await this.hooks.onProfileSettingsChanged(slug);
+    }
+    return updated;
   }
 
   /** A new secret for the environment's partnerId; the old secret stops working at once. */
@@ -159,9 +184,9 @@ export class OrgStore {
 }
 
 /** SPEC 3: a content field the profile view does not have is refused. */
-function assertKnownFields(fields: string[]): void {
+function assertKnownFields(fields: string[], customFields: ReadonlySet<string>): void {
   const known = new Set<string>(DEFAULT_PROFILE_FIELDS);
-  const unknown = fields.filter((f) => !known.has(f));
+  const unknown = fields.filter((f) => !known.has(f) && !customFields.has(f));
   if (unknown.length > 0) {
     throw new AppError('invalid_request', `unknown content fields: ${unknown.join(', ')}`, {
       members: { errors: unknown.map((f) => ({ path: '/contentFields', message: `"${f}" is not a profile field` })) },

@@ -84,7 +84,7 @@ for (const when of ['after-commit', 'before-commit'] as const) {
     // Past the 24 h dedupe window, a replayed record would be stored again: only the cursor can stop it.
     const failed = failNextTransaction(h, when, () => clock.advance(25 * HOUR));
     const first = ids('a', 100);
-    t.equal((await h.batch(batchBody(cred.production, first, clock.now()))).statusCode, 200);
+    t.equal((await h.batch(batchBody(cred.production, first, clock.now()))).statusCode, 200, 'first batch acknowledged');
     await failed;
     t.equal(await log.headSeq(), 1, 'one log record (one batch)');
 
@@ -96,7 +96,7 @@ for (const when of ['after-commit', 'before-commit'] as const) {
     // The compactor retries after its back-off, from the position saved in DuckDB.
     await waitFor(async () => compactor!.compactedSeq >= 1, 5_000);
     const second = ids('b', 100);
-    t.equal((await h.batch(batchBody(cred.production, second, clock.now()))).statusCode, 200);
+    t.equal((await h.batch(batchBody(cred.production, second, clock.now()))).statusCode, 200, 'second batch acknowledged');
     await h.compacted();
 
     const rows = await rowCounts(db, 'acme');
@@ -106,7 +106,7 @@ for (const when of ['after-commit', 'before-commit'] as const) {
       [],
       'every acknowledged messageId stored exactly once',
     );
-    t.equal(rows.size, 200);
+    t.equal(rows.size, 200, '200 distinct events');
     const cursor = await db.all<{ seq: bigint }>("SELECT seq FROM log_cursor WHERE name = 'compactor'");
     t.equal(Number(cursor[0]?.seq), 2, 'the saved position is the log head');
   });

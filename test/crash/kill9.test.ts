@@ -90,8 +90,7 @@ function event(cred: Credential, messageId: string): Record<string, unknown> {
   };
 }
 
-async function crashTest(t: Test, env: Record<string, string>): Promise<void> {
-  const dataDir = t.testdir();
+async function crashTest(t: Test, dataDir: string, env: Record<string, string>): Promise<void> {
   const serverEnv = { DATA_DIR: dataDir, ...env };
   let server = await spawnServer(t, serverEnv);
   const cred = await createOrgOverHttp(server.url, SLUG);
@@ -126,18 +125,20 @@ async function crashTest(t: Test, env: Record<string, string>): Promise<void> {
 }
 
 t.test('embedded log: kill -9 during collect loses no acknowledged event and repeats none', async (t) => {
-  await crashTest(t, {});
+  await crashTest(t, t.testdir(), {});
 });
 
 const withNats = hasNatsServerBinary() ? t.test : t.skip;
 if (!hasNatsServerBinary()) t.comment('skipped: JetStream crash test needs /usr/sbin/nats-server');
 
 withNats('JetStream log: kill -9 during collect loses no acknowledged event and repeats none', async (t) => {
+  // DATA_DIR first: startNatsServer puts its store inside the test dir, a later t.testdir() would wipe it.
+  const dataDir = t.testdir();
   const nats = await startNatsServer(t, { syncAlways: true });
   t.comment(
     nats.syncAlways
       ? 'nats-server fsyncs before every ack (sync_interval: always)'
       : 'this nats-server predates sync_interval: acks are not fsynced (fine here: only the service is killed)',
   );
-  await crashTest(t, { NATS_URL: nats.url });
+  await crashTest(t, dataDir, { NATS_URL: nats.url });
 });

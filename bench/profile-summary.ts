@@ -1,0 +1,151 @@
+/**
+ * Summarizes a V8 .cpuprofile (node --cpu-prof): self time by function, self time by area (a package
+ * under node_modules, a file of ours, node internals, GC/idle/program), and inclusive time of our own
+ * functions. Usage: npx tsx bench/profile-summary.ts <file.cpuprofile> [--top 30]
+ */
+import { readFileSync } from 'node:fs';
+import { pathToFileURL } from 'node:url';
+
+interface CallFrame {
+  functionName: string;
+  url: string;
+  lineNumber: number;
+}
+
+interface ProfileNode {
+  id: number;
+  callFrame: CallFrame;
+  children?: number[];
+}
+
+interface CpuProfile {
+  nodes: ProfileNode[];
+  startTime: number;
+  endTime: number;
+  samples: number[];
+  timeDeltas: number[];
+}
+
+export interface Row {
+  name: string;
+  ms: number;
+  share: number;
+}
+
+export interface ProfileSummary {
+  file: string;
+  totalMs: number;
+  /** Sampled time other than (idle). */
+  busyMs: number;
+  selfByFunction: Row[];
+  selfByArea: Row[];
+  inclusiveOwnCode: Row[];
+}
+
+function shortUrl(url: string): string {
+  const nm = url.lastIndexOf('node_modules/');
+  if (nm >= 0) return url.slice(nm + 'node_modules/'.length);
+  const src = url.search(/\/(src|bench|dist)\//);
+  if (src >= 0) return url.slice(src + 1);
+  return url.replace(/^file:\/\//, '');
+}
+
+function areaOf(frame: CallFrame): string {
+  const { url, functionName } = frame;
+  if (!url) return functionName.startsWith('(') ? functionName : '(native)';
+  const nm = url.lastIndexOf('node_modules/');
+  if (nm >= 0) {
+    const rest = url.slice(nm + 'node_modules/'.length).split('/');
+    return rest[0]!.startsWith('@') ? `${rest[0]}/${rest[1]}` : rest[0]!;
+  }
+  if (url.startsWith('node:')) return url.startsWith('node:internal/') ? `node:${url.split('/')[1]}` : url;
+  const own = url.search(/\/(src|bench)\//);
+  if (own >= 0) return url.slice(own + 1).replace(/\.[jt]s$/, '');
+  return shortUrl(url);
+}
+
+function label(frame: CallFrame): string {
+  const name = frame.functionName || '(anonymous)';
+  return frame.url ? `${name}  ${shortUrl(frame.url)}:${frame.lineNumber + 1}` : name;
+}
+
+function isOwn(frame: CallFrame): boolean {
+  return !frame.url.includes('node_modules/') && /\/(src|bench)\//.test(frame.url);
+}
+
+function top(map: Map<string, number>, total: number, n: number): Row[] {
+  return [...map.entries()]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, n)
+    .map(([name, us]) => ({ name, ms: Math.round(us / 1000), share: Math.round((us / total) * 1000) / 10 }));
+}
+
+export function summarizeProfile(file: string, n = 30): ProfileSummary {
+  const profile = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile;
+  const byId = new Map<number, ProfileNode>();
+  const parent = new Map<number, number>();
+  for (const node of profile.nodes) {
+    byId.set(node.id, node);
+    for (const child of node.children ?? []) parent.set(child, node.id);
+  }
+
+  const self = new Map<string, number>();
+  const area = new Map<string, number>();
+  const inclusive = new Map<string, number>();
+  let total = 0;
+  let idle = 0;
+  for (let i = 0; i < profile.samples.length; i++) {
+    const us = profile.timeDeltas[i] ?? 0;
+    const node = byId.get(profile.samples[i]!)!;
+    total += us;
+    if (node.callFrame.functionName === '(idle)') {
+      idle += us;
+      continue;
+    }
+    const key = label(node.callFrame);
+    self.set(key, (self.get(key) ?? 0) + us);
+    const a = areaOf(node.callFrame);
+    area.set(a, (area.get(a) ?? 0) + us);
+    // Inclusive time of our own functions, each counted once per sample even when recursive.
+    const seen = new Set<string>();
+    for (let id: number | undefined = node.id; id !== undefined; id = parent.get(id)) {
+      const frame = byId.get(id)!.callFrame;
+      if (!isOwn(frame)) continue;
+      const k = label(frame);
+      if (seen.has(k)) continue;
+      seen.add(k);
+      inclusive.set(k, (inclusive.get(k) ?? 0) + us);
+    }
+  }
+  const busy = total - idle;
+  return {
+    file,
+    totalMs: Math.round(total / 1000),
+    busyMs: Math.round(busy / 1000),
+    selfByFunction: top(self, busy, n),
+    selfByArea: top(area, busy, n),
+    inclusiveOwnCode: top(inclusive, busy, n),
+  };
+}
+
+export function printSummary(s: ProfileSummary): void {
+  const show = (title: string, rows: Row[]) => {
+    console.log(`\n${title} (share of ${s.busyMs} ms busy)`);
+    for (const r of rows) console.log(`${String(r.share).padStart(6)}%  ${String(r.ms).padStart(7)} ms  ${r.name}`);
+  };
+  console.log(`profile ${s.file}: ${s.totalMs} ms sampled, ${s.busyMs} ms not idle`);
+  show('self time by area', s.selfByArea);
+  show('self time by function', s.selfByFunction);
+  show('inclusive time, own code (src/, bench/)', s.inclusiveOwnCode);
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  const args = process.argv.slice(2);
+  const file = args.find((a) => !a.startsWith('--'));
+  const topIndex = args.indexOf('--top');
+  if (!file) {
+    console.error('usage: tsx bench/profile-summary.ts <file.cpuprofile> [--top N]');
+    process.exit(2);
+  }
+  printSummary(summarizeProfile(file, topIndex >= 0 ? Number(args[topIndex + 1]) : 30));
+}

@@ -1,0 +1,582 @@
+/**
+ * The collect benchmark (SPEC 4, issue "measure collect"): in one run, on this machine, with autocannon
+ * (no pipelining, varied identities, a unique messageId per event):
+ *   1. bare    a bare Fastify POST handler that parses the body and does nothing (bench/bare-server.ts)
+ *   2. collect /http/v1/collect with valid custom events (200 = durable in the log)
+ *   3. batch   /http/v1/batch with 100-event batches
+ *   4. drain   compaction throughput: a backlog ingested with the compactor off, then drained by a
+ *              restarted service with it on (events/s into DuckDB), plus the tail after phase 3
+ * and checks that 200s = events in the log = rows in DuckDB. Servers run compiled (dist/), each in its
+ * own process; the load generator runs in this process. Writes bench/results/collect.json.
+ *
+ *   npm run bench                          everything (~2 min)
+ *   npm run bench -- --only collect        some phases: bare,collect,batch,drain (comma-separated)
+ *   npm run bench -- --only collect --profile   service under node --cpu-prof, summary printed
+ *   options: --duration 10 --warmup 3 --connections 50 --batch-connections 20 --batch-size 100
+ *            --drain-events 300000 --no-build --keep (keep the temp data dirs)
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { BodyTemplate, IDENTITIES, type Credentials } from './bodies.js';
+import { type LoadResult, runLoad } from './load.js';
+import { Child, freePort, waitHttpOk, waitQuiet } from './procs.js';
+import { printSummary, summarizeProfile, type ProfileSummary } from './profile-summary.js';
+import { countDuckDb, countLog, type DbCounts, type LogCounts } from './verify.js';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const resultsDir = join(root, 'bench', 'results');
+const ADMIN_KEY = 'bench-admin-key-0123456789abcdef0123';
+const ORG = 'bench';
+
+const PHASES = ['bare', 'collect', 'batch', 'drain'] as const;
+type Phase = (typeof PHASES)[number];
+
+const { values: args } = parseArgs({
+  options: {
+    only: { type: 'string' },
+    duration: { type: 'string', default: '10' },
+    warmup: { type: 'string', default: '3' },
+    connections: { type: 'string', default: '50' },
+    'batch-connections': { type: 'string', default: '20' },
+    'batch-size': { type: 'string', default: '100' },
+    'drain-events': { type: 'string', default: '300000' },
+    profile: { type: 'boolean', default: false },
+    'no-build': { type: 'boolean', default: false },
+    /** Seconds to wait, before each measurement, for the (shared) machine to be idle. */
+    'quiet-wait': { type: 'string', default: '30' },
+    keep: { type: 'boolean', default: false },
+  },
+});
+
+const phases = new Set<Phase>(
+  args.only
+    ? args.only.split(',').map((p) => {
+        if (!(PHASES as readonly string[]).includes(p)) throw new Error(`--only: unknown phase ${p} (${PHASES.join(', ')})`);
+        return p as Phase;
+      })
+    : PHASES,
+);
+const fullRun = phases.size === PHASES.length && !args.profile;
+const DURATION = Number(args.duration);
+const WARMUP = Number(args.warmup);
+const CONNECTIONS = Number(args.connections);
+const BATCH_CONNECTIONS = Number(args['batch-connections']);
+const BATCH_SIZE = Number(args['batch-size']);
+const DRAIN_EVENTS = Number(args['drain-events']);
+const QUIET_WAIT_MS = Number(args['quiet-wait']) * 1000;
+
+const workDir = mkdtempSync(join(tmpdir(), 'audience-bench-'));
+const runTag = Date.now().toString(36);
+
+function say(message: string): void {
+  const t = (performance.now() / 1000).toFixed(1).padStart(6);
+  console.log(`[${t}s] ${message}`);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Build
+
+function build(): void {
+  if (args['no-build']) return;
+  say('building (tsc → dist/)');
+  try {
+    execFileSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json'], {
+      cwd: root,
+      stdio: 'pipe',
+    });
+  } catch (error) {
+    // tsc still emits on type errors; go on if the entry points exist, but say so.
+    const out = String((error as { stdout?: Buffer }).stdout ?? '').split('\n').slice(0, 10).join('\n');
+    console.warn(`tsc reported errors (continuing with what it emitted):\n${out}`);
+  }
+  for (const f of ['dist/src/server.js', 'dist/bench/bare-server.js']) {
+    if (!existsSync(join(root, f))) throw new Error(`${f} missing after build`);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The service
+
+interface Service {
+  child: Child;
+  url: string;
+  dataDir: string;
+}
+
+async function startService(name: string, dataDir: string, options: { roles?: string; profileDir?: string } = {}): Promise<Service> {
+  const port = await freePort();
+  const nodeArgs = options.profileDir
+    ? ['--cpu-prof', `--cpu-prof-dir=${options.profileDir}`, `--cpu-prof-name=${name}-${runTag}.cpuprofile`]
+    : [];
+  const child = Child.start(name, join(root, 'dist/src/server.js'), {
+    cwd: root,
+    logFile: join(workDir, `${name}.log`),
+    nodeArgs,
+    env: {
+      ...process.env,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      DATA_DIR: dataDir,
+      ADMIN_KEY,
+      LOG_LEVEL: 'warn',
+      NATS_URL: '',
+      ROLES: options.roles ?? '',
+    },
+  });
+  const url = `http://127.0.0.1:${port}`;
+  await waitHttpOk(`${url}/readyz`, child);
+  return { child, url, dataDir };
+}
+
+async function admin<T>(service: Service, method: string, path: string, body?: unknown): Promise<{ status: number; json: T }> {
+  const res = await fetch(`${service.url}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${ADMIN_KEY}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  return { status: res.status, json: (await res.json()) as T };
+}
+
+async function createOrg(service: Service): Promise<Credentials> {
+  const res = await admin<{ credentials: { production: Credentials } }>(service, 'POST', '/admin/v1/orgs', { slug: ORG, name: 'Bench' });
+  if (res.status !== 201) throw new Error(`create org: ${res.status} ${JSON.stringify(res.json)}`);
+  return res.json.credentials.production;
+}
+
+/** Rows in DuckDB's events table for the org, as the admin API reports them. */
+async function rowsViaApi(service: Service): Promise<number> {
+  const res = await admin<{ types: Array<{ count: number }> }>(service, 'GET', `/admin/v1/orgs/${ORG}/events/types`);
+  return res.json.types.reduce((sum, t) => sum + t.count, 0);
+}
+
+async function metric(service: Service, name: string): Promise<number> {
+  const text = await (await fetch(`${service.url}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith(`${name} `));
+  return line ? Number(line.split(' ')[1]) : NaN;
+}
+
+/**
+ * Waits until the compactor has caught up: the lag gauge is 0 after a commit that happened once the
+ * expected number of rows is there (the gauge alone can be a stale 0 from before the last appends).
+ */
+async function waitCompacted(service: Service, expectedRows: number, timeoutMs = 300_000): Promise<{ ms: number; rows: number }> {
+  const started = performance.now();
+  for (;;) {
+    const lag = await service.child.guard(metric(service, 'audience_compaction_lag_records'));
+    if (lag === 0) {
+      const rows = await rowsViaApi(service);
+      if (rows >= expectedRows) return { ms: performance.now() - started, rows };
+    }
+    if (performance.now() - started > timeoutMs) throw new Error(`compaction did not catch up within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Load
+
+interface Measured {
+  warmup: LoadResult;
+  measure: LoadResult;
+}
+
+/**
+ * Counts, not durations (see load.ts): a short calibration, a warm-up sized from its rate to last
+ * ~WARMUP s, then the measurement sized from the warm-up rate to last ~DURATION s.
+ */
+async function measure(
+  label: string,
+  target: { url: string; path: string; serverCpu: () => number; child: Child },
+  bodies: BodyTemplate,
+  connections: number,
+): Promise<Measured> {
+  const run = (amount: number) => target.child.guard(runLoad({ ...target, connections, amount: Math.max(connections * 2, amount), bodies }));
+  const calibration = await run(connections * (bodies.events === 1 ? 20 : 4));
+  const warmup = await run(Math.round(calibration.reqPerSec * WARMUP));
+  const amount = Math.round(warmup.reqPerSec * DURATION);
+  const quiet = await waitQuiet(0.3, QUIET_WAIT_MS, target.serverCpu);
+  if (quiet.waitedMs > 1500) say(`${label}: waited ${quiet.waitedMs} ms for the machine to go quiet (${quiet.busyCores} cores busy)`);
+  say(`${label}: warm-up ${warmup.requests} requests at ${warmup.reqPerSec} req/s; measuring ${amount} requests`);
+  const result = { ...(await run(amount)), quiet };
+  // Everything sent before the measurement counts for the consistency check.
+  const before: LoadResult = { ...warmup, ok: warmup.ok + calibration.ok, okEvents: warmup.okEvents + calibration.okEvents };
+  say(
+    `${label}: ${result.reqPerSec} req/s, ${result.eventsPerSec} events/s, p50 ${result.latency.p50} ms, ` +
+      `p99 ${result.latency.p99} ms, cpu server ${result.cpu.server} loadgen ${result.cpu.loadGenerator}` +
+      (result.non2xx || result.errors ? `, non-2xx ${result.non2xx}, errors ${result.errors} ${JSON.stringify(result.statusCodes)}` : ''),
+  );
+  return { warmup: before, measure: result };
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Phases
+
+async function benchBare(): Promise<Measured> {
+  const port = await freePort();
+  const child = Child.start('bare', join(root, 'dist/bench/bare-server.js'), {
+    cwd: root,
+    logFile: join(workDir, 'bare.log'),
+    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1' },
+  });
+  try {
+    await waitHttpOk(`http://127.0.0.1:${port}/healthz`, child);
+    // Same bodies as /collect (credentials included, ignored), same generator work per request.
+    const bodies = BodyTemplate.single({ partnerId: 'pk_bench_unused', partnerSecret: 'sk_bench_unused_0123456789' }, `bare-${runTag}`);
+    return await measure('bare', { url: `http://127.0.0.1:${port}`, path: '/bare', serverCpu: () => child.cpuSeconds(), child }, bodies, CONNECTIONS);
+  } finally {
+    await child.stop();
+  }
+}
+
+interface IngestOutcome {
+  collect?: Measured;
+  batch?: Measured;
+  /** After the batch load ended: until the compactor had caught up. */
+  tail: { lagRecordsAtEnd: number; rowsAtEnd: number; drainMs: number; rowsDrained: number; eventsPerSec: number | null };
+  ok2xxEvents: number;
+  rowsViaApi: number;
+  compactionTxSeconds: { sum: number; count: number };
+  log: LogCounts;
+  db: DbCounts;
+  shutdown: { code: number | null; signal: string | null; killed: boolean; ms: number };
+  profile?: ProfileSummary;
+}
+
+async function benchIngest(profileDir: string | undefined): Promise<IngestOutcome> {
+  const dataDir = join(workDir, 'ingest');
+  say(`service (all roles, embedded log) in ${dataDir}`);
+  const service = await startService('service', dataDir, profileDir ? { profileDir } : {});
+  const target = { url: service.url, serverCpu: () => service.child.cpuSeconds(), child: service.child };
+  let collect: Measured | undefined;
+  let batch: Measured | undefined;
+  let tail: IngestOutcome['tail'];
+  let apiRows: number;
+  let tx: IngestOutcome['compactionTxSeconds'];
+  try {
+    const credentials = await createOrg(service);
+    if (phases.has('collect')) {
+      collect = await measure('collect', { ...target, path: '/http/v1/collect' }, BodyTemplate.single(credentials, `c-${runTag}`), CONNECTIONS);
+    }
+    if (phases.has('batch')) {
+      const bodies = BodyTemplate.batch(credentials, `b-${runTag}`, BATCH_SIZE);
+      say(`batch body: ${BATCH_SIZE} events, ${bodies.bytes} bytes`);
+      batch = await measure('batch', { ...target, path: '/http/v1/batch' }, bodies, BATCH_CONNECTIONS);
+    }
+    const expected = okEvents(collect) + okEvents(batch);
+    const lagRecordsAtEnd = await metric(service, 'audience_compaction_lag_records');
+    const rowsAtEnd = await rowsViaApi(service);
+    say(`load over: ${expected} events answered 200, ${rowsAtEnd} rows in DuckDB, lag ${lagRecordsAtEnd} records; waiting for compaction`);
+    const drained = await waitCompacted(service, expected);
+    apiRows = drained.rows;
+    const rowsDrained = drained.rows - rowsAtEnd;
+    tail = {
+      lagRecordsAtEnd,
+      rowsAtEnd,
+      drainMs: Math.round(drained.ms),
+      rowsDrained,
+      eventsPerSec: rowsDrained > 10_000 ? Math.round(rowsDrained / (drained.ms / 1000)) : null,
+    };
+    say(`compacted: ${drained.rows} rows after ${Math.round(drained.ms)} ms`);
+    tx = {
+      sum: await metric(service, 'audience_compaction_batch_seconds_sum'),
+      count: await metric(service, 'audience_compaction_batch_seconds_count'),
+    };
+  } catch (error) {
+    await service.child.stop();
+    throw error;
+  }
+  const stopStarted = performance.now();
+  const exit = await service.child.stop();
+  const shutdown = { code: exit.code, signal: exit.signal, killed: exit.killed, ms: Math.round(performance.now() - stopStarted) };
+  say(`service stopped (${JSON.stringify(shutdown)}); counting log and DuckDB`);
+  const log = await countLog(dataDir);
+  const db = await countDuckDb(dataDir, ORG);
+  let profile: ProfileSummary | undefined;
+  if (profileDir) {
+    const file = readdirSync(profileDir).find((f) => f.startsWith(`service-${runTag}`));
+    if (file) profile = summarizeProfile(join(profileDir, file), 30);
+  }
+  return {
+    ...(collect ? { collect } : {}),
+    ...(batch ? { batch } : {}),
+    tail,
+    ok2xxEvents: okEvents(collect) + okEvents(batch),
+    rowsViaApi: apiRows,
+    compactionTxSeconds: tx,
+    log,
+    db,
+    shutdown,
+    ...(profile ? { profile } : {}),
+  };
+}
+
+function okEvents(m: Measured | undefined): number {
+  return m ? m.warmup.okEvents + m.measure.okEvents : 0;
+}
+
+interface DrainOutcome {
+  backlogEvents: number;
+  ingest: LoadResult;
+  eventsPerSec: number;
+  drainMs: number;
+  rowsAtStart: number;
+  rows: number;
+  serverCpu: number;
+  compactionTxSeconds: { sum: number; count: number };
+  log: LogCounts;
+  db: DbCounts;
+}
+
+/**
+ * Compaction throughput on its own: a backlog written with the compactor role off, then a restart with
+ * it on, timed from the moment the service answers until the lag is 0 and every row is there.
+ */
+async function benchDrain(): Promise<DrainOutcome> {
+  const dataDir = join(workDir, 'drain');
+  say(`drain: service without compactor (ROLES=collector,api) in ${dataDir}`);
+  let service = await startService('drain-ingest', dataDir, { roles: 'collector,api' });
+  let ingest: LoadResult;
+  try {
+    const credentials = await createOrg(service);
+    const bodies = BodyTemplate.batch(credentials, `d-${runTag}`, BATCH_SIZE);
+    ingest = await service.child.guard(
+      runLoad({
+        url: service.url,
+        path: '/http/v1/batch',
+        connections: BATCH_CONNECTIONS,
+        amount: Math.max(BATCH_CONNECTIONS, Math.ceil(DRAIN_EVENTS / BATCH_SIZE)),
+        bodies,
+        serverCpu: () => service.child.cpuSeconds(),
+      }),
+    );
+    say(`drain: backlog of ${ingest.okEvents} events written at ${ingest.eventsPerSec} events/s (no compactor)`);
+  } finally {
+    await service.child.stop();
+  }
+  const backlog = ingest.okEvents;
+
+  say('drain: restarting with every role; timing the compactor');
+  const spawned = performance.now();
+  service = await startService('drain-compact', dataDir);
+  let result: Omit<DrainOutcome, 'log' | 'db'>;
+  try {
+    const t0 = performance.now();
+    const cpu0 = service.child.cpuSeconds();
+    const rowsAtStart = await rowsViaApi(service);
+    const drained = await waitCompacted(service, backlog);
+    const seconds = drained.ms / 1000;
+    const serverCpu = (service.child.cpuSeconds() - cpu0) / seconds;
+    result = {
+      backlogEvents: backlog,
+      ingest,
+      eventsPerSec: Math.round((drained.rows - rowsAtStart) / seconds),
+      drainMs: Math.round(drained.ms),
+      rowsAtStart,
+      rows: drained.rows,
+      serverCpu: Math.round(serverCpu * 100) / 100,
+      compactionTxSeconds: {
+        sum: await metric(service, 'audience_compaction_batch_seconds_sum'),
+        count: await metric(service, 'audience_compaction_batch_seconds_count'),
+      },
+    };
+    say(
+      `drain: ${drained.rows - rowsAtStart} rows in ${Math.round(drained.ms)} ms after ready ` +
+        `(${Math.round(t0 - spawned)} ms to start, ${rowsAtStart} rows already in) → ${result.eventsPerSec} events/s`,
+    );
+  } finally {
+    await service.child.stop();
+  }
+  return { ...result, log: await countLog(dataDir), db: await countDuckDb(dataDir, ORG) };
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Report
+
+function consistency(okEvents: number, log: LogCounts, db: DbCounts) {
+  return {
+    ok200Events: okEvents,
+    logEvents: log.events,
+    logRejected: log.rejected,
+    logRecords: log.records,
+    eventsPerLogRecord: log.eventsPerRecord,
+    dbRows: db.events,
+    dbDistinctMessageIds: db.distinctMessageIds,
+    dbQuarantine: db.quarantine,
+    dbPending: db.pending,
+    dbCursor: db.cursor,
+    consistent:
+      okEvents === log.events &&
+      log.events === db.events &&
+      db.events === db.distinctMessageIds &&
+      log.rejected === 0 &&
+      db.quarantine === 0 &&
+      db.pending === 0 &&
+      db.cursor === log.records,
+  };
+}
+
+function loadSummary(m: Measured) {
+  const r = m.measure;
+  return {
+    reqPerSec: r.reqPerSec,
+    eventsPerSec: r.eventsPerSec,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    latency: r.latency,
+    cpu: r.cpu,
+    requests: r.requests,
+    seconds: r.seconds,
+    connections: r.connections,
+    non2xx: r.non2xx,
+    errors: r.errors,
+    statusCodes: r.statusCodes,
+    bodyBytes: r.bodyBytes,
+    otherCpuBefore: r.quiet ?? null,
+    warmup: { requests: m.warmup.requests, reqPerSec: m.warmup.reqPerSec, non2xx: m.warmup.non2xx, errors: m.warmup.errors, okEventsBefore: m.warmup.okEvents },
+  };
+}
+
+function table(rows: Array<Record<string, string | number>>): string {
+  const columns = Object.keys(rows[0] ?? {});
+  const width = columns.map((c) => Math.max(c.length, ...rows.map((r) => String(r[c] ?? '').length)));
+  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(width[i]!) : c.padStart(width[i]!))).join('  ');
+  return [line(columns), line(width.map((w) => '-'.repeat(w))), ...rows.map((r) => line(columns.map((c) => String(r[c] ?? ''))))].join('\n');
+}
+
+async function main(): Promise<void> {
+  say(`phases: ${[...phases].join(', ')}; work dir ${workDir}`);
+  build();
+  const profileDir = args.profile ? join(resultsDir, 'profiles') : undefined;
+  if (profileDir) mkdirSync(profileDir, { recursive: true });
+
+  const bare = phases.has('bare') ? await benchBare() : undefined;
+  const ingest = phases.has('collect') || phases.has('batch') ? await benchIngest(profileDir) : undefined;
+  const drain = phases.has('drain') ? await benchDrain() : undefined;
+
+  const bareS = bare && loadSummary(bare);
+  const collectS = ingest?.collect && loadSummary(ingest.collect);
+  const batchS = ingest?.batch && loadSummary(ingest.batch);
+  const ratioToBare = bareS && collectS ? Math.round((collectS.reqPerSec / bareS.reqPerSec) * 1000) / 1000 : null;
+  const compactionRate = drain?.eventsPerSec ?? null;
+  const ratio = (a: number | null | undefined, b: number | undefined) => (a && b ? Math.round((a / b) * 100) / 100 : null);
+
+  const report = {
+    date: new Date().toISOString(),
+    machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? '', node: process.version, platform: `${process.platform}-${process.arch}` },
+    method: {
+      loadGenerator: 'autocannon 9 in the orchestrating process, pipelining 1, fixed request counts (every request answered)',
+      servers: 'compiled (dist/), one child process each; service: embedded log (fdatasync), all roles, LOG_LEVEL=warn',
+      bodies: `custom track event, clientId/e-mail cycled over ${IDENTITIES} identities, unique messageId per event, sentAt = now`,
+      durationSeconds: DURATION,
+      warmupSeconds: WARMUP,
+      latency: 'ms, 2xx answers, exact percentiles from every response time',
+      cpu: 'CPU seconds per wall second during the measurement (1.0 = one core); machine = all processes',
+      partial: !fullRun,
+    },
+    bare: bareS ?? null,
+    collect: collectS ? { ...collectS, ratioToBare } : null,
+    batch: batchS ? { ...batchS, batchSize: BATCH_SIZE } : null,
+    compaction: drain
+      ? {
+          eventsPerSec: drain.eventsPerSec,
+          ratioToIngest: ratio(compactionRate, batchS?.eventsPerSec),
+          ratioToBatchIngest: ratio(compactionRate, batchS?.eventsPerSec),
+          ratioToCollectIngest: ratio(compactionRate, collectS?.eventsPerSec),
+          drainMs: drain.drainMs,
+          backlogEvents: drain.backlogEvents,
+          serverCpu: drain.serverCpu,
+          transactions: drain.compactionTxSeconds,
+          backlogIngestWithoutCompactor: { eventsPerSec: drain.ingest.eventsPerSec, p50: drain.ingest.latency.p50, p99: drain.ingest.latency.p99, cpu: drain.ingest.cpu },
+          afterBatchLoad: ingest?.tail ?? null,
+        }
+      : ingest
+        ? { afterBatchLoad: ingest.tail, transactions: ingest.compactionTxSeconds }
+        : null,
+    consistency: {
+      ...(ingest ? { ingest: { ...consistency(ingest.ok2xxEvents, ingest.log, ingest.db), rowsViaApi: ingest.rowsViaApi, shutdown: ingest.shutdown } } : {}),
+      ...(drain ? { drain: consistency(drain.backlogEvents, drain.log, drain.db) } : {}),
+    },
+    targets: {
+      collectRatioToBare: { target: 0.65, value: ratioToBare, met: ratioToBare === null ? null : ratioToBare >= 0.65 },
+      collectP99Ms: { target: 10, value: collectS?.p99 ?? null, met: collectS ? collectS.p99 <= 10 : null },
+      batchEventsPerSec: { target: 300_000, value: batchS?.eventsPerSec ?? null, met: batchS ? batchS.eventsPerSec >= 300_000 : null },
+      compactionRatioToIngest: {
+        target: 3,
+        ingest: 'batch events/s (the highest ingest rate measured)',
+        value: ratio(compactionRate, batchS?.eventsPerSec),
+        met: compactionRate && batchS ? compactionRate >= 3 * batchS.eventsPerSec : null,
+      },
+      compactionRatioToCollectIngest: {
+        target: 3,
+        value: ratio(compactionRate, collectS?.eventsPerSec),
+        met: compactionRate && collectS ? compactionRate >= 3 * collectS.eventsPerSec : null,
+      },
+      consistent:
+        (ingest ? consistency(ingest.ok2xxEvents, ingest.log, ingest.db).consistent : true) &&
+        (drain ? consistency(drain.backlogEvents, drain.log, drain.db).consistent : true),
+    },
+    ...(ingest?.profile ? { profile: ingest.profile } : {}),
+  };
+
+  // ---- print
+  const rows: Array<Record<string, string | number>> = [];
+  const add = (name: string, s: ReturnType<typeof loadSummary> | undefined, extra = '') => {
+    if (!s) return;
+    rows.push({
+      phase: name,
+      'req/s': s.reqPerSec,
+      'events/s': s.eventsPerSec,
+      'p50 ms': s.p50,
+      'p99 ms': s.p99,
+      'p99.9 ms': s.latency.p999,
+      'cpu server': s.cpu.server,
+      'cpu loadgen': s.cpu.loadGenerator,
+      'cpu machine': `${s.cpu.machine}/${s.cpu.machineCores}`,
+      'cpu other': s.cpu.other,
+      'non-2xx': s.non2xx + s.errors,
+      note: extra,
+    });
+  };
+  add('bare', bareS);
+  add('collect', collectS, ratioToBare !== null ? `${ratioToBare} × bare` : '');
+  add(`batch ×${BATCH_SIZE}`, batchS, `${BATCH_CONNECTIONS} conns, ${batchS?.bodyBytes ?? 0} B bodies`);
+  if (drain) {
+    rows.push({
+      phase: 'compaction',
+      'events/s': drain.eventsPerSec,
+      'cpu server': drain.serverCpu,
+      note: `${drain.backlogEvents} backlog in ${drain.drainMs} ms; ${ratio(compactionRate, batchS?.eventsPerSec) ?? '-'} × batch, ${ratio(compactionRate, collectS?.eventsPerSec) ?? '-'} × collect`,
+    });
+  }
+  console.log(`\n${table(rows)}\n`);
+  if (ingest) {
+    const c = report.consistency.ingest!;
+    console.log(
+      `consistency (collect+batch): 200s ${c.ok200Events} = log ${c.logEvents} = DuckDB ${c.dbRows} ` +
+        `(distinct ${c.dbDistinctMessageIds}, quarantine ${c.dbQuarantine}, pending ${c.dbPending}) → ${c.consistent}`,
+    );
+    console.log(`after batch load: ${JSON.stringify(ingest.tail)}`);
+  }
+  if (drain) {
+    const c = report.consistency.drain!;
+    console.log(`consistency (drain): 200s ${c.ok200Events} = log ${c.logEvents} = DuckDB ${c.dbRows} → ${c.consistent}`);
+  }
+  console.log(`targets: ${JSON.stringify(report.targets, null, 1).replace(/\n\s*/g, ' ')}`);
+  if (ingest?.profile) printSummary(ingest.profile);
+
+  mkdirSync(resultsDir, { recursive: true });
+  const out = fullRun ? join(resultsDir, 'collect.json') : join(resultsDir, `partial-${[...phases].join('-')}${args.profile ? '-profile' : ''}.json.tmp`);
+  writeFileSync(out, `${JSON.stringify(report, null, 2)}\n`);
+  say(`wrote ${out}`);
+}
+
+try {
+  await main();
+} finally {
+  if (!args.keep) rmSync(workDir, { recursive: true, force: true });
+  else say(`kept ${workDir}`);
+}

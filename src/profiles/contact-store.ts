@@ -1,0 +1,48 @@
+/**
+ * Upserts imported contacts by normalised e-mail in one transaction (nothing half-imported).
+ * A column left empty keeps the stored value; custom columns merge into the stored ones.
+ */
+import type { Context } from '../context.js';
+import { type Database, tsParam } from '../db/database.js';
+import { CONTACT_COLUMNS, type ContactRow } from './parse-contacts.js';
+
+export class ContactStore {
+  constructor(
+    private readonly db: Database,
+    private readonly ctx: Context,
+  ) {}
+
+  async upsert(org: string, rows: ContactRow[]): Promise<void> {
+    // Later lines win over earlier lines for the same e-mail (one row per key in one INSERT).
+    const latest = new Map(rows.map((r) => [r.email, r]));
+    const now = tsParam(this.ctx.clock.now());
+    await this.db.transaction(async (c) => {
+      await c.run(`CREATE OR REPLACE TEMP TABLE contact_import AS SELECT * FROM contacts LIMIT 0`);
+      const appender = await c.createAppender('contact_import', 'main', 'temp');
+      try {
+        for (const row of latest.values()) {
+          appender.appendVarchar(org);
+          appender.appendVarchar(row.email);
+          for (const column of CONTACT_COLUMNS) {
+            const value = row.columns[column];
+            if (value === undefined) appender.appendNull();
+            else appender.appendVarchar(value);
+          }
+          appender.appendVarchar(JSON.stringify(row.custom));
+          appender.appendTimestampTZ(now);
+          appender.endRow();
+        }
+        appender.flushSync();
+      } finally {
+        appender.closeSync();
+      }
+      const keep = CONTACT_COLUMNS.map((col) => `${col} = coalesce(excluded.${col}, contacts.${col})`).join(', ');
+      await c.run(
+        `INSERT INTO contacts SELECT * FROM contact_import
+         ON CONFLICT (org, email) DO UPDATE SET ${keep},
+           custom = json_merge_patch(contacts.custom, excluded.custom), updated_at = excluded.updated_at`,
+      );
+      await c.run('DROP TABLE contact_import');
+    });
+  }
+}

@@ -1,0 +1,71 @@
+/**
+ * The serving index: every materialized profile in memory, keyed by each identity type, so a lookup is
+ * a Map get (a DuckDB point query costs ~0.3 ms; the API's budget per request is a fraction of that).
+ */
+import { createHash } from 'node:crypto';
+
+/** A profile as served: default fields plus the contact's imported custom fields, JSON-ready values. */
+export type Profile = Readonly<Record<string, unknown>>;
+
+export type IdentityType = 'email' | 'email-hash' | 'user_id';
+
+interface OrgProfiles {
+  byEmail: Map<string, Profile>;
+  emailByHash: Map<string, string>;
+  emailByUserId: Map<string, string>;
+  customFields: Set<string>;
+}
+
+export function emailHash(normalizedEmail: string): string {
+  return createHash('sha256').update(normalizedEmail).digest('hex');
+}
+
+export class ProfileIndex {
+  private readonly orgs = new Map<string, OrgProfiles>();
+
+  upsert(org: string, profile: Profile, customFieldNames: string[]): void {
+    const profiles = this.orgProfiles(org);
+    const email = profile.email_address as string;
+    const previous = profiles.byEmail.get(email);
+    if (previous === undefined) profiles.emailByHash.set(emailHash(email), email);
+    if (previous?.user_id && previous.user_id !== profile.user_id) profiles.emailByUserId.delete(previous.user_id as string);
+    if (typeof profile.user_id === 'string') profiles.emailByUserId.set(profile.user_id, email);
+    for (const name of customFieldNames) profiles.customFields.add(name);
+    profiles.byEmail.set(email, profile);
+  }
+
+  find(org: string, type: IdentityType, value: string): Profile | undefined {
+    const profiles = this.orgs.get(org);
+    if (!profiles) return undefined;
+    switch (type) {
+      case 'email':
+        return profiles.byEmail.get(value);
+      case 'email-hash': {
+        const email = profiles.emailByHash.get(value);
+        return email === undefined ? undefined : profiles.byEmail.get(email);
+      }
+      case 'user_id': {
+        const email = profiles.emailByUserId.get(value);
+        return email === undefined ? undefined : profiles.byEmail.get(email);
+      }
+    }
+  }
+
+  /** Names of imported custom columns seen for the org (valid content fields besides the defaults). */
+  customFields(org: string): ReadonlySet<string> {
+    return this.orgs.get(org)?.customFields ?? new Set();
+  }
+
+  size(org: string): number {
+    return this.orgs.get(org)?.byEmail.size ?? 0;
+  }
+
+  private orgProfiles(org: string): OrgProfiles {
+    let profiles = this.orgs.get(org);
+    if (!profiles) {
+      profiles = { byEmail: new Map(), emailByHash: new Map(), emailByUserId: new Map(), customFields: new Set() };
+      this.orgs.set(org, profiles);
+    }
+    return profiles;
+  }
+}

@@ -1,0 +1,63 @@
+/**
+ * Materializes rows of the profile view (pipelines/profiles.sql) into the serving index: everything at
+ * start, then only the contacts a compaction batch, an import or a send touched.
+ */
+import { listValue } from '@duckdb/node-api';
+import type { Database } from '../db/database.js';
+import type { Profile, ProfileIndex } from './profile-index.js';
+
+export interface ContactKey {
+  org: string;
+  email: string;
+}
+
+/** Above this many contacts of one org, recomputing the whole org is cheaper than filtering. */
+const WHOLE_ORG_THRESHOLD = 20_000;
+
+export class ProfileMaterializer {
+  constructor(
+    private readonly db: Database,
+    readonly index: ProfileIndex,
+  ) {}
+
+  async loadAll(): Promise<void> {
+    this.store(await this.db.all('SELECT * FROM profiles'));
+  }
+
+  async refreshOrg(org: string): Promise<void> {
+    this.store(await this.db.all('SELECT * FROM profiles_for($1, NULL::VARCHAR[])', [org]));
+  }
+
+  async refresh(keys: ContactKey[]): Promise<void> {
+    const byOrg = new Map<string, Set<string>>();
+    for (const k of keys) {
+      const emails = byOrg.get(k.org) ?? new Set<string>();
+      emails.add(k.email);
+      byOrg.set(k.org, emails);
+    }
+    for (const [org, emails] of byOrg) {
+      if (emails.size > WHOLE_ORG_THRESHOLD) {
+        await this.refreshOrg(org);
+        continue;
+      }
+      this.store(await this.db.all('SELECT * FROM profiles_for($1, $2::VARCHAR[])', [org, listValue([...emails])]));
+    }
+  }
+
+  private store(rows: Record<string, unknown>[]): void {
+    for (const row of rows) {
+      const { org, custom_fields: custom, ...fields } = row;
+      const customFields = typeof custom === 'string' ? (JSON.parse(custom) as Record<string, unknown>) : {};
+      this.index.upsert(org as string, toProfile(fields, customFields), Object.keys(customFields));
+    }
+  }
+}
+
+/** DuckDB values → JSON-ready values: BIGINT → number, TIMESTAMPTZ → ISO string. */
+function toProfile(fields: Record<string, unknown>, custom: Record<string, unknown>): Profile {
+  const profile: Record<string, unknown> = { ...custom };
+  for (const [key, value] of Object.entries(fields)) {
+    profile[key] = typeof value === 'bigint' ? Number(value) : value instanceof Date ? value.toISOString() : value;
+  }
+  return Object.freeze(profile);
+}
