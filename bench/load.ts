@@ -57,6 +57,8 @@ export interface LoadResult {
     machineCores: number;
   };
   bodyBytes: number;
+  /** CLOCK_MONOTONIC µs (the clock of V8 CPU profiles) at the start and end of the measurement. */
+  window: { startUs: number; endUs: number };
   /** Other processes' CPU just before the measurement (shared machine), see procs.waitQuiet. */
   quiet?: { waitedMs: number; busyCores: number };
 }
@@ -74,7 +76,13 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
   let latencies = new Float64Array(1 << 16);
   let n = 0;
 
-  const sample = () => ({ server: options.serverCpu(), self: selfCpuSeconds(), machine: machineCpuSeconds(), t: performance.now() });
+  const sample = () => ({
+    server: options.serverCpu(),
+    self: selfCpuSeconds(),
+    machine: machineCpuSeconds(),
+    t: performance.now(),
+    monoUs: Number(process.hrtime.bigint() / 1000n),
+  });
   const before = sample();
   const instance = autocannon({
     url: options.url,
@@ -153,5 +161,6 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
       machineCores: Math.round(cores),
     },
     bodyBytes: bodies.bytes,
+    window: { startUs: before.monoUs, endUs: after.monoUs },
   };
 }

@@ -34,13 +34,26 @@ export interface Row {
 
 export interface ProfileSummary {
   file: string;
+  /** The part of the profile summarized (CLOCK_MONOTONIC µs, as V8 and process.hrtime use), if cut. */
+  window: { startUs: number; endUs: number } | null;
   totalMs: number;
   /** Sampled time other than (idle). */
   busyMs: number;
   selfByFunction: Row[];
   selfByArea: Row[];
+  /** Every busy sample put in one bucket by what its stack is doing (see activityOf). */
+  byActivity: Row[];
   inclusiveOwnCode: Row[];
 }
+
+/** The first matching rule wins, looking at every frame of the sample's stack. */
+const ACTIVITIES: Array<[string, RegExp]> = [
+  ['compaction (src/compaction, src/profiles, src/db, duckdb)', /\/src\/(compaction|profiles|db)\/|@duckdb\//],
+  ['log append (src/log: group commit, avro, frame write, fdatasync)', /\/src\/log\//],
+  ['collect handler (src/collect, src/orgs)', /\/src\/(collect|orgs)\//],
+  ['metrics (prom-client)', /prom-client\//],
+  ['http + fastify (parse, route, hooks, reply, sockets)', /fastify\/|secure-json-parse|node:_http|node:net|\/src\/http\/|pino|find-my-way|light-my-request|stream_base/],
+];
 
 function shortUrl(url: string): string {
   const nm = url.lastIndexOf('node_modules/');
@@ -80,7 +93,7 @@ function top(map: Map<string, number>, total: number, n: number): Row[] {
     .map(([name, us]) => ({ name, ms: Math.round(us / 1000), share: Math.round((us / total) * 1000) / 10 }));
 }
 
-export function summarizeProfile(file: string, n = 30): ProfileSummary {
+export function summarizeProfile(file: string, n = 30, window?: { startUs: number; endUs: number }): ProfileSummary {
   const profile = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile;
   const byId = new Map<number, ProfileNode>();
   const parent = new Map<number, number>();
@@ -92,10 +105,14 @@ export function summarizeProfile(file: string, n = 30): ProfileSummary {
   const self = new Map<string, number>();
   const area = new Map<string, number>();
   const inclusive = new Map<string, number>();
+  const activity = new Map<string, number>();
   let total = 0;
   let idle = 0;
+  let at = profile.startTime;
   for (let i = 0; i < profile.samples.length; i++) {
     const us = profile.timeDeltas[i] ?? 0;
+    at += us;
+    if (window && (at < window.startUs || at > window.endUs)) continue;
     const node = byId.get(profile.samples[i]!)!;
     total += us;
     if (node.callFrame.functionName === '(idle)') {
@@ -108,22 +125,31 @@ export function summarizeProfile(file: string, n = 30): ProfileSummary {
     area.set(a, (area.get(a) ?? 0) + us);
     // Inclusive time of our own functions, each counted once per sample even when recursive.
     const seen = new Set<string>();
+    const urls: string[] = [];
     for (let id: number | undefined = node.id; id !== undefined; id = parent.get(id)) {
       const frame = byId.get(id)!.callFrame;
+      urls.push(frame.url || frame.functionName);
       if (!isOwn(frame)) continue;
       const k = label(frame);
       if (seen.has(k)) continue;
       seen.add(k);
       inclusive.set(k, (inclusive.get(k) ?? 0) + us);
     }
+    const stack = urls.join('\n');
+    const act = node.callFrame.functionName.startsWith('(') && !node.callFrame.url
+      ? node.callFrame.functionName
+      : (ACTIVITIES.find(([, re]) => re.test(stack))?.[0] ?? 'other');
+    activity.set(act, (activity.get(act) ?? 0) + us);
   }
   const busy = total - idle;
   return {
     file,
+    window: window ?? null,
     totalMs: Math.round(total / 1000),
     busyMs: Math.round(busy / 1000),
     selfByFunction: top(self, busy, n),
     selfByArea: top(area, busy, n),
+    byActivity: top(activity, busy, n),
     inclusiveOwnCode: top(inclusive, busy, n),
   };
 }
@@ -133,7 +159,8 @@ export function printSummary(s: ProfileSummary): void {
     console.log(`\n${title} (share of ${s.busyMs} ms busy)`);
     for (const r of rows) console.log(`${String(r.share).padStart(6)}%  ${String(r.ms).padStart(7)} ms  ${r.name}`);
   };
-  console.log(`profile ${s.file}: ${s.totalMs} ms sampled, ${s.busyMs} ms not idle`);
+  console.log(`profile ${s.file}${s.window ? ' (measurement window)' : ''}: ${s.totalMs} ms sampled on the main thread, ${s.busyMs} ms not idle`);
+  show('main-thread time by activity', s.byActivity);
   show('self time by area', s.selfByArea);
   show('self time by function', s.selfByFunction);
   show('inclusive time, own code (src/, bench/)', s.inclusiveOwnCode);

@@ -16,7 +16,7 @@
  *            --drain-events 300000 --no-build --keep (keep the temp data dirs)
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -25,6 +25,7 @@ import { BodyTemplate, IDENTITIES, type Credentials } from './bodies.js';
 import { type LoadResult, runLoad } from './load.js';
 import { Child, freePort, waitHttpOk, waitQuiet } from './procs.js';
 import { printSummary, summarizeProfile, type ProfileSummary } from './profile-summary.js';
+import { diff, scrape, type ServerMetricsDelta } from './server-metrics.js';
 import { countDuckDb, countLog, type DbCounts, type LogCounts } from './verify.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -48,6 +49,8 @@ const { values: args } = parseArgs({
     'no-build': { type: 'boolean', default: false },
     /** Seconds to wait, before each measurement, for the (shared) machine to be idle. */
     'quiet-wait': { type: 'string', default: '30' },
+    /** ROLES of the service for collect/batch (experiments, e.g. collector,api = no compactor). */
+    roles: { type: 'string', default: '' },
     keep: { type: 'boolean', default: false },
   },
 });
@@ -182,34 +185,60 @@ async function waitCompacted(service: Service, expectedRows: number, timeoutMs =
 interface Measured {
   warmup: LoadResult;
   measure: LoadResult;
+  /** The service's /metrics over the measurement (not for the bare server). */
+  server?: ServerMetricsDelta;
 }
 
 /**
- * Counts, not durations (see load.ts): a short calibration, a warm-up sized from its rate to last
- * ~WARMUP s, then the measurement sized from the warm-up rate to last ~DURATION s.
+ * Counts, not durations (see load.ts): warm-up in chunks of ~1 s (each sized from the previous one's
+ * rate) for ~WARMUP s, then one measurement sized from the last chunk's rate to last ~DURATION s.
  */
 async function measure(
   label: string,
-  target: { url: string; path: string; serverCpu: () => number; child: Child },
+  target: { url: string; path: string; serverCpu: () => number; child: Child; hasMetrics?: boolean },
   bodies: BodyTemplate,
   connections: number,
 ): Promise<Measured> {
   const run = (amount: number) => target.child.guard(runLoad({ ...target, connections, amount: Math.max(connections * 2, amount), bodies }));
-  const calibration = await run(connections * (bodies.events === 1 ? 20 : 4));
-  const warmup = await run(Math.round(calibration.reqPerSec * WARMUP));
-  const amount = Math.round(warmup.reqPerSec * DURATION);
+  const chunks: LoadResult[] = [];
+  let warmupSeconds = 0;
+  let amount = connections * (bodies.events === 1 ? 20 : 4);
+  while (warmupSeconds < WARMUP || chunks.length < 2) {
+    const chunk = await run(amount);
+    chunks.push(chunk);
+    warmupSeconds += chunk.seconds;
+    amount = Math.round(chunk.reqPerSec * Math.min(1, Math.max(0.3, WARMUP - warmupSeconds)));
+  }
+  const last = chunks[chunks.length - 1]!;
+  amount = Math.round(last.reqPerSec * DURATION);
+  // Everything sent before the measurement counts for the consistency check.
+  const warmup: LoadResult = {
+    ...last,
+    requests: chunks.reduce((n, c) => n + c.requests, 0),
+    ok: chunks.reduce((n, c) => n + c.ok, 0),
+    okEvents: chunks.reduce((n, c) => n + c.okEvents, 0),
+    non2xx: chunks.reduce((n, c) => n + c.non2xx, 0),
+    errors: chunks.reduce((n, c) => n + c.errors, 0),
+    seconds: Math.round(warmupSeconds * 100) / 100,
+  };
+  say(`${label}: warm-up ${warmup.requests} requests in ${warmup.seconds} s, last ${last.reqPerSec} req/s; measuring ${amount} requests`);
   const quiet = await waitQuiet(0.3, QUIET_WAIT_MS, target.serverCpu);
   if (quiet.waitedMs > 1500) say(`${label}: waited ${quiet.waitedMs} ms for the machine to go quiet (${quiet.busyCores} cores busy)`);
-  say(`${label}: warm-up ${warmup.requests} requests at ${warmup.reqPerSec} req/s; measuring ${amount} requests`);
+  const metricsBefore = target.hasMetrics ? await scrape(target.url) : undefined;
   const result = { ...(await run(amount)), quiet };
-  // Everything sent before the measurement counts for the consistency check.
-  const before: LoadResult = { ...warmup, ok: warmup.ok + calibration.ok, okEvents: warmup.okEvents + calibration.okEvents };
+  const server = metricsBefore ? diff(metricsBefore, await scrape(target.url)) : undefined;
   say(
     `${label}: ${result.reqPerSec} req/s, ${result.eventsPerSec} events/s, p50 ${result.latency.p50} ms, ` +
       `p99 ${result.latency.p99} ms, cpu server ${result.cpu.server} loadgen ${result.cpu.loadGenerator}` +
       (result.non2xx || result.errors ? `, non-2xx ${result.non2xx}, errors ${result.errors} ${JSON.stringify(result.statusCodes)}` : ''),
   );
-  return { warmup: before, measure: result };
+  if (server) {
+    say(
+      `${label}: ${server.logWrites.count} log writes, ${server.logWrites.eventsPerWrite} events each, mean ${server.logWrites.meanMs} ms; ` +
+        `${server.compactionTransactions.count} compaction tx, mean ${server.compactionTransactions.meanMs} ms; event-loop delay p99 ${server.eventLoopDelayMs.p99} ms`,
+    );
+  }
+  return { warmup, measure: result, ...(server ? { server } : {}) };
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -235,8 +264,8 @@ async function benchBare(): Promise<Measured> {
 interface IngestOutcome {
   collect?: Measured;
   batch?: Measured;
-  /** After the batch load ended: until the compactor had caught up. */
-  tail: { lagRecordsAtEnd: number; rowsAtEnd: number; drainMs: number; rowsDrained: number; eventsPerSec: number | null };
+  /** After the load ended: until the compactor had caught up (null without the compactor role). */
+  tail: { lagRecordsAtEnd: number; rowsAtEnd: number; drainMs: number; rowsDrained: number; eventsPerSec: number | null } | null;
   ok2xxEvents: number;
   rowsViaApi: number;
   compactionTxSeconds: { sum: number; count: number };
@@ -248,14 +277,15 @@ interface IngestOutcome {
 
 async function benchIngest(profileDir: string | undefined): Promise<IngestOutcome> {
   const dataDir = join(workDir, 'ingest');
-  say(`service (all roles, embedded log) in ${dataDir}`);
-  const service = await startService('service', dataDir, profileDir ? { profileDir } : {});
-  const target = { url: service.url, serverCpu: () => service.child.cpuSeconds(), child: service.child };
+  const compacting = !args.roles || args.roles.split(',').includes('compactor');
+  say(`service (${args.roles ? `ROLES=${args.roles}` : 'all roles'}, embedded log) in ${dataDir}`);
+  const service = await startService('service', dataDir, { roles: args.roles, ...(profileDir ? { profileDir } : {}) });
+  const target = { url: service.url, serverCpu: () => service.child.cpuSeconds(), child: service.child, hasMetrics: true };
   let collect: Measured | undefined;
   let batch: Measured | undefined;
-  let tail: IngestOutcome['tail'];
-  let apiRows: number;
-  let tx: IngestOutcome['compactionTxSeconds'];
+  let tail: IngestOutcome['tail'] = null;
+  let apiRows = 0;
+  let tx: IngestOutcome['compactionTxSeconds'] = { sum: 0, count: 0 };
   try {
     const credentials = await createOrg(service);
     if (phases.has('collect')) {
@@ -267,24 +297,26 @@ async function benchIngest(profileDir: string | undefined): Promise<IngestOutcom
       batch = await measure('batch', { ...target, path: '/http/v1/batch' }, bodies, BATCH_CONNECTIONS);
     }
     const expected = okEvents(collect) + okEvents(batch);
-    const lagRecordsAtEnd = await metric(service, 'audience_compaction_lag_records');
-    const rowsAtEnd = await rowsViaApi(service);
-    say(`load over: ${expected} events answered 200, ${rowsAtEnd} rows in DuckDB, lag ${lagRecordsAtEnd} records; waiting for compaction`);
-    const drained = await waitCompacted(service, expected);
-    apiRows = drained.rows;
-    const rowsDrained = drained.rows - rowsAtEnd;
-    tail = {
-      lagRecordsAtEnd,
-      rowsAtEnd,
-      drainMs: Math.round(drained.ms),
-      rowsDrained,
-      eventsPerSec: rowsDrained > 10_000 ? Math.round(rowsDrained / (drained.ms / 1000)) : null,
-    };
-    say(`compacted: ${drained.rows} rows after ${Math.round(drained.ms)} ms`);
-    tx = {
-      sum: await metric(service, 'audience_compaction_batch_seconds_sum'),
-      count: await metric(service, 'audience_compaction_batch_seconds_count'),
-    };
+    if (compacting) {
+      const lagRecordsAtEnd = await metric(service, 'audience_compaction_lag_records');
+      const rowsAtEnd = await rowsViaApi(service);
+      say(`load over: ${expected} events answered 200, ${rowsAtEnd} rows in DuckDB, lag ${lagRecordsAtEnd} records; waiting for compaction`);
+      const drained = await waitCompacted(service, expected);
+      apiRows = drained.rows;
+      const rowsDrained = drained.rows - rowsAtEnd;
+      tail = {
+        lagRecordsAtEnd,
+        rowsAtEnd,
+        drainMs: Math.round(drained.ms),
+        rowsDrained,
+        eventsPerSec: rowsDrained > 10_000 ? Math.round(rowsDrained / (drained.ms / 1000)) : null,
+      };
+      say(`compacted: ${drained.rows} rows after ${Math.round(drained.ms)} ms`);
+      tx = {
+        sum: await metric(service, 'audience_compaction_batch_seconds_sum'),
+        count: await metric(service, 'audience_compaction_batch_seconds_count'),
+      };
+    }
   } catch (error) {
     await service.child.stop();
     throw error;
@@ -298,7 +330,15 @@ async function benchIngest(profileDir: string | undefined): Promise<IngestOutcom
   let profile: ProfileSummary | undefined;
   if (profileDir) {
     const file = readdirSync(profileDir).find((f) => f.startsWith(`service-${runTag}`));
-    if (file) profile = summarizeProfile(join(profileDir, file), 30);
+    if (file) {
+      // Kept next to the results, git-ignored (*.tmp); open it in Chrome DevTools or speedscope.
+      const kept = join(resultsDir, `service-${[...phases].join('-')}.cpuprofile.tmp`);
+      mkdirSync(resultsDir, { recursive: true });
+      renameSync(join(profileDir, file), kept);
+      // Summarize the measurement of the first phase run (collect unless --only batch).
+      const measured = collect ?? batch;
+      profile = summarizeProfile(kept, 30, measured?.measure.window);
+    }
   }
   return {
     ...(collect ? { collect } : {}),
@@ -436,6 +476,7 @@ function loadSummary(m: Measured) {
     statusCodes: r.statusCodes,
     bodyBytes: r.bodyBytes,
     otherCpuBefore: r.quiet ?? null,
+    serverMetrics: m.server ?? null,
     warmup: { requests: m.warmup.requests, reqPerSec: m.warmup.reqPerSec, non2xx: m.warmup.non2xx, errors: m.warmup.errors, okEventsBefore: m.warmup.okEvents },
   };
 }
@@ -450,7 +491,7 @@ function table(rows: Array<Record<string, string | number>>): string {
 async function main(): Promise<void> {
   say(`phases: ${[...phases].join(', ')}; work dir ${workDir}`);
   build();
-  const profileDir = args.profile ? join(resultsDir, 'profiles') : undefined;
+  const profileDir = args.profile ? join(workDir, 'profiles') : undefined;
   if (profileDir) mkdirSync(profileDir, { recursive: true });
 
   const bare = phases.has('bare') ? await benchBare() : undefined;

@@ -3,8 +3,9 @@
  * build the same app with their own config and context and call inject() or listen on port 0.
  */
 import { join } from 'node:path';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import { adminAuth } from './admin/admin-auth.js';
+import { registerContactsRoute } from './audience/contacts-route.js';
 import { registerInspectRoutes } from './admin/inspect-routes.js';
 import { registerOrgRoutes } from './admin/org-routes.js';
 import { registerCollectRoutes } from './collect/collect-routes.js';
@@ -28,7 +29,10 @@ import { ContactStore } from './profiles/contact-store.js';
 import { registerImportRoutes } from './profiles/import-routes.js';
 import { ProfileIndex } from './profiles/profile-index.js';
 import { ProfileMaterializer } from './profiles/profile-materializer.js';
+import { GcraLimiter } from './ratelimit/gcra-limiter.js';
 import { compileRouteSchema } from './schemas.js';
+import { registerTokenRoutes } from './tokens/token-routes.js';
+import { TokenStore } from './tokens/token-store.js';
 
 /** What the service holds, for server.ts (shutdown, start-up message) and tests. */
 export interface Audience {
@@ -42,6 +46,7 @@ export interface Audience {
   metrics: Metrics;
   adminKey: AdminKey;
   materializer: ProfileMaterializer;
+  tokens: TokenStore;
 }
 
 declare module 'fastify' {
@@ -54,7 +59,7 @@ export async function buildApp(config: Config, ctx: Context = createContext()): 
   const app = Fastify({
     logger: loggerOptions(config.logLevel),
     // Two log lines per event would cost ~15% of collect throughput; requests are logged at debug.
-    disableRequestLogging: config.logLevel !== 'debug' && config.logLevel !== 'trace',
+    logController: new LogController({ disableRequestLogging: config.logLevel !== 'debug' && config.logLevel !== 'trace' }),
     genReqId: generateRequestId,
     requestIdHeader: false,
     // Collect routes set their own limits (32 KB / 500 KB); admin imports may be larger.
@@ -69,45 +74,71 @@ export async function buildApp(config: Config, ctx: Context = createContext()): 
   const adminKey = resolveAdminKey(config.adminKey, config.dataDir, ctx);
   const db = await Database.open(join(config.dataDir, 'audience.duckdb'));
   await migrate(db);
-  const log = await openLog({ natsUrl: config.natsUrl, dataDir: config.dataDir });
+  const log = await openLog({
+    natsUrl: config.natsUrl,
+    dataDir: config.dataDir,
+    onTornTail: (tail) => app.log.warn({ tail }, 'embedded log: cut a torn tail left by a crash'),
+  }).catch(async (error) => {
+    await db.close();
+    throw error;
+  });
   const committer = new GroupCommitter(log, {
     onWrite: (seconds) => metrics.logAppendSeconds.observe(seconds),
   });
   const registry = new PartnerRegistry();
   const materializer = new ProfileMaterializer(db, new ProfileIndex());
-  const orgs = new OrgStore(db, registry, ctx, {
-    customFieldsOf: (org) => materializer.index.customFields(org),
-    onProfileSettingsChanged: (org) => materializer.refreshOrg(org),
-  });
-  await orgs.load();
-  await materializer.loadAll();
-  const contacts = new ContactStore(db, ctx);
+  const tokens = new TokenStore(db, ctx, { onFlushError: (err) => app.log.warn({ err }, 'token lastUsedAt flush failed') });
   const compactor = roles.has('compactor')
     ? new Compactor({ db, log, ctx, metrics, logger: app.log, afterCommit: (touched) => materializer.refresh(touched) })
     : undefined;
-
-  app.decorate('audience', { config, ctx, db, log, committer, compactor, orgs, metrics, adminKey, materializer });
-
-  registerOpsRoutes(app, { db, log, metrics });
-  if (roles.has('collector')) registerCollectRoutes(app, { ctx, registry, log: committer, metrics });
-  if (roles.has('api')) {
-    await app.register(async (admin) => {
-      admin.addHook('onRequest', adminAuth(adminKey.hash));
-      registerOrgRoutes(admin, orgs);
-      registerInspectRoutes(admin, db, orgs);
-      registerImportRoutes(admin, { orgs, contacts, materializer });
-    });
-  }
-
   // Shutdown order: stop taking requests (Fastify) → flush pending appends → finish the compaction
-  // batch → close the log → close DuckDB.
+  // batch → flush token use times → close the log → close DuckDB. Registered before anything else can
+  // fail, so a failed start closes what it opened.
   app.addHook('onClose', async () => {
     await committer.flush();
     await compactor?.stop();
+    await tokens.close();
     await log.close();
     await db.close();
   });
 
-  await compactor?.start();
+  try {
+    const orgs = new OrgStore(db, registry, ctx, {
+      customFieldsOf: (org) => materializer.index.customFields(org),
+      onProfileSettingsChanged: (org) => materializer.refreshOrg(org),
+    });
+    await orgs.load();
+    await materializer.loadAll();
+    const contacts = new ContactStore(db, ctx);
+    await tokens.load();
+
+    app.decorate('audience', { config, ctx, db, log, committer, compactor, orgs, metrics, adminKey, materializer, tokens });
+
+    registerOpsRoutes(app, { db, log, metrics });
+    if (roles.has('collector')) registerCollectRoutes(app, { ctx, registry, log: committer, metrics });
+    if (roles.has('api')) {
+      registerContactsRoute(app, {
+        ctx,
+        tokens,
+        orgs,
+        profiles: materializer.index,
+        // Two limiters, so a flood of failed authentications cannot evict the orgs' keys.
+        orgLimiter: new GcraLimiter(),
+        authLimiter: new GcraLimiter(),
+      });
+      await app.register(async (admin) => {
+        admin.addHook('onRequest', adminAuth(adminKey.hash));
+        registerOrgRoutes(admin, orgs);
+        registerInspectRoutes(admin, db, orgs);
+        registerImportRoutes(admin, { orgs, contacts, materializer });
+        registerTokenRoutes(admin, { tokens, orgs });
+      });
+    }
+
+    await compactor?.start();
+  } catch (error) {
+    await app.close();
+    throw error;
+  }
   return app;
 }

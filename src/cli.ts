@@ -19,6 +19,9 @@ const USAGE = `usage: audience <command> [options]
   events types <slug> [--env production]
   events samples <slug> [--env production] [--event-type custom_x] [--limit 20]
   quarantine <slug> [--env production] [--limit 100]
+  token create <slug> --created-by ops@acme.com [--label x] [--expires-at 2026-12-31T00:00:00Z]
+  token list <slug>
+  token revoke <slug> (--id tok_… | --last3 x9Q | --created-by ops@acme.com)
 
 environment: AUDIENCE_URL (default http://127.0.0.1:8080), ADMIN_KEY (default: ./data/admin.key)`;
 
@@ -36,6 +39,11 @@ const { values: opts, positionals } = parseArgs({
     env: { type: 'string' },
     'event-type': { type: 'string' },
     limit: { type: 'string' },
+    'created-by': { type: 'string' },
+    label: { type: 'string' },
+    'expires-at': { type: 'string' },
+    id: { type: 'string' },
+    last3: { type: 'string' },
     help: { type: 'boolean', short: 'h' },
   },
 });
@@ -107,6 +115,20 @@ if (opts.help || !noun) {
   await call('GET', `/admin/v1/orgs/${rest[0]}/events/samples${query({ env: opts.env, eventType: opts['event-type'], limit: opts.limit })}`);
 } else if (noun === 'quarantine' && verb) {
   await call('GET', `/admin/v1/orgs/${verb}/quarantine${query({ env: opts.env, limit: opts.limit })}`);
+} else if (noun === 'token' && verb === 'create' && rest[0]) {
+  if (!opts['created-by']) fail('token create needs --created-by <e-mail>');
+  await call('POST', `/admin/v1/orgs/${rest[0]}/tokens`, {
+    createdBy: opts['created-by'],
+    ...(opts.label !== undefined ? { label: opts.label } : {}),
+    ...(opts['expires-at'] !== undefined ? { expiresAt: opts['expires-at'] } : {}),
+  });
+} else if (noun === 'token' && verb === 'list' && rest[0]) {
+  await call('GET', `/admin/v1/orgs/${rest[0]}/tokens`);
+} else if (noun === 'token' && verb === 'revoke' && rest[0]) {
+  const selectors = [opts.id, opts.last3, opts['created-by']].filter((v) => v !== undefined);
+  if (selectors.length !== 1) fail('token revoke needs exactly one of --id, --last3, --created-by');
+  if (opts.id !== undefined) await call('DELETE', `/admin/v1/orgs/${rest[0]}/tokens/${encodeURIComponent(opts.id)}`);
+  else await call('POST', `/admin/v1/orgs/${rest[0]}/tokens/revoke`, opts.last3 !== undefined ? { last3: opts.last3 } : { createdBy: opts['created-by'] });
 } else {
   console.error(USAGE);
   process.exit(2);

@@ -41,12 +41,12 @@ export class AppError extends Error {
   constructor(
     readonly code: ErrorCode,
     readonly detail?: string,
-    /** Extra problem members (e.g. `errors`), and headers to set. */
-    readonly extra: { members?: Record<string, unknown>; headers?: Record<string, string> } = {},
+    /** Extra problem members (e.g. `errors`), headers to set, and a status where an org setting picks it. */
+    readonly extra: { members?: Record<string, unknown>; headers?: Record<string, string>; status?: number } = {},
     options?: { cause?: unknown },
   ) {
     super(detail ?? errorCatalog[code].title, options);
     this.name = 'AppError';
-    this.status = errorCatalog[code].status;
+    this.status = extra.status ?? errorCatalog[code].status;
   }
 }

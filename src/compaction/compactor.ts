@@ -79,6 +79,8 @@ export class Compactor {
         this.reader = undefined;
         await new Promise((r) => setTimeout(r, RETRY_AFTER_FAILURE_MS));
         await this.loadState().catch((e) => this.deps.logger.error({ err: e }, 'reloading compactor state failed'));
+        // The failed step may have come after COMMIT: the reloaded cursor can satisfy waiters.
+        this.notifyWaiters();
       }
     }
   }

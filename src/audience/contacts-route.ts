@@ -1,0 +1,108 @@
+/**
+ * GET /audience/v2/contacts?identity=<type>:<value>[&fields=a,b] (SPEC 6.2): one contact's profile from
+ * the in-memory serving index. Order: token → org access → org rate limit → Accept → identity → fields
+ * → lookup, so every answer after authentication carries the org's RateLimit headers.
+ * The e-mail never reaches logs (the request log has no query string) or error bodies.
+ */
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { Context } from '../context.js';
+import { AppError } from '../errors.js';
+import type { OrgStore } from '../orgs/org-store.js';
+import type { ProfileIndex } from '../profiles/profile-index.js';
+import { rateLimitHeaders } from '../ratelimit/headers.js';
+import {
+  AUTH_FAILURE_POLICY,
+  AUTH_FAILURE_POLICY_NAME,
+  ORG_POLICY_NAME,
+  orgRatePolicy,
+  rateLimitedError,
+} from '../ratelimit/policies.js';
+import type { RateLimiter } from '../ratelimit/types.js';
+import type { TokenStore } from '../tokens/token-store.js';
+import { acceptsJson } from './accepts-json.js';
+import { parseIdentity } from './parse-identity.js';
+
+export interface ContactsRouteDeps {
+  ctx: Context;
+  tokens: TokenStore;
+  orgs: OrgStore;
+  profiles: ProfileIndex;
+  /** Per-org budget, shared by all the org's tokens. */
+  orgLimiter: RateLimiter;
+  /** Per client address, failed authentications only. */
+  authLimiter: RateLimiter;
+}
+
+interface Query {
+  identity?: string;
+  fields?: string;
+}
+
+const WWW_AUTHENTICATE = 'Bearer realm="audience", error="invalid_token"';
+
+function bearer(header: string | undefined): string | undefined {
+  return header?.startsWith('Bearer ') ? header.slice(7).trim() : undefined;
+}
+
+function setHeaders(reply: FastifyReply, headers: Record<string, string>): void {
+  for (const [name, value] of Object.entries(headers)) reply.header(name, value);
+}
+
+export function registerContactsRoute(app: FastifyInstance, deps: ContactsRouteDeps): void {
+  const { ctx, tokens, orgs, profiles } = deps;
+
+  app.get<{ Querystring: Query }>('/audience/v2/contacts', async (request, reply) => {
+    const now = ctx.clock.now();
+    const auth = tokens.authenticate(bearer(request.headers.authorization), now);
+    if (!auth.ok) {
+      const decision = await deps.authLimiter.consume(`auth:${request.ip}`, AUTH_FAILURE_POLICY, now);
+      const headers = rateLimitHeaders(AUTH_FAILURE_POLICY_NAME, AUTH_FAILURE_POLICY, decision);
+      if (!decision.allowed) throw rateLimitedError(headers);
+      throw new AppError('invalid_token', `the bearer token is ${auth.reason}`, {
+        headers: { ...headers, 'WWW-Authenticate': WWW_AUTHENTICATE },
+      });
+    }
+
+    const org = orgs.cached(auth.org);
+    if (!org) throw new AppError('invalid_token', 'the bearer token is unknown', { headers: { 'WWW-Authenticate': WWW_AUTHENTICATE } });
+    if (!org.audienceApi) {
+      throw new AppError('audience_api_not_enabled', 'The Audience API is not enabled for this org; ask your account manager.');
+    }
+    const policy = orgRatePolicy(org);
+    const decision = await deps.orgLimiter.consume(`org:${org.slug}`, policy, now);
+    const headers = rateLimitHeaders(ORG_POLICY_NAME, policy, decision);
+    if (!decision.allowed) throw rateLimitedError(headers);
+    setHeaders(reply, headers);
+
+    if (!acceptsJson(request.headers.accept)) throw new AppError('not_acceptable', 'this API answers application/json only');
+    const identity = parseIdentity(request.query.identity);
+    if (!identity) {
+      throw new AppError('invalid_identity', 'identity must be email:<address>, email-hash:<sha256 hex> or user_id:<id>');
+    }
+    const fields = selectFields(org.contentFields, request.query.fields);
+
+    const profile = profiles.find(org.slug, identity.type, identity.value);
+    if (!profile) {
+      throw new AppError('contact_not_found', 'no contact with this identity', { status: org.notFoundStatus });
+    }
+    const contact: Record<string, unknown> = {};
+    for (const field of fields) {
+      const value = profile[field];
+      contact[field] = value === undefined ? (ARRAY_FIELDS.has(field) ? [] : null) : value;
+    }
+    return { status: 'success', contact };
+  });
+}
+
+const ARRAY_FIELDS = new Set(['campaigns_received', 'flow_variant_membership']);
+
+/** The org's content fields, or the requested subset of them, in configured order. */
+function selectFields(contentFields: string[], requested: string | undefined): string[] {
+  if (requested === undefined) return contentFields;
+  const wanted = requested.split(',').map((f) => f.trim());
+  const unknown = wanted.filter((f) => !contentFields.includes(f));
+  if (wanted.length === 0 || unknown.length > 0 || wanted.some((f) => f === '')) {
+    throw new AppError('invalid_fields', `not content fields of this org: ${unknown.join(', ') || '(empty)'}`);
+  }
+  return contentFields.filter((f) => wanted.includes(f));
+}
