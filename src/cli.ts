@@ -19,6 +19,7 @@ const USAGE = `usage: audience <command> [options]
   events types <slug> [--env production]
   events samples <slug> [--env production] [--event-type custom_x] [--limit 20]
   quarantine <slug> [--env production] [--limit 100]
+  contacts import <slug> <file.csv|file.ndjson>
   token create <slug> --created-by ops@acme.com [--label x] [--expires-at 2026-12-31T00:00:00Z]
   token list <slug>
   token revoke <slug> (--id tok_… | --last3 x9Q | --created-by ops@acme.com)
@@ -82,11 +83,13 @@ function query(params: Record<string, string | undefined>): string {
   return q.size > 0 ? `?${q}` : '';
 }
 
-async function call(method: string, path: string, body?: unknown): Promise<void> {
+/** JSON bodies by default; a string body is sent as is with its own content type (imports). */
+async function call(method: string, path: string, body?: unknown, contentType = 'application/json'): Promise<void> {
+  const payload = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body);
   const res = await fetch(baseUrl + path, {
     method,
-    headers: { authorization: `Bearer ${adminKey()}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-    ...(body ? { body: JSON.stringify(body) } : {}),
+    headers: { authorization: `Bearer ${adminKey()}`, ...(payload !== undefined ? { 'content-type': contentType } : {}) },
+    ...(payload !== undefined ? { body: payload } : {}),
   }).catch((error: Error) => fail(`cannot reach ${baseUrl}: ${error.message}`));
   const text = await res.text();
   console.log(text.startsWith('{') ? JSON.stringify(JSON.parse(text), null, 2) : text);
@@ -115,6 +118,11 @@ if (opts.help || !noun) {
   await call('GET', `/admin/v1/orgs/${rest[0]}/events/samples${query({ env: opts.env, eventType: opts['event-type'], limit: opts.limit })}`);
 } else if (noun === 'quarantine' && verb) {
   await call('GET', `/admin/v1/orgs/${verb}/quarantine${query({ env: opts.env, limit: opts.limit })}`);
+} else if (noun === 'contacts' && verb === 'import' && rest[0] && rest[1]) {
+  const file = rest[1];
+  const type = file.endsWith('.csv') ? 'text/csv' : file.endsWith('.ndjson') || file.endsWith('.jsonl') ? 'application/x-ndjson' : undefined;
+  if (!type) fail('contacts import takes a .csv (with a header row) or .ndjson file');
+  await call('POST', `/admin/v1/orgs/${rest[0]}/contacts/import`, readFileSync(file, 'utf8'), type);
 } else if (noun === 'token' && verb === 'create' && rest[0]) {
   if (!opts['created-by']) fail('token create needs --created-by <e-mail>');
   await call('POST', `/admin/v1/orgs/${rest[0]}/tokens`, {
