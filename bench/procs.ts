@@ -158,6 +158,6 @@ export async function waitQuiet(
     const b = machineCpuSeconds().busy - ownCpu() - selfCpuSeconds();
     const busyCores = (b - a) / ((performance.now() - t) / 1000);
     const waitedMs = Math.round(performance.now() - started);
-    if (busyCores < maxCores || waitedMs > timeoutMs) return { waitedMs, busyCores: Math.round(busyCores * 100) / 100 };
+    if (busyCores < maxCores || waitedMs > timeoutMs) return { waitedMs, busyCores: Math.max(0, Math.round(busyCores * 100) / 100) };
   }
 }

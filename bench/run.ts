@@ -15,8 +15,9 @@
  *   npm run bench -- --only collect --profile     the service under node --cpu-prof; summary printed
  *   npm run bench -- --only collect --roles collector,api    experiment: service without compactor
  *   npm run bench -- --tmp-dir /dev/shm           experiment: data on tmpfs (fdatasync ~free)
+ *   npm run bench -- --ablate materializer        experiment: no profile refresh after commits (ablate.ts)
  *   other options: --duration 10 --warmup 3 --connections 50 --batch-connections 20 --batch-size 100
- *                  --drain-events 300000 --quiet-wait 20 --no-build --keep (keep the temp data dirs)
+ *                  --drain-events 300000 --quiet-wait 10 --no-build --keep (keep the temp data dirs)
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
@@ -51,9 +52,11 @@ const { values: args } = parseArgs({
     profile: { type: 'boolean', default: false },
     'no-build': { type: 'boolean', default: false },
     /** Seconds to wait, before each measurement, for the (shared) machine to be idle. */
-    'quiet-wait': { type: 'string', default: '20' },
+    'quiet-wait': { type: 'string', default: '10' },
     /** Where the temp data dirs go (e.g. /dev/shm to take the disk's fdatasync out, for experiments). */
     'tmp-dir': { type: 'string', default: tmpdir() },
+    /** Experiments: switch parts of the service off (bench/ablate.ts), e.g. materializer. */
+    ablate: { type: 'string', default: '' },
     /** ROLES of the service for collect/batch (experiments, e.g. collector,api = no compactor). */
     roles: { type: 'string', default: '' },
     keep: { type: 'boolean', default: false },
@@ -69,7 +72,7 @@ const phases = new Set<Phase>(
     : PHASES,
 );
 /** Only a complete, unprofiled run with default roles writes bench/results/collect.json. */
-const fullRun = phases.size === PHASES.length && !args.profile && !args.roles && args['tmp-dir'] === tmpdir();
+const fullRun = phases.size === PHASES.length && !args.profile && !args.roles && !args.ablate && args['tmp-dir'] === tmpdir();
 const DURATION = Number(args.duration);
 const WARMUP = Number(args.warmup);
 const CONNECTIONS = Number(args.connections);
@@ -102,7 +105,7 @@ function build(): void {
     const out = String((error as { stdout?: Buffer }).stdout ?? '').split('\n').slice(0, 10).join('\n');
     console.warn(`tsc reported errors (continuing with what it emitted):\n${out}`);
   }
-  for (const f of ['dist/src/server.js', 'dist/bench/bare-server.js']) {
+  for (const f of ['dist/src/server.js', 'dist/bench/bare-server.js', 'dist/bench/ablate.js']) {
     if (!existsSync(join(root, f))) throw new Error(`${f} missing after build`);
   }
 }
@@ -125,7 +128,8 @@ async function startService(
   const nodeArgs = options.profileDir
     ? ['--cpu-prof', `--cpu-prof-dir=${options.profileDir}`, `--cpu-prof-name=${name}-${runTag}.cpuprofile`]
     : [];
-  const child = Child.start(name, join(root, 'dist/src/server.js'), {
+  const entry = args.ablate ? 'dist/bench/ablate.js' : 'dist/src/server.js';
+  const child = Child.start(name, join(root, entry), {
     cwd: root,
     logFile: join(workDir, `${name}.log`),
     nodeArgs,
@@ -138,6 +142,7 @@ async function startService(
       LOG_LEVEL: 'warn',
       NATS_URL: '',
       ROLES: options.roles ?? '',
+      BENCH_ABLATE: args.ablate,
     },
   });
   options.onSpawn?.(child);
@@ -349,6 +354,10 @@ async function benchService(profileDir: string | undefined): Promise<ServiceOutc
   if (phases.has('drain') && !compacting) throw new Error('--only drain needs the compactor role');
   const backlog = phases.has('drain') ? await writeBacklog(dataDir) : undefined;
 
+  if (backlog) {
+    const quiet = await waitQuiet(0.3, QUIET_WAIT_MS);
+    if (quiet.waitedMs > 1500) say(`drain: waited ${quiet.waitedMs} ms for the machine to go quiet (${quiet.busyCores} cores busy)`);
+  }
   say(`service (${args.roles ? `ROLES=${args.roles}` : 'all roles'}, embedded log) in ${dataDir}`);
   const spawned = performance.now();
   const cpuAtSpawn = { value: 0 };
@@ -532,6 +541,7 @@ async function main(): Promise<void> {
       loadGenerator: 'autocannon 9 in the orchestrating process, no workers, pipelining 1, fixed request counts so every request is answered',
       servers: 'compiled (dist/), one child process each; the service with the embedded log (fdatasync per group commit), LOG_LEVEL=warn',
       roles: args.roles || 'all (collector, compactor, api, flows)',
+      ...(args.ablate ? { ablated: args.ablate } : {}),
       order: 'bare; then one service data dir: backlog written without compactor → restart with every role, drain timed → collect → batch',
       bodies: `custom track event (~${svc?.collect?.measure.bodyBytes ?? 700} B), clientId/e-mail cycled over ${IDENTITIES} identities, unique messageId per event, sentAt = now`,
       connections: { bare: CONNECTIONS, collect: CONNECTIONS, batch: BATCH_CONNECTIONS },

@@ -29,6 +29,7 @@ import { ContactStore } from './profiles/contact-store.js';
 import { registerImportRoutes } from './profiles/import-routes.js';
 import { ProfileIndex } from './profiles/profile-index.js';
 import { ProfileMaterializer } from './profiles/profile-materializer.js';
+import { ProfileRefresher } from './profiles/profile-refresher.js';
 import { GcraLimiter } from './ratelimit/gcra-limiter.js';
 import { compileRouteSchema } from './schemas.js';
 import { registerTokenRoutes } from './tokens/token-routes.js';
@@ -46,6 +47,7 @@ export interface Audience {
   metrics: Metrics;
   adminKey: AdminKey;
   materializer: ProfileMaterializer;
+  refresher: ProfileRefresher;
   tokens: TokenStore;
 }
 
@@ -88,8 +90,9 @@ export async function buildApp(config: Config, ctx: Context = createContext()): 
   const registry = new PartnerRegistry();
   const materializer = new ProfileMaterializer(db, new ProfileIndex());
   const tokens = new TokenStore(db, ctx, { onFlushError: (err) => app.log.warn({ err }, 'token lastUsedAt flush failed') });
+  const refresher = new ProfileRefresher(materializer, (err) => app.log.error({ err }, 'profile refresh failed'));
   const compactor = roles.has('compactor')
-    ? new Compactor({ db, log, ctx, metrics, logger: app.log, afterCommit: (touched) => materializer.refresh(touched) })
+    ? new Compactor({ db, log, ctx, metrics, logger: app.log, afterCommit: async (touched) => refresher.enqueue(touched) })
     : undefined;
   // Shutdown order: stop taking requests (Fastify) → flush pending appends → finish the compaction
   // batch → flush token use times → close the log → close DuckDB. Registered before anything else can
@@ -97,6 +100,7 @@ export async function buildApp(config: Config, ctx: Context = createContext()): 
   app.addHook('onClose', async () => {
     await committer.flush();
     await compactor?.stop();
+    await refresher.settled();
     await tokens.close();
     await log.close();
     await db.close();
@@ -112,7 +116,7 @@ export async function buildApp(config: Config, ctx: Context = createContext()): 
     const contacts = new ContactStore(db, ctx);
     await tokens.load();
 
-    app.decorate('audience', { config, ctx, db, log, committer, compactor, orgs, metrics, adminKey, materializer, tokens });
+    app.decorate('audience', { config, ctx, db, log, committer, compactor, orgs, metrics, adminKey, materializer, refresher, tokens });
 
     registerOpsRoutes(app, { db, log, metrics });
     if (roles.has('collector')) registerCollectRoutes(app, { ctx, registry, log: committer, metrics });

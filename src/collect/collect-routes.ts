@@ -12,7 +12,7 @@ import type { GroupCommitter } from '../log/group-commit.js';
 import { LogUnavailableError, type LogEntry } from '../log/types.js';
 import type { Metrics } from '../ops/metrics.js';
 import type { PartnerIdentity, PartnerRegistry } from '../orgs/partner-registry.js';
-import { acceptedEntry, messageIdOf, rejectedEntry } from './to-log-entry.js';
+import { acceptedEntry, messageIdOf, rejectedEntry, storedBody } from './to-log-entry.js';
 import { validateBatch, validateBatchMember, validateEvent } from './validate-event.js';
 
 export interface CollectDeps {
@@ -91,7 +91,7 @@ export function registerCollectRoutes(app: FastifyInstance, deps: CollectDeps): 
       throw rejection(who.org, debugRequested(body), result.errors);
     }
     const messageId = messageIdOf(body as Body);
-    await append([acceptedEntry(body as Body, who, messageId, receivedAt)]);
+    await append([acceptedEntry(storedBody(body as Body, messageId), who, messageId, receivedAt)]);
     metrics.eventsAccepted.inc({ environment: who.environment });
     return { messageId };
   });
@@ -105,12 +105,15 @@ export function registerCollectRoutes(app: FastifyInstance, deps: CollectDeps): 
       await append([rejectedEntry(body, who, 'schema_violation', envelope.errors, receivedAt)]);
       throw rejection(who.org, debugRequested(body), envelope.errors);
     }
-    const { partnerId, partnerSecret, context, batch } = envelope.batch;
+    const { partnerId, context, batch } = envelope.batch;
     const members = batch.map((member) => {
-      const event: Body = { partnerId, partnerSecret, ...(context ? { context } : {}), ...(member as Body) };
-      return { event, size: JSON.stringify(member).length, result: validateBatchMember(member) };
+      // Members carry no secret (the schema refuses one), so the stored event never holds it.
+      const event: Body = { partnerId, ...(context ? { context } : {}), ...(member as Body) };
+      const result = validateBatchMember(member);
+      const messageId = result.ok ? messageIdOf(event) : '';
+      return { event, result, messageId, stored: result.ok ? storedBody(event, messageId) : '' };
     });
-    if (members.some((m) => m.size > EVENT_LIMIT_BYTES)) {
+    if (members.some((m) => m.stored.length > EVENT_LIMIT_BYTES)) {
       throw new AppError('payload_too_large', `every batch member must be at most ${EVENT_LIMIT_BYTES} bytes`);
     }
     const errors = members.flatMap((m, i) =>
@@ -127,9 +130,8 @@ export function registerCollectRoutes(app: FastifyInstance, deps: CollectDeps): 
       );
       throw rejection(who.org, debugRequested(body), errors);
     }
-    const messageIds = members.map((m) => messageIdOf(m.event));
-    await append(members.map((m, i) => acceptedEntry(m.event, who, messageIds[i]!, receivedAt)));
+    await append(members.map((m) => acceptedEntry(m.stored, who, m.messageId, receivedAt)));
     metrics.eventsAccepted.inc({ environment: who.environment }, members.length);
-    return { messageIds };
+    return { messageIds: members.map((m) => m.messageId) };
   });
 }

@@ -12,19 +12,20 @@ export function messageIdOf(body: Body): string {
   return typeof given === 'string' && given.length > 0 && given.length <= 100 ? given : uuidv7();
 }
 
-function withoutSecret(body: Body, messageId: string): string {
+/** The event as stored: JSON text without partnerSecret, with its messageId. Serialized once. */
+export function storedBody(body: Body, messageId: string): string {
   const { partnerSecret: _secret, ...rest } = body;
   return JSON.stringify({ ...rest, messageId });
 }
 
-export function acceptedEntry(body: Body, who: PartnerIdentity, messageId: string, receivedAt: number): LogEntry {
+export function acceptedEntry(storedText: string, who: PartnerIdentity, messageId: string, receivedAt: number): LogEntry {
   return {
     kind: 'event',
     org: who.org,
     environment: who.environment,
     messageId,
     receivedAt,
-    body: withoutSecret(body, messageId),
+    body: storedText,
     code: null,
     errors: null,
   };
@@ -44,7 +45,7 @@ export function rejectedEntry(
     environment: who.environment,
     messageId: uuidv7(),
     receivedAt,
-    body: withoutSecret(asObject, typeof asObject.messageId === 'string' ? asObject.messageId : ''),
+    body: storedBody(asObject, typeof asObject.messageId === 'string' ? asObject.messageId : ''),
     code,
     errors: JSON.stringify(errors),
   };

@@ -13,8 +13,13 @@ import { IdentityMap, clientKey } from './identity-map.js';
 import { type PlanState, planBatch } from './plan-batch.js';
 import { CURSOR_NAME, writeBatch } from './write-batch.js';
 
-/** Records per transaction: large enough for appender throughput, small enough for ~50 ms commits. */
-const RECORDS_PER_BATCH = 200;
+/**
+ * Events per transaction: large enough for appender throughput, small enough that one commit stays in
+ * the tens of milliseconds. A record holds one group commit (1 to ~1,000 events), so the number of
+ * records read is adapted to the recent events-per-record.
+ */
+const TARGET_EVENTS_PER_BATCH = 5000;
+const MAX_RECORDS_PER_BATCH = 500;
 /** How long a read waits for new records before the loop sweeps expired pending identities. */
 const IDLE_WAIT_MS = 250;
 const RETRY_AFTER_FAILURE_MS = 1000;
@@ -27,7 +32,7 @@ export interface CompactorDeps {
   ctx: Context;
   metrics: Metrics;
   logger: FastifyBaseLogger;
-  /** Runs after each commit, before waiters are told (profiles are fresh when compaction is). */
+  /** Runs after each commit, before waiters are told (e.g. queues the touched profiles for refresh). */
   afterCommit?: (touched: Array<{ org: string; email: string }>) => Promise<void>;
 }
 
@@ -37,6 +42,9 @@ export class Compactor {
   private cursor = 0;
   private lastVisibleAtMicros = 0n;
   private nextSweepAt = 0;
+  /** Moving average of entries per log record, for sizing reads. Starts pessimistic: the first read
+   *  after a restart may face a backlog of large batch records. */
+  private entriesPerRecord = TARGET_EVENTS_PER_BATCH;
   private stopping = false;
   private running: Promise<void> | undefined;
   private readonly waiters: Array<{ seq: number; resolve: () => void }> = [];
@@ -70,7 +78,7 @@ export class Compactor {
     while (!this.stopping) {
       try {
         this.reader ??= await this.deps.log.openReader(this.cursor);
-        const records = await this.reader.read(RECORDS_PER_BATCH, IDLE_WAIT_MS);
+        const records = await this.reader.read(this.recordsPerBatch(), IDLE_WAIT_MS);
         await this.commit(records);
       } catch (error) {
         // State in memory may be ahead of DuckDB now: rebuild it from what was committed and replay.
@@ -88,7 +96,11 @@ export class Compactor {
   private async commit(records: Awaited<ReturnType<LogReader['read']>>): Promise<void> {
     const now = this.deps.ctx.clock.now();
     if (records.length === 0 && (!this.hasPending() || now < this.nextSweepAt)) return;
-    const plan = planBatch(records, this.state);
+    const plan = await planBatch(records, this.state);
+    if (records.length > 0) {
+      const entries = plan.events.length + plan.pending.length + plan.quarantine.length + plan.duplicates;
+      this.entriesPerRecord = 0.7 * this.entriesPerRecord + 0.3 * (entries / records.length);
+    }
     if (records.length === 0) plan.lastSeq = this.cursor;
     this.nextSweepAt = now + SWEEP_INTERVAL_MS;
     const started = process.hrtime.bigint();
@@ -121,6 +133,10 @@ export class Compactor {
     } catch {
       // The log is unavailable; the reader reports that on its next read.
     }
+  }
+
+  private recordsPerBatch(): number {
+    return Math.max(1, Math.min(MAX_RECORDS_PER_BATCH, Math.round(TARGET_EVENTS_PER_BATCH / this.entriesPerRecord)));
   }
 
   private hasPending(): boolean {

@@ -8,6 +8,7 @@ import { type EventFacts, eventFacts } from './event-facts.js';
 import { type IdentityMap, type Mapping, clientKey } from './identity-map.js';
 import { decodeRecord } from '../log/record-codec.js';
 import type { LogEntry, StoredRecord } from '../log/types.js';
+import { YIELD_EVERY, yieldNow } from './yield-now.js';
 
 export interface EventRow {
   entry: LogEntry;
@@ -53,11 +54,15 @@ export interface PlanState {
   pendingByClient: Map<string, number>;
 }
 
-export function planBatch(records: StoredRecord[], state: PlanState): BatchPlan {
+export async function planBatch(records: StoredRecord[], state: PlanState): Promise<BatchPlan> {
   const plan: BatchPlan = { events: [], pending: [], quarantine: [], mappings: [], releases: [], duplicates: 0, lastSeq: 0 };
+  let planned = 0;
   for (const record of records) {
     plan.lastSeq = record.seq;
-    for (const entry of decodeRecord(record.payload)) planEntry(entry, record.seq, state, plan);
+    for (const entry of decodeRecord(record.payload)) {
+      planEntry(entry, record.seq, state, plan);
+      if (++planned % YIELD_EVERY === 0) await yieldNow();
+    }
   }
   return plan;
 }

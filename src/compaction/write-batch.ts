@@ -8,6 +8,7 @@ import { type Database, microsParam, tsParam } from '../db/database.js';
 import { eventFacts } from './event-facts.js';
 import { IDENTITY_TTL_MS, clientKey } from './identity-map.js';
 import type { BatchPlan, EventRow, QuarantineRow } from './plan-batch.js';
+import { YIELD_EVERY, yieldNow } from './yield-now.js';
 
 export const CURSOR_NAME = 'compactor';
 
@@ -136,9 +137,11 @@ async function appendRows<T>(
 ): Promise<void> {
   const appender = await c.createAppender(table);
   try {
+    let appended = 0;
     for (const row of rows) {
       write(appender, row);
       appender.endRow();
+      if (++appended % YIELD_EVERY === 0) await yieldNow();
     }
     appender.flushSync();
   } finally {

@@ -19,7 +19,7 @@ export interface TestApp {
   createOrg(slug: string, extra?: object): Promise<OrgCredentials>;
   collect(body: unknown): Promise<LightMyRequestResponse>;
   batch(body: unknown): Promise<LightMyRequestResponse>;
-  /** Waits until everything appended so far is compacted into DuckDB. */
+  /** Waits until everything appended so far is compacted into DuckDB and its profiles refreshed. */
   compacted(): Promise<void>;
   close(): Promise<void>;
 }
@@ -81,8 +81,9 @@ export async function startTestApp(
     collect: (body) => post('/http/v1/collect', body),
     batch: (body) => post('/http/v1/batch', body),
     async compacted() {
-      const { log, compactor } = app.audience;
+      const { log, compactor, refresher } = app.audience;
       await compactor!.whenCompacted(await log.headSeq());
+      await refresher.settled();
     },
     close,
   };
