@@ -2,10 +2,11 @@
  * A private nats-server per test, for tests that stop, kill or restart NATS (the machine's shared
  * server must not be touched). Uses Debian's binary; each server gets its own port, config and store.
  */
+import { freePort } from './free-port.js';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
-import { createConnection, createServer } from 'node:net';
+import { createConnection } from 'node:net';
 import { join } from 'node:path';
 import type { Test } from 'tap';
 
@@ -119,17 +120,6 @@ function canConnect(host: string, port: number, timeoutMs: number): Promise<bool
   });
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 function serverVersionAtLeast([major, minor]: [number, number]): boolean {
   const out = spawnSync(NATS_SERVER, ['--version'], { encoding: 'utf8' }).stdout ?? '';

@@ -4,7 +4,7 @@
  * NATS_URL is cleared unless given, so an embedded-mode test never picks up the machine's NATS.
  */
 import { spawn } from 'node:child_process';
-import { createServer } from 'node:net';
+import { freePort } from './free-port.js';
 import { fileURLToPath } from 'node:url';
 import { ADMIN_KEY } from './app.js';
 
@@ -104,17 +104,7 @@ async function healthy(url: string): Promise<boolean> {
   }
 }
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
-}
+export { freePort };
 
 export interface Credential {
   partnerId: string;
