@@ -129,6 +129,7 @@ export async function buildApp(config: Config, ctx: Context = createContext()): 
         // Two limiters, so a flood of failed authentications cannot evict the orgs' keys.
         orgLimiter: new GcraLimiter(),
         authLimiter: new GcraLimiter(),
+        metrics,
       });
       await app.register(async (admin) => {
         admin.addHook('onRequest', adminAuth(adminKey.hash));

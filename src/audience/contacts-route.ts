@@ -7,8 +7,9 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Context } from '../context.js';
 import { AppError } from '../errors.js';
+import type { Metrics } from '../ops/metrics.js';
 import type { OrgStore } from '../orgs/org-store.js';
-import type { ProfileIndex } from '../profiles/profile-index.js';
+import type { Profile, ProfileIndex } from '../profiles/profile-index.js';
 import { rateLimitHeaders } from '../ratelimit/headers.js';
 import {
   AUTH_FAILURE_POLICY,
@@ -31,6 +32,7 @@ export interface ContactsRouteDeps {
   orgLimiter: RateLimiter;
   /** Per client address, failed authentications only. */
   authLimiter: RateLimiter;
+  metrics: Metrics;
 }
 
 interface Query {
@@ -49,15 +51,22 @@ function setHeaders(reply: FastifyReply, headers: Record<string, string>): void 
 }
 
 export function registerContactsRoute(app: FastifyInstance, deps: ContactsRouteDeps): void {
-  const { ctx, tokens, orgs, profiles } = deps;
+  const { ctx, tokens, orgs, profiles, metrics } = deps;
+  const onResponse = (_request: unknown, reply: FastifyReply, done: () => void) => {
+    metrics.lookups.inc({ status: String(reply.statusCode) });
+    done();
+  };
 
-  app.get<{ Querystring: Query }>('/audience/v2/contacts', async (request, reply) => {
+  app.get<{ Querystring: Query }>('/audience/v2/contacts', { onResponse }, async (request, reply) => {
     const now = ctx.clock.now();
     const auth = tokens.authenticate(bearer(request.headers.authorization), now);
     if (!auth.ok) {
       const decision = await deps.authLimiter.consume(`auth:${request.ip}`, AUTH_FAILURE_POLICY, now);
       const headers = rateLimitHeaders(AUTH_FAILURE_POLICY_NAME, AUTH_FAILURE_POLICY, decision);
-      if (!decision.allowed) throw rateLimitedError(headers);
+      if (!decision.allowed) {
+        metrics.rateLimited.inc({ policy: AUTH_FAILURE_POLICY_NAME });
+        throw rateLimitedError(headers);
+      }
       throw new AppError('invalid_token', `the bearer token is ${auth.reason}`, {
         headers: { ...headers, 'WWW-Authenticate': WWW_AUTHENTICATE },
       });
@@ -71,7 +80,10 @@ export function registerContactsRoute(app: FastifyInstance, deps: ContactsRouteD
     const policy = orgRatePolicy(org);
     const decision = await deps.orgLimiter.consume(`org:${org.slug}`, policy, now);
     const headers = rateLimitHeaders(ORG_POLICY_NAME, policy, decision);
-    if (!decision.allowed) throw rateLimitedError(headers);
+    if (!decision.allowed) {
+      metrics.rateLimited.inc({ policy: ORG_POLICY_NAME });
+      throw rateLimitedError(headers);
+    }
     setHeaders(reply, headers);
 
     if (!acceptsJson(request.headers.accept)) throw new AppError('not_acceptable', 'this API answers application/json only');
@@ -85,13 +97,29 @@ export function registerContactsRoute(app: FastifyInstance, deps: ContactsRouteD
     if (!profile) {
       throw new AppError('contact_not_found', 'no contact with this identity', { status: org.notFoundStatus });
     }
-    const contact: Record<string, unknown> = {};
-    for (const field of fields) {
-      const value = profile[field];
-      contact[field] = value === undefined ? (ARRAY_FIELDS.has(field) ? [] : null) : value;
-    }
-    return { status: 'success', contact };
+    reply.type('application/json; charset=utf-8');
+    return responseBody(profile, fields);
   });
+}
+
+/**
+ * Profiles are immutable (a refresh replaces the object), so each one's answer is serialized once and
+ * reused while the same field list is asked for. One entry per profile keeps memory bounded.
+ */
+const serialized = new WeakMap<Profile, { fieldsKey: string; json: string }>();
+
+function responseBody(profile: Profile, fields: string[]): string {
+  const fieldsKey = fields.join(',');
+  const cached = serialized.get(profile);
+  if (cached?.fieldsKey === fieldsKey) return cached.json;
+  const contact: Record<string, unknown> = {};
+  for (const field of fields) {
+    const value = profile[field];
+    contact[field] = value === undefined ? (ARRAY_FIELDS.has(field) ? [] : null) : value;
+  }
+  const json = JSON.stringify({ status: 'success', contact });
+  serialized.set(profile, { fieldsKey, json });
+  return json;
 }
 
 const ARRAY_FIELDS = new Set(['campaigns_received', 'flow_variant_membership']);

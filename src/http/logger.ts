@@ -4,14 +4,20 @@
  */
 import type { FastifyServerOptions } from 'fastify';
 
+/**
+ * Concrete paths only: a wildcard path (`*.email`) makes pino walk every log line's bindings, which
+ * cost ~2 µs per request on the lookup path. The code never logs bodies or events; these are the
+ * second line of defence for the names that would carry secrets or e-mails if it ever did.
+ */
 export const REDACTED_PATHS = [
   'req.headers.authorization',
-  '*.partnerSecret',
-  '*.adminKey',
-  '*.token',
-  '*.email',
-  '*.traits',
+  'partnerSecret',
+  'adminKey',
+  'token',
+  'email',
+  'traits',
   'body',
+  'event',
 ];
 
 export function loggerOptions(level: string): FastifyServerOptions['logger'] {

@@ -40,6 +40,18 @@ export function createMetrics() {
       help: 'Log records appended but not yet compacted into DuckDB',
       registers: [registry],
     }),
+    lookups: new Counter({
+      name: 'audience_lookups_total',
+      help: 'Audience API lookups answered, by HTTP status',
+      labelNames: ['status'] as const,
+      registers: [registry],
+    }),
+    rateLimited: new Counter({
+      name: 'audience_rate_limited_total',
+      help: 'Requests refused with 429, by rate-limit policy (org, auth)',
+      labelNames: ['policy'] as const,
+      registers: [registry],
+    }),
     compactionBatchSeconds: new Histogram({
       name: 'audience_compaction_batch_seconds',
       help: 'Duration of one compaction transaction',
