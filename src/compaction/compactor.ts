@@ -42,9 +42,9 @@ export class Compactor {
   private cursor = 0;
   private lastVisibleAtMicros = 0n;
   private nextSweepAt = 0;
-  /** Moving average of entries per log record, for sizing reads. Starts pessimistic: the first read
-   *  after a restart may face a backlog of large batch records. */
-  private entriesPerRecord = TARGET_EVENTS_PER_BATCH;
+  /** Moving average of entries per log record, for sizing reads. Undefined until the first read, which
+   *  takes one record: after a restart the backlog may hold large batch records. */
+  private entriesPerRecord: number | undefined;
   private stopping = false;
   private running: Promise<void> | undefined;
   private readonly waiters: Array<{ seq: number; resolve: () => void }> = [];
@@ -99,7 +99,8 @@ export class Compactor {
     const plan = await planBatch(records, this.state);
     if (records.length > 0) {
       const entries = plan.events.length + plan.pending.length + plan.quarantine.length + plan.duplicates;
-      this.entriesPerRecord = 0.7 * this.entriesPerRecord + 0.3 * (entries / records.length);
+      const observed = entries / records.length;
+      this.entriesPerRecord = this.entriesPerRecord === undefined ? observed : 0.7 * this.entriesPerRecord + 0.3 * observed;
     }
     if (records.length === 0) plan.lastSeq = this.cursor;
     this.nextSweepAt = now + SWEEP_INTERVAL_MS;
@@ -136,6 +137,7 @@ export class Compactor {
   }
 
   private recordsPerBatch(): number {
+    if (this.entriesPerRecord === undefined) return 1;
     return Math.max(1, Math.min(MAX_RECORDS_PER_BATCH, Math.round(TARGET_EVENTS_PER_BATCH / this.entriesPerRecord)));
   }
 

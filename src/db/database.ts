@@ -26,7 +26,12 @@ export class Database {
 
   static async open(path: string): Promise<Database> {
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
-    const instance = await DuckDBInstance.create(path);
+    const instance = await DuckDBInstance.create(path, {
+      // DuckDB checkpoints (rewrites changed row groups) whenever the WAL passes 16 MB by default: under
+      // steady ingest that is every few compaction batches. A larger WAL checkpoints less often; a clean
+      // shutdown checkpoints anyway, and a crash replays at most this much WAL at start.
+      checkpoint_threshold: '256MB',
+    });
     return new Database(instance, await instance.connect());
   }
 
