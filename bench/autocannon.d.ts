@@ -19,6 +19,8 @@ declare module 'autocannon' {
       /** Seconds. */
       duration?: number;
       amount?: number;
+      /** Requests per second over all connections, paced per connection in 1 s windows. */
+      overallRate?: number;
       timeout?: number;
       method?: string;
       headers?: Record<string, string>;

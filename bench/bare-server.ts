@@ -1,6 +1,7 @@
 /**
  * The baseline for bench/run.ts: a bare Fastify app (same fastify version as the service, logger off)
- * whose POST /bare lets Fastify parse the JSON body and answers {ok:true}, doing nothing else.
+ * whose POST /bare lets Fastify parse the JSON body and answers {ok:true}, doing nothing else, and whose
+ * GET /bare-contact answers a constant contact shaped like GET /audience/v2/contacts's (bench/audience.ts).
  * Runs as its own process: PORT and HOST from the environment.
  */
 import Fastify from 'fastify';
@@ -12,6 +13,34 @@ app.post('/bare', async (request) => {
   // handler is not trivially different from one that reads it.
   return { ok: request.body !== undefined };
 });
+
+/**
+ * An imported contact as the Audience API serves it with the default content fields (SPEC 6.1): same
+ * keys, order and value types, a typical size (bench/audience.ts prints both sizes).
+ */
+const CONTACT = {
+  status: 'success',
+  contact: {
+    email_address: 'grace.hopper.42042@mail.example.net',
+    first_name: 'Grace',
+    last_name: 'Hopper',
+    user_id: 'usr_0000wx',
+    address_city: 'Lisbon',
+    address_state: 'Lisboa',
+    address_country: 'PT',
+    campaigns_received: [],
+    flow_variant_membership: [],
+    total_lifetime_value: 0,
+    total_lifetime_value_jde: '$0.00',
+    last_purchase_date: null,
+    order_count: 0,
+    first_seen_at: null,
+    last_seen_at: null,
+  },
+};
+
+// The query string (identity=…) is parsed by Fastify as for the real route, and ignored.
+app.get('/bare-contact', async () => CONTACT);
 
 app.get('/healthz', async () => ({ status: 'ok' }));
 

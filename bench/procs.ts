@@ -19,6 +19,15 @@ export function processCpuSeconds(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / clockTicks;
 }
 
+/** Resident memory of a process (VmRSS of /proc/<pid>/status), in bytes. */
+export function rssBytes(pid: number): number {
+  const line = readFileSync(`/proc/${pid}/status`, 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('VmRSS:'));
+  // "VmRSS:   123456 kB"
+  return line ? Number(line.split(/\s+/)[1]) * 1024 : NaN;
+}
+
 /** This process's CPU seconds (the load generator runs in it). */
 export function selfCpuSeconds(): number {
   const usage = process.cpuUsage();
@@ -92,6 +101,10 @@ export class Child {
 
   cpuSeconds(): number {
     return processCpuSeconds(this.pid);
+  }
+
+  rssBytes(): number {
+    return rssBytes(this.pid);
   }
 
   /** SIGTERM, then SIGKILL if it has not exited within `timeoutMs`. */

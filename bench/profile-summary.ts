@@ -48,6 +48,8 @@ export interface ProfileSummary {
 
 /** The first matching rule wins, looking at every frame of the sample's stack. */
 const ACTIVITIES: Array<[string, RegExp]> = [
+  // Before compaction: the lookup's ProfileIndex.find lives in src/profiles/ too.
+  ['audience API handler (src/audience, src/tokens, src/ratelimit)', /\/src\/(audience|tokens|ratelimit)\//],
   ['compaction (src/compaction, src/profiles, src/db, duckdb)', /\/src\/(compaction|profiles|db)\/|@duckdb\//],
   ['log append (src/log: group commit, avro, frame write, fdatasync)', /\/src\/log\//],
   ['collect handler (src/collect, src/orgs)', /\/src\/(collect|orgs)\//],

@@ -1,17 +1,24 @@
 /**
- * The collect benchmark (SPEC 4; the issue "measure collect"), in one run on this machine, with
- * autocannon (no pipelining, varied identities, a unique messageId per event):
+ * The collect benchmark (SPEC 4; the issue "measure collect") and the Audience API benchmark (SPEC 6,
+ * bench/audience.ts), in one run on this machine, with autocannon (no pipelining, varied identities,
+ * a unique messageId per event):
  *   bare     a bare Fastify POST handler that parses the body and does nothing (bench/bare-server.ts)
  *   drain    compaction throughput: a backlog of batches written by the service without its compactor,
  *            then the service restarted with every role, timed until every row is in DuckDB
  *   collect  /http/v1/collect with valid custom events (a 200 = durable in the log), same service
  *   batch    /http/v1/batch with 100-event batches, same service
- * then checks that 200s = events in the log = rows in DuckDB. Servers run compiled (dist/), each in
- * its own process; the load generator runs in this process. Writes bench/results/collect.json (only a
- * complete run with default settings; other runs write bench/results/partial-*.json.tmp).
+ * then checks that 200s = events in the log = rows in DuckDB;
+ *   audience GET /audience/v2/contacts over 100,000 imported contacts against a bare Fastify GET, alone
+ *            and beside collect at half its maximum; event→profile freshness; memory per 100,000 profiles
+ *            (its own service and data dir; collect's maximum is taken from the collect phase if it ran)
+ * Servers run compiled (dist/), each in its own process; the load generator runs in this process.
+ * Writes bench/results/collect.json (only a complete run of bare,drain,collect,batch with default
+ * settings) and bench/results/audience.json (the audience phase with default settings); other runs write
+ * bench/results/partial-*.json.tmp.
  *
- *   npm run bench                                 everything (~2 min)
- *   npm run bench -- --only collect               some phases: bare,drain,collect,batch (comma-separated)
+ *   npm run bench                                 everything (~3.5 min)
+ *   npm run bench -- --only collect               some phases: bare,drain,collect,batch,audience (comma-separated)
+ *   npm run bench -- --only audience --profile    the audience service under node --cpu-prof; summary printed
  *   npm run bench -- --only collect --profile     the service under node --cpu-prof; summary printed
  *   npm run bench -- --only collect --roles collector,api    experiment: service without compactor
  *   npm run bench -- --tmp-dir /dev/shm           experiment: data on tmpfs (fdatasync ~free)
@@ -25,20 +32,35 @@ import { cpus, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { benchAudience } from './audience.js';
+import { reportAudience } from './audience-report.js';
 import { BodyTemplate, IDENTITIES, type Credentials } from './bodies.js';
-import { type LoadResult, runLoad } from './load.js';
+import {
+  admin,
+  type Bench,
+  loadSummary,
+  measure as measureWith,
+  type Measured,
+  metric,
+  ORG,
+  say,
+  type Service,
+  startService as startServiceWith,
+  table,
+  type Target,
+} from './harness.js';
+import { type LoadResult, type RequestSpec, runLoad } from './load.js';
 import { Child, freePort, waitHttpOk, waitQuiet } from './procs.js';
 import { printSummary, summarizeProfile, type ProfileSummary } from './profile-summary.js';
-import { diff, scrape, type ServerMetricsDelta } from './server-metrics.js';
 import { countDuckDb, countLog, type DbCounts, type LogCounts } from './verify.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const resultsDir = join(root, 'bench', 'results');
-const ADMIN_KEY = 'bench-admin-key-0123456789abcdef0123';
-const ORG = 'bench';
 
-const PHASES = ['bare', 'drain', 'collect', 'batch'] as const;
+const PHASES = ['bare', 'drain', 'collect', 'batch', 'audience'] as const;
 type Phase = (typeof PHASES)[number];
+/** The phases of bench/results/collect.json; audience has its own file. */
+const COLLECT_PHASES: readonly Phase[] = ['bare', 'drain', 'collect', 'batch'];
 
 const { values: args } = parseArgs({
   options: {
@@ -71,8 +93,10 @@ const phases = new Set<Phase>(
       })
     : PHASES,
 );
+const defaultSettings = !args.profile && !args.roles && !args.ablate && args['tmp-dir'] === tmpdir();
 /** Only a complete, unprofiled run with default roles writes bench/results/collect.json. */
-const fullRun = phases.size === PHASES.length && !args.profile && !args.roles && !args.ablate && args['tmp-dir'] === tmpdir();
+const fullRun = COLLECT_PHASES.every((p) => phases.has(p)) && defaultSettings;
+const collectPhases = COLLECT_PHASES.filter((p) => phases.has(p));
 const DURATION = Number(args.duration);
 const WARMUP = Number(args.warmup);
 const CONNECTIONS = Number(args.connections);
@@ -83,11 +107,7 @@ const QUIET_WAIT_MS = Number(args['quiet-wait']) * 1000;
 
 const workDir = mkdtempSync(join(args['tmp-dir'], 'audience-bench-'));
 const runTag = Date.now().toString(36);
-
-function say(message: string): void {
-  const t = (performance.now() / 1000).toFixed(1).padStart(6);
-  console.log(`[${t}s] ${message}`);
-}
+const bench: Bench = { root, workDir, runTag, warmup: WARMUP, duration: DURATION, quietWaitMs: QUIET_WAIT_MS, ablate: args.ablate };
 
 // ---------------------------------------------------------------------------------------------------
 // Build
@@ -113,51 +133,12 @@ function build(): void {
 // ---------------------------------------------------------------------------------------------------
 // The service
 
-interface Service {
-  child: Child;
-  url: string;
-  dataDir: string;
-}
-
-async function startService(
+function startService(
   name: string,
   dataDir: string,
   options: { roles?: string; profileDir?: string; onSpawn?: (child: Child) => void } = {},
 ): Promise<Service> {
-  const port = await freePort();
-  const nodeArgs = options.profileDir
-    ? ['--cpu-prof', `--cpu-prof-dir=${options.profileDir}`, `--cpu-prof-name=${name}-${runTag}.cpuprofile`]
-    : [];
-  const entry = args.ablate ? 'dist/bench/ablate.js' : 'dist/src/server.js';
-  const child = Child.start(name, join(root, entry), {
-    cwd: root,
-    logFile: join(workDir, `${name}.log`),
-    nodeArgs,
-    env: {
-      ...process.env,
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      DATA_DIR: dataDir,
-      ADMIN_KEY,
-      LOG_LEVEL: 'warn',
-      NATS_URL: '',
-      ROLES: options.roles ?? '',
-      BENCH_ABLATE: args.ablate,
-    },
-  });
-  options.onSpawn?.(child);
-  const url = `http://127.0.0.1:${port}`;
-  await waitHttpOk(`${url}/readyz`, child);
-  return { child, url, dataDir };
-}
-
-async function admin<T>(service: Service, method: string, path: string, body?: unknown): Promise<{ status: number; json: T }> {
-  const res = await fetch(`${service.url}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${ADMIN_KEY}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  return { status: res.status, json: (await res.json()) as T };
+  return startServiceWith(bench, name, dataDir, options);
 }
 
 async function createOrg(service: Service): Promise<Credentials> {
@@ -170,12 +151,6 @@ async function createOrg(service: Service): Promise<Credentials> {
 async function rowsViaApi(service: Service): Promise<number> {
   const res = await admin<{ types: Array<{ count: number }> }>(service, 'GET', `/admin/v1/orgs/${ORG}/events/types`);
   return res.json.types.reduce((sum, t) => sum + t.count, 0);
-}
-
-async function metric(service: Service, name: string): Promise<number> {
-  const text = await (await fetch(`${service.url}/metrics`)).text();
-  const line = text.split('\n').find((l) => l.startsWith(`${name} `));
-  return line ? Number(line.split(' ')[1]) : NaN;
 }
 
 /**
@@ -203,63 +178,8 @@ async function waitCompacted(
 // ---------------------------------------------------------------------------------------------------
 // Load
 
-interface Measured {
-  warmup: LoadResult;
-  measure: LoadResult;
-  /** The service's /metrics over the measurement (not for the bare server). */
-  server?: ServerMetricsDelta;
-}
-
-/**
- * Counts, not durations (see load.ts): warm-up in chunks of ~1 s (each sized from the previous one's
- * rate) for ~WARMUP s, then one measurement sized from the last chunk's rate to last ~DURATION s.
- */
-async function measure(
-  label: string,
-  target: { url: string; path: string; serverCpu: () => number; child: Child; hasMetrics?: boolean },
-  bodies: BodyTemplate,
-  connections: number,
-): Promise<Measured> {
-  const run = (amount: number) => target.child.guard(runLoad({ ...target, connections, amount: Math.max(connections * 2, amount), bodies }));
-  const chunks: LoadResult[] = [];
-  let warmupSeconds = 0;
-  let amount = connections * (bodies.events === 1 ? 20 : 4);
-  while (warmupSeconds < WARMUP || chunks.length < 2) {
-    const chunk = await run(amount);
-    chunks.push(chunk);
-    warmupSeconds += chunk.seconds;
-    amount = Math.round(chunk.reqPerSec * Math.min(1, Math.max(0.3, WARMUP - warmupSeconds)));
-  }
-  const last = chunks[chunks.length - 1]!;
-  amount = Math.round(last.reqPerSec * DURATION);
-  // Everything sent before the measurement counts for the consistency check.
-  const warmup: LoadResult = {
-    ...last,
-    requests: chunks.reduce((n, c) => n + c.requests, 0),
-    ok: chunks.reduce((n, c) => n + c.ok, 0),
-    okEvents: chunks.reduce((n, c) => n + c.okEvents, 0),
-    non2xx: chunks.reduce((n, c) => n + c.non2xx, 0),
-    errors: chunks.reduce((n, c) => n + c.errors, 0),
-    seconds: Math.round(warmupSeconds * 100) / 100,
-  };
-  say(`${label}: warm-up ${warmup.requests} requests in ${warmup.seconds} s, last ${last.reqPerSec} req/s; measuring ${amount} requests`);
-  const quiet = await waitQuiet(0.3, QUIET_WAIT_MS, target.serverCpu);
-  if (quiet.waitedMs > 1500) say(`${label}: waited ${quiet.waitedMs} ms for the machine to go quiet (${quiet.busyCores} cores busy)`);
-  const metricsBefore = target.hasMetrics ? await scrape(target.url) : undefined;
-  const result = { ...(await run(amount)), quiet };
-  const server = metricsBefore ? diff(metricsBefore, await scrape(target.url)) : undefined;
-  say(
-    `${label}: ${result.reqPerSec} req/s, ${result.eventsPerSec} events/s, p50 ${result.latency.p50} ms, ` +
-      `p99 ${result.latency.p99} ms, cpu server ${result.cpu.server} loadgen ${result.cpu.loadGenerator}` +
-      (result.non2xx || result.errors ? `, non-2xx ${result.non2xx}, errors ${result.errors} ${JSON.stringify(result.statusCodes)}` : ''),
-  );
-  if (server) {
-    say(
-      `${label}: ${server.logWrites.count} log writes, ${server.logWrites.eventsPerWrite} events each, mean ${server.logWrites.meanMs} ms; ` +
-        `${server.compactionTransactions.count} compaction tx, mean ${server.compactionTransactions.meanMs} ms; event-loop delay p99 ${server.eventLoopDelayMs.p99} ms`,
-    );
-  }
-  return { warmup, measure: result, ...(server ? { server } : {}) };
+function measure(label: string, target: Target, bodies: BodyTemplate | RequestSpec, connections: number): Promise<Measured> {
+  return measureWith(bench, label, target, bodies instanceof BodyTemplate ? { bodies } : bodies, connections);
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -439,7 +359,7 @@ async function benchService(profileDir: string | undefined): Promise<ServiceOutc
     const file = readdirSync(profileDir).find((f) => f.startsWith(`service-${runTag}`));
     if (file) {
       // Kept next to the results, git-ignored (*.tmp); open it in Chrome DevTools or speedscope.
-      const kept = join(resultsDir, `service-${[...phases].join('-')}.cpuprofile.tmp`);
+      const kept = join(resultsDir, `service-${collectPhases.join('-')}.cpuprofile.tmp`);
       mkdirSync(resultsDir, { recursive: true });
       renameSync(join(profileDir, file), kept);
       // The measurement of collect (else batch); the whole profile for drain alone.
@@ -487,41 +407,8 @@ function consistency(okEvents: number, log: LogCounts, db: DbCounts) {
   };
 }
 
-function loadSummary(m: Measured) {
-  const r = m.measure;
-  return {
-    reqPerSec: r.reqPerSec,
-    eventsPerSec: r.eventsPerSec,
-    p50: r.latency.p50,
-    p99: r.latency.p99,
-    latency: r.latency,
-    cpu: r.cpu,
-    requests: r.requests,
-    seconds: r.seconds,
-    connections: r.connections,
-    non2xx: r.non2xx,
-    errors: r.errors,
-    statusCodes: r.statusCodes,
-    bodyBytes: r.bodyBytes,
-    otherCpuBefore: r.quiet ?? null,
-    serverMetrics: m.server ?? null,
-    warmup: { requests: m.warmup.requests, reqPerSec: m.warmup.reqPerSec, non2xx: m.warmup.non2xx, errors: m.warmup.errors, okEventsBefore: m.warmup.okEvents },
-  };
-}
-
-function table(rows: Array<Record<string, string | number>>): string {
-  const columns = Object.keys(rows[0] ?? {});
-  const width = columns.map((c) => Math.max(c.length, ...rows.map((r) => String(r[c] ?? '').length)));
-  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(width[i]!) : c.padStart(width[i]!))).join('  ');
-  return [line(columns), line(width.map((w) => '-'.repeat(w))), ...rows.map((r) => line(columns.map((c) => String(r[c] ?? ''))))].join('\n');
-}
-
-async function main(): Promise<void> {
-  say(`phases: ${[...phases].join(', ')}; work dir ${workDir}`);
-  build();
-  const profileDir = args.profile ? join(workDir, 'profiles') : undefined;
-  if (profileDir) mkdirSync(profileDir, { recursive: true });
-
+/** bare, drain, collect, batch: measures, prints, writes collect.json; returns collect's req/s if measured. */
+async function collectPhasesRun(profileDir: string | undefined): Promise<number | undefined> {
   const bare = phases.has('bare') ? await benchBare() : undefined;
   const svc = phases.has('collect') || phases.has('batch') || phases.has('drain') ? await benchService(profileDir) : undefined;
   const drain = svc?.drain;
@@ -536,7 +423,7 @@ async function main(): Promise<void> {
 
   const report = {
     date: new Date().toISOString(),
-    machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? '', node: process.version, platform: `${process.platform}-${process.arch}` },
+    machine: machine(),
     method: {
       loadGenerator: 'autocannon 9 in the orchestrating process, no workers, pipelining 1, fixed request counts so every request is answered',
       servers: 'compiled (dist/), one child process each; the service with the embedded log (fdatasync per group commit), LOG_LEVEL=warn',
@@ -641,9 +528,36 @@ async function main(): Promise<void> {
   mkdirSync(resultsDir, { recursive: true });
   const out = fullRun
     ? join(resultsDir, 'collect.json')
-    : join(resultsDir, `partial-${[...phases].join('-')}${args.profile ? '-profile' : ''}.json.tmp`);
+    : join(resultsDir, `partial-${collectPhases.join('-')}${args.profile ? '-profile' : ''}.json.tmp`);
   writeFileSync(out, `${JSON.stringify(report, null, 2)}\n`);
   say(`wrote ${out}`);
+  return collectS?.reqPerSec;
+}
+
+async function main(): Promise<void> {
+  say(`phases: ${[...phases].join(', ')}; work dir ${workDir}`);
+  build();
+  const profileDir = args.profile ? join(workDir, 'profiles') : undefined;
+  if (profileDir) mkdirSync(profileDir, { recursive: true });
+  mkdirSync(resultsDir, { recursive: true });
+
+  const collectMax = collectPhases.length > 0 ? await collectPhasesRun(profileDir) : undefined;
+  if (phases.has('audience')) {
+    const outcome = await benchAudience(bench, {
+      connections: CONNECTIONS,
+      ...(collectMax ? { collectMax } : {}),
+      // Kept next to the results, git-ignored (*.tmp); open them in Chrome DevTools or speedscope.
+      ...(profileDir ? { profileDir, keepProfilesIn: resultsDir } : {}),
+    });
+    const report = reportAudience(outcome, machine());
+    const out = defaultSettings ? join(resultsDir, 'audience.json') : join(resultsDir, `partial-audience${args.profile ? '-profile' : ''}.json.tmp`);
+    writeFileSync(out, `${JSON.stringify(report, null, 2)}\n`);
+    say(`wrote ${out}`);
+  }
+}
+
+function machine() {
+  return { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? '', node: process.version, platform: `${process.platform}-${process.arch}` };
 }
 
 try {

@@ -1,0 +1,123 @@
+/**
+ * Event → profile freshness (SPEC 6.1: "an accepted event shows in the profile within 1 s at p99"),
+ * with the real clock: identify events, each giving one imported contact a new unique firstName, are
+ * sent at a steady pace; after each one's 200 the contact is polled through the Audience API until it
+ * shows that name. Freshness = the answer of the first poll that shows it − the moment the collect
+ * request was sent (so it includes the durable log write, compaction and the profile refresh; the
+ * poll interval bounds how late it can be seen).
+ */
+import type { Credentials } from './bodies.js';
+import { type Contact, seededRandom } from './contacts.js';
+
+export interface FreshnessOptions {
+  url: string;
+  token: string;
+  credentials: Credentials;
+  contacts: Contact[];
+  /** Events to send. */
+  events: number;
+  /** Events per second (one every 1000/perSecond ms, whatever the previous ones are doing). */
+  perSecond: number;
+  pollMs: number;
+  /** A probe that has not seen its name by then counts as missing. */
+  timeoutMs: number;
+  tag: string;
+}
+
+export interface Freshness {
+  n: number;
+  p50: number;
+  p90: number;
+  p99: number;
+  max: number;
+  mean: number;
+  /** Identify events not answered 200. */
+  failed: number;
+  /** Accepted events whose name was not seen within timeoutMs. */
+  missing: number;
+  pollMs: number;
+  perSecond: number;
+  /** Polls per probe, mean. */
+  pollsPerProbe: number;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const round = (x: number) => Math.round(x * 10) / 10;
+
+export async function measureFreshness(o: FreshnessOptions): Promise<Freshness> {
+  const random = seededRandom(7);
+  // Distinct contacts, so two probes in flight never race on the same profile.
+  const picked = new Set<number>();
+  while (picked.size < Math.min(o.events, o.contacts.length)) picked.add(Math.floor(random() * o.contacts.length));
+  const targets = [...picked].map((i) => o.contacts[i]!);
+
+  let failed = 0;
+  let missing = 0;
+  let polls = 0;
+  const samples: number[] = [];
+
+  const probe = async (contact: Contact, i: number): Promise<void> => {
+    const firstName = `Fresh${o.tag}${i}`;
+    const sent = performance.now();
+    const res = await fetch(`${o.url}/http/v1/collect`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        partnerId: o.credentials.partnerId,
+        partnerSecret: o.credentials.partnerSecret,
+        clientId: `fresh-${o.tag}-${i}`,
+        sentAt: Date.now(),
+        type: 'identify',
+        traits: { email: contact.email, firstName },
+      }),
+    });
+    await res.arrayBuffer();
+    if (res.status !== 200) {
+      failed++;
+      return;
+    }
+    const lookup = `${o.url}/audience/v2/contacts?identity=${encodeURIComponent(`email:${contact.email}`)}&fields=first_name`;
+    const headers = { authorization: `Bearer ${o.token}`, accept: 'application/json' };
+    for (;;) {
+      const poll = await fetch(lookup, { headers });
+      const body = (await poll.json()) as { contact?: { first_name?: unknown } };
+      const seen = performance.now();
+      polls++;
+      if (body.contact?.first_name === firstName) {
+        samples.push(seen - sent);
+        return;
+      }
+      if (seen - sent > o.timeoutMs) {
+        missing++;
+        return;
+      }
+      await sleep(o.pollMs);
+    }
+  };
+
+  const started = performance.now();
+  const running: Array<Promise<void>> = [];
+  for (let i = 0; i < targets.length; i++) {
+    const due = started + (i * 1000) / o.perSecond;
+    const wait = due - performance.now();
+    if (wait > 0) await sleep(wait);
+    running.push(probe(targets[i]!, i));
+  }
+  await Promise.all(running);
+
+  samples.sort((a, b) => a - b);
+  const at = (q: number) => (samples.length ? samples[Math.min(samples.length - 1, Math.ceil(q * samples.length) - 1)]! : NaN);
+  return {
+    n: samples.length,
+    p50: round(at(0.5)),
+    p90: round(at(0.9)),
+    p99: round(at(0.99)),
+    max: round(samples.length ? samples[samples.length - 1]! : NaN),
+    mean: round(samples.reduce((a, b) => a + b, 0) / (samples.length || 1)),
+    failed,
+    missing,
+    pollMs: o.pollMs,
+    perSecond: o.perSecond,
+    pollsPerProbe: round(polls / (targets.length || 1)),
+  };
+}
