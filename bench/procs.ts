@@ -1,7 +1,6 @@
 /** Child processes for the benchmark (bare server, the service) and CPU accounting from /proc. */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 
 let clockTicks = 100;
 try {
@@ -44,17 +43,8 @@ export function machineCpuSeconds(): { busy: number; total: number } {
   return { busy: (total - idle) / clockTicks, total: total / clockTicks };
 }
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
-}
+/** The tests' helper: one implementation of "a free port on 127.0.0.1". */
+export { freePort } from '../test/helpers/free-port.js';
 
 export interface Exit {
   code: number | null;
