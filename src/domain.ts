@@ -1,4 +1,6 @@
 /** Small shared vocabulary of the domain. */
+import { validatorFor } from './schemas.js';
+
 export const ENVIRONMENTS = ['staging', 'production'] as const;
 export type Environment = (typeof ENVIRONMENTS)[number];
 
@@ -9,6 +11,9 @@ export function isEnvironment(value: unknown): value is Environment {
 export function assertNever(value: never): never {
   throw new Error(`unexpected value: ${JSON.stringify(value)}`);
 }
+
+/** A well-formed e-mail address (schemas/org.schema.json#/$defs/email). */
+export const isEmailAddress = validatorFor<string>('org.schema.json', '#/$defs/email');
 
 /** The contact key: trimmed, lower-cased e-mail (SPEC 4.5). */
 export function normalizeEmail(email: string): string {

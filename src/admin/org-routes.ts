@@ -4,13 +4,9 @@ import { ENVIRONMENTS, type Environment } from '../domain.js';
 import type { OrgCreate, OrgPatch } from '../generated/org.js';
 import type { OrgStore } from '../orgs/org-store.js';
 import { SCHEMA_BASE } from '../schemas.js';
+import { slugParams, slugSchema } from './route-params.js';
 
 const orgSchema = (def: string) => ({ $ref: `${SCHEMA_BASE}org.schema.json#/$defs/${def}` });
-const slugParams = {
-  type: 'object',
-  properties: { slug: orgSchema('slug') },
-  required: ['slug'],
-} as const;
 
 export function registerOrgRoutes(app: FastifyInstance, orgs: OrgStore): void {
   app.post<{ Body: OrgCreate }>('/admin/v1/orgs', { schema: { body: orgSchema('OrgCreate') } }, async (request, reply) => {
@@ -37,7 +33,7 @@ export function registerOrgRoutes(app: FastifyInstance, orgs: OrgStore): void {
       schema: {
         params: {
           type: 'object',
-          properties: { slug: orgSchema('slug'), env: { enum: [...ENVIRONMENTS] } },
+          properties: { slug: slugSchema, env: { enum: [...ENVIRONMENTS] } },
           required: ['slug', 'env'],
         },
       },

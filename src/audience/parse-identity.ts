@@ -1,11 +1,9 @@
 /** `identity=<type>:<value>` of GET /audience/v2/contacts (SPEC 6.2). */
-import { normalizeEmail } from '../domain.js';
+import { isEmailAddress, normalizeEmail } from '../domain.js';
 import type { IdentityType } from '../profiles/profile-index.js';
-import { validatorFor } from '../schemas.js';
 
 export type Identity = { type: IdentityType; value: string };
 
-const isEmail = validatorFor<string>('org.schema.json', '#/$defs/email');
 const SHA256_HEX = /^[0-9a-f]{64}$/i;
 
 /** The identity, or undefined when missing, malformed, of an unsupported type, or an invalid e-mail. */
@@ -18,7 +16,7 @@ export function parseIdentity(raw: unknown): Identity | undefined {
   switch (type) {
     case 'email': {
       const email = normalizeEmail(value);
-      return isEmail(email) ? { type, value: email } : undefined;
+      return isEmailAddress(email) ? { type, value: email } : undefined;
     }
     case 'email-hash':
       return SHA256_HEX.test(value) ? { type, value: value.toLowerCase() } : undefined;

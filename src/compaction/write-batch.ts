@@ -4,7 +4,7 @@
  * visible_at is one value per commit, strictly increasing (the trigger cursor column, SPEC 5).
  */
 import type { DuckDBAppender, DuckDBConnection } from '@duckdb/node-api';
-import { type Database, microsParam, tsParam } from '../db/database.js';
+import { type Database, microsParam, readRows, tsParam } from '../db/database.js';
 import { eventFacts } from './event-facts.js';
 import { IDENTITY_TTL_MS, clientKey } from './identity-map.js';
 import type { BatchPlan, EventRow, QuarantineRow } from './plan-batch.js';
@@ -61,25 +61,24 @@ export async function writeBatch(
     }
 
     for (const release of plan.releases) {
-      const released = (
-        await c.runAndReadAll(
-          `DELETE FROM pending_identity
-            WHERE org = $1 AND environment = $2 AND client_id = $3 AND received_at >= $4
-            RETURNING ${PENDING_COLUMNS}`,
-          [release.org, release.environment, release.clientId, tsParam(release.identifiedAt - IDENTITY_TTL_MS)],
-        )
-      ).getRowObjectsJS() as unknown as PendingRow[];
+      const released = await readRows<PendingRow>(
+        c,
+        `DELETE FROM pending_identity
+          WHERE org = $1 AND environment = $2 AND client_id = $3 AND received_at >= $4
+          RETURNING ${PENDING_COLUMNS}`,
+        [release.org, release.environment, release.clientId, tsParam(release.identifiedAt - IDENTITY_TTL_MS)],
+      );
       for (const p of released) {
         pendingResolved.push(clientKey(p.org, p.environment, p.client_id));
         events.push(pendingToEvent(p, release.email));
       }
     }
 
-    const expired = (
-      await c.runAndReadAll(`DELETE FROM pending_identity WHERE expires_at <= $1 RETURNING ${PENDING_COLUMNS}`, [
-        tsParam(now),
-      ])
-    ).getRowObjectsJS() as unknown as PendingRow[];
+    const expired = await readRows<PendingRow>(
+      c,
+      `DELETE FROM pending_identity WHERE expires_at <= $1 RETURNING ${PENDING_COLUMNS}`,
+      [tsParam(now)],
+    );
     for (const p of expired) {
       pendingResolved.push(clientKey(p.org, p.environment, p.client_id));
       quarantined.push({

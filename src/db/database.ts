@@ -42,9 +42,9 @@ export class Database {
     return result;
   }
 
-  /** Rows as plain JS objects (BIGINT as bigint, JSON as string, TIMESTAMPTZ as Date). */
+  /** Rows as plain JS objects (see readRows). */
   all<T = Row>(sql: string, params: Params = []): Promise<T[]> {
-    return this.exclusive(async (c) => (await c.runAndReadAll(sql, params)).getRowObjectsJS() as T[]);
+    return this.exclusive((c) => readRows<T>(c, sql, params));
   }
 
   run(sql: string, params: Params = []): Promise<void> {
@@ -76,6 +76,12 @@ export class Database {
     });
     this.instance.closeSync();
   }
+}
+
+/** Rows as plain JS objects (BIGINT as bigint, JSON as string, TIMESTAMPTZ as Date), on a connection
+ *  already held (inside `exclusive` or `transaction`). */
+export async function readRows<T = Row>(connection: DuckDBConnection, sql: string, params: Params = []): Promise<T[]> {
+  return (await connection.runAndReadAll(sql, params)).getRowObjectsJS() as T[];
 }
 
 /** Epoch milliseconds → a TIMESTAMPTZ parameter or appender value. */

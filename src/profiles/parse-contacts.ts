@@ -3,8 +3,7 @@
  * A row is all or nothing: it is either taken whole or reported with its reason.
  */
 import { parse as parseCsv } from 'csv-parse/sync';
-import { normalizeEmail } from '../domain.js';
-import { validatorFor } from '../schemas.js';
+import { isEmailAddress, normalizeEmail } from '../domain.js';
 
 export const CONTACT_COLUMNS = ['first_name', 'last_name', 'user_id', 'address_city', 'address_state', 'address_country'] as const;
 type ContactColumn = (typeof CONTACT_COLUMNS)[number];
@@ -27,7 +26,6 @@ export type ImportFormat = 'csv' | 'ndjson';
 /** Custom column names become profile fields and content-field names. */
 const FIELD_NAME = /^[a-z][a-z0-9_]{0,63}$/;
 const known = new Set<string>(['email_address', ...CONTACT_COLUMNS]);
-const isEmail = validatorFor<string>('org.schema.json', '#/$defs/email');
 
 export function parseContacts(format: ImportFormat, body: string): { rows: ContactRow[]; errors: RowError[] } {
   const records = format === 'csv' ? csvRecords(body) : ndjsonRecords(body);
@@ -52,7 +50,7 @@ function toRow(line: number, value: Record<string, unknown>): ContactRow | RowEr
   }
   const email = normalizeEmail(rawEmail);
   // The address itself is never echoed: errors may be logged or shown to other people.
-  if (!isEmail(email)) return { line, code: 'invalid_email', message: 'email_address is not a valid e-mail address' };
+  if (!isEmailAddress(email)) return { line, code: 'invalid_email', message: 'email_address is not a valid e-mail address' };
   const row: ContactRow = { line, email, columns: {}, custom: {} };
   for (const [key, field] of Object.entries(value)) {
     if (key === 'email_address' || field === '' || field === null || field === undefined) continue;

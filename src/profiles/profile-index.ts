@@ -2,7 +2,7 @@
  * The serving index: every materialized profile in memory, keyed by each identity type, so a lookup is
  * a Map get (a DuckDB point query costs ~0.3 ms; the API's budget per request is a fraction of that).
  */
-import { createHash } from 'node:crypto';
+import { sha256Hex } from '../orgs/secrets.js';
 
 /** A profile as served: default fields plus the contact's imported custom fields, JSON-ready values. */
 export type Profile = Readonly<Record<string, unknown>>;
@@ -17,7 +17,7 @@ interface OrgProfiles {
 }
 
 export function emailHash(normalizedEmail: string): string {
-  return createHash('sha256').update(normalizedEmail).digest('hex');
+  return sha256Hex(normalizedEmail);
 }
 
 export class ProfileIndex {

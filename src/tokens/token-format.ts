@@ -6,7 +6,7 @@
  */
 import { crc32 } from 'node:zlib';
 import type { Context } from '../context.js';
-import { randomBase62 } from '../orgs/secrets.js';
+import { BASE62, randomBase62 } from '../orgs/secrets.js';
 
 export const TOKEN_PREFIX = 'aud_';
 const RANDOM_LENGTH = 30;
@@ -16,8 +16,6 @@ export const TOKEN_LENGTH = TOKEN_PREFIX.length + RANDOM_LENGTH + CHECKSUM_LENGT
 
 /** What a secret scanner (or a log redactor) should look for. */
 export const TOKEN_PATTERN = /^aud_[0-9A-Za-z]{36}$/;
-
-const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 
 /** Fixed-width big-endian base62, left-padded with '0': one string per value, so string equality is enough. */
 function base62Fixed(value: number, width: number): string {

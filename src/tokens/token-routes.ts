@@ -5,15 +5,14 @@
  */
 import type { FastifyInstance } from 'fastify';
 import type { TokenCreate, TokenRevoke } from '../generated/token.js';
+import { slugParams, slugSchema } from '../admin/route-params.js';
 import type { OrgStore } from '../orgs/org-store.js';
 import { SCHEMA_BASE } from '../schemas.js';
 import type { TokenStore } from './token-store.js';
 
 const tokenSchema = (def: string) => ({ $ref: `${SCHEMA_BASE}token.schema.json#/$defs/${def}` });
-const slug = { $ref: `${SCHEMA_BASE}org.schema.json#/$defs/slug` };
-const slugParams = { type: 'object', properties: { slug }, required: ['slug'] } as const;
 // Any string: an id of the wrong shape is simply not found (404), like an unknown one.
-const tokenParams = { type: 'object', properties: { slug, id: { type: 'string' } }, required: ['slug', 'id'] } as const;
+const tokenParams = { type: 'object', properties: { slug: slugSchema, id: { type: 'string' } }, required: ['slug', 'id'] } as const;
 
 export function registerTokenRoutes(app: FastifyInstance, deps: { tokens: TokenStore; orgs: OrgStore }): void {
   const { tokens, orgs } = deps;

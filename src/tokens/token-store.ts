@@ -4,9 +4,9 @@
  * calls race (Database serializes every statement); the mirror is updated after each commit.
  * Authentication never touches DuckDB: `lastUsedAt` is kept in memory and flushed by a timer.
  */
-import type { DuckDBConnection } from '@duckdb/node-api';
 import type { Context } from '../context.js';
-import { type Database, type Params, tsParam } from '../db/database.js';
+import { type Database, type Params, readRows, tsParam } from '../db/database.js';
+import { normalizeEmail } from '../domain.js';
 import { AppError } from '../errors.js';
 import type { Token, TokenCreate, TokenIssued } from '../generated/token.js';
 import { randomBase62, sha256Hex } from '../orgs/secrets.js';
@@ -69,7 +69,7 @@ export class TokenStore {
       org,
       hash: sha256Hex(token),
       last3: token.slice(-3),
-      createdBy: normaliseEmail(input.createdBy),
+      createdBy: normalizeEmail(input.createdBy),
       label: input.label ?? null,
       createdAt: now,
       expiresAt,
@@ -77,7 +77,7 @@ export class TokenStore {
       lastUsedAt: null,
     };
     await this.db.transaction(async (c) => {
-      const [counted] = await rows<{ n: bigint }>(
+      const [counted] = await readRows<{ n: bigint }>(
         c,
         `SELECT count(*) AS n FROM audience_tokens WHERE org = $1 AND ${activeSql('$2')}`,
         [org, tsParam(now)],
@@ -132,7 +132,7 @@ export class TokenStore {
   /** Revokes every active token of that creator (e.g. someone leaving); none is not an error. */
   async revokeByCreator(org: string, email: string): Promise<Token[]> {
     const now = tsParam(this.ctx.clock.now());
-    return this.revokeMatching(org, `created_by = $2 AND ${activeSql('$3')}`, [normaliseEmail(email), now], (found) => found);
+    return this.revokeMatching(org, `created_by = $2 AND ${activeSql('$3')}`, [normalizeEmail(email), now], (found) => found);
   }
 
   /**
@@ -197,7 +197,7 @@ export class TokenStore {
   ): Promise<Token[]> {
     const now = this.ctx.clock.now();
     const revoked = await this.db.transaction(async (c) => {
-      const found = (await rows<TokenRow>(c, `SELECT * FROM audience_tokens WHERE org = $1 AND ${where} ORDER BY created_at, id`, [org, ...params])).map(fromRow);
+      const found = (await readRows<TokenRow>(c, `SELECT * FROM audience_tokens WHERE org = $1 AND ${where} ORDER BY created_at, id`, [org, ...params])).map(fromRow);
       const chosen = pick(found);
       for (const r of chosen) {
         await c.run('UPDATE audience_tokens SET revoked_at = $2 WHERE id = $1', [r.id, tsParam(now)]);
@@ -220,11 +220,3 @@ export class TokenStore {
   }
 }
 
-/** Creators are e-mails; like identity e-mails they are compared trimmed and lower-cased. */
-function normaliseEmail(email: string): string {
-  return email.trim().toLowerCase();
-}
-
-async function rows<T>(c: DuckDBConnection, sql: string, params: Params): Promise<T[]> {
-  return (await c.runAndReadAll(sql, params)).getRowObjectsJS() as T[];
-}
