@@ -25,7 +25,8 @@ export interface AppendObserver {
 
 export class GroupCommitter {
   private queue: Pending[] = [];
-  private writing = false;
+  /** The drain loop while it runs; undefined when idle. */
+  private draining: Promise<void> | undefined;
 
   constructor(
     private readonly backend: LogBackend,
@@ -37,17 +38,26 @@ export class GroupCommitter {
     const bytes = entries.reduce((sum, e) => sum + e.body.length + 64, 0);
     return new Promise((resolve, reject) => {
       this.queue.push({ entries, bytes, resolve, reject });
-      if (!this.writing) void this.drain();
+      this.kick();
+    });
+  }
+
+  /** Starts the drain loop unless it runs. An append that lands after the loop's last check but before
+   *  it settled is picked up by the re-check on settling. */
+  private kick(): void {
+    if (this.draining) return;
+    this.draining = this.drain().finally(() => {
+      this.draining = undefined;
+      if (this.queue.length > 0) this.kick();
     });
   }
 
   /** Waits until everything queued so far has been written (graceful shutdown). */
   async flush(): Promise<void> {
-    while (this.writing || this.queue.length > 0) await new Promise((r) => setImmediate(r));
+    while (this.draining) await this.draining;
   }
 
   private async drain(): Promise<void> {
-    this.writing = true;
     while (this.queue.length > 0) {
       const group = this.takeGroup();
       const entries = group.flatMap((p) => p.entries);
@@ -60,7 +70,6 @@ export class GroupCommitter {
         for (const p of group) p.reject(error);
       }
     }
-    this.writing = false;
   }
 
   private takeGroup(): Pending[] {
