@@ -58,23 +58,20 @@ export async function startTestApp(
   const post = (url: string, body: unknown) =>
     app.inject({ method: 'POST', url, headers: { 'content-type': 'application/json' }, payload: JSON.stringify(body) });
 
+  const admin: TestApp['admin'] = (method, url, body) =>
+    app.inject({
+      method,
+      url,
+      headers: body === undefined ? adminHeaders : { ...adminHeaders, 'content-type': 'application/json' },
+      ...(body === undefined ? {} : { payload: JSON.stringify(body) }),
+    });
+
   return {
     app,
     dataDir,
-    admin: (method, url, body) =>
-      app.inject({
-        method,
-        url,
-        headers: body === undefined ? adminHeaders : { ...adminHeaders, 'content-type': 'application/json' },
-        ...(body === undefined ? {} : { payload: JSON.stringify(body) }),
-      }),
+    admin,
     async createOrg(slug, extra = {}) {
-      const res = await app.inject({
-        method: 'POST',
-        url: '/admin/v1/orgs',
-        headers: { ...adminHeaders, 'content-type': 'application/json' },
-        payload: JSON.stringify({ slug, name: slug, ...extra }),
-      });
+      const res = await admin('POST', '/admin/v1/orgs', { slug, name: slug, ...extra });
       if (res.statusCode !== 201) throw new Error(`createOrg ${slug}: ${res.statusCode} ${res.body}`);
       return res.json().credentials as OrgCredentials;
     },

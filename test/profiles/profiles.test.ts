@@ -1,17 +1,15 @@
 /** Profiles: import, traits, purchases, materialized after each compaction batch (SPEC 6.1). */
 import t from 'tap';
 import { emailHash } from '../../src/profiles/profile-index.js';
-import { startTestApp, type TestApp } from '../helpers/app.js';
+import { ADMIN_KEY, startTestApp, type TestApp } from '../helpers/app.js';
 
 function importContacts(h: TestApp, contentType: string, body: string) {
-  return h.admin('POST', '/admin/v1/orgs/acme/contacts/import', undefined).then(() =>
-    h.app.inject({
-      method: 'POST',
-      url: '/admin/v1/orgs/acme/contacts/import',
-      headers: { authorization: 'Bearer test-admin-key-0123456789abcdef', 'content-type': contentType },
-      payload: body,
-    }),
-  );
+  return h.app.inject({
+    method: 'POST',
+    url: '/admin/v1/orgs/acme/contacts/import',
+    headers: { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': contentType },
+    payload: body,
+  });
 }
 
 const find = (h: TestApp, type: 'email' | 'email-hash' | 'user_id', value: string) =>
