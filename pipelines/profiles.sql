@@ -4,7 +4,8 @@
 -- profiles_for(org_slug, emails) computes the rows of some contacts (the filter reaches every source
 -- scan, so a refresh never aggregates all events), and the view profiles is every contact.
 -- Sources: imported contacts, identify and registration traits (per field, the latest observation
--- wins), complete_transaction events, flow sends. Only production events shape profiles.
+-- wins), complete_transaction events, flow sends (delivered sends are campaigns received, and delivered
+-- and holdout sends give flow_variant_membership). Only production events shape profiles.
 
 CREATE OR REPLACE MACRO profiles_for(org_slug, emails) AS TABLE
 WITH scoped_contacts AS (
@@ -55,12 +56,14 @@ activity AS (
 ),
 sends AS (
   SELECT org, email,
-         list(DISTINCT flow_id ORDER BY flow_id) AS campaigns_received,
+         list(DISTINCT flow_id ORDER BY flow_id) FILTER (WHERE flow_id IS NOT NULL) AS campaigns_received,
          list(DISTINCT membership ORDER BY membership) AS flow_variant_membership
-    FROM (SELECT org, email, flow_id,
+    FROM (SELECT org, email,
+                 CASE WHEN status = 'delivered' THEN flow_id END AS flow_id,
                  CASE WHEN variant IS NULL THEN flow_id ELSE flow_id || '-' || variant END AS membership
             FROM flow_sends
-           WHERE (org_slug IS NULL OR org = org_slug) AND (emails IS NULL OR email IN (SELECT unnest(emails))))
+           WHERE status IN ('delivered', 'holdout')
+             AND (org_slug IS NULL OR org = org_slug) AND (emails IS NULL OR email IN (SELECT unnest(emails))))
    GROUP BY org, email
 ),
 contact_keys AS (

@@ -98,15 +98,71 @@ CREATE TABLE IF NOT EXISTS contacts (
   PRIMARY KEY (org, email)
 );
 
--- Messages sent by flows, one row per send key. Written by the flow runner.
-CREATE TABLE IF NOT EXISTS flow_sends (
+-- Trigger and segment SQL, one row per version seen in QUERIES_DIR or written by PUT (SPEC 7).
+-- status: valid or invalid (refused, error says why). The live version is the newest valid one.
+CREATE TABLE IF NOT EXISTS trigger_versions (
+  org         VARCHAR NOT NULL,
+  kind        VARCHAR NOT NULL,
+  name        VARCHAR NOT NULL,
+  version     INTEGER NOT NULL,
+  hash        VARCHAR NOT NULL,
+  sql         VARCHAR NOT NULL,
+  status      VARCHAR NOT NULL,
+  error       VARCHAR,
+  created_at  TIMESTAMPTZ NOT NULL,
+  PRIMARY KEY (org, kind, name, version)
+);
+
+-- Event-triggered flows (SPEC 8). cursor_at is the end of the last window run: the next window is
+-- (cursor_at, newest visible_at]. It is advanced in the transaction that writes the window sends.
+CREATE TABLE IF NOT EXISTS flows (
   org          VARCHAR NOT NULL,
-  flow_id      VARCHAR NOT NULL,
-  email        VARCHAR NOT NULL,
-  event_id     VARCHAR NOT NULL,
-  variant      VARCHAR,
-  send_id      VARCHAR NOT NULL,
-  sent_at      TIMESTAMPTZ NOT NULL
+  id           VARCHAR NOT NULL,
+  definition   JSON NOT NULL,
+  status       VARCHAR NOT NULL,
+  created_at   TIMESTAMPTZ NOT NULL,
+  updated_at   TIMESTAMPTZ NOT NULL,
+  live_since   TIMESTAMPTZ,
+  cursor_at    TIMESTAMPTZ,
+  last_run_at  TIMESTAMPTZ,
+  last_error   VARCHAR,
+  PRIMARY KEY (org, id)
+);
+
+-- The outbox: one row per send key (flow, contact, event_id), written with the cursor advance.
+-- status: pending (to deliver), delivered, failed (refused without retry), dead (retries exhausted),
+-- holdout (experiment holdout: recorded, nothing sent). send_id is derived from the key.
+CREATE TABLE IF NOT EXISTS flow_sends (
+  send_id       VARCHAR PRIMARY KEY,
+  org           VARCHAR NOT NULL,
+  flow_id       VARCHAR NOT NULL,
+  email         VARCHAR NOT NULL,
+  event_id      VARCHAR NOT NULL,
+  variant       VARCHAR,
+  channel       VARCHAR,
+  content       JSON,
+  trigger_hash  VARCHAR NOT NULL,
+  status        VARCHAR NOT NULL,
+  attempts      INTEGER NOT NULL,
+  last_error    VARCHAR,
+  created_at    TIMESTAMPTZ NOT NULL,
+  sent_at       TIMESTAMPTZ
+);
+
+-- Why each trigger row of a flow did or did not become a send (the decisions endpoint).
+CREATE TABLE IF NOT EXISTS flow_decisions (
+  org           VARCHAR NOT NULL,
+  flow_id       VARCHAR NOT NULL,
+  email         VARCHAR,
+  identity      VARCHAR,
+  identity_type VARCHAR,
+  event_id      VARCHAR,
+  outcome       VARCHAR NOT NULL,
+  variant       VARCHAR,
+  send_id       VARCHAR,
+  trigger_hash  VARCHAR NOT NULL,
+  reason        VARCHAR,
+  decided_at    TIMESTAMPTZ NOT NULL
 );
 
 -- Audience API tokens (SPEC 3). Only the SHA-256 of a token is kept, plus its last 3 characters

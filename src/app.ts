@@ -74,7 +74,7 @@ export async function buildApp(config: Config, ctx: Context = createContext()): 
   const roles = new Set(config.roles);
   const metrics = createMetrics();
   const adminKey = resolveAdminKey(config.adminKey, config.dataDir, ctx);
-  const db = await Database.open(join(config.dataDir, 'audience.duckdb'));
+  const db = await Database.open(join(config.dataDir, 'audience.duckdb'), { memoryLimit: config.duckdbMemoryLimit });
   await migrate(db);
   const log = await openLog({
     natsUrl: config.natsUrl,

@@ -22,6 +22,12 @@ const variableOf: Record<keyof Config, string> = {
   logLevel: 'LOG_LEVEL',
   smtpUrl: 'SMTP_URL',
   webhookAllowPrivate: 'WEBHOOK_ALLOW_PRIVATE',
+  webhookSigningKey: 'WEBHOOK_SIGNING_KEY',
+  webhookTimeoutMs: 'WEBHOOK_TIMEOUT_MS',
+  webhookMaxAttempts: 'WEBHOOK_MAX_ATTEMPTS',
+  webhookBackoffMs: 'WEBHOOK_BACKOFF_MS',
+  triggerTimeoutMs: 'TRIGGER_TIMEOUT_MS',
+  duckdbMemoryLimit: 'DUCKDB_MEMORY_LIMIT',
 };
 
 export class ConfigError extends Error {
@@ -57,6 +63,11 @@ export function readConfig(env: NodeJS.ProcessEnv): Config {
     roles: env.ROLES ? env.ROLES.split(',').map((r) => r.trim()) : [...ALL_ROLES],
     logLevel: env.LOG_LEVEL || 'info',
     webhookAllowPrivate: boolean('WEBHOOK_ALLOW_PRIVATE', env.WEBHOOK_ALLOW_PRIVATE, false),
+    webhookTimeoutMs: integer('WEBHOOK_TIMEOUT_MS', env.WEBHOOK_TIMEOUT_MS, 10_000),
+    webhookMaxAttempts: integer('WEBHOOK_MAX_ATTEMPTS', env.WEBHOOK_MAX_ATTEMPTS, 6),
+    webhookBackoffMs: integer('WEBHOOK_BACKOFF_MS', env.WEBHOOK_BACKOFF_MS, 1_000),
+    triggerTimeoutMs: integer('TRIGGER_TIMEOUT_MS', env.TRIGGER_TIMEOUT_MS, 10_000),
+    duckdbMemoryLimit: env.DUCKDB_MEMORY_LIMIT || '4GB',
   };
   const natsUrl = optional(env.NATS_URL);
   if (natsUrl) candidate.natsUrl = natsUrl;
@@ -64,6 +75,8 @@ export function readConfig(env: NodeJS.ProcessEnv): Config {
   if (adminKey) candidate.adminKey = adminKey;
   const smtpUrl = optional(env.SMTP_URL);
   if (smtpUrl) candidate.smtpUrl = smtpUrl;
+  const webhookSigningKey = optional(env.WEBHOOK_SIGNING_KEY);
+  if (webhookSigningKey) candidate.webhookSigningKey = webhookSigningKey;
 
   const validate = validatorFor<Config>('config.schema.json');
   if (!validate(candidate)) {

@@ -14,7 +14,8 @@ import {
 } from '@duckdb/node-api';
 
 export type Row = Record<string, unknown>;
-export type Params = DuckDBValue[];
+/** Positional ($1…) or named ($name) parameters. */
+export type Params = DuckDBValue[] | Record<string, DuckDBValue>;
 
 export class Database {
   private tail: Promise<unknown> = Promise.resolve();
@@ -24,13 +25,22 @@ export class Database {
     private readonly connection: DuckDBConnection,
   ) {}
 
-  static async open(path: string): Promise<Database> {
+  static async open(path: string, options: { memoryLimit?: string } = {}): Promise<Database> {
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
     const instance = await DuckDBInstance.create(path, {
       // DuckDB checkpoints (rewrites changed row groups) whenever the WAL passes 16 MB by default: under
       // steady ingest that is every few compaction batches. A larger WAL checkpoints less often; a clean
       // shutdown checkpoints anyway, and a crash replays at most this much WAL at start.
       checkpoint_threshold: '256MB',
+      // The sandbox for untrusted trigger and segment SQL (SPEC 7), set for the whole instance because
+      // DuckDB settings are global: no file or network access, no extension loading, a memory ceiling,
+      // and the configuration locked so no statement can undo any of it. The service itself needs none
+      // of these (imports are parsed in JS; the database file and WAL are not "external access").
+      enable_external_access: 'false',
+      autoinstall_known_extensions: 'false',
+      autoload_known_extensions: 'false',
+      memory_limit: options.memoryLimit ?? '4GB',
+      lock_configuration: 'true',
     });
     return new Database(instance, await instance.connect());
   }

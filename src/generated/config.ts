@@ -46,4 +46,28 @@ export interface Config {
    * WEBHOOK_ALLOW_PRIVATE. Default: false
    */
   webhookAllowPrivate: boolean;
+  /**
+   * WEBHOOK_SIGNING_KEY: master key each org's webhook signing secret is derived from. Unset: generated into DATA_DIR/webhook.key.
+   */
+  webhookSigningKey?: string;
+  /**
+   * WEBHOOK_TIMEOUT_MS: per attempt. Default: 10000
+   */
+  webhookTimeoutMs: number;
+  /**
+   * WEBHOOK_MAX_ATTEMPTS before dead-letter. Default: 6
+   */
+  webhookMaxAttempts: number;
+  /**
+   * WEBHOOK_BACKOFF_MS: first retry delay, doubled per attempt, full jitter. Default: 1000
+   */
+  webhookBackoffMs: number;
+  /**
+   * TRIGGER_TIMEOUT_MS: a trigger or segment query running longer is interrupted. Default: 10000
+   */
+  triggerTimeoutMs: number;
+  /**
+   * DUCKDB_MEMORY_LIMIT. Default: 4GB
+   */
+  duckdbMemoryLimit: string;
 }

@@ -5,6 +5,7 @@ import { ENVIRONMENTS, type Environment } from '../domain.js';
 import { AppError } from '../errors.js';
 import type { Org, OrgCreate, OrgPatch } from '../generated/org.js';
 import { DEFAULT_PROFILE_FIELDS } from '../profiles/profile-fields.js';
+import { ensureOrgRelations, RESERVED_SCHEMA_NAMES } from '../triggers/org-relations.js';
 import type { PartnerRegistry } from './partner-registry.js';
 import { randomBase62, sha256Hex } from './secrets.js';
 
@@ -86,6 +87,9 @@ export class OrgStore {
     await this.db.transaction(async (c) => {
       const existing = await c.runAndReadAll('SELECT 1 FROM orgs WHERE slug = $1', [input.slug]);
       if (existing.currentRowCount > 0) throw new AppError('org_exists', `org "${input.slug}" already exists`);
+      if (RESERVED_SCHEMA_NAMES.has(input.slug)) {
+        throw new AppError('invalid_request', `slug "${input.slug}" is reserved: trigger SQL names it as a schema`);
+      }
       await c.run('INSERT INTO orgs VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)', [
         input.slug,
         input.name,
@@ -96,6 +100,7 @@ export class OrgStore {
         input.notFoundStatus ?? 404,
         now,
       ]);
+      await ensureOrgRelations(c, input.slug);
       for (const i of issued) {
         await c.run('INSERT INTO partner_credentials VALUES ($1, $2, $3, $4, $5, NULL)', [
           i.partnerId,

@@ -5,7 +5,8 @@
  * Authentication never touches DuckDB: `lastUsedAt` is kept in memory and flushed by a timer.
  */
 import type { Context } from '../context.js';
-import { type Database, type Params, readRows, tsParam } from '../db/database.js';
+import type { DuckDBValue } from '@duckdb/node-api';
+import { type Database, readRows, tsParam } from '../db/database.js';
 import { normalizeEmail } from '../domain.js';
 import { AppError } from '../errors.js';
 import type { Token, TokenCreate, TokenIssued } from '../generated/token.js';
@@ -192,7 +193,7 @@ export class TokenStore {
   private async revokeMatching(
     org: string,
     where: string,
-    params: Params,
+    params: DuckDBValue[],
     pick: (found: TokenRecord[]) => TokenRecord[],
   ): Promise<Token[]> {
     const now = this.ctx.clock.now();

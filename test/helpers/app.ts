@@ -1,7 +1,7 @@
 /** Builds the real app on a fresh DATA_DIR (t.testdir) with a test admin key; closes it at teardown. */
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { buildApp } from '../../src/app.js';
-import type { Config } from '../../src/config.js';
+import { type Config, readConfig } from '../../src/config.js';
 import { type Clock, createContext } from '../../src/context.js';
 
 export const ADMIN_KEY = 'test-admin-key-0123456789abcdef';
@@ -35,6 +35,7 @@ export async function startTestApp(
 ): Promise<TestApp> {
   const dataDir = options.dataDir ?? t.testdir();
   const config: Config = {
+    ...readConfig({}),
     port: 0,
     host: '127.0.0.1',
     dataDir,

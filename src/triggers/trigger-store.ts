@@ -1,0 +1,220 @@
+/**
+ * Trigger and segment versions (SPEC 7). A version is committed when its file in QUERIES_DIR changes
+ * (polled) or when PUT writes it: it is checked by the sandbox guard, recorded with its hash, and if
+ * valid becomes the live version used from the next run of every live flow. An invalid version is
+ * recorded with its reason and the previous live version stays live.
+ * Layout: QUERIES_DIR/<org>/<trigger>.sql and QUERIES_DIR/<org>/segments/<segment>.sql.
+ */
+import { mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { FastifyBaseLogger } from 'fastify';
+import type { Context } from '../context.js';
+import { type Database, tsParam } from '../db/database.js';
+import { sha256Hex } from '../orgs/secrets.js';
+import { type CheckedSql, checkSql, type QueryKind, SqlRefused } from './sql-guard.js';
+
+export const QUERY_NAME = /^[a-z][a-z0-9_]{0,63}$/;
+
+export type VersionStatus = 'valid' | 'invalid';
+
+export interface QueryVersion {
+  version: number;
+  hash: string;
+  sql: string;
+  status: VersionStatus;
+  error: string | null;
+  committedAt: number;
+}
+
+export interface LiveQuery extends QueryVersion {
+  checked: CheckedSql;
+}
+
+interface QueryState {
+  org: string;
+  kind: QueryKind;
+  name: string;
+  live?: LiveQuery;
+  latest: QueryVersion;
+}
+
+interface VersionRow {
+  org: string;
+  kind: QueryKind;
+  name: string;
+  version: number;
+  hash: string;
+  sql: string;
+  status: VersionStatus;
+  error: string | null;
+  created_at: Date;
+}
+
+export class TriggerStore {
+  private readonly states = new Map<string, QueryState>();
+  /** Files whose names cannot be queries, warned about once. */
+  private readonly warned = new Set<string>();
+
+  constructor(
+    private readonly db: Database,
+    private readonly ctx: Context,
+    private readonly options: { queriesDir: string; logger: FastifyBaseLogger; orgExists: (slug: string) => boolean },
+  ) {}
+
+  /** Loads the recorded versions: the newest of each query, and its newest valid one re-checked as live. */
+  async load(): Promise<void> {
+    const rows = await this.db.all<VersionRow>('SELECT * FROM trigger_versions ORDER BY org, kind, name, version');
+    const lastValid = new Map<QueryState, VersionRow>();
+    for (const row of rows) {
+      const state = this.stateFor(row.org, row.kind, row.name, fromRow(row));
+      state.latest = fromRow(row);
+      if (row.status === 'valid') lastValid.set(state, row);
+    }
+    for (const [state, row] of lastValid) {
+      try {
+        const checked = await this.db.exclusive((c) => checkSql(c, row.sql, state.org, state.kind));
+        state.live = { ...fromRow(row), checked };
+      } catch (error) {
+        this.options.logger.warn({ org: state.org, name: state.name, reason: (error as Error).message }, 'recorded version no longer passes the checks');
+      }
+    }
+  }
+
+  live(org: string, kind: QueryKind, name: string): LiveQuery | undefined {
+    return this.states.get(key(org, kind, name))?.live;
+  }
+
+  list(org: string, kind: QueryKind): QueryState[] {
+    return [...this.states.values()].filter((s) => s.org === org && s.kind === kind).sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  get(org: string, kind: QueryKind, name: string): QueryState | undefined {
+    return this.states.get(key(org, kind, name));
+  }
+
+  /** Reads every org's query files and commits those whose content changed. */
+  async scan(): Promise<void> {
+    for (const org of listDir(this.options.queriesDir)) {
+      if (!this.options.orgExists(org)) continue;
+      for (const kind of ['trigger', 'segment'] as const) {
+        const dir = this.dirFor(org, kind);
+        for (const file of listDir(dir)) {
+          if (!file.endsWith('.sql')) continue;
+          const name = file.slice(0, -'.sql'.length);
+          if (!QUERY_NAME.test(name)) {
+            this.warnOnce(join(dir, file), `ignored: query file names match ${QUERY_NAME}`);
+            continue;
+          }
+          const sql = readText(join(dir, file));
+          if (sql !== undefined && this.get(org, kind, name)?.latest.hash !== sha256Hex(sql)) await this.commit(org, kind, name, sql);
+        }
+      }
+    }
+  }
+
+  /**
+   * PUT: checks the SQL and, when valid, writes the file (atomically) and makes it live. An invalid
+   * version is recorded and reported but the file is left as it was, so file and live version agree.
+   */
+  async put(org: string, kind: QueryKind, name: string, sql: string): Promise<QueryVersion> {
+    const version = await this.commit(org, kind, name, sql);
+    if (version.status === 'valid') {
+      const dir = this.dirFor(org, kind);
+      mkdirSync(dir, { recursive: true });
+      const file = join(dir, `${name}.sql`);
+      writeFileSync(`${file}.tmp`, sql);
+      renameSync(`${file}.tmp`, file);
+    }
+    return version;
+  }
+
+  /** Checks, records and (when valid) makes live one version; an unchanged hash is not a new version. */
+  private async commit(org: string, kind: QueryKind, name: string, sql: string): Promise<QueryVersion> {
+    const hash = sha256Hex(sql);
+    const existing = this.get(org, kind, name);
+    if (existing?.latest.hash === hash) return existing.latest;
+    let checked: CheckedSql | undefined;
+    let error: string | null = null;
+    try {
+      checked = await this.db.exclusive((c) => checkSql(c, sql, org, kind));
+    } catch (e) {
+      if (!(e instanceof SqlRefused)) throw e;
+      error = e.reason;
+    }
+    const version: QueryVersion = {
+      version: (existing?.latest.version ?? 0) + 1,
+      hash,
+      sql,
+      status: checked ? 'valid' : 'invalid',
+      error,
+      committedAt: this.ctx.clock.now(),
+    };
+    await this.db.run('INSERT INTO trigger_versions VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)', [
+      org,
+      kind,
+      name,
+      version.version,
+      hash,
+      sql,
+      version.status,
+      error,
+      tsParam(version.committedAt),
+    ]);
+    const state = this.stateFor(org, kind, name, version);
+    state.latest = version;
+    if (checked) state.live = { ...version, checked };
+    const log = { org, kind, name, version: version.version, hash };
+    if (checked) this.options.logger.info(log, `${kind} version committed and live`);
+    else this.options.logger.warn({ ...log, reason: error }, `${kind} version refused; the previous version stays live`);
+    return version;
+  }
+
+  private stateFor(org: string, kind: QueryKind, name: string, initial: QueryVersion): QueryState {
+    const k = key(org, kind, name);
+    let state = this.states.get(k);
+    if (!state) this.states.set(k, (state = { org, kind, name, latest: initial }));
+    return state;
+  }
+
+  private dirFor(org: string, kind: QueryKind): string {
+    return kind === 'trigger' ? join(this.options.queriesDir, org) : join(this.options.queriesDir, org, 'segments');
+  }
+
+  private warnOnce(file: string, message: string): void {
+    if (this.warned.has(file)) return;
+    this.warned.add(file);
+    this.options.logger.warn({ file }, message);
+  }
+}
+
+function key(org: string, kind: QueryKind, name: string): string {
+  return `${org}/${kind}/${name}`;
+}
+
+function fromRow(row: VersionRow): QueryVersion {
+  return {
+    version: row.version,
+    hash: row.hash,
+    sql: row.sql,
+    status: row.status,
+    error: row.error,
+    committedAt: row.created_at.getTime(),
+  };
+}
+
+function listDir(dir: string): string[] {
+  try {
+    return readdirSync(dir);
+  } catch {
+    return [];
+  }
+}
+
+/** undefined when the file vanished between listing and reading (an editor's save), picked up next scan. */
+function readText(file: string): string | undefined {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,89 @@
+/** The email channel (SPEC 8) against a real SMTP server (smtp-server) through real nodemailer. */
+import t from 'tap';
+import type { AddressInfo } from 'node:net';
+import { SMTPServer } from 'smtp-server';
+import { EmailChannel } from '../../src/channels/email-channel.js';
+import type { Delivery } from '../../src/channels/types.js';
+
+interface Tap {
+  teardown(fn: () => unknown): void;
+}
+
+interface Mail {
+  from: string;
+  to: string[];
+  data: string;
+}
+
+/** `reject` makes RCPT TO answer with that SMTP code. */
+async function smtpServer(t: Tap, reject?: number): Promise<{ url: string; mails: Mail[] }> {
+  const mails: Mail[] = [];
+  const server = new SMTPServer({
+    authOptional: true,
+    disabledCommands: ['STARTTLS'], // its built-in certificate is self-signed; plain SMTP on loopback
+    logger: false,
+    onRcptTo(address, _session, callback) {
+      if (!reject) return callback();
+      callback(Object.assign(new Error(`rejected ${address.address}`), { responseCode: reject }));
+    },
+    onData(stream, session, callback) {
+      const chunks: Buffer[] = [];
+      stream.on('data', (c: Buffer) => chunks.push(c));
+      stream.on('end', () => {
+        const from = session.envelope.mailFrom ? session.envelope.mailFrom.address : '';
+        mails.push({ from, to: session.envelope.rcptTo.map((a) => a.address), data: Buffer.concat(chunks).toString('utf8') });
+        callback();
+      });
+    },
+  });
+  await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
+  t.teardown(() => new Promise<void>((ok) => server.close(() => ok())));
+  const { port } = server.server.address() as AddressInfo;
+  return { url: `smtp://127.0.0.1:${port}`, mails };
+}
+
+function channel(t: Tap, smtpUrl: string): EmailChannel {
+  const ch = new EmailChannel({ smtpUrl, from: 'Audience <flows@audience.test>' });
+  t.teardown(() => ch.close());
+  return ch;
+}
+
+const delivery: Delivery = {
+  sendId: 'snd_mail_1',
+  org: 'acme',
+  flowId: 'f1',
+  variant: null,
+  email: 'ada@example.com',
+  eventId: 'evt_1',
+  message: { channel: 'email', subject: 'Hi Ada', text: 'Enjoy Lisbon', html: '<p>Enjoy <b>Lisbon</b></p>' },
+};
+
+t.test('the SMTP server receives the message for the contact, Message-ID carrying the send id', async (t) => {
+  const smtp = await smtpServer(t);
+  const outcome = await channel(t, smtp.url).attempt(delivery);
+  t.equal(outcome.kind, 'delivered');
+  t.equal(smtp.mails.length, 1);
+  const [mail] = smtp.mails;
+  if (!mail) return;
+  t.same(mail.to, ['ada@example.com']);
+  t.equal(mail.from, 'flows@audience.test');
+  t.match(mail.data, /^Subject: Hi Ada\r$/m);
+  t.match(mail.data, /^Message-ID: <snd_mail_1@audience\.local>\r$/im);
+  t.match(mail.data, /Enjoy Lisbon/);
+  t.match(mail.data, /<p>Enjoy <b>Lisbon<\/b><\/p>/);
+});
+
+t.test('550 from the server: failed, no retry', async (t) => {
+  const smtp = await smtpServer(t, 550);
+  t.match(await channel(t, smtp.url).attempt(delivery), { kind: 'failed', reason: /^SMTP 550/ });
+  t.equal(smtp.mails.length, 0);
+});
+
+t.test('451 from the server: retry', async (t) => {
+  const smtp = await smtpServer(t, 451);
+  t.match(await channel(t, smtp.url).attempt(delivery), { kind: 'retry', reason: /^SMTP 451/ });
+});
+
+t.test('no server listening: retry', async (t) => {
+  t.match(await channel(t, 'smtp://127.0.0.1:1').attempt(delivery), { kind: 'retry', reason: /ECONNECTION|ESOCKET/ });
+});

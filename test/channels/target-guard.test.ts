@@ -1,0 +1,115 @@
+/** SSRF guard (SPEC 8): private, loopback and link-local targets refused unless allowed, at creation and at connect. */
+import t from 'tap';
+import { lookup } from 'node:dns/promises';
+import { hostname } from 'node:os';
+import { request } from 'undici';
+import { checkWebhookUrl, createGuardedAgent, isForbiddenAddress } from '../../src/channels/target-guard.js';
+import type { Delivery } from '../../src/channels/types.js';
+import { WebhookChannel } from '../../src/channels/webhook-channel.js';
+import { startReceiver } from './http-receiver.js';
+
+interface Tap {
+  teardown(fn: () => unknown): void;
+}
+
+function delivery(url: string): Delivery {
+  return {
+    sendId: 'snd_ssrf',
+    org: 'acme',
+    flowId: 'f1',
+    variant: null,
+    email: 'ada@example.com',
+    eventId: 'evt_1',
+    message: { channel: 'webhook', url, body: { x: 1 } },
+  };
+}
+
+function channel(t: Tap, allowPrivate: boolean): WebhookChannel {
+  const ch = new WebhookChannel({ allowPrivate, timeoutMs: 2000, secretFor: () => 'whsec_c2VjcmV0', clock: { now: () => Date.now() } });
+  t.teardown(() => ch.close());
+  return ch;
+}
+
+t.test('isForbiddenAddress: every private, local and special range; public unicast passes', async (t) => {
+  const forbidden = [
+    '127.0.0.1', '127.255.0.9', '10.0.0.5', '172.16.0.1', '172.31.255.255', '192.168.1.1', '169.254.169.254',
+    '100.64.0.1', '0.0.0.0', '224.0.0.1', '255.255.255.255', '::1', '::', 'fe80::1', 'fc00::1', 'fd12:3456::1',
+    'ff02::1', '::ffff:127.0.0.1', '::ffff:7f00:1', '::ffff:10.0.0.1', '::ffff:169.254.169.254', '::127.0.0.1',
+    'not-an-ip',
+  ];
+  for (const ip of forbidden) t.ok(isForbiddenAddress(ip), `${ip} forbidden`);
+  for (const ip of ['93.184.216.34', '8.8.8.8', '172.32.0.1', '100.128.0.1', '2606:4700::1111', '::ffff:8.8.8.8']) {
+    t.notOk(isForbiddenAddress(ip), `${ip} allowed`);
+  }
+});
+
+t.test('private targets are refused by checkWebhookUrl and by attempt(): the receiver gets nothing', async (t) => {
+  const r = await startReceiver();
+  t.teardown(() => r.close());
+  const refused = [
+    `http://127.0.0.1:${r.port}/hook`,
+    `http://localhost:${r.port}/hook`,
+    `http://localhost.:${r.port}/hook`,
+    `http://app.localhost:${r.port}/hook`,
+    'http://10.0.0.5/hook',
+    'http://169.254.169.254/latest',
+    `http://[::1]:${r.port}/`,
+    `http://[::ffff:127.0.0.1]:${r.port}/`,
+    `http://2130706433:${r.port}/`, // 127.0.0.1 as one number; the URL parser normalises it
+  ];
+  const ch = channel(t, false);
+  for (const url of refused) {
+    t.match(checkWebhookUrl(url, false), /not allowed/, `${url} refused at creation`);
+    t.match(await ch.attempt(delivery(url)), { kind: 'failed', reason: /^target refused/ }, `${url} refused at send`);
+  }
+  t.equal(r.received.length, 0);
+});
+
+t.test('a hostname that resolves to loopback is refused at connect time', async (t) => {
+  const r = await startReceiver();
+  t.teardown(() => r.close());
+  // `localhost` comes from /etc/hosts (or the resolver): the name alone says nothing, its address does.
+  const agent = createGuardedAgent({ allowPrivate: false, connectTimeoutMs: 2000 });
+  t.teardown(() => agent.close());
+  await t.rejects(request(`http://localhost:${r.port}/hook`, { dispatcher: agent }), { code: 'ERR_FORBIDDEN_TARGET' });
+  t.equal(r.received.length, 0);
+
+  const open = createGuardedAgent({ allowPrivate: true, connectTimeoutMs: 2000 });
+  t.teardown(() => open.close());
+  const res = await request(`http://localhost:${r.port}/hook`, { dispatcher: open });
+  await res.body.dump();
+  t.equal(res.statusCode, 204, 'the same name connects when private targets are allowed');
+});
+
+t.test('attempt() to a name resolving to a private address fails for good, without retry', async (t) => {
+  // The machine's own name usually resolves (via /etc/hosts) to loopback or a private address.
+  const name = hostname();
+  const address = await lookup(name).then((a) => a.address, () => undefined);
+  if (!address || !isForbiddenAddress(address)) return t.skip(`${name} resolves to ${address ?? 'nothing'}`);
+  const r = await startReceiver();
+  t.teardown(() => r.close());
+  const url = `http://${name}:${r.port}/hook`;
+  t.equal(checkWebhookUrl(url, false), null, 'the name passes the creation check');
+  t.match(await channel(t, false).attempt(delivery(url)), { kind: 'failed', reason: /resolves to forbidden address/ });
+  t.equal(r.received.length, 0);
+});
+
+t.test('with allowPrivate the local receiver gets the webhook', async (t) => {
+  const r = await startReceiver();
+  t.teardown(() => r.close());
+  t.equal(checkWebhookUrl(r.url, true), null);
+  t.same(await channel(t, true).attempt(delivery(r.url)), { kind: 'delivered', detail: 'HTTP 204' });
+  t.equal(r.received.length, 1);
+});
+
+t.test('only http(s), no credentials, whatever allowPrivate says', async (t) => {
+  for (const allowPrivate of [false, true]) {
+    t.match(checkWebhookUrl('ftp://example.com/x', allowPrivate), /only http and https/);
+    t.match(checkWebhookUrl('file:///etc/passwd', allowPrivate), /only http and https/);
+    t.match(checkWebhookUrl('https://user:pw@example.com/x', allowPrivate), /credentials/);
+    t.match(checkWebhookUrl('https://user@example.com/x', allowPrivate), /credentials/);
+    t.match(checkWebhookUrl('not a url', allowPrivate), /not a valid URL/);
+  }
+  t.equal(checkWebhookUrl('https://hooks.example.com/in?x=1', false), null);
+  t.match(await channel(t, true).attempt(delivery('ftp://127.0.0.1/x')), { kind: 'failed', reason: /only http/ });
+});
