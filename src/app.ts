@@ -34,6 +34,17 @@ import { GcraLimiter } from './ratelimit/gcra-limiter.js';
 import { compileRouteSchema } from './schemas.js';
 import { registerTokenRoutes } from './tokens/token-routes.js';
 import { TokenStore } from './tokens/token-store.js';
+import { openChannels } from './channels/open-channels.js';
+import { resolveWebhookSigningKey } from './channels/webhook-signing.js';
+import { FlowRunner } from './flows/flow-runner.js';
+import { registerFlowRoutes } from './flows/flow-routes.js';
+import { FlowStore } from './flows/flow-store.js';
+import { SendDispatcher } from './flows/send-dispatcher.js';
+import { registerTriggerRoutes } from './triggers/trigger-routes.js';
+import { TriggerStore } from './triggers/trigger-store.js';
+
+/** How often QUERIES_DIR is read for changed trigger and segment files. */
+const QUERIES_POLL_MS = 1000;
 
 /** What the service holds, for server.ts (shutdown, start-up message) and tests. */
 export interface Audience {
@@ -49,6 +60,11 @@ export interface Audience {
   materializer: ProfileMaterializer;
   refresher: ProfileRefresher;
   tokens: TokenStore;
+  triggers: TriggerStore;
+  flows: FlowStore;
+  /** Present when ROLES includes flows. */
+  runner: FlowRunner | undefined;
+  dispatcher: SendDispatcher | undefined;
 }
 
 declare module 'fastify' {
@@ -94,10 +110,29 @@ export async function buildApp(config: Config, ctx: Context = createContext()): 
   const compactor = roles.has('compactor')
     ? new Compactor({ db, log, ctx, metrics, logger: app.log, afterCommit: async (touched) => refresher.enqueue(touched) })
     : undefined;
+  const signingKey = resolveWebhookSigningKey(config.webhookSigningKey, config.dataDir, ctx.randomBytes);
+  const flows = new FlowStore(db, ctx);
+  let triggers: TriggerStore | undefined;
+  let runner: FlowRunner | undefined;
+  let dispatcher: SendDispatcher | undefined;
+  const channels = roles.has('flows')
+    ? openChannels({
+        dataDir: config.dataDir,
+        ...(config.smtpUrl ? { smtpUrl: config.smtpUrl } : {}),
+        allowPrivate: config.webhookAllowPrivate,
+        timeoutMs: config.webhookTimeoutMs,
+        signingKey,
+        clock: ctx.clock,
+      })
+    : undefined;
   // Shutdown order: stop taking requests (Fastify) → flush pending appends → finish the compaction
   // batch → flush token use times → close the log → close DuckDB. Registered before anything else can
   // fail, so a failed start closes what it opened.
   app.addHook('onClose', async () => {
+    await triggers?.stopWatching();
+    await runner?.close();
+    await dispatcher?.close();
+    await channels?.close();
     await committer.flush();
     await compactor?.stop();
     await refresher.settled();
@@ -115,8 +150,37 @@ export async function buildApp(config: Config, ctx: Context = createContext()): 
     await materializer.loadAll();
     const contacts = new ContactStore(db, ctx);
     await tokens.load();
+    triggers = new TriggerStore(db, ctx, { queriesDir: config.queriesDir, logger: app.log, orgExists: (slug) => orgs.cached(slug) !== undefined });
+    await triggers.load();
+    await triggers.scan();
+    await flows.load();
+    if (channels) {
+      dispatcher = new SendDispatcher({
+        db,
+        ctx,
+        channels,
+        policy: { maxAttempts: config.webhookMaxAttempts, baseDelayMs: config.webhookBackoffMs, maxDelayMs: 60 * 60 * 1000 },
+        metrics,
+        logger: app.log,
+        onDelivered: (org, emails) => refresher.enqueue(emails.map((email) => ({ org, email }))),
+      });
+      runner = new FlowRunner({
+        db,
+        ctx,
+        flows,
+        triggers,
+        profiles: materializer.index,
+        dispatcher,
+        metrics,
+        logger: app.log,
+        timeoutMs: config.triggerTimeoutMs,
+        refreshProfiles: (keys) => refresher.enqueue(keys),
+      });
+    }
 
-    app.decorate('audience', { config, ctx, db, log, committer, compactor, orgs, metrics, adminKey, materializer, refresher, tokens });
+    app.decorate('audience', {
+      config, ctx, db, log, committer, compactor, orgs, metrics, adminKey, materializer, refresher, tokens, triggers, flows, runner, dispatcher,
+    });
 
     registerOpsRoutes(app, { db, log, metrics });
     if (roles.has('collector')) registerCollectRoutes(app, { ctx, registry, log: committer, metrics });
@@ -137,10 +201,27 @@ export async function buildApp(config: Config, ctx: Context = createContext()): 
         registerInspectRoutes(admin, db, orgs);
         registerImportRoutes(admin, { orgs, contacts, materializer });
         registerTokenRoutes(admin, { tokens, orgs });
+        registerTriggerRoutes(admin, { db, ctx, orgs, triggers: triggers!, timeoutMs: config.triggerTimeoutMs });
+        registerFlowRoutes(admin, {
+          db,
+          orgs,
+          flows,
+          triggers: triggers!,
+          runner,
+          profiles: materializer.index,
+          webhookAllowPrivate: config.webhookAllowPrivate,
+          smtpConfigured: config.smtpUrl !== undefined,
+          signingKey,
+        });
       });
     }
 
     await compactor?.start();
+    if (runner && dispatcher) {
+      triggers.watch(QUERIES_POLL_MS);
+      await dispatcher.resumePending();
+      runner.start();
+    }
   } catch (error) {
     await app.close();
     throw error;

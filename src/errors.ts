@@ -26,6 +26,12 @@ export const errorCatalog = {
   invalid_fields: { status: 400, title: 'Unknown or non-content fields requested' },
   contact_not_found: { status: 404, title: 'No such contact' },
   not_acceptable: { status: 406, title: 'JSON is not an acceptable response type' },
+  invalid_trigger: { status: 422, title: 'Trigger or segment SQL refused' },
+  trigger_not_found: { status: 404, title: 'No such trigger or segment' },
+  trigger_query_failed: { status: 422, title: 'The query failed while running' },
+  invalid_flow: { status: 422, title: 'Flow definition refused' },
+  flow_not_found: { status: 404, title: 'No such flow' },
+  flow_exists: { status: 409, title: 'A flow with this id already exists' },
 } as const satisfies Record<string, { status: number; title: string }>;
 
 export type ErrorCode = keyof typeof errorCatalog;

@@ -22,8 +22,13 @@ export interface RetryDeps {
   onAttempt?(attempt: number, outcome: AttemptOutcome): void;
 }
 
-/** The delay after attempt `attempt` (1-based) failed: random() * min(max, base * 2^(attempt-1)), at least Retry-After. */
-export function retryDelayMs(attempt: number, policy: RetryPolicy, random: () => number, retryAfterMs?: number): number {
+/** The wait after attempt `attempt` (1-based): random() * min(max, base * 2^(attempt-1)), at least Retry-After. */
+export function retryDelayMs(
+  attempt: number,
+  policy: RetryPolicy,
+  random: () => number,
+  retryAfterMs?: number,
+): number {
   const backoff = random() * Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** (attempt - 1));
   if (retryAfterMs === undefined) return backoff;
   return Math.max(backoff, Math.min(retryAfterMs, policy.maxDelayMs));
@@ -46,7 +51,9 @@ export async function deliverWithRetries(
         return { kind: 'failed', attempts: attempt, reason: outcome.reason };
       case 'retry':
         reason = outcome.reason;
-        if (attempt < policy.maxAttempts) await deps.sleep(retryDelayMs(attempt, policy, deps.random, outcome.retryAfterMs));
+        if (attempt < policy.maxAttempts) {
+          await deps.sleep(retryDelayMs(attempt, policy, deps.random, outcome.retryAfterMs));
+        }
         break;
       default:
         return assertNever(outcome);

@@ -51,6 +51,8 @@ export class EmailChannel implements Channel {
  * means the connection failed: worth another try.
  */
 function classify(err: NodemailerError): AttemptOutcome {
-  const reason = err.responseCode ? `SMTP ${err.responseCode}: ${err.response ?? err.message}` : `${err.code ?? 'error'}: ${err.message}`;
+  const reason = err.responseCode
+    ? `SMTP ${err.responseCode}: ${err.response ?? err.message}`
+    : `${err.code ?? 'error'}: ${err.message}`;
   return err.permanent ? { kind: 'failed', reason } : { kind: 'retry', reason };
 }

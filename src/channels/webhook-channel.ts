@@ -2,7 +2,7 @@
  * The webhook channel (SPEC 8): POST the rendered JSON, signed per Standard Webhooks. webhook-id is the
  * send id on every retry, so the receiver can drop a repeat of a message it already processed.
  */
-import { request } from 'undici';
+import { type Agent, request } from 'undici';
 import type { Clock } from '../context.js';
 import { FORBIDDEN_TARGET, checkWebhookUrl, createGuardedAgent } from './target-guard.js';
 import type { AttemptOutcome, Channel, Delivery } from './types.js';
@@ -18,7 +18,7 @@ export interface WebhookChannelOptions {
 }
 
 export class WebhookChannel implements Channel {
-  private readonly agent;
+  private readonly agent: Agent;
 
   constructor(private readonly opts: WebhookChannelOptions) {
     this.agent = createGuardedAgent({ allowPrivate: opts.allowPrivate, connectTimeoutMs: opts.timeoutMs });

@@ -8,7 +8,7 @@ import { type EventFacts, eventFacts } from './event-facts.js';
 import { type IdentityMap, type Mapping, clientKey } from './identity-map.js';
 import { decodeRecord } from '../log/record-codec.js';
 import type { LogEntry, StoredRecord } from '../log/types.js';
-import { YIELD_EVERY, yieldNow } from './yield-now.js';
+import { YIELD_EVERY, yieldNow } from '../db/yield-now.js';
 
 export interface EventRow {
   entry: LogEntry;

@@ -8,7 +8,7 @@ import { type Database, microsParam, readRows, tsParam } from '../db/database.js
 import { eventFacts } from './event-facts.js';
 import { IDENTITY_TTL_MS, clientKey } from './identity-map.js';
 import type { BatchPlan, EventRow, QuarantineRow } from './plan-batch.js';
-import { YIELD_EVERY, yieldNow } from './yield-now.js';
+import { appendRows } from '../db/append-rows.js';
 
 export const CURSOR_NAME = 'compactor';
 
@@ -128,25 +128,6 @@ function pendingToEvent(p: PendingRow, email: string): EventRow {
   };
 }
 
-async function appendRows<T>(
-  c: DuckDBConnection,
-  table: string,
-  rows: T[],
-  write: (appender: DuckDBAppender, row: T) => void,
-): Promise<void> {
-  const appender = await c.createAppender(table);
-  try {
-    let appended = 0;
-    for (const row of rows) {
-      write(appender, row);
-      appender.endRow();
-      if (++appended % YIELD_EVERY === 0) await yieldNow();
-    }
-    appender.flushSync();
-  } finally {
-    appender.closeSync();
-  }
-}
 
 function appendEvents(c: DuckDBConnection, rows: EventRow[], visibleAtMicros: bigint): Promise<void> {
   return appendRows(c, 'events', rows, (a, row) => {

@@ -63,7 +63,7 @@ export type CartItems = CartItem[];
 /**
  * @minItems 1
  */
-export type CartItems1 = [CartItem, ...CartItem[]];
+export type CartItems1 = CartItem[];
 
 /**
  * The batch without its members' contents: what can be checked before looking at any member.
@@ -81,7 +81,7 @@ export interface BatchEnvelope {
    * @minItems 1
    * @maxItems 2500
    */
-  batch: [unknown, ...unknown[]];
+  batch: unknown[];
 }
 /**
  * About the sending client. Extra keys are accepted (clients add their own). Absent means {}.

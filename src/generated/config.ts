@@ -33,7 +33,7 @@ export interface Config {
    *
    * @minItems 1
    */
-  roles: ['collector' | 'compactor' | 'api' | 'flows', ...('collector' | 'compactor' | 'api' | 'flows')[]];
+  roles: ('collector' | 'compactor' | 'api' | 'flows')[];
   /**
    * LOG_LEVEL. Default: info
    */

@@ -28,7 +28,7 @@ export type CartItems = CartItem[];
 /**
  * @minItems 1
  */
-export type CartItems1 = [CartItem, ...CartItem[]];
+export type CartItems1 = CartItem[];
 
 /**
  * Shared parts of collected events (SPEC 4.2): context, traits, cart items and the properties of every predefined track event. Only the $defs are meant to be referenced. Predefined properties objects, cart items, context and traits accept extra keys (as Segment does): clients add their own and they are kept in the stored event. Only the custom event's own properties object is closed, because it has a dedicated free-form bag (properties.properties).

@@ -50,7 +50,7 @@ export type CartItems = CartItem[];
 /**
  * @minItems 1
  */
-export type CartItems1 = [CartItem, ...CartItem[]];
+export type CartItems1 = CartItem[];
 /**
  * This interface was referenced by `undefined`'s JSON-Schema
  * via the `definition` "partnerId".

@@ -58,6 +58,24 @@ export function createMetrics() {
       buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 5],
       registers: [registry],
     }),
+    triggerRunSeconds: new Histogram({
+      name: 'audience_trigger_run_seconds',
+      help: 'Duration of one flow run: trigger query over the window, decisions, outbox write, cursor advance',
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
+      registers: [registry],
+    }),
+    flowDecisions: new Counter({
+      name: 'audience_flow_decisions_total',
+      help: 'Trigger rows decided by flows, by outcome',
+      labelNames: ['outcome'] as const,
+      registers: [registry],
+    }),
+    sends: new Counter({
+      name: 'audience_sends_total',
+      help: 'Flow sends finished, by channel and status (delivered, failed, dead)',
+      labelNames: ['channel', 'status'] as const,
+      registers: [registry],
+    }),
   };
 }
 

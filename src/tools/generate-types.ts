@@ -18,6 +18,8 @@ for (const file of readdirSync(schemasDir).filter((f) => f.endsWith('.schema.jso
     bannerComment: banner,
     additionalProperties: false,
     unreachableDefinitions: true,
+    // Arrays stay T[]: with min/maxItems the generator spells out every tuple length.
+    ignoreMinAndMaxItems: true,
     style: { singleQuote: true },
   });
   const target = join(outDir, file.replace('.schema.json', '.ts'));

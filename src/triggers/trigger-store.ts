@@ -54,6 +54,8 @@ export class TriggerStore {
   private readonly states = new Map<string, QueryState>();
   /** Files whose names cannot be queries, warned about once. */
   private readonly warned = new Set<string>();
+  private watcher: NodeJS.Timeout | undefined;
+  private scanning: Promise<void> | undefined;
 
   constructor(
     private readonly db: Database,
@@ -90,6 +92,24 @@ export class TriggerStore {
 
   get(org: string, kind: QueryKind, name: string): QueryState | undefined {
     return this.states.get(key(org, kind, name));
+  }
+
+  /**
+   * Polls QUERIES_DIR: a changed file is a commit. Polling (not fs.watch) because editors save by
+   * rename, network and container mounts drop inotify events, and a second of delay is fine here.
+   */
+  watch(intervalMs: number): void {
+    this.watcher = setInterval(() => {
+      this.scanning ??= this.scan()
+        .catch((err: unknown) => this.options.logger.error({ err }, 'scanning QUERIES_DIR failed'))
+        .finally(() => (this.scanning = undefined));
+    }, intervalMs);
+    this.watcher.unref();
+  }
+
+  async stopWatching(): Promise<void> {
+    clearInterval(this.watcher);
+    await this.scanning;
   }
 
   /** Reads every org's query files and commits those whose content changed. */

@@ -31,7 +31,8 @@ async function smtpServer(t: Tap, reject?: number): Promise<{ url: string; mails
       stream.on('data', (c: Buffer) => chunks.push(c));
       stream.on('end', () => {
         const from = session.envelope.mailFrom ? session.envelope.mailFrom.address : '';
-        mails.push({ from, to: session.envelope.rcptTo.map((a) => a.address), data: Buffer.concat(chunks).toString('utf8') });
+        const to = session.envelope.rcptTo.map((a) => a.address);
+        mails.push({ from, to, data: Buffer.concat(chunks).toString('utf8') });
         callback();
       });
     },

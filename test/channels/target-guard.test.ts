@@ -6,7 +6,7 @@ import { request } from 'undici';
 import { checkWebhookUrl, createGuardedAgent, isForbiddenAddress } from '../../src/channels/target-guard.js';
 import type { Delivery } from '../../src/channels/types.js';
 import { WebhookChannel } from '../../src/channels/webhook-channel.js';
-import { startReceiver } from './http-receiver.js';
+import { startReceiver } from '../helpers/http-receiver.js';
 
 interface Tap {
   teardown(fn: () => unknown): void;
@@ -25,7 +25,8 @@ function delivery(url: string): Delivery {
 }
 
 function channel(t: Tap, allowPrivate: boolean): WebhookChannel {
-  const ch = new WebhookChannel({ allowPrivate, timeoutMs: 2000, secretFor: () => 'whsec_c2VjcmV0', clock: { now: () => Date.now() } });
+  const secretFor = () => 'whsec_c2VjcmV0';
+  const ch = new WebhookChannel({ allowPrivate, timeoutMs: 2000, secretFor, clock: { now: () => Date.now() } });
   t.teardown(() => ch.close());
   return ch;
 }
@@ -85,7 +86,10 @@ t.test('attempt() to a name resolving to a private address fails for good, witho
   // The machine's own name usually resolves (via /etc/hosts) to loopback or a private address.
   const name = hostname();
   const address = await lookup(name).then((a) => a.address, () => undefined);
-  if (!address || !isForbiddenAddress(address)) return t.skip(`${name} resolves to ${address ?? 'nothing'}`);
+  if (!address || !isForbiddenAddress(address)) {
+    t.comment(`skipped: ${name} resolves to ${address ?? 'nothing'}`);
+    return;
+  }
   const r = await startReceiver();
   t.teardown(() => r.close());
   const url = `http://${name}:${r.port}/hook`;

@@ -5,7 +5,7 @@ import { deliverWithRetries, type RetryPolicy } from '../../src/channels/deliver
 import type { Delivery } from '../../src/channels/types.js';
 import { WebhookChannel } from '../../src/channels/webhook-channel.js';
 import { webhookSecretFor } from '../../src/channels/webhook-signing.js';
-import { type Responder, startReceiver, status } from './http-receiver.js';
+import { type Responder, startReceiver, status } from '../helpers/http-receiver.js';
 
 const MASTER_KEY = 'test-master-key';
 const policy: RetryPolicy = { maxAttempts: 4, baseDelayMs: 1000, maxDelayMs: 30_000 };
@@ -67,8 +67,10 @@ t.test('POSTs the JSON body with Standard Webhooks headers that verify with the 
   const headers = got.headers as Record<string, string>;
   const verified = new Webhook(webhookSecretFor(MASTER_KEY, 'acme')).verify(got.body, headers);
   t.same(verified, { hello: 'world', nights: 6 }, 'signature verifies with the org secret');
-  t.throws(() => new Webhook(webhookSecretFor(MASTER_KEY, 'other-org')).verify(got.body, headers), 'another org secret does not verify');
-  t.throws(() => new Webhook(webhookSecretFor(MASTER_KEY, 'acme')).verify(got.body + ' ', headers), 'a changed body does not verify');
+  const otherOrg = new Webhook(webhookSecretFor(MASTER_KEY, 'other-org'));
+  t.throws(() => otherOrg.verify(got.body, headers), 'another org secret does not verify');
+  const acme = new Webhook(webhookSecretFor(MASTER_KEY, 'acme'));
+  t.throws(() => acme.verify(got.body + ' ', headers), 'a changed body does not verify');
 });
 
 t.test('500, 500, 200: delivered on the third attempt, same webhook-id every time', async (t) => {

@@ -33,7 +33,8 @@ export async function startReceiver(script: Responder[] = [status(204)]): Promis
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const n = received.length;
-      received.push({ method: req.method ?? '', path: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
+      const body = Buffer.concat(chunks).toString('utf8');
+      received.push({ method: req.method ?? '', path: req.url ?? '', headers: req.headers, body });
       (script[Math.min(n, script.length - 1)] ?? status(204))(res, n);
     });
   });

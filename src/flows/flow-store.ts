@@ -1,0 +1,176 @@
+/**
+ * Flow definitions and their state (draft → live ⇄ paused), in DuckDB and mirrored in memory for the
+ * runner's schedule. Going live sets the cursor to the newest visible_at at that moment, so a flow
+ * never messages for events that became visible before it (SPEC 8). Pausing keeps the cursor: a
+ * resumed flow catches up on the events that arrived while it was paused.
+ */
+import type { DuckDBConnection } from '@duckdb/node-api';
+import type { Context } from '../context.js';
+import { type Database, microsParam, readRows, tsParam } from '../db/database.js';
+import { AppError } from '../errors.js';
+import type { Flow, FlowDefinition } from '../generated/flow.js';
+
+export type FlowStatus = Flow['status'];
+
+export interface FlowRecord {
+  org: string;
+  definition: FlowDefinition;
+  status: FlowStatus;
+  createdAt: number;
+  updatedAt: number;
+  liveSince: number | null;
+  /** visible_at (epoch µs) of the end of the last window run. */
+  cursor: bigint | null;
+  lastRunAt: number | null;
+  lastError: string | null;
+}
+
+interface FlowRow {
+  org: string;
+  definition: string;
+  status: FlowStatus;
+  created_at: Date;
+  updated_at: Date;
+  live_since: Date | null;
+  cursor_us: bigint | null;
+  last_run_at: Date | null;
+  last_error: string | null;
+}
+
+const SELECT_FLOWS = 'SELECT *, epoch_us(cursor_at) AS cursor_us FROM flows';
+
+export class FlowStore {
+  private readonly flows = new Map<string, FlowRecord>();
+
+  constructor(
+    private readonly db: Database,
+    private readonly ctx: Context,
+  ) {}
+
+  async load(): Promise<void> {
+    for (const row of await this.db.all<FlowRow>(SELECT_FLOWS)) this.remember(fromRow(row));
+  }
+
+  list(org: string): FlowRecord[] {
+    return [...this.flows.values()].filter((f) => f.org === org).sort((a, b) => a.createdAt - b.createdAt);
+  }
+
+  live(): FlowRecord[] {
+    return [...this.flows.values()].filter((f) => f.status === 'live');
+  }
+
+  get(org: string, id: string): FlowRecord {
+    const flow = this.flows.get(key(org, id));
+    if (!flow) throw new AppError('flow_not_found', `no flow "${id}" in org "${org}"`);
+    return flow;
+  }
+
+  async create(org: string, definition: FlowDefinition): Promise<FlowRecord> {
+    if (this.flows.has(key(org, definition.id))) throw new AppError('flow_exists', `flow "${definition.id}" already exists`);
+    const now = tsParam(this.ctx.clock.now());
+    await this.db.run("INSERT INTO flows VALUES ($1, $2, $3, 'draft', $4, $4, NULL, NULL, NULL, NULL)", [
+      org,
+      definition.id,
+      JSON.stringify(definition),
+      now,
+    ]);
+    return this.reload(org, definition.id);
+  }
+
+  /** Replaces the definition; a live flow uses it from its next run, its cursor unchanged. */
+  async replace(org: string, definition: FlowDefinition): Promise<FlowRecord> {
+    this.get(org, definition.id);
+    await this.db.run('UPDATE flows SET definition = $3, updated_at = $4 WHERE org = $1 AND id = $2', [
+      org,
+      definition.id,
+      JSON.stringify(definition),
+      tsParam(this.ctx.clock.now()),
+    ]);
+    return this.reload(org, definition.id);
+  }
+
+  async start(org: string, id: string): Promise<FlowRecord> {
+    const flow = this.get(org, id);
+    if (flow.status === 'live') return flow;
+    const now = tsParam(this.ctx.clock.now());
+    await this.db.transaction(async (c) => {
+      if (flow.status === 'draft') {
+        // The go-live position: everything visible now is before the flow and never triggers it.
+        const cursor = await newestVisibleAt(c);
+        await c.run("UPDATE flows SET status = 'live', live_since = $3, cursor_at = $4, updated_at = $3 WHERE org = $1 AND id = $2", [
+          org,
+          id,
+          now,
+          microsParam(cursor),
+        ]);
+      } else {
+        await c.run("UPDATE flows SET status = 'live', updated_at = $3 WHERE org = $1 AND id = $2", [org, id, now]);
+      }
+    });
+    return this.reload(org, id);
+  }
+
+  async pause(org: string, id: string): Promise<FlowRecord> {
+    const flow = this.get(org, id);
+    if (flow.status !== 'live') return flow;
+    await this.db.run("UPDATE flows SET status = 'paused', updated_at = $3 WHERE org = $1 AND id = $2", [org, id, tsParam(this.ctx.clock.now())]);
+    return this.reload(org, id);
+  }
+
+  /** Re-reads one flow after a write (the runner's cursor advance included). */
+  async reload(org: string, id: string): Promise<FlowRecord> {
+    const [row] = await this.db.all<FlowRow>(`${SELECT_FLOWS} WHERE org = $1 AND id = $2`, [org, id]);
+    if (!row) throw new AppError('flow_not_found', `no flow "${id}" in org "${org}"`);
+    return this.remember(fromRow(row));
+  }
+
+  private remember(flow: FlowRecord): FlowRecord {
+    this.flows.set(key(flow.org, flow.definition.id), flow);
+    return flow;
+  }
+}
+
+/** The newest visible_at (epoch µs) in this transaction's snapshot; 0 when nothing is stored. */
+export async function newestVisibleAt(c: DuckDBConnection): Promise<bigint> {
+  const [row] = await readRows<{ newest: bigint | null }>(c, 'SELECT epoch_us(max(visible_at)) AS newest FROM events');
+  return row?.newest ?? 0n;
+}
+
+export function toApiFlow(flow: FlowRecord): Flow {
+  const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+  return {
+    definition: flow.definition,
+    status: flow.status,
+    createdAt: new Date(flow.createdAt).toISOString(),
+    updatedAt: new Date(flow.updatedAt).toISOString(),
+    liveSince: iso(flow.liveSince),
+    cursorAt: flow.cursor === null ? null : microsToIso(flow.cursor),
+    lastRunAt: iso(flow.lastRunAt),
+    lastError: flow.lastError,
+  };
+}
+
+/** ISO 8601 with the microseconds visible_at has (Date keeps only milliseconds). */
+export function microsToIso(micros: bigint): string {
+  const ms = micros / 1000n;
+  const rest = String(micros % 1000n).padStart(3, '0');
+  return new Date(Number(ms)).toISOString().replace('Z', `${rest}Z`);
+}
+
+function key(org: string, id: string): string {
+  return `${org}/${id}`;
+}
+
+function fromRow(row: FlowRow): FlowRecord {
+  return {
+    org: row.org,
+    definition: JSON.parse(row.definition) as FlowDefinition,
+    status: row.status,
+    createdAt: row.created_at.getTime(),
+    updatedAt: row.updated_at.getTime(),
+    liveSince: row.live_since?.getTime() ?? null,
+    cursor: row.cursor_us,
+    lastRunAt: row.last_run_at?.getTime() ?? null,
+    lastError: row.last_error,
+  };
+}

@@ -1,0 +1,162 @@
+/* Generated from schemas/ by src/tools/generate-types.ts (npm run types). Do not edit. */
+
+/**
+ * This interface was referenced by `FlowDefinition`'s JSON-Schema
+ * via the `definition` "Message".
+ */
+export type Message = Message1 & Message2;
+export type Message1 = WebhookMessage | EmailMessage | OutboxMessage;
+/**
+ * This interface was referenced by `FlowDefinition`'s JSON-Schema
+ * via the `definition` "queryName".
+ */
+export type QueryName = string;
+
+/**
+ * An event-triggered flow as POST/PUT /admin/v1/orgs/{slug}/flows take it (SPEC 8).
+ */
+export interface FlowDefinition {
+  id: string;
+  name: string;
+  category: 'triggered';
+  entry: 'when_contact_triggers_event';
+  /**
+   * Name of a trigger file queries/<org>/<trigger>.sql
+   */
+  trigger: string;
+  /**
+   * Flows run on production events only; staging is refused with a reason.
+   */
+  environment?: 'production' | 'staging';
+  /**
+   * Seconds between runs. Default: 60
+   */
+  scheduleSeconds?: number;
+  segmentFilter?: {
+    /**
+     * Name of a segment file queries/<org>/segments/<segment>.sql returning email
+     */
+    segment: string;
+    /**
+     * Default: exclude
+     */
+    mode?: 'exclude' | 'include';
+  };
+  experiment?: {
+    /**
+     * @minItems 1
+     * @maxItems 20
+     */
+    variants: Variant[];
+  };
+  /**
+   * @maxItems 50
+   */
+  branches?: Branch[];
+  message: Message;
+  /**
+   * Default: every_event
+   */
+  reentry?:
+    | ('every_event' | 'once')
+    | {
+        afterSeconds: number;
+      };
+}
+/**
+ * This interface was referenced by `FlowDefinition`'s JSON-Schema
+ * via the `definition` "Variant".
+ */
+export interface Variant {
+  label: string;
+  weight: number;
+  /**
+   * Sends nothing; the contact is still recorded in the variant
+   */
+  holdout?: boolean;
+  message?: Message;
+}
+/**
+ * This interface was referenced by `FlowDefinition`'s JSON-Schema
+ * via the `definition` "WebhookMessage".
+ */
+export interface WebhookMessage {
+  channel: 'webhook';
+  url: string;
+  template: {
+    /**
+     * Liquid: a string that renders to JSON, or a JSON value whose strings are Liquid templates
+     */
+    body: string | {} | unknown[];
+  };
+}
+/**
+ * This interface was referenced by `FlowDefinition`'s JSON-Schema
+ * via the `definition` "EmailMessage".
+ */
+export interface EmailMessage {
+  channel: 'email';
+  template: {
+    subject: string;
+    text: string;
+    html?: string;
+  };
+}
+/**
+ * This interface was referenced by `FlowDefinition`'s JSON-Schema
+ * via the `definition` "OutboxMessage".
+ */
+export interface OutboxMessage {
+  channel: 'outbox';
+  /**
+   * Any JSON object; its strings are Liquid templates
+   */
+  template: {};
+}
+export interface Message2 {
+  channel: 'webhook' | 'email' | 'outbox';
+}
+/**
+ * This interface was referenced by `FlowDefinition`'s JSON-Schema
+ * via the `definition` "Branch".
+ */
+export interface Branch {
+  when: Condition;
+  message: Message;
+}
+/**
+ * This interface was referenced by `FlowDefinition`'s JSON-Schema
+ * via the `definition` "Condition".
+ */
+export interface Condition {
+  /**
+   * A dotted path into the template data, e.g. event.properties.nights
+   */
+  field: string;
+  op: 'eq' | 'ne' | 'gt' | 'gte' | 'lt' | 'lte' | 'in' | 'exists';
+  /**
+   * Compared with the field; an array for in; absent for exists
+   */
+  value?: {
+    [k: string]: unknown;
+  };
+}
+/**
+ * A flow as the admin API returns it: the definition and its state.
+ *
+ * This interface was referenced by `FlowDefinition`'s JSON-Schema
+ * via the `definition` "Flow".
+ */
+export interface Flow {
+  definition: FlowDefinition;
+  status: 'draft' | 'live' | 'paused';
+  createdAt: string;
+  updatedAt: string;
+  liveSince: string | null;
+  /**
+   * End of the last window run (microsecond precision)
+   */
+  cursorAt: string | null;
+  lastRunAt: string | null;
+  lastError: string | null;
+}

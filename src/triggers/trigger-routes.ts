@@ -1,0 +1,132 @@
+/**
+ * Admin API for trigger and segment SQL (SPEC 7): list with status and errors, PUT a new version, and
+ * preview a version (given SQL or the live one) over a window without sending anything.
+ * Segments have the same routes under /segments.
+ */
+import type { FastifyInstance } from 'fastify';
+import { slugParams, slugSchema } from '../admin/route-params.js';
+import type { Context } from '../context.js';
+import { type Database, microsParam } from '../db/database.js';
+import { AppError } from '../errors.js';
+import { newestVisibleAt } from '../flows/flow-store.js';
+import type { OrgStore } from '../orgs/org-store.js';
+import { jsonRow } from './json-row.js';
+import { QueryFailed, runSandboxed } from './sandbox.js';
+import { checkSql, type QueryKind, SqlRefused } from './sql-guard.js';
+import { QUERY_NAME, type TriggerStore } from './trigger-store.js';
+
+const PREVIEW_DEFAULT_HOURS = 24;
+const PREVIEW_MAX_ROWS = 1000;
+
+const KINDS: Record<string, QueryKind> = { triggers: 'trigger', segments: 'segment' };
+
+const nameParams = {
+  type: 'object',
+  properties: { slug: slugSchema, name: { type: 'string', pattern: QUERY_NAME.source } },
+  required: ['slug', 'name'],
+} as const;
+const putBody = { type: 'object', additionalProperties: false, required: ['sql'], properties: { sql: { type: 'string', minLength: 1, maxLength: 100_000 } } } as const;
+const previewBody = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    sql: { type: 'string', minLength: 1, maxLength: 100_000 },
+    from: { type: 'string', format: 'date-time', description: 'Window start (exclusive). Default: 24 h before the newest event' },
+    to: { type: 'string', format: 'date-time', description: 'Window end (inclusive). Default: the newest visible event' },
+    limit: { type: 'integer', minimum: 1, maximum: PREVIEW_MAX_ROWS },
+  },
+} as const;
+
+interface PreviewBody {
+  sql?: string;
+  from?: string;
+  to?: string;
+  limit?: number;
+}
+
+export function registerTriggerRoutes(
+  app: FastifyInstance,
+  deps: { db: Database; ctx: Context; orgs: OrgStore; triggers: TriggerStore; timeoutMs: number },
+): void {
+  const { db, orgs, triggers } = deps;
+
+  for (const [plural, kind] of Object.entries(KINDS)) {
+    app.get<{ Params: { slug: string } }>(`/admin/v1/orgs/:slug/${plural}`, { schema: { params: slugParams } }, async (request) => {
+      const org = await orgs.get(request.params.slug);
+      return { [plural]: triggers.list(org.slug, kind).map((s) => describe(s.name, s.latest, s.live)) };
+    });
+
+    app.get<{ Params: { slug: string; name: string } }>(`/admin/v1/orgs/:slug/${plural}/:name`, { schema: { params: nameParams } }, async (request) => {
+      const org = await orgs.get(request.params.slug);
+      const state = triggers.get(org.slug, kind, request.params.name);
+      if (!state) throw new AppError('trigger_not_found', `no ${kind} "${request.params.name}"`);
+      return { ...describe(state.name, state.latest, state.live), sql: state.live?.sql ?? state.latest.sql };
+    });
+
+    app.put<{ Params: { slug: string; name: string }; Body: { sql: string } }>(
+      `/admin/v1/orgs/:slug/${plural}/:name`,
+      { schema: { params: nameParams, body: putBody } },
+      async (request) => {
+        const org = await orgs.get(request.params.slug);
+        const version = await triggers.put(org.slug, kind, request.params.name, request.body.sql);
+        if (version.status === 'invalid') {
+          throw new AppError('invalid_trigger', version.error ?? 'refused', {
+            members: { name: request.params.name, version: version.version, reason: version.error, liveVersion: triggers.live(org.slug, kind, request.params.name)?.version ?? null },
+          });
+        }
+        return { name: request.params.name, version: version.version, hash: version.hash, status: 'live' };
+      },
+    );
+
+    app.post<{ Params: { slug: string; name: string }; Body: PreviewBody | undefined }>(
+      `/admin/v1/orgs/:slug/${plural}/:name/preview`,
+      { schema: { params: nameParams, body: previewBody } },
+      async (request) => {
+        const org = await orgs.get(request.params.slug);
+        const body = request.body ?? {};
+        const live = triggers.live(org.slug, kind, request.params.name);
+        if (body.sql === undefined && !live) throw new AppError('trigger_not_found', `no valid version of ${kind} "${request.params.name}"; send sql to preview one`);
+        const limit = body.limit ?? 100;
+        return db.exclusive(async (c) => {
+          let checked;
+          try {
+            checked = body.sql === undefined ? live!.checked : await checkSql(c, body.sql, org.slug, kind);
+          } catch (error) {
+            if (error instanceof SqlRefused) throw new AppError('invalid_trigger', error.reason, { members: { reason: error.reason } });
+            throw error;
+          }
+          const end = body.to ? BigInt(Date.parse(body.to)) * 1000n : await newestVisibleAt(c);
+          const start = body.from ? BigInt(Date.parse(body.from)) * 1000n : end - BigInt(PREVIEW_DEFAULT_HOURS * 3600) * 1_000_000n;
+          try {
+            const rows = await runSandboxed(c, org.slug, checked, { cursor_start_time: microsParam(start), cursor_end_time: microsParam(end) }, deps.timeoutMs);
+            return {
+              version: body.sql === undefined ? live!.version : null,
+              window: { from: new Date(Number(start / 1000n)).toISOString(), to: new Date(Number(end / 1000n)).toISOString() },
+              count: rows.length,
+              rows: rows.slice(0, limit).map(jsonRow),
+            };
+          } catch (error) {
+            if (error instanceof QueryFailed) throw new AppError('trigger_query_failed', error.reason);
+            throw error;
+          }
+        });
+      },
+    );
+  }
+}
+
+function describe(
+  name: string,
+  latest: { version: number; hash: string; status: string; error: string | null; committedAt: number },
+  live: { version: number; hash: string } | undefined,
+) {
+  return {
+    name,
+    status: latest.status === 'valid' ? 'live' : live ? 'live_previous_version' : 'invalid',
+    liveVersion: live?.version ?? null,
+    liveHash: live?.hash ?? null,
+    latestVersion: latest.version,
+    error: latest.error,
+    committedAt: new Date(latest.committedAt).toISOString(),
+  };
+}
