@@ -137,9 +137,7 @@ export interface Condition {
   /**
    * Compared with the field; an array for in; absent for exists
    */
-  value?: {
-    [k: string]: unknown;
-  };
+  value?: string | number | boolean | null | unknown[];
 }
 /**
  * A flow as the admin API returns it: the definition and its state.

@@ -1,47 +1,8 @@
 /** The email channel (SPEC 8) against a real SMTP server (smtp-server) through real nodemailer. */
 import t from 'tap';
-import type { AddressInfo } from 'node:net';
-import { SMTPServer } from 'smtp-server';
+import { smtpServer, type Tap } from '../helpers/smtp-server.js';
 import { EmailChannel } from '../../src/channels/email-channel.js';
 import type { Delivery } from '../../src/channels/types.js';
-
-interface Tap {
-  teardown(fn: () => unknown): void;
-}
-
-interface Mail {
-  from: string;
-  to: string[];
-  data: string;
-}
-
-/** `reject` makes RCPT TO answer with that SMTP code. */
-async function smtpServer(t: Tap, reject?: number): Promise<{ url: string; mails: Mail[] }> {
-  const mails: Mail[] = [];
-  const server = new SMTPServer({
-    authOptional: true,
-    disabledCommands: ['STARTTLS'], // its built-in certificate is self-signed; plain SMTP on loopback
-    logger: false,
-    onRcptTo(address, _session, callback) {
-      if (!reject) return callback();
-      callback(Object.assign(new Error(`rejected ${address.address}`), { responseCode: reject }));
-    },
-    onData(stream, session, callback) {
-      const chunks: Buffer[] = [];
-      stream.on('data', (c: Buffer) => chunks.push(c));
-      stream.on('end', () => {
-        const from = session.envelope.mailFrom ? session.envelope.mailFrom.address : '';
-        const to = session.envelope.rcptTo.map((a) => a.address);
-        mails.push({ from, to, data: Buffer.concat(chunks).toString('utf8') });
-        callback();
-      });
-    },
-  });
-  await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
-  t.teardown(() => new Promise<void>((ok) => server.close(() => ok())));
-  const { port } = server.server.address() as AddressInfo;
-  return { url: `smtp://127.0.0.1:${port}`, mails };
-}
 
 function channel(t: Tap, smtpUrl: string): EmailChannel {
   const ch = new EmailChannel({ smtpUrl, from: 'Audience <flows@audience.test>' });
