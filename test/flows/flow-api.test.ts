@@ -83,7 +83,9 @@ t.test('segment include and exclude, experiment with holdout, decisions explain 
   await startFlow(h, { id: 'in', scheduleSeconds: 3600, segmentFilter: { segment: 'vip', mode: 'include' }, message: OUTBOX });
   const emails = Array.from({ length: 20 }, (_, i) => `user${i}@example.com`);
   for (const [i, email] of [...emails, 'vip@example.com'].entries()) t.equal((await book(h, cred, email, `e${i}`)).statusCode, 200);
-  await h.collect(customEvent(cred.production, { messageId: 'anon', clientId: 'anon', traits: undefined, requiresIdentity: false }));
+  const anon = customEvent(cred.production, { messageId: 'anon', clientId: 'anon', properties: { eventName: 'booking_completed', requiresIdentity: false, properties: {} } });
+  delete anon.traits;
+  t.equal((await h.collect(anon)).statusCode, 200);
 
   const ex = await runFlow(h, 'ex');
   const outcomes = (run: typeof ex) => run.decisions.reduce<Record<string, number>>((acc, d) => ({ ...acc, [d.outcome]: (acc[d.outcome] ?? 0) + 1 }), {});
