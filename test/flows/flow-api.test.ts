@@ -94,7 +94,7 @@ t.test('segment include and exclude, experiment with holdout, decisions explain 
   t.equal(exOutcomes.no_identity, 1, 'the requiresIdentity false event has no identity for this trigger');
   t.equal((exOutcomes.sent ?? 0) + (exOutcomes.holdout ?? 0), 20);
   t.ok(exOutcomes.sent! > 0 && exOutcomes.holdout! > 0, 'both variants used');
-  t.same(outcomes(await runFlow(h, 'in')), { sent: 1, excluded_by_segment: 20 });
+  t.same(outcomes(await runFlow(h, 'in')), { sent: 1, excluded_by_segment: 20, no_identity: 1 });
 
   const holdout = ex.decisions.find((d) => d.outcome === 'holdout')!;
   const sent = ex.decisions.find((d) => d.outcome === 'sent')!;
