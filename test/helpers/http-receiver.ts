@@ -26,7 +26,7 @@ export const status =
   };
 
 /** Answers the n-th request with script[n], repeating the last entry. */
-export async function startReceiver(script: Responder[] = [status(204)]): Promise<Receiver> {
+export async function startReceiver(script: Responder[] = [status(204)], listenPort = 0): Promise<Receiver> {
   const received: Received[] = [];
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -38,7 +38,7 @@ export async function startReceiver(script: Responder[] = [status(204)]): Promis
       (script[Math.min(n, script.length - 1)] ?? status(204))(res, n);
     });
   });
-  await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
+  await new Promise<void>((ok) => server.listen(listenPort, '127.0.0.1', ok));
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}/hook`,
