@@ -6,7 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import { slugParams, slugSchema } from '../admin/route-params.js';
 import { parseIdentity } from '../audience/parse-identity.js';
 import { webhookSecretFor } from '../channels/webhook-signing.js';
-import { type Database, readRows } from '../db/database.js';
+import type { Database } from '../db/database.js';
 import { AppError } from '../errors.js';
 import type { OrgStore } from '../orgs/org-store.js';
 import type { ProfileIndex } from '../profiles/profile-index.js';
@@ -117,20 +117,17 @@ export function registerFlowRoutes(
       flows.get(org.slug, request.params.id);
       const email = emailOf(org.slug, request.query.identity, deps.profiles);
       const rawIdentity = request.query.identity?.slice(request.query.identity.indexOf(':') + 1) ?? null;
-      const rows = await db.exclusive((c) =>
-        readRows<Record<string, unknown>>(
-          c,
-          // A `sent` decision whose delivery then failed or was dead-lettered reads as failed.
-          `SELECT d.event_id AS "eventId", d.identity, d.identity_type AS "identityType", d.email,
-                  CASE WHEN d.outcome = 'sent' AND s.status IN ('failed', 'dead') THEN 'failed' ELSE d.outcome END AS outcome,
-                  d.variant, d.send_id AS "sendId", coalesce(s.last_error, d.reason) AS reason,
-                  s.status AS "deliveryStatus", s.attempts, d.trigger_hash AS "triggerHash", d.decided_at AS "decidedAt"
-             FROM flow_decisions d
-             LEFT JOIN flow_sends s ON s.send_id = d.send_id AND d.outcome IN ('sent', 'holdout')
-            WHERE d.org = $1 AND d.flow_id = $2 AND ($3::VARCHAR IS NULL OR d.email = $3 OR d.identity = $4)
-            ORDER BY d.decided_at DESC, d.event_id LIMIT $5`,
-          [org.slug, request.params.id, email, rawIdentity, limitOf(request.query.limit)],
-        ),
+      const rows = await db.all<Record<string, unknown>>(
+        // A `sent` decision whose delivery then failed or was dead-lettered reads as failed.
+        `SELECT d.event_id AS "eventId", d.identity, d.identity_type AS "identityType", d.email,
+                CASE WHEN d.outcome = 'sent' AND s.status IN ('failed', 'dead') THEN 'failed' ELSE d.outcome END AS outcome,
+                d.variant, d.send_id AS "sendId", coalesce(s.last_error, d.reason) AS reason,
+                s.status AS "deliveryStatus", s.attempts, d.trigger_hash AS "triggerHash", d.decided_at AS "decidedAt"
+           FROM flow_decisions d
+           LEFT JOIN flow_sends s ON s.send_id = d.send_id AND d.outcome IN ('sent', 'holdout')
+          WHERE d.org = $1 AND d.flow_id = $2 AND ($3::VARCHAR IS NULL OR d.email = $3 OR d.identity = $4)
+          ORDER BY d.decided_at DESC, d.event_id LIMIT $5`,
+        [org.slug, request.params.id, email, rawIdentity, limitOf(request.query.limit)],
       );
       return { decisions: rows.map(jsonRow) };
     },
