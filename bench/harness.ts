@@ -4,6 +4,7 @@
  * load summary and the printed table.
  */
 import { join } from 'node:path';
+import { BodyTemplate } from './bodies.js';
 import { type LoadResult, type RequestSpec, runLoad } from './load.js';
 import { Child, freePort, waitHttpOk, waitQuiet } from './procs.js';
 import { diff, scrape, type ServerMetricsDelta } from './server-metrics.js';
@@ -53,7 +54,14 @@ export async function startService(
   bench: Bench,
   name: string,
   dataDir: string,
-  options: { roles?: string; profileDir?: string; nodeArgs?: string[]; onSpawn?: (child: Child) => void } = {},
+  options: {
+    roles?: string;
+    profileDir?: string;
+    nodeArgs?: string[];
+    onSpawn?: (child: Child) => void;
+    /** Extra environment (e.g. QUERIES_DIR, WEBHOOK_ALLOW_PRIVATE for bench/flows.ts). */
+    env?: NodeJS.ProcessEnv;
+  } = {},
 ): Promise<Service> {
   const port = await freePort();
   const nodeArgs = [...profileArgs(bench, name, options.profileDir), ...(options.nodeArgs ?? [])];
@@ -72,6 +80,7 @@ export async function startService(
       NATS_URL: '',
       ROLES: options.roles ?? '',
       BENCH_ABLATE: bench.ablate,
+      ...options.env,
     },
   });
   options.onSpawn?.(child);
@@ -180,6 +189,32 @@ export async function measure(
   const server = metricsBefore ? diff(metricsBefore, await scrape(target.url)) : undefined;
   sayMeasured(label, result, server);
   return { warmup, measure: result, ...(server ? { server } : {}) };
+}
+
+/**
+ * The baseline: a bare Fastify POST (bench/bare-server.ts) in its own process, with the same bodies as
+ * /http/v1/collect (credentials included, ignored), so the generator does the same work per request.
+ */
+export async function measureBare(
+  bench: Bench,
+  connections: number,
+  timing: { warmup: number; duration: number } = bench,
+  label = 'bare',
+): Promise<Measured> {
+  const port = await freePort();
+  const child = Child.start(label, join(bench.root, 'dist/bench/bare-server.js'), {
+    cwd: bench.root,
+    logFile: join(bench.workDir, `${label}.log`),
+    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1' },
+  });
+  try {
+    await waitHttpOk(`http://127.0.0.1:${port}/healthz`, child);
+    const bodies = BodyTemplate.single({ partnerId: 'pk_bench_unused', partnerSecret: 'sk_bench_unused_0123456789' }, `${label}-${bench.runTag}`);
+    const target = { url: `http://127.0.0.1:${port}`, path: '/bare', serverCpu: () => child.cpuSeconds(), child };
+    return await measure(bench, label, target, { bodies }, connections, timing);
+  } finally {
+    await child.stop();
+  }
 }
 
 export function sayMeasured(label: string, result: LoadResult, server: ServerMetricsDelta | undefined): void {

@@ -11,13 +11,17 @@
  *   audience GET /audience/v2/contacts over 100,000 imported contacts against a bare Fastify GET, alone
  *            and beside collect at half its maximum; event→profile freshness; memory per 100,000 profiles
  *            (its own service and data dir; collect's maximum is taken from the collect phase if it ran)
+ *   flows    trigger run time over a window of 10,000 new events with 1M and 10M events stored, event
+ *            accepted → webhook received latency with a 1 s schedule, webhook sends/s against bare POST
+ *            req/s (bench/flows.ts; bare's req/s from the bare phase if it ran)
  * Servers run compiled (dist/), each in its own process; the load generator runs in this process.
  * Writes bench/results/collect.json (only a complete run of bare,drain,collect,batch with default
  * settings) and bench/results/audience.json (the audience phase with default settings); other runs write
- * bench/results/partial-*.json.tmp.
+ * bench/results/partial-*.json.tmp; bench/results/flows.json (the flows phase with default settings).
  *
- *   npm run bench                                 everything (~3.5 min)
- *   npm run bench -- --only collect               some phases: bare,drain,collect,batch,audience (comma-separated)
+ *   npm run bench                                 everything (~8 min, of which flows ~4.5)
+ *   npm run bench -- --only collect               some phases: bare,drain,collect,batch,audience,flows (comma-separated)
+ *   npm run bench -- --only flows --flow-sizes 1000000 --flow-reps 1   a quicker flows run (partial)
  *   npm run bench -- --only audience --profile    the audience service under node --cpu-prof; summary printed
  *   npm run bench -- --only collect --profile     the service under node --cpu-prof; summary printed
  *   npm run bench -- --only collect --roles collector,api    experiment: service without compactor
@@ -34,12 +38,15 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { benchAudience } from './audience.js';
 import { reportAudience } from './audience-report.js';
+import { benchFlows } from './flows.js';
+import { printFlows, reportFlows } from './flows-report.js';
 import { BodyTemplate, IDENTITIES, type Credentials } from './bodies.js';
 import {
   admin,
   type Bench,
   loadSummary,
   measure as measureWith,
+  measureBare,
   type Measured,
   metric,
   ORG,
@@ -50,14 +57,14 @@ import {
   type Target,
 } from './harness.js';
 import { type LoadResult, type RequestSpec, runLoad } from './load.js';
-import { Child, freePort, waitHttpOk, waitQuiet } from './procs.js';
+import { type Child, waitQuiet } from './procs.js';
 import { printSummary, summarizeProfile, type ProfileSummary } from './profile-summary.js';
 import { countDuckDb, countLog, type DbCounts, type LogCounts } from './verify.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const resultsDir = join(root, 'bench', 'results');
 
-const PHASES = ['bare', 'drain', 'collect', 'batch', 'audience'] as const;
+const PHASES = ['bare', 'drain', 'collect', 'batch', 'audience', 'flows'] as const;
 type Phase = (typeof PHASES)[number];
 /** The phases of bench/results/collect.json; audience has its own file. */
 const COLLECT_PHASES: readonly Phase[] = ['bare', 'drain', 'collect', 'batch'];
@@ -71,6 +78,9 @@ const { values: args } = parseArgs({
     'batch-connections': { type: 'string', default: '20' },
     'batch-size': { type: 'string', default: '100' },
     'drain-events': { type: 'string', default: '300000' },
+    /** Stored events before the flows phase's timed window, one data dir each (comma-separated). */
+    'flow-sizes': { type: 'string', default: '1000000,10000000' },
+    'flow-reps': { type: 'string', default: '3' },
     profile: { type: 'boolean', default: false },
     'no-build': { type: 'boolean', default: false },
     /** Seconds to wait, before each measurement, for the (shared) machine to be idle. */
@@ -185,21 +195,8 @@ function measure(label: string, target: Target, bodies: BodyTemplate | RequestSp
 // ---------------------------------------------------------------------------------------------------
 // Phases
 
-async function benchBare(): Promise<Measured> {
-  const port = await freePort();
-  const child = Child.start('bare', join(root, 'dist/bench/bare-server.js'), {
-    cwd: root,
-    logFile: join(workDir, 'bare.log'),
-    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1' },
-  });
-  try {
-    await waitHttpOk(`http://127.0.0.1:${port}/healthz`, child);
-    // Same bodies as /collect (credentials included, ignored), same generator work per request.
-    const bodies = BodyTemplate.single({ partnerId: 'pk_bench_unused', partnerSecret: 'sk_bench_unused_0123456789' }, `bare-${runTag}`);
-    return await measure('bare', { url: `http://127.0.0.1:${port}`, path: '/bare', serverCpu: () => child.cpuSeconds(), child }, bodies, CONNECTIONS);
-  } finally {
-    await child.stop();
-  }
+function benchBare(): Promise<Measured> {
+  return measureBare(bench, CONNECTIONS);
 }
 
 interface DrainOutcome {
@@ -407,8 +404,8 @@ function consistency(okEvents: number, log: LogCounts, db: DbCounts) {
   };
 }
 
-/** bare, drain, collect, batch: measures, prints, writes collect.json; returns collect's req/s if measured. */
-async function collectPhasesRun(profileDir: string | undefined): Promise<number | undefined> {
+/** bare, drain, collect, batch: measures, prints, writes collect.json; returns collect's and bare's req/s if measured. */
+async function collectPhasesRun(profileDir: string | undefined): Promise<{ collect?: number; bare?: number }> {
   const bare = phases.has('bare') ? await benchBare() : undefined;
   const svc = phases.has('collect') || phases.has('batch') || phases.has('drain') ? await benchService(profileDir) : undefined;
   const drain = svc?.drain;
@@ -531,7 +528,7 @@ async function collectPhasesRun(profileDir: string | undefined): Promise<number 
     : join(resultsDir, `partial-${collectPhases.join('-')}${args.profile ? '-profile' : ''}.json.tmp`);
   writeFileSync(out, `${JSON.stringify(report, null, 2)}\n`);
   say(`wrote ${out}`);
-  return collectS?.reqPerSec;
+  return { ...(collectS ? { collect: collectS.reqPerSec } : {}), ...(bareS ? { bare: bareS.reqPerSec } : {}) };
 }
 
 async function main(): Promise<void> {
@@ -541,7 +538,8 @@ async function main(): Promise<void> {
   if (profileDir) mkdirSync(profileDir, { recursive: true });
   mkdirSync(resultsDir, { recursive: true });
 
-  const collectMax = collectPhases.length > 0 ? await collectPhasesRun(profileDir) : undefined;
+  const measured = collectPhases.length > 0 ? await collectPhasesRun(profileDir) : {};
+  const collectMax = measured.collect;
   if (phases.has('audience')) {
     const outcome = await benchAudience(bench, {
       connections: CONNECTIONS,
@@ -551,6 +549,25 @@ async function main(): Promise<void> {
     });
     const report = reportAudience(outcome, machine());
     const out = defaultSettings ? join(resultsDir, 'audience.json') : join(resultsDir, `partial-audience${args.profile ? '-profile' : ''}.json.tmp`);
+    writeFileSync(out, `${JSON.stringify(report, null, 2)}\n`);
+    say(`wrote ${out}`);
+  }
+  if (phases.has('flows')) {
+    const sizes = args['flow-sizes'].split(',').map(Number);
+    const reps = Number(args['flow-reps']);
+    const outcome = await benchFlows(bench, {
+      sizes,
+      reps,
+      connections: CONNECTIONS,
+      ...(measured.bare ? { bareReqPerSec: measured.bare } : {}),
+      ...(profileDir ? { profileDir, keepProfilesIn: resultsDir } : {}),
+    });
+    const defaults = defaultSettings && args['flow-sizes'] === '1000000,10000000' && reps === 3;
+    const command = `npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`;
+    const report = reportFlows(outcome, machine(), command, !defaults);
+    printFlows(report);
+    for (const profile of [...outcome.sizes.map((s) => s.profile), outcome.sends.profile]) if (profile) printSummary(profile);
+    const out = defaults ? join(resultsDir, 'flows.json') : join(resultsDir, `partial-flows${args.profile ? '-profile' : ''}.json.tmp`);
     writeFileSync(out, `${JSON.stringify(report, null, 2)}\n`);
     say(`wrote ${out}`);
   }

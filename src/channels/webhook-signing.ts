@@ -6,7 +6,6 @@
 import { createHmac } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { Webhook } from 'standardwebhooks';
 
 export interface SigningHeaders {
   'webhook-id': string;
@@ -14,14 +13,22 @@ export interface SigningHeaders {
   'webhook-signature': string;
 }
 
+const SECRET_PREFIX = 'whsec_';
+
 /** 'whsec_' + base64 is the secret format Standard Webhooks libraries accept as is. */
 export function webhookSecretFor(masterKey: string, org: string): string {
-  return 'whsec_' + createHmac('sha256', masterKey).update('audience-webhook:' + org).digest('base64');
+  return SECRET_PREFIX + createHmac('sha256', masterKey).update('audience-webhook:' + org).digest('base64');
 }
 
+/**
+ * `v1,<base64 HMAC-SHA256 of "id.timestamp.body" keyed by the secret's bytes>`, as the spec defines it.
+ * Computed with node:crypto rather than the standardwebhooks package's sign(): that one hashes in pure JS
+ * and was a sixth of the CPU of a send in the benchmark. The tests verify with the package's verify().
+ */
 export function signingHeaders(secret: string, sendId: string, timestampSeconds: number, body: string): SigningHeaders {
-  const signature = new Webhook(secret).sign(sendId, new Date(timestampSeconds * 1000), body);
-  return { 'webhook-id': sendId, 'webhook-timestamp': String(timestampSeconds), 'webhook-signature': signature };
+  const key = Buffer.from(secret.slice(SECRET_PREFIX.length), 'base64');
+  const mac = createHmac('sha256', key).update(`${sendId}.${timestampSeconds}.${body}`).digest('base64');
+  return { 'webhook-id': sendId, 'webhook-timestamp': String(timestampSeconds), 'webhook-signature': `v1,${mac}` };
 }
 
 /**

@@ -92,15 +92,20 @@ export class FlowRunner {
     const segment = segmentName === undefined ? undefined : this.deps.triggers.live(org, 'segment', segmentName);
     if (segmentName !== undefined && !segment) return this.fail(flow, `segment ${segmentName} has no valid version`);
 
-    const stopTimer = this.deps.metrics.triggerRunSeconds.startTimer();
     let summary: RunSummary;
     try {
-      summary = await this.deps.db.transaction((c) => this.runInTransaction(c, flow, trigger, segment));
+      summary = await this.deps.db.transaction(async (c) => {
+        // Timed once the connection is ours: waiting behind compaction is not the run's cost.
+        const stopTimer = this.deps.metrics.triggerRunSeconds.startTimer();
+        try {
+          return await this.runInTransaction(c, flow, trigger, segment);
+        } finally {
+          stopTimer();
+        }
+      });
     } catch (error) {
       if (error instanceof QueryFailed) return this.fail(flow, error.reason);
       throw error;
-    } finally {
-      stopTimer();
     }
     await this.deps.flows.reload(org, id);
     this.afterCommit(org, id, summary.decisions);
@@ -124,7 +129,9 @@ export class FlowRunner {
       return { rows: 0, decisions: [] };
     }
     const window = { cursor_start_time: microsParam(start), cursor_end_time: microsParam(end) };
+    const stopQueryTimer = this.deps.metrics.triggerQuerySeconds.startTimer();
     const rows = await runSandboxed(c, org, trigger.checked, window, this.deps.timeoutMs);
+    stopQueryTimer();
     const segmentEmails = segment
       ? new Set((await runSandboxed(c, org, segment.checked, window, this.deps.timeoutMs)).map((r) => normalizeEmail(String(r.email ?? ''))))
       : undefined;

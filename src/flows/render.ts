@@ -37,6 +37,8 @@ const parsed = new Map<string, Template[]>();
 const PARSED_LIMIT = 10_000;
 
 function render(source: string, data: TemplateData): string {
+  // Most template strings of a JSON body are constants: no Liquid markup, nothing to render.
+  if (!source.includes('{')) return source;
   let template = parsed.get(source);
   if (!template) {
     if (parsed.size >= PARSED_LIMIT) parsed.clear();

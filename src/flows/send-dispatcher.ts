@@ -39,7 +39,9 @@ const MAX_IN_FLIGHT = 64;
 class Closing extends Error {}
 
 export class SendDispatcher {
-  private readonly queue: PendingSend[] = [];
+  // A queue read from `head` (Array#shift is O(n): a run can queue tens of thousands of sends).
+  private queue: PendingSend[] = [];
+  private head = 0;
   private readonly queued = new Set<string>();
   private inFlight = 0;
   private finished: Finished[] = [];
@@ -83,7 +85,7 @@ export class SendDispatcher {
 
   /** Resolves when nothing is queued, in flight or unflushed (tests, benchmarks). */
   async idle(): Promise<void> {
-    while (this.queue.length > 0 || this.inFlight > 0 || this.finished.length > 0 || this.flushing) {
+    while (this.queued.size > 0 || this.inFlight > 0 || this.finished.length > 0 || this.flushing) {
       await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
       await this.flushing;
     }
@@ -92,15 +94,20 @@ export class SendDispatcher {
   /** Stops taking work; deliveries waiting for a retry stay pending for the next start. */
   async close(): Promise<void> {
     this.closing = true;
-    this.queue.length = 0;
+    this.queue = [];
+    this.head = 0;
     for (const wake of this.sleeps) wake();
     while (this.inFlight > 0) await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
     await this.flush();
   }
 
   private pump(): void {
-    while (this.inFlight < MAX_IN_FLIGHT && this.queue.length > 0) {
-      const send = this.queue.shift()!;
+    while (this.inFlight < MAX_IN_FLIGHT && this.head < this.queue.length) {
+      const send = this.queue[this.head++]!;
+      if (this.head === this.queue.length) {
+        this.queue = [];
+        this.head = 0;
+      }
       this.inFlight++;
       void this.deliver(send).finally(() => {
         this.inFlight--;

@@ -64,6 +64,12 @@ export function createMetrics() {
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
       registers: [registry],
     }),
+    triggerQuerySeconds: new Histogram({
+      name: 'audience_trigger_query_seconds',
+      help: 'Duration of the trigger SQL alone over one window (part of audience_trigger_run_seconds)',
+      buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 10],
+      registers: [registry],
+    }),
     flowDecisions: new Counter({
       name: 'audience_flow_decisions_total',
       help: 'Trigger rows decided by flows, by outcome',
