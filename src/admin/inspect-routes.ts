@@ -4,6 +4,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import type { Database } from '../db/database.js';
+import { limitOf } from './route-params.js';
 import { isEnvironment } from '../domain.js';
 import { AppError } from '../errors.js';
 import type { OrgStore } from '../orgs/org-store.js';
@@ -32,14 +33,6 @@ function envFilter(env: string | undefined): string | null {
   if (env === undefined || env === '') return null;
   if (!isEnvironment(env)) throw new AppError('invalid_request', 'env must be staging or production');
   return env;
-}
-
-function limitOf(raw: string | undefined, fallback: number, max: number): number {
-  if (raw === undefined) return fallback;
-  if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > max) {
-    throw new AppError('invalid_request', `limit must be an integer from 1 to ${max}`);
-  }
-  return Number(raw);
 }
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);

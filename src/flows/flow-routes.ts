@@ -3,7 +3,7 @@
  * contact the decision taken on each trigger row. Registered inside the admin scope.
  */
 import type { FastifyInstance } from 'fastify';
-import { slugParams, slugSchema } from '../admin/route-params.js';
+import { limitOf, slugParams, slugSchema } from '../admin/route-params.js';
 import { parseIdentity } from '../audience/parse-identity.js';
 import { webhookSecretFor } from '../channels/webhook-signing.js';
 import type { Database } from '../db/database.js';
@@ -103,7 +103,7 @@ export function registerFlowRoutes(
            FROM flow_sends
           WHERE org = $1 AND flow_id = $2 AND ($3::VARCHAR IS NULL OR email = $3) AND ($4::VARCHAR IS NULL OR status = $4)
           ORDER BY created_at DESC, send_id LIMIT $5`,
-        [org.slug, request.params.id, email, request.query.status ?? null, limitOf(request.query.limit)],
+        [org.slug, request.params.id, email, request.query.status ?? null, limitOf(request.query.limit, 100, 1000)],
       );
       return { sends: rows.map(jsonRow) };
     },
@@ -127,7 +127,7 @@ export function registerFlowRoutes(
            LEFT JOIN flow_sends s ON s.send_id = d.send_id AND d.outcome IN ('sent', 'holdout')
           WHERE d.org = $1 AND d.flow_id = $2 AND ($3::VARCHAR IS NULL OR d.email = $3 OR d.identity = $4)
           ORDER BY d.decided_at DESC, d.event_id LIMIT $5`,
-        [org.slug, request.params.id, email, rawIdentity, limitOf(request.query.limit)],
+        [org.slug, request.params.id, email, rawIdentity, limitOf(request.query.limit, 100, 1000)],
       );
       return { decisions: rows.map(jsonRow) };
     },
@@ -147,10 +147,4 @@ function emailOf(org: string, raw: string | undefined, profiles: ProfileIndex): 
   if (!identity) throw new AppError('invalid_identity', 'identity must be email:<address>, email-hash:<sha256> or user_id:<id>');
   if (identity.type === 'email') return identity.value;
   return (profiles.find(org, identity.type, identity.value)?.email_address as string | undefined) ?? identity.value;
-}
-
-function limitOf(raw: string | undefined): number {
-  const limit = raw === undefined ? 100 : Number(raw);
-  if (limit < 1 || limit > 1000) throw new AppError('invalid_request', 'limit must be from 1 to 1000');
-  return limit;
 }

@@ -68,8 +68,9 @@ export class TriggerStore {
     const rows = await this.db.all<VersionRow>('SELECT * FROM trigger_versions ORDER BY org, kind, name, version');
     const lastValid = new Map<QueryState, VersionRow>();
     for (const row of rows) {
-      const state = this.stateFor(row.org, row.kind, row.name, fromRow(row));
-      state.latest = fromRow(row);
+      const version = fromRow(row);
+      const state = this.stateFor(row.org, row.kind, row.name, version);
+      state.latest = version;
       if (row.status === 'valid') lastValid.set(state, row);
     }
     for (const [state, row] of lastValid) {
