@@ -125,8 +125,9 @@ export async function buildApp(config: Config, ctx: Context = createContext()): 
         clock: ctx.clock,
       })
     : undefined;
-  // Shutdown order: stop taking requests (Fastify) → flush pending appends → finish the compaction
-  // batch → flush token use times → close the log → close DuckDB. Registered before anything else can
+  // Shutdown order: stop taking requests (Fastify) → stop polling trigger files, let a running flow run
+  // finish, stop deliveries (sends waiting for a retry stay pending for the next start) → flush pending
+  // appends → finish the compaction batch → flush token use times → close the log → close DuckDB. Registered before anything else can
   // fail, so a failed start closes what it opened.
   app.addHook('onClose', async () => {
     await triggers?.stopWatching();
