@@ -9,11 +9,11 @@ import { registerContactsRoute } from './audience/contacts-route.js';
 import { registerInspectRoutes } from './admin/inspect-routes.js';
 import { registerOrgRoutes } from './admin/org-routes.js';
 import { registerCollectRoutes } from './collect/collect-routes.js';
-import { Compactor } from './compaction/compactor.js';
+import type { Compaction } from './compaction/compactor.js';
 import type { Config } from './config.js';
 import { type Context, createContext } from './context.js';
-import { Database } from './db/database.js';
-import { migrate } from './db/migrate.js';
+import type { Database } from './db/database.js';
+import { openStorage } from './db/open-storage.js';
 import { loggerOptions } from './http/logger.js';
 import { registerProblemHandlers } from './http/problem.js';
 import { generateRequestId, registerRequestIdHeader } from './http/request-id.js';
@@ -53,7 +53,7 @@ export interface Audience {
   db: Database;
   log: LogBackend;
   committer: GroupCommitter;
-  compactor: Compactor | undefined;
+  compactor: Compaction | undefined;
   orgs: OrgStore;
   metrics: Metrics;
   adminKey: AdminKey;
@@ -90,14 +90,21 @@ export async function buildApp(config: Config, ctx: Context = createContext()): 
   const roles = new Set(config.roles);
   const metrics = createMetrics();
   const adminKey = resolveAdminKey(config.adminKey, config.dataDir, ctx);
-  const db = await Database.open(join(config.dataDir, 'audience.duckdb'), { memoryLimit: config.duckdbMemoryLimit });
-  await migrate(db);
   const log = await openLog({
     natsUrl: config.natsUrl,
     dataDir: config.dataDir,
     onTornTail: (tail) => app.log.warn({ tail }, 'embedded log: cut a torn tail left by a crash'),
+  });
+  // The refresher is made below; compaction only commits once started, at the end of the build.
+  const { db, compaction: compactor } = await openStorage({
+    config,
+    ctx,
+    log,
+    metrics,
+    logger: app.log,
+    onCompacted: (touched) => refresher.enqueue(touched),
   }).catch(async (error) => {
-    await db.close();
+    await log.close();
     throw error;
   });
   const committer = new GroupCommitter(log, {
@@ -107,9 +114,6 @@ export async function buildApp(config: Config, ctx: Context = createContext()): 
   const materializer = new ProfileMaterializer(db, new ProfileIndex());
   const tokens = new TokenStore(db, ctx, { onFlushError: (err) => app.log.warn({ err }, 'token lastUsedAt flush failed') });
   const refresher = new ProfileRefresher(materializer, (err) => app.log.error({ err }, 'profile refresh failed'));
-  const compactor = roles.has('compactor')
-    ? new Compactor({ db, log, ctx, metrics, logger: app.log, afterCommit: async (touched) => refresher.enqueue(touched) })
-    : undefined;
   const signingKey = resolveWebhookSigningKey(config.webhookSigningKey, config.dataDir, ctx.randomBytes);
   const flows = new FlowStore(db, ctx);
   let triggers: TriggerStore | undefined;
@@ -130,16 +134,28 @@ export async function buildApp(config: Config, ctx: Context = createContext()): 
   // appends → finish the compaction batch → flush token use times → close the log → close DuckDB. Registered before anything else can
   // fail, so a failed start closes what it opened.
   app.addHook('onClose', async () => {
-    await triggers?.stopWatching();
-    await runner?.close();
-    await dispatcher?.close();
-    await channels?.close();
-    await committer.flush();
-    await compactor?.stop();
-    await refresher.settled();
-    await tokens.close();
-    await log.close();
-    await db.close();
+    const steps = [
+      () => triggers?.stopWatching(),
+      () => runner?.close(),
+      () => dispatcher?.close(),
+      () => channels?.close(),
+      () => committer.flush(),
+      () => compactor?.stop(),
+      () => refresher.settled(),
+      () => tokens.close(),
+      () => log.close(),
+      () => db.close(),
+    ];
+    // Every step runs even when one fails, so DuckDB (and the storage worker thread) is always closed.
+    let failure: unknown;
+    for (const step of steps) {
+      try {
+        await step();
+      } catch (error) {
+        failure ??= error;
+      }
+    }
+    if (failure !== undefined) throw failure;
   });
 
   try {

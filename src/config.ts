@@ -28,6 +28,7 @@ const variableOf: Record<keyof Config, string> = {
   webhookBackoffMs: 'WEBHOOK_BACKOFF_MS',
   triggerTimeoutMs: 'TRIGGER_TIMEOUT_MS',
   duckdbMemoryLimit: 'DUCKDB_MEMORY_LIMIT',
+  storageThread: 'STORAGE_THREAD',
 };
 
 export class ConfigError extends Error {
@@ -68,6 +69,7 @@ export function readConfig(env: NodeJS.ProcessEnv): Config {
     webhookBackoffMs: integer('WEBHOOK_BACKOFF_MS', env.WEBHOOK_BACKOFF_MS, 1_000),
     triggerTimeoutMs: integer('TRIGGER_TIMEOUT_MS', env.TRIGGER_TIMEOUT_MS, 10_000),
     duckdbMemoryLimit: env.DUCKDB_MEMORY_LIMIT || '4GB',
+    storageThread: env.STORAGE_THREAD || 'worker',
   };
   const natsUrl = optional(env.NATS_URL);
   if (natsUrl) candidate.natsUrl = natsUrl;

@@ -3,11 +3,9 @@
  * identities and quarantine rows (plan-batch.ts → write-batch.ts). The position lives in DuckDB, in
  * the same transaction as the rows, so there is no separate log ack to lose: exactly-once into DuckDB.
  */
-import type { FastifyBaseLogger } from 'fastify';
 import type { Context } from '../context.js';
 import type { Database } from '../db/database.js';
 import type { LogBackend, LogReader } from '../log/types.js';
-import type { Metrics } from '../ops/metrics.js';
 import { DEDUPE_WINDOW_MS, DedupeWindow, dedupeKey } from './dedupe-window.js';
 import { IdentityMap, clientKey } from './identity-map.js';
 import { type PlanState, planBatch } from './plan-batch.js';
@@ -26,17 +24,38 @@ const RETRY_AFTER_FAILURE_MS = 1000;
 /** Expired pending identities are swept at most this often while the log is idle. */
 const SWEEP_INTERVAL_MS = 10_000;
 
-export interface CompactorDeps {
-  db: Database;
-  log: LogBackend;
-  ctx: Context;
-  metrics: Metrics;
-  logger: FastifyBaseLogger;
-  /** Runs after each commit, before waiters are told (e.g. queues the touched profiles for refresh). */
-  afterCommit?: (touched: Array<{ org: string; email: string }>) => Promise<void>;
+/** The metrics the compactor moves; in the storage worker they are forwarded to the main thread's registry. */
+export interface CompactorMetrics {
+  compactionBatchSeconds: { observe(seconds: number): void };
+  eventsQuarantined: { inc(labels: { code: string }): void };
+  duplicatesDropped: { inc(count: number): void };
+  compactionLag: { set(records: number): void };
 }
 
-export class Compactor {
+/** What the service holds of compaction, in this thread (Compactor) or in the storage worker (storage-client.ts). */
+export interface Compaction {
+  /** Highest log seq whose records are committed to DuckDB. */
+  readonly compactedSeq: number;
+  /** Resolves once every record up to `seq` is in DuckDB and its touched profiles were queued for refresh. */
+  whenCompacted(seq: number): Promise<void>;
+  start(): Promise<void>;
+  /** Finishes the batch in progress, then stops (graceful shutdown). */
+  stop(): Promise<void>;
+}
+
+export interface CompactorDeps {
+  db: Database;
+  log: Pick<LogBackend, 'openReader' | 'headSeq'>;
+  ctx: Context;
+  metrics: CompactorMetrics;
+  logger: { error(details: object, message: string): void };
+  /** Runs after each commit, before waiters are told (e.g. queues the touched profiles for refresh). */
+  afterCommit?: (touched: Array<{ org: string; email: string }>) => Promise<void>;
+  /** Told the committed position whenever it may have moved (the storage worker reports it). */
+  onProgress?: (seq: number) => void;
+}
+
+export class Compactor implements Compaction {
   private state!: PlanState;
   private reader: LogReader | undefined;
   private cursor = 0;
@@ -51,7 +70,6 @@ export class Compactor {
 
   constructor(private readonly deps: CompactorDeps) {}
 
-  /** Highest log seq whose records are committed to DuckDB. */
   get compactedSeq(): number {
     return this.cursor;
   }
@@ -61,14 +79,12 @@ export class Compactor {
     this.running = this.loop();
   }
 
-  /** Finishes the batch in progress, then stops (graceful shutdown). */
   async stop(): Promise<void> {
     this.stopping = true;
     await this.running;
     await this.reader?.close();
   }
 
-  /** Resolves once every record up to `seq` is in DuckDB (tests, freshness measurements). */
   whenCompacted(seq: number): Promise<void> {
     if (this.cursor >= seq) return Promise.resolve();
     return new Promise((resolve) => this.waiters.push({ seq, resolve }));
@@ -114,8 +130,8 @@ export class Compactor {
     this.deps.metrics.duplicatesDropped.inc(plan.duplicates);
     this.state.dedupe.prune(now);
     if (outcome.touched.length > 0) await this.runAfterCommit(outcome.touched);
-    this.notifyWaiters();
     await this.updateLag();
+    this.notifyWaiters();
   }
 
   private async runAfterCommit(touched: Array<{ org: string; email: string }>): Promise<void> {
@@ -152,6 +168,7 @@ export class Compactor {
   }
 
   private notifyWaiters(): void {
+    this.deps.onProgress?.(this.cursor);
     for (let i = this.waiters.length - 1; i >= 0; i--) {
       const waiter = this.waiters[i]!;
       if (waiter.seq <= this.cursor) {

@@ -3,12 +3,11 @@
  * anywhere before COMMIT replays the same records and a crash after it never repeats them.
  * visible_at is one value per commit, strictly increasing (the trigger cursor column, SPEC 5).
  */
-import type { DuckDBAppender, DuckDBConnection } from '@duckdb/node-api';
-import { type Database, microsParam, readRows, tsParam } from '../db/database.js';
+import type { Sql } from '../db/sql.js';
+import { type Database, microsParam, tsParam } from '../db/database.js';
 import { eventFacts } from './event-facts.js';
 import { IDENTITY_TTL_MS, clientKey } from './identity-map.js';
 import type { BatchPlan, EventRow, QuarantineRow } from './plan-batch.js';
-import { appendRows } from '../db/append-rows.js';
 
 export const CURSOR_NAME = 'compactor';
 
@@ -48,7 +47,7 @@ export async function writeBatch(
     const quarantined: QuarantineRow[] = [...plan.quarantine];
 
     if (plan.pending.length > 0) {
-      await appendRows(c, 'pending_identity', plan.pending, (a, row) => {
+      await c.append({ table: 'pending_identity' }, plan.pending, (a, row) => {
         a.appendVarchar(row.entry.org);
         a.appendVarchar(row.entry.environment);
         a.appendVarchar(row.entry.messageId);
@@ -61,9 +60,7 @@ export async function writeBatch(
     }
 
     for (const release of plan.releases) {
-      const released = await readRows<PendingRow>(
-        c,
-        `DELETE FROM pending_identity
+      const released = await c.all<PendingRow>(`DELETE FROM pending_identity
           WHERE org = $1 AND environment = $2 AND client_id = $3 AND received_at >= $4
           RETURNING ${PENDING_COLUMNS}`,
         [release.org, release.environment, release.clientId, tsParam(release.identifiedAt - IDENTITY_TTL_MS)],
@@ -74,9 +71,7 @@ export async function writeBatch(
       }
     }
 
-    const expired = await readRows<PendingRow>(
-      c,
-      `DELETE FROM pending_identity WHERE expires_at <= $1 RETURNING ${PENDING_COLUMNS}`,
+    const expired = await c.all<PendingRow>(`DELETE FROM pending_identity WHERE expires_at <= $1 RETURNING ${PENDING_COLUMNS}`,
       [tsParam(now)],
     );
     for (const p of expired) {
@@ -129,8 +124,8 @@ function pendingToEvent(p: PendingRow, email: string): EventRow {
 }
 
 
-function appendEvents(c: DuckDBConnection, rows: EventRow[], visibleAtMicros: bigint): Promise<void> {
-  return appendRows(c, 'events', rows, (a, row) => {
+function appendEvents(c: Sql, rows: EventRow[], visibleAtMicros: bigint): Promise<void> {
+  return c.append({ table: 'events' }, rows, (a, row) => {
     const { entry, facts } = row;
     a.appendVarchar(entry.org);
     a.appendVarchar(entry.environment);
@@ -151,8 +146,8 @@ function appendEvents(c: DuckDBConnection, rows: EventRow[], visibleAtMicros: bi
   });
 }
 
-function appendQuarantine(c: DuckDBConnection, rows: QuarantineRow[], now: number): Promise<void> {
-  return appendRows(c, 'quarantine', rows, (a, row) => {
+function appendQuarantine(c: Sql, rows: QuarantineRow[], now: number): Promise<void> {
+  return c.append({ table: 'quarantine' }, rows, (a, row) => {
     a.appendVarchar(row.id);
     a.appendVarchar(row.org);
     a.appendVarchar(row.environment);
@@ -164,7 +159,7 @@ function appendQuarantine(c: DuckDBConnection, rows: QuarantineRow[], now: numbe
   });
 }
 
-async function upsertMappings(c: DuckDBConnection, plan: BatchPlan): Promise<void> {
+async function upsertMappings(c: Sql, plan: BatchPlan): Promise<void> {
   // Only the latest identify per clientId in this batch matters (latest wins).
   const latest = new Map(plan.mappings.map((m) => [clientKey(m.org, m.environment, m.clientId), m]));
   for (const m of latest.values()) {

@@ -1,7 +1,9 @@
 /**
- * One DuckDB file, one connection, every use serialized.
+ * DuckDB in this thread: one file, one connection, every use serialized.
  * Why serialized: concurrent use of one connection (a shared prepared statement) crashed Node in the
  * pilot, and the compactor's transaction must not interleave with other statements on its connection.
+ * The service normally runs this inside the storage worker (storage-worker.ts); STORAGE_THREAD=main
+ * and tests with an injected clock run it on the main thread.
  */
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
@@ -10,22 +12,28 @@ import {
   timestampTZValue,
   type DuckDBConnection,
   type DuckDBTimestampTZValue,
-  type DuckDBValue,
 } from '@duckdb/node-api';
+import { type AppendTarget, type Database, type Params, type Row, type RowAppender, type Sql, inTransaction } from './sql.js';
+import { YIELD_EVERY, yieldNow } from './yield-now.js';
 
-export type Row = Record<string, unknown>;
-/** Positional ($1…) or named ($name) parameters. */
-export type Params = DuckDBValue[] | Record<string, DuckDBValue>;
+export type { Database, Params, Row, Sql } from './sql.js';
 
-export class Database {
+export interface DatabaseOptions {
+  memoryLimit?: string;
+}
+
+export class LocalDatabase implements Database {
   private tail: Promise<unknown> = Promise.resolve();
+  private readonly sql: LocalSql;
 
   private constructor(
     private readonly instance: DuckDBInstance,
     private readonly connection: DuckDBConnection,
-  ) {}
+  ) {
+    this.sql = new LocalSql(connection);
+  }
 
-  static async open(path: string, options: { memoryLimit?: string } = {}): Promise<Database> {
+  static async open(path: string, options: DatabaseOptions = {}): Promise<LocalDatabase> {
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
     const instance = await DuckDBInstance.create(path, {
       // DuckDB checkpoints (rewrites changed row groups) whenever the WAL passes 16 MB by default: under
@@ -42,56 +50,77 @@ export class Database {
       memory_limit: options.memoryLimit ?? '4GB',
       lock_configuration: 'true',
     });
-    return new Database(instance, await instance.connect());
+    return new LocalDatabase(instance, await instance.connect());
   }
 
-  /** Runs `work` with the connection to itself; callers queue in order. */
-  exclusive<T>(work: (connection: DuckDBConnection) => Promise<T>): Promise<T> {
-    const result = this.tail.then(() => work(this.connection));
+  exclusive<T>(work: (connection: Sql) => Promise<T>): Promise<T> {
+    const result = this.tail.then(() => work(this.sql));
     this.tail = result.catch(() => undefined);
     return result;
   }
 
-  /** Rows as plain JS objects (see readRows). */
   all<T = Row>(sql: string, params: Params = []): Promise<T[]> {
-    return this.exclusive((c) => readRows<T>(c, sql, params));
+    return this.exclusive((c) => c.all<T>(sql, params));
   }
 
   run(sql: string, params: Params = []): Promise<void> {
-    return this.exclusive(async (c) => {
-      await c.run(sql, params);
-    });
+    return this.exclusive((c) => c.run(sql, params));
   }
 
-  /** BEGIN … COMMIT around `work`, ROLLBACK when it throws. */
-  transaction<T>(work: (connection: DuckDBConnection) => Promise<T>): Promise<T> {
-    return this.exclusive(async (c) => {
-      await c.run('BEGIN TRANSACTION');
-      try {
-        const result = await work(c);
-        await c.run('COMMIT');
-        return result;
-      } catch (error) {
-        await c.run('ROLLBACK').catch(() => undefined);
-        throw error;
-      }
-    });
+  transaction<T>(work: (connection: Sql) => Promise<T>): Promise<T> {
+    return this.exclusive((c) => inTransaction(c, work));
   }
 
   async close(): Promise<void> {
-    await this.exclusive(async (c) => {
+    await this.exclusive(async () => {
       // CHECKPOINT folds the WAL into the file so the next start opens quickly.
-      await c.run('CHECKPOINT').catch(() => undefined);
-      c.closeSync();
+      await this.connection.run('CHECKPOINT').catch(() => undefined);
+      this.connection.closeSync();
     });
     this.instance.closeSync();
   }
 }
 
-/** Rows as plain JS objects (BIGINT as bigint, JSON as string, TIMESTAMPTZ as Date), on a connection
- *  already held (inside `exclusive` or `transaction`). */
-export async function readRows<T = Row>(connection: DuckDBConnection, sql: string, params: Params = []): Promise<T[]> {
-  return (await connection.runAndReadAll(sql, params)).getRowObjectsJS() as T[];
+class LocalSql implements Sql {
+  constructor(private readonly connection: DuckDBConnection) {}
+
+  async run(sql: string, params: Params = []): Promise<void> {
+    await this.connection.run(sql, params);
+  }
+
+  async all<T = Row>(sql: string, params: Params = []): Promise<T[]> {
+    return (await this.connection.runAndReadAll(sql, params)).getRowObjectsJS() as T[];
+  }
+
+  async append<T>(target: AppendTarget, rows: readonly T[], write: (appender: RowAppender, row: T) => void): Promise<void> {
+    const appender = target.catalog
+      ? await this.connection.createAppender(target.table, 'main', target.catalog)
+      : await this.connection.createAppender(target.table);
+    try {
+      let appended = 0;
+      for (const row of rows) {
+        write(appender, row);
+        appender.endRow();
+        if (++appended % YIELD_EVERY === 0) await yieldNow();
+      }
+      appender.flushSync();
+    } finally {
+      appender.closeSync();
+    }
+  }
+
+  async columnNames(sql: string): Promise<string[]> {
+    const prepared = await this.connection.prepare(sql);
+    try {
+      return Array.from({ length: prepared.columnCount }, (_, i) => prepared.columnName(i));
+    } finally {
+      prepared.destroySync();
+    }
+  }
+
+  interrupt(): void {
+    this.connection.interrupt();
+  }
 }
 
 /** Epoch milliseconds → a TIMESTAMPTZ parameter or appender value. */

@@ -3,11 +3,11 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pipelinesDir } from '../paths.js';
 import { ensureOrgRelations } from '../triggers/org-relations.js';
-import { type Database, readRows } from './database.js';
+import { type Database } from './database.js';
 
 export async function migrate(db: Database): Promise<void> {
   await db.exclusive(async (c) => {
     for (const file of ['storage.sql', 'profiles.sql']) await c.run(readFileSync(join(pipelinesDir, file), 'utf8'));
-    for (const { slug } of await readRows<{ slug: string }>(c, 'SELECT slug FROM orgs')) await ensureOrgRelations(c, slug);
+    for (const { slug } of await c.all<{ slug: string }>('SELECT slug FROM orgs')) await ensureOrgRelations(c, slug);
   });
 }

@@ -9,11 +9,10 @@
  * writes the new ones, and DuckDB access is serialized, so runs (even two runners) never interleave.
  */
 import type { FastifyBaseLogger } from 'fastify';
-import type { DuckDBConnection } from '@duckdb/node-api';
+import type { Sql } from '../db/sql.js';
 import { listValue } from '@duckdb/node-api';
 import type { Context } from '../context.js';
-import { appendRows } from '../db/append-rows.js';
-import { type Database, microsParam, readRows, tsParam } from '../db/database.js';
+import { type Database, microsParam, tsParam } from '../db/database.js';
 import { normalizeEmail } from '../domain.js';
 import type { Metrics } from '../ops/metrics.js';
 import type { ContactKey } from '../profiles/profile-materializer.js';
@@ -112,13 +111,11 @@ export class FlowRunner {
     return summary;
   }
 
-  private async runInTransaction(c: DuckDBConnection, flow: FlowRecord, trigger: LiveQuery, segment: LiveQuery | undefined): Promise<RunSummary> {
+  private async runInTransaction(c: Sql, flow: FlowRecord, trigger: LiveQuery, segment: LiveQuery | undefined): Promise<RunSummary> {
     const { org } = flow;
     const id = flow.definition.id;
     const now = this.deps.ctx.clock.now();
-    const [current] = await readRows<{ status: string; cursor_us: bigint | null }>(
-      c,
-      'SELECT status, epoch_us(cursor_at) AS cursor_us FROM flows WHERE org = $1 AND id = $2',
+    const [current] = await c.all<{ status: string; cursor_us: bigint | null }>('SELECT status, epoch_us(cursor_at) AS cursor_us FROM flows WHERE org = $1 AND id = $2',
       [org, id],
     );
     if (current?.status !== 'live') return { skipped: 'flow is no longer live', rows: 0, decisions: [] };
@@ -154,30 +151,26 @@ export class FlowRunner {
     return { rows: rows.length, decisions };
   }
 
-  private async usedKeys(c: DuckDBConnection, org: string, flowId: string, eventIds: string[]): Promise<Set<string>> {
+  private async usedKeys(c: Sql, org: string, flowId: string, eventIds: string[]): Promise<Set<string>> {
     if (eventIds.length === 0) return new Set();
-    const used = await readRows<{ email: string; event_id: string }>(
-      c,
-      'SELECT email, event_id FROM flow_sends WHERE org = $1 AND flow_id = $2 AND event_id IN (SELECT unnest($3::VARCHAR[]))',
+    const used = await c.all<{ email: string; event_id: string }>('SELECT email, event_id FROM flow_sends WHERE org = $1 AND flow_id = $2 AND event_id IN (SELECT unnest($3::VARCHAR[]))',
       [org, flowId, listValue(eventIds)],
     );
     return new Set(used.map((u) => sendKey(u.email, u.event_id)));
   }
 
-  private async lastEntries(c: DuckDBConnection, org: string, flowId: string, emails: string[]): Promise<Map<string, number>> {
+  private async lastEntries(c: Sql, org: string, flowId: string, emails: string[]): Promise<Map<string, number>> {
     if (emails.length === 0) return new Map();
-    const last = await readRows<{ email: string; last_ms: bigint }>(
-      c,
-      'SELECT email, epoch_ms(max(created_at)) AS last_ms FROM flow_sends WHERE org = $1 AND flow_id = $2 AND email IN (SELECT unnest($3::VARCHAR[])) GROUP BY email',
+    const last = await c.all<{ email: string; last_ms: bigint }>('SELECT email, epoch_ms(max(created_at)) AS last_ms FROM flow_sends WHERE org = $1 AND flow_id = $2 AND email IN (SELECT unnest($3::VARCHAR[])) GROUP BY email',
       [org, flowId, listValue(emails)],
     );
     return new Map(last.map((l) => [l.email, Number(l.last_ms)]));
   }
 
   /** Decisions and outbox rows (sent → pending, holdout → recorded) in the run's transaction. */
-  private async record(c: DuckDBConnection, org: string, flowId: string, triggerHash: string, decisions: Decision[], now: number): Promise<void> {
+  private async record(c: Sql, org: string, flowId: string, triggerHash: string, decisions: Decision[], now: number): Promise<void> {
     const at = tsParam(now);
-    await appendRows(c, 'flow_decisions', decisions, (a, d) => {
+    await c.append({ table: 'flow_decisions' }, decisions, (a, d) => {
       a.appendVarchar(org);
       a.appendVarchar(flowId);
       appendNullable(a, d.email);
@@ -192,7 +185,7 @@ export class FlowRunner {
       a.appendTimestampTZ(at);
     });
     const entered = decisions.filter((d) => d.outcome === 'sent' || d.outcome === 'holdout');
-    await appendRows(c, 'flow_sends', entered, (a, d) => {
+    await c.append({ table: 'flow_sends' }, entered, (a, d) => {
       a.appendVarchar(d.sendId!);
       a.appendVarchar(org);
       a.appendVarchar(flowId);

@@ -4,9 +4,9 @@
  * never messages for events that became visible before it (SPEC 8). Pausing keeps the cursor: a
  * resumed flow catches up on the events that arrived while it was paused.
  */
-import type { DuckDBConnection } from '@duckdb/node-api';
+import type { Sql } from '../db/sql.js';
 import type { Context } from '../context.js';
-import { type Database, microsParam, readRows, tsParam } from '../db/database.js';
+import { type Database, microsParam, tsParam } from '../db/database.js';
 import { AppError } from '../errors.js';
 import type { Flow, FlowDefinition } from '../generated/flow.js';
 
@@ -131,8 +131,8 @@ export class FlowStore {
 }
 
 /** The newest visible_at (epoch µs) in this transaction's snapshot; 0 when nothing is stored. */
-export async function newestVisibleAt(c: DuckDBConnection): Promise<bigint> {
-  const [row] = await readRows<{ newest: bigint | null }>(c, 'SELECT epoch_us(max(visible_at)) AS newest FROM events');
+export async function newestVisibleAt(c: Sql): Promise<bigint> {
+  const [row] = await c.all<{ newest: bigint | null }>('SELECT epoch_us(max(visible_at)) AS newest FROM events');
   return row?.newest ?? 0n;
 }
 

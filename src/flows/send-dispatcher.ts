@@ -13,7 +13,7 @@ import { deliverWithRetries, type RetryPolicy } from '../channels/deliver-with-r
 import type { Channels } from '../channels/open-channels.js';
 import type { Delivery, DeliveryResult, RenderedMessage } from '../channels/types.js';
 import type { Context } from '../context.js';
-import { type Database, readRows, tsParam } from '../db/database.js';
+import { type Database, tsParam } from '../db/database.js';
 import type { Metrics } from '../ops/metrics.js';
 
 export interface PendingSend {
@@ -168,9 +168,7 @@ export class SendDispatcher {
     const statuses = batch.map((f) => f.result.kind);
     const reasons = batch.map((f) => (f.result.kind === 'delivered' ? null : f.result.reason));
     await this.deps.db.exclusive((c) =>
-      readRows(
-        c,
-        `UPDATE flow_sends AS s
+      c.all(`UPDATE flow_sends AS s
             SET status = u.status, attempts = u.attempts, last_error = u.reason,
                 sent_at = CASE WHEN u.status = 'delivered' THEN $5 END
            FROM (SELECT unnest($1::VARCHAR[]) AS send_id, unnest($2::VARCHAR[]) AS status,

@@ -70,4 +70,8 @@ export interface Config {
    * DUCKDB_MEMORY_LIMIT. Default: 4GB
    */
   duckdbMemoryLimit: string;
+  /**
+   * STORAGE_THREAD: where DuckDB, compaction and profile queries run. worker (default) keeps them off the thread that answers HTTP; main runs everything on one thread (tests with an injected clock).
+   */
+  storageThread: 'worker' | 'main';
 }

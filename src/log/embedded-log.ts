@@ -9,6 +9,7 @@ import { mkdir, open, stat, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { AppendSignal } from './append-signal.js';
 import { EmbeddedReader, type FrameSource } from './embedded-reader.js';
+import type { FrameLayout } from './embedded-tail.js';
 import { encodeFrame, type Frame } from './frame.js';
 import { readFrames, scanFrames, writeFully } from './frame-file.js';
 import { RecentIds } from './recent-ids.js';
@@ -39,6 +40,7 @@ export class EmbeddedLog implements LogBackend {
   private readonly signal = new AppendSignal();
   private closing = false;
   private closed = false;
+  private readonly appendListeners: Array<(offset: number, end: number) => void> = [];
   /** Tail of the write chain: one write at a time, in call order. */
   private queue: Promise<unknown> = Promise.resolve();
 
@@ -51,6 +53,7 @@ export class EmbeddedLog implements LogBackend {
   };
 
   private constructor(
+    private readonly file: string,
     private readonly handle: FileHandle,
     /** Byte offset of each record's frame; index = seq - 1. */
     private readonly offsets: number[],
@@ -87,7 +90,7 @@ export class EmbeddedLog implements LogBackend {
           reason: scan.stopReason ?? 'unknown',
         });
       }
-      return new EmbeddedLog(handle, offsets, scan.validBytes, recent);
+      return new EmbeddedLog(file, handle, offsets, scan.validBytes, recent);
     } catch (error) {
       await handle.close();
       throw error;
@@ -99,6 +102,13 @@ export class EmbeddedLog implements LogBackend {
     const result = this.queue.then(() => this.append(recordId, payload));
     this.queue = result.catch(() => {});
     return result;
+  }
+
+  /** Where the durable frames are now, and every later append reported to `listener` (the storage
+   *  worker tails the file this way: embedded-tail.ts). Taken together, so no append falls between. */
+  share(listener: (offset: number, end: number) => void): FrameLayout {
+    this.appendListeners.push(listener);
+    return { file: this.file, offsets: [...this.offsets], end: this.end };
   }
 
   openReader(afterSeq: number): Promise<LogReader> {
@@ -149,6 +159,7 @@ export class EmbeddedLog implements LogBackend {
     const seq = this.offsets.length;
     this.recent.add(recordId, seq);
     this.signal.notify();
+    for (const listener of this.appendListeners) listener(offset, this.end);
     return { seq, duplicate: false };
   }
 }

@@ -85,8 +85,8 @@ export class OrgStore {
       issued.push({ env, partnerId: cred.partnerId, hash: sha256Hex(cred.partnerSecret) });
     }
     await this.db.transaction(async (c) => {
-      const existing = await c.runAndReadAll('SELECT 1 FROM orgs WHERE slug = $1', [input.slug]);
-      if (existing.currentRowCount > 0) throw new AppError('org_exists', `org "${input.slug}" already exists`);
+      const existing = await c.all('SELECT 1 FROM orgs WHERE slug = $1', [input.slug]);
+      if (existing.length > 0) throw new AppError('org_exists', `org "${input.slug}" already exists`);
       if (RESERVED_SCHEMA_NAMES.has(input.slug)) {
         throw new AppError('invalid_request', `slug "${input.slug}" is reserved: trigger SQL names it as a schema`);
       }

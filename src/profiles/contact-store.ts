@@ -18,24 +18,17 @@ export class ContactStore {
     const now = tsParam(this.ctx.clock.now());
     await this.db.transaction(async (c) => {
       await c.run(`CREATE OR REPLACE TEMP TABLE contact_import AS SELECT * FROM contacts LIMIT 0`);
-      const appender = await c.createAppender('contact_import', 'main', 'temp');
-      try {
-        for (const row of latest.values()) {
-          appender.appendVarchar(org);
-          appender.appendVarchar(row.email);
-          for (const column of CONTACT_COLUMNS) {
-            const value = row.columns[column];
-            if (value === undefined) appender.appendNull();
-            else appender.appendVarchar(value);
-          }
-          appender.appendVarchar(JSON.stringify(row.custom));
-          appender.appendTimestampTZ(now);
-          appender.endRow();
+      await c.append({ table: 'contact_import', catalog: 'temp' }, [...latest.values()], (a, row) => {
+        a.appendVarchar(org);
+        a.appendVarchar(row.email);
+        for (const column of CONTACT_COLUMNS) {
+          const value = row.columns[column];
+          if (value === undefined) a.appendNull();
+          else a.appendVarchar(value);
         }
-        appender.flushSync();
-      } finally {
-        appender.closeSync();
-      }
+        a.appendVarchar(JSON.stringify(row.custom));
+        a.appendTimestampTZ(now);
+      });
       const keep = CONTACT_COLUMNS.map((col) => `${col} = coalesce(excluded.${col}, contacts.${col})`).join(', ');
       await c.run(
         `INSERT INTO contacts SELECT * FROM contact_import

@@ -6,7 +6,7 @@
  */
 import type { Context } from '../context.js';
 import type { DuckDBValue } from '@duckdb/node-api';
-import { type Database, readRows, tsParam } from '../db/database.js';
+import { type Database, tsParam } from '../db/database.js';
 import { normalizeEmail } from '../domain.js';
 import { AppError } from '../errors.js';
 import type { Token, TokenCreate, TokenIssued } from '../generated/token.js';
@@ -78,9 +78,7 @@ export class TokenStore {
       lastUsedAt: null,
     };
     await this.db.transaction(async (c) => {
-      const [counted] = await readRows<{ n: bigint }>(
-        c,
-        `SELECT count(*) AS n FROM audience_tokens WHERE org = $1 AND ${activeSql('$2')}`,
+      const [counted] = await c.all<{ n: bigint }>(`SELECT count(*) AS n FROM audience_tokens WHERE org = $1 AND ${activeSql('$2')}`,
         [org, tsParam(now)],
       );
       const active = Number(counted?.n ?? 0);
@@ -198,7 +196,7 @@ export class TokenStore {
   ): Promise<Token[]> {
     const now = this.ctx.clock.now();
     const revoked = await this.db.transaction(async (c) => {
-      const found = (await readRows<TokenRow>(c, `SELECT * FROM audience_tokens WHERE org = $1 AND ${where} ORDER BY created_at, id`, [org, ...params])).map(fromRow);
+      const found = (await c.all<TokenRow>(`SELECT * FROM audience_tokens WHERE org = $1 AND ${where} ORDER BY created_at, id`, [org, ...params])).map(fromRow);
       const chosen = pick(found);
       for (const r of chosen) {
         await c.run('UPDATE audience_tokens SET revoked_at = $2 WHERE id = $1', [r.id, tsParam(now)]);

@@ -4,7 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { DuckDBConnection } from '@duckdb/node-api';
+import type { Sql } from '../db/sql.js';
 import { pipelinesDir } from '../paths.js';
 
 /** The relations trigger SQL may name, unqualified or as `<slug>.<name>`. */
@@ -23,7 +23,7 @@ function assertSlug(slug: string): void {
   if (!SLUG.test(slug) || RESERVED_SCHEMA_NAMES.has(slug)) throw new Error(`unsafe org slug for relations: ${slug}`);
 }
 
-export async function ensureOrgRelations(connection: DuckDBConnection, slug: string): Promise<void> {
+export async function ensureOrgRelations(connection: Sql, slug: string): Promise<void> {
   assertSlug(slug);
   template ??= readFileSync(join(pipelinesDir, 'org_relations.sql'), 'utf8');
   await connection.run(template.replaceAll('ORG_SLUG', slug));
@@ -33,13 +33,13 @@ export async function ensureOrgRelations(connection: DuckDBConnection, slug: str
  * Points the unqualified names at one org's views for the statements that follow on this connection
  * (temporary views shadow main's). Call unbindOrgRelations afterwards, in a finally.
  */
-export async function bindOrgRelations(connection: DuckDBConnection, slug: string): Promise<void> {
+export async function bindOrgRelations(connection: Sql, slug: string): Promise<void> {
   assertSlug(slug);
   for (const name of ORG_RELATIONS) {
     await connection.run(`CREATE OR REPLACE TEMP VIEW ${name} AS SELECT * FROM ${slug}.${name}`);
   }
 }
 
-export async function unbindOrgRelations(connection: DuckDBConnection): Promise<void> {
+export async function unbindOrgRelations(connection: Sql): Promise<void> {
   for (const name of ORG_RELATIONS) await connection.run(`DROP VIEW IF EXISTS temp.main.${name}`);
 }

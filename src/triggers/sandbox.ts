@@ -4,8 +4,9 @@
  * connection exclusively, so the interrupt can only hit this query. Memory is capped instance-wide
  * (DUCKDB_MEMORY_LIMIT): a query over it fails alone with DuckDB's out-of-memory error.
  */
-import type { DuckDBConnection, DuckDBValue } from '@duckdb/node-api';
-import { type Row, readRows } from '../db/database.js';
+import type { DuckDBValue } from '@duckdb/node-api';
+import type { Sql } from '../db/sql.js';
+import { type Row } from '../db/database.js';
 import { bindOrgRelations, unbindOrgRelations } from './org-relations.js';
 import type { CheckedSql } from './sql-guard.js';
 
@@ -18,7 +19,7 @@ export class QueryFailed extends Error {
 }
 
 export async function runSandboxed(
-  connection: DuckDBConnection,
+  connection: Sql,
   org: string,
   query: CheckedSql,
   window: Record<string, DuckDBValue>,
@@ -33,7 +34,7 @@ export async function runSandboxed(
     connection.interrupt();
   }, timeoutMs);
   try {
-    return await readRows(connection, query.sql, params);
+    return await connection.all(query.sql, params);
   } catch (error) {
     if (timedOut) throw new QueryFailed(`the query ran longer than ${timeoutMs} ms and was interrupted (TRIGGER_TIMEOUT_MS)`);
     throw new QueryFailed(`the query failed: ${(error as Error).message.split('\n')[0]}`);

@@ -12,8 +12,7 @@
  * The instance-wide settings in db/database.ts are the second wall: even a check missed here cannot read
  * files, load extensions or change configuration.
  */
-import type { DuckDBConnection } from '@duckdb/node-api';
-import { readRows } from '../db/database.js';
+import type { Sql } from '../db/sql.js';
 import { bindOrgRelations, ORG_RELATIONS, unbindOrgRelations } from './org-relations.js';
 import { bindPlaceholders, CURSOR_PARAMETERS } from './placeholders.js';
 
@@ -57,7 +56,7 @@ export interface CheckedSql {
 }
 
 /** Checks untrusted SQL for `org`. The caller holds the connection (Database.exclusive). Throws SqlRefused. */
-export async function checkSql(connection: DuckDBConnection, source: string, org: string, kind: QueryKind): Promise<CheckedSql> {
+export async function checkSql(connection: Sql, source: string, org: string, kind: QueryKind): Promise<CheckedSql> {
   const sql = bindPlaceholders(source).trim().replace(/;\s*$/, '');
   if (sql === '') throw new SqlRefused('the query is empty');
   const parameters = checkTree(await parse(connection, sql), org);
@@ -66,10 +65,10 @@ export async function checkSql(connection: DuckDBConnection, source: string, org
   return { sql, parameters, columns };
 }
 
-async function parse(connection: DuckDBConnection, sql: string): Promise<unknown[]> {
+async function parse(connection: Sql, sql: string): Promise<unknown[]> {
   // json_serialize_sql takes a constant; the SQL goes in as a string literal (quotes doubled), which
   // DuckDB only parses, never runs.
-  const [row] = await readRows<{ tree: string }>(connection, `SELECT json_serialize_sql('${sql.replaceAll("'", "''")}') AS tree`);
+  const [row] = await connection.all<{ tree: string }>(`SELECT json_serialize_sql('${sql.replaceAll("'", "''")}') AS tree`);
   const tree = JSON.parse(row!.tree) as { error: boolean; error_message?: string; statements?: unknown[] };
   if (tree.error) {
     const message = tree.error_message ?? 'unparseable';
@@ -153,15 +152,10 @@ function functionName(node: unknown): string {
   return String((node as Node | undefined)?.function_name ?? '').toLowerCase();
 }
 
-async function prepareColumns(connection: DuckDBConnection, sql: string, org: string): Promise<string[]> {
+async function prepareColumns(connection: Sql, sql: string, org: string): Promise<string[]> {
   await bindOrgRelations(connection, org);
   try {
-    const prepared = await connection.prepare(sql);
-    try {
-      return Array.from({ length: prepared.columnCount }, (_, i) => prepared.columnName(i));
-    } finally {
-      prepared.destroySync();
-    }
+    return await connection.columnNames(sql);
   } catch (error) {
     throw new SqlRefused(`the query does not bind: ${(error as Error).message.split('\n')[0]}`);
   } finally {

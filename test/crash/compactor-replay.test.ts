@@ -9,7 +9,7 @@
 import { join } from 'node:path';
 import t from 'tap';
 import { ManualClock } from '../../src/context.js';
-import { Database } from '../../src/db/database.js';
+import { type Database, LocalDatabase } from '../../src/db/database.js';
 import { type TestApp, startTestApp, waitFor } from '../helpers/app.js';
 import {
   type Credential,
@@ -167,7 +167,7 @@ t.test('kill -9 during compaction, 5 times: every acknowledged event exactly onc
   await server.stop();
 
   t.same(unexpected, [], 'no error answers');
-  const db = await Database.open(join(dataDir, 'audience.duckdb'));
+  const db = await LocalDatabase.open(join(dataDir, 'audience.duckdb'));
   const rows = await rowCounts(db, 'replay');
   await db.close();
   const missing = [...acked].filter((id) => !rows.has(id));

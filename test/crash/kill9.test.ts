@@ -8,7 +8,7 @@
  */
 import t, { type Test } from 'tap';
 import { join } from 'node:path';
-import { Database } from '../../src/db/database.js';
+import { LocalDatabase } from '../../src/db/database.js';
 import { hasNatsServerBinary, startNatsServer } from '../helpers/nats-server.js';
 import {
   type Credential,
@@ -110,7 +110,7 @@ async function crashTest(t: Test, dataDir: string, env: Record<string, string>):
   t.ok(tally.failedByKill > 0, `requests failed because of the kills (${tally.failedByKill})`);
   t.ok(tally.acked.size >= ROUNDS * SENDERS, `${tally.acked.size} of ${tally.sent} events acknowledged`);
 
-  const db = await Database.open(join(dataDir, 'audience.duckdb'));
+  const db = await LocalDatabase.open(join(dataDir, 'audience.duckdb'));
   const rows = await db.all<{ message_id: string; n: bigint }>(
     `SELECT message_id, count(*) AS n FROM events WHERE org = $1 AND environment = 'production' AND message_id LIKE 'r%' GROUP BY 1`,
     [SLUG],

@@ -33,6 +33,10 @@ export async function startTestApp(
   t: Tap,
   options: { clock?: Clock; natsUrl?: string; dataDir?: string; config?: Partial<Config> } = {},
 ): Promise<TestApp> {
+  // Registered before t.testdir(): tap then closes the app before it removes the directory, so no
+  // thread of the service (the storage worker) still writes into a directory being removed.
+  let close = async (): Promise<void> => {};
+  t.teardown(() => close());
   const dataDir = options.dataDir ?? t.testdir();
   const config: Config = {
     ...readConfig({}),
@@ -45,16 +49,17 @@ export async function startTestApp(
     webhookAllowPrivate: true,
     adminKey: ADMIN_KEY,
     ...(options.natsUrl ? { natsUrl: options.natsUrl } : {}),
+    // The storage worker keeps system time; a test clock needs DuckDB and compaction on this thread.
+    ...(options.clock ? { storageThread: 'main' as const } : {}),
     ...options.config,
   };
   const app = await buildApp(config, createContext(options.clock ? { clock: options.clock } : {}));
   let closed = false;
-  const close = async () => {
+  close = async () => {
     if (closed) return;
     closed = true;
     await app.close();
   };
-  t.teardown(close);
 
   const post = (url: string, body: unknown) =>
     app.inject({ method: 'POST', url, headers: { 'content-type': 'application/json' }, payload: JSON.stringify(body) });

@@ -1,0 +1,205 @@
+/**
+ * The main thread's side of the storage worker (storage-worker.ts): a Database whose statements run
+ * on the worker's connection, and the worker's compactor seen as a Compaction. A held connection
+ * (exclusive, transaction) is a session on the worker: other users of DuckDB, the compactor included,
+ * wait until it is released, exactly as with the in-thread Database.
+ */
+import { Worker } from 'node:worker_threads';
+import type { Compaction } from '../compaction/compactor.js';
+import { type AppendTarget, type Database, type Params, type Row, type RowAppender, type Sql, inTransaction } from './sql.js';
+import type { Call, FromWorker, MetricUpdate, StorageWorkerData, ToWorker } from './storage-protocol.js';
+import { paramsToWire, recordRows } from './value-codec.js';
+
+export interface StorageEvents {
+  /** A compaction commit wrote events of these contacts (before its progress is reported). */
+  onCompacted(touched: Array<{ org: string; email: string }>): void;
+  onMetric(update: MetricUpdate): void;
+  onError(details: object, message: string): void;
+}
+
+/**
+ * The worker's entry. Under tsx (tests, `node --import tsx`) this module is TypeScript and so is the
+ * worker; Node 20 does not carry tsx's loader into worker threads, so that worker registers it first.
+ */
+function spawnWorker(workerData: StorageWorkerData): Worker {
+  if (!import.meta.url.endsWith('.ts')) return new Worker(new URL('./storage-worker.js', import.meta.url), { workerData });
+  const entry = JSON.stringify(new URL('./storage-worker.ts', import.meta.url).href);
+  const tsx = JSON.stringify(import.meta.resolve('tsx/esm/api'));
+  return new Worker(`import(${tsx}).then((tsx) => { tsx.register(); return import(${entry}); })`, { eval: true, workerData });
+}
+
+export class StorageWorker {
+  readonly db: Database;
+  readonly compaction: WorkerCompaction | undefined;
+  private nextId = 1;
+  private readonly pending = new Map<number, { resolve: (value: unknown) => void; reject: (error: Error) => void }>();
+  private stopped: Error | undefined;
+
+  private constructor(
+    private readonly worker: Worker,
+    compacts: boolean,
+  ) {
+    this.db = new WorkerDatabase(this);
+    this.compaction = compacts ? new WorkerCompaction(this) : undefined;
+  }
+
+  static async start(data: StorageWorkerData, events: StorageEvents): Promise<StorageWorker> {
+    const worker = spawnWorker(data);
+    const client = new StorageWorker(worker, data.log !== undefined);
+    await new Promise<void>((ready, failed) => {
+      worker.on('message', (message: FromWorker) => {
+        if (message.type === 'ready') ready();
+        else client.receive(message, events);
+      });
+      worker.once('error', (error) => {
+        failed(error);
+        client.fail(error);
+        events.onError({ err: error }, 'storage worker failed');
+      });
+      worker.once('exit', (code) => {
+        const error = new Error(`storage worker exited (code ${code})`);
+        failed(error);
+        client.fail(error);
+      });
+    });
+    return client;
+  }
+
+  call<T = unknown>(call: Call): Promise<T> {
+    if (this.stopped) return Promise.reject(this.stopped);
+    const id = this.nextId++;
+    return new Promise<T>((resolve, reject) => {
+      this.pending.set(id, { resolve: resolve as (value: unknown) => void, reject });
+      this.send({ type: 'call', id, call });
+    });
+  }
+
+  send(message: ToWorker): void {
+    if (!this.stopped) this.worker.postMessage(message);
+  }
+
+  /** Closes DuckDB (after the compactor, if any) and ends the thread. */
+  async close(): Promise<void> {
+    if (this.stopped) return;
+    await this.call({ op: 'close' });
+    this.stopped = new Error('storage worker is closed');
+    await this.worker.terminate();
+  }
+
+  private receive(message: Exclude<FromWorker, { type: 'ready' }>, events: StorageEvents): void {
+    switch (message.type) {
+      case 'reply': {
+        const waiting = this.pending.get(message.id);
+        this.pending.delete(message.id);
+        if (message.ok) waiting?.resolve(message.value);
+        else waiting?.reject(Object.assign(new Error(message.error.message), { name: message.error.name }));
+        return;
+      }
+      case 'compacted':
+        events.onCompacted(message.touched);
+        return;
+      case 'progress':
+        this.compaction?.progress(message.seq);
+        return;
+      case 'metric':
+        events.onMetric(message);
+        return;
+      case 'log':
+        events.onError(message.details, message.message);
+        return;
+    }
+  }
+
+  private fail(error: Error): void {
+    this.stopped ??= error;
+    for (const waiting of this.pending.values()) waiting.reject(error);
+    this.pending.clear();
+  }
+}
+
+class WorkerDatabase implements Database {
+  constructor(private readonly worker: StorageWorker) {}
+
+  async exclusive<T>(work: (connection: Sql) => Promise<T>): Promise<T> {
+    const session = await this.worker.call<number>({ op: 'open' });
+    try {
+      return await work(new WorkerSql(this.worker, session));
+    } finally {
+      await this.worker.call({ op: 'release', session });
+    }
+  }
+
+  transaction<T>(work: (connection: Sql) => Promise<T>): Promise<T> {
+    return this.exclusive((c) => inTransaction(c, work));
+  }
+
+  all<T = Row>(sql: string, params: Params = []): Promise<T[]> {
+    return this.worker.call<T[]>({ op: 'all', sql, params: paramsToWire(params) });
+  }
+
+  run(sql: string, params: Params = []): Promise<void> {
+    return this.worker.call({ op: 'run', sql, params: paramsToWire(params) });
+  }
+
+  close(): Promise<void> {
+    return this.worker.close();
+  }
+}
+
+class WorkerSql implements Sql {
+  constructor(
+    private readonly worker: StorageWorker,
+    private readonly session: number,
+  ) {}
+
+  run(sql: string, params: Params = []): Promise<void> {
+    return this.worker.call({ op: 'run', sql, params: paramsToWire(params), session: this.session });
+  }
+
+  all<T = Row>(sql: string, params: Params = []): Promise<T[]> {
+    return this.worker.call<T[]>({ op: 'all', sql, params: paramsToWire(params), session: this.session });
+  }
+
+  append<T>(target: AppendTarget, rows: readonly T[], write: (appender: RowAppender, row: T) => void): Promise<void> {
+    return this.worker.call({ op: 'append', session: this.session, target, rows: recordRows(rows, write) });
+  }
+
+  columnNames(sql: string): Promise<string[]> {
+    return this.worker.call<string[]>({ op: 'columns', session: this.session, sql });
+  }
+
+  interrupt(): void {
+    this.worker.send({ type: 'interrupt', session: this.session });
+  }
+}
+
+class WorkerCompaction implements Compaction {
+  private cursor = 0;
+  private readonly waiters: Array<{ seq: number; resolve: () => void }> = [];
+
+  constructor(private readonly worker: StorageWorker) {}
+
+  get compactedSeq(): number {
+    return this.cursor;
+  }
+
+  async start(): Promise<void> {
+    this.progress(await this.worker.call<number>({ op: 'compactor.start' }));
+  }
+
+  stop(): Promise<void> {
+    return this.worker.call({ op: 'compactor.stop' });
+  }
+
+  whenCompacted(seq: number): Promise<void> {
+    if (this.cursor >= seq) return Promise.resolve();
+    return new Promise((resolve) => this.waiters.push({ seq, resolve }));
+  }
+
+  progress(seq: number): void {
+    this.cursor = Math.max(this.cursor, seq);
+    for (let i = this.waiters.length - 1; i >= 0; i--) {
+      if (this.waiters[i]!.seq <= this.cursor) this.waiters.splice(i, 1)[0]!.resolve();
+    }
+  }
+}

@@ -1,0 +1,143 @@
+/**
+ * The storage worker thread: owns the DuckDB file and, when this process compacts, the compactor.
+ * Why a thread: compaction (planning, appenders, commits) and profile queries cost more main-thread
+ * time per event than answering the collect request itself; here they use the second core instead of
+ * delaying HTTP answers. The main thread reaches DuckDB through storage-client.ts with the same
+ * Database interface, so stores and routes do not know which thread holds the file.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { Compactor, type CompactorMetrics } from '../compaction/compactor.js';
+import { createContext } from '../context.js';
+import { EmbeddedTail } from '../log/embedded-tail.js';
+import { JetStreamLog } from '../log/jetstream-log.js';
+import type { LogBackend } from '../log/types.js';
+import { LocalDatabase } from './database.js';
+import type { Sql } from './sql.js';
+import type { Call, FromWorker, StorageWorkerData, ToWorker } from './storage-protocol.js';
+import { paramsFromWire, replayCells } from './value-codec.js';
+
+type CompactorLog = Pick<LogBackend, 'openReader' | 'headSeq'> & { close(): Promise<void> };
+
+const port = parentPort!;
+const data = workerData as StorageWorkerData;
+const post = (message: FromWorker): void => port.postMessage(message);
+
+const db = await LocalDatabase.open(data.dbPath, { memoryLimit: data.memoryLimit });
+/** Connections lent to the main thread, by session id, until it releases them. */
+const sessions = new Map<number, { sql: Sql; release: () => void }>();
+let nextSession = 1;
+let compactor: Compactor | undefined;
+let compactorLog: CompactorLog | undefined;
+/** Appends reported before the compactor's tail exists are kept in the layout it opens with. */
+const embeddedLayout = data.log?.kind === 'embedded' ? data.log.layout : undefined;
+let tail: EmbeddedTail | undefined;
+
+const metrics: CompactorMetrics = {
+  compactionBatchSeconds: { observe: (seconds: number) => post({ type: 'metric', metric: 'compactionBatchSeconds', seconds }) },
+  eventsQuarantined: { inc: (labels: { code: string }) => post({ type: 'metric', metric: 'eventsQuarantined', code: labels.code }) },
+  duplicatesDropped: { inc: (count) => post({ type: 'metric', metric: 'duplicatesDropped', count }) },
+  compactionLag: { set: (records: number) => post({ type: 'metric', metric: 'compactionLag', records }) },
+};
+
+function session(id: number): Sql {
+  const held = sessions.get(id);
+  if (!held) throw new Error(`no open storage session ${id}`);
+  return held.sql;
+}
+
+async function openCompactorLog(): Promise<CompactorLog> {
+  const log = data.log!;
+  switch (log.kind) {
+    case 'jetstream':
+      return JetStreamLog.open({ servers: log.natsUrl });
+    case 'embedded':
+      tail = await EmbeddedTail.open(log.layout);
+      return tail;
+  }
+}
+
+async function handle(call: Call): Promise<unknown> {
+  switch (call.op) {
+    case 'open': {
+      const id = nextSession++;
+      // Resolves once this session holds the connection; the exclusive section lasts until 'release'.
+      return new Promise<number>((opened) => {
+        void db.exclusive(
+          (sql) =>
+            new Promise<void>((release) => {
+              sessions.set(id, { sql, release });
+              opened(id);
+            }),
+        );
+      });
+    }
+    case 'release':
+      sessions.get(call.session)?.release();
+      sessions.delete(call.session);
+      return undefined;
+    case 'all':
+    case 'run': {
+      const sql = call.session === undefined ? db : session(call.session);
+      const params = paramsFromWire(call.params);
+      return call.op === 'all' ? sql.all(call.sql, params) : sql.run(call.sql, params);
+    }
+    case 'append':
+      return session(call.session).append(call.target, call.rows, replayCells);
+    case 'columns':
+      return session(call.session).columnNames(call.sql);
+    case 'compactor.start': {
+      if (!data.log) throw new Error('this process does not compact');
+      compactorLog = await openCompactorLog();
+      compactor = new Compactor({
+        db,
+        log: compactorLog,
+        ctx: createContext(),
+        metrics,
+        logger: { error: (details, message) => post({ type: 'log', level: 'error', details: plain(details), message }) },
+        afterCommit: async (touched) => post({ type: 'compacted', touched }),
+        onProgress: (seq) => post({ type: 'progress', seq }),
+      });
+      await compactor.start();
+      return compactor.compactedSeq;
+    }
+    case 'compactor.stop':
+      await compactor?.stop();
+      await compactorLog?.close();
+      compactor = undefined;
+      return undefined;
+    case 'close':
+      await compactor?.stop();
+      await compactorLog?.close();
+      await db.close();
+      return undefined; // the main thread terminates this thread once it has the reply
+  }
+}
+
+/** Errors do not survive structured clone with their class; logs get name, message and stack. */
+function plain(details: object): object {
+  return Object.fromEntries(
+    Object.entries(details).map(([key, value]) => [key, value instanceof Error ? { name: value.name, message: value.message, stack: value.stack } : value]),
+  );
+}
+
+port.on('message', (message: ToWorker) => {
+  switch (message.type) {
+    case 'call':
+      handle(message.call).then(
+        (value) => post({ type: 'reply', id: message.id, ok: true, value }),
+        (error: Error) => post({ type: 'reply', id: message.id, ok: false, error: { name: error.name, message: error.message } }),
+      );
+      return;
+    case 'interrupt':
+      sessions.get(message.session)?.sql.interrupt();
+      return;
+    case 'log-appended':
+      if (tail) tail.appended(message.offset, message.end);
+      else if (embeddedLayout) {
+        embeddedLayout.offsets.push(message.offset);
+        embeddedLayout.end = message.end;
+      }
+      return;
+  }
+});
+post({ type: 'ready' });
