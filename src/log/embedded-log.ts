@@ -1,7 +1,8 @@
 /**
  * The embedded log: one append-only file of frames (frame.ts), for single-node installs without NATS.
- * Durability: `write` resolves only after fdatasync. A kill -9 can leave at most a half-written last
- * frame; `open` finds it by length and checksum and cuts it off, so what was acknowledged survives and
+ * Durability: the file is opened O_DSYNC, so `write` resolves only once the frame is on stable storage
+ * (one syscall per group commit instead of write + fdatasync: half the thread-pool round trips).
+ * A kill -9 can leave at most a half-written last frame; `open` finds it by length and checksum and cuts it off, so what was acknowledged survives and
  * what was not leaves no trace. One process owns the file: nothing stops a second one from opening it.
  */
 import { constants } from 'node:fs';
@@ -69,7 +70,7 @@ export class EmbeddedLog implements LogBackend {
       () => false,
     );
     // Not O_APPEND: writes go to an explicit offset, which also overwrites the remains of a failed write.
-    const handle = await open(file, constants.O_RDWR | constants.O_CREAT, 0o644);
+    const handle = await open(file, constants.O_RDWR | constants.O_CREAT | constants.O_DSYNC, 0o644);
     try {
       if (!existed) await syncDirectory(dir);
       const fileBytes = (await handle.stat()).size;
@@ -148,7 +149,6 @@ export class EmbeddedLog implements LogBackend {
     const offset = this.end;
     try {
       await writeFully(this.handle, offset, frame);
-      await this.handle.datasync();
     } catch (error) {
       // Best effort: leave no unacknowledged frame behind (the next write would overwrite it anyway).
       await this.handle.truncate(offset).catch(() => {});
