@@ -1,0 +1,77 @@
+/**
+ * The Database interface across the thread boundary (storage-client.ts ↔ storage-worker.ts): parameters
+ * and appended cells keep their DuckDB types, a failed transaction rolls back, a session holds the
+ * connection, and DuckDB errors reach the caller with their message.
+ */
+import { join } from 'node:path';
+import { listValue } from '@duckdb/node-api';
+import t from 'tap';
+import { tsParam } from '../../src/db/database.js';
+import { StorageWorker } from '../../src/db/storage-client.js';
+
+async function startWorker(t: { testdir(): string; teardown(fn: () => unknown): void }): Promise<StorageWorker> {
+  const worker = await StorageWorker.start(
+    { dbPath: join(t.testdir(), 'worker.duckdb'), memoryLimit: '1GB' },
+    { onCompacted: () => {}, onMetric: () => {}, onError: () => {} },
+  );
+  t.teardown(() => worker.close());
+  return worker;
+}
+
+t.test('parameters and appended cells keep their types across the thread boundary', async (t) => {
+  const { db } = await startWorker(t);
+  await db.run('CREATE TABLE things (name VARCHAR, n INTEGER, big BIGINT, at TIMESTAMPTZ, note VARCHAR)');
+  await db.transaction((c) =>
+    c.append({ table: 'things' }, [{ name: 'a', n: 1 }, { name: 'b', n: 2 }], (a, row) => {
+      a.appendVarchar(row.name);
+      a.appendInteger(row.n);
+      a.appendBigInt(9007199254740993n);
+      a.appendTimestampTZ(tsParam(Date.UTC(2026, 0, 2)));
+      a.appendNull();
+    }),
+  );
+  const rows = await db.all<{ name: string; n: number; big: bigint; at: Date; note: null }>(
+    'SELECT * FROM things WHERE name IN (SELECT unnest($1::VARCHAR[])) AND at >= $2 ORDER BY name',
+    [listValue(['a', 'b', 'c']), tsParam(Date.UTC(2026, 0, 1))],
+  );
+  t.same(rows, [
+    { name: 'a', n: 1, big: 9007199254740993n, at: new Date(Date.UTC(2026, 0, 2)), note: null },
+    { name: 'b', n: 2, big: 9007199254740993n, at: new Date(Date.UTC(2026, 0, 2)), note: null },
+  ]);
+  const named = await db.all<{ v: string }>('SELECT $word AS v', { word: 'named' });
+  t.same(named, [{ v: 'named' }], 'named parameters too');
+});
+
+t.test('a failing transaction rolls back and its error reaches the caller', async (t) => {
+  const { db } = await startWorker(t);
+  await db.run('CREATE TABLE kv (k VARCHAR PRIMARY KEY)');
+  const error = await db
+    .transaction(async (c) => {
+      await c.run("INSERT INTO kv VALUES ('kept-only-if-committed')");
+      await c.run("INSERT INTO kv VALUES ('dup'), ('dup')");
+    })
+    .catch((e: unknown) => e as Error);
+  t.match(String((error as Error).message), /constraint|duplicate/i, 'the DuckDB message');
+  t.same(await db.all('SELECT * FROM kv'), [], 'nothing of the transaction stayed');
+});
+
+t.test('a session holds the connection: other statements wait for its release', async (t) => {
+  const { db } = await startWorker(t);
+  await db.run('CREATE TABLE steps (n INTEGER)');
+  const order: string[] = [];
+  let release!: () => void;
+  const held = new Promise<void>((r) => (release = r));
+  const session = db.exclusive(async (c) => {
+    await c.run('INSERT INTO steps VALUES (1)');
+    order.push('session wrote');
+    await held;
+    t.same(await c.columnNames('SELECT n, n + 1 AS next FROM steps'), ['n', 'next'], 'columns from prepare');
+    order.push('session done');
+  });
+  const outside = db.all('SELECT count(*) AS n FROM steps').then(() => order.push('outside ran'));
+  await new Promise((r) => setTimeout(r, 100));
+  order.push('released');
+  release();
+  await Promise.all([session, outside]);
+  t.same(order, ['session wrote', 'released', 'session done', 'outside ran']);
+});
