@@ -20,7 +20,7 @@ async function startWorker(t: { testdir(): string; teardown(fn: () => unknown): 
 
 t.test('parameters and appended cells keep their types across the thread boundary', async (t) => {
   const { db } = await startWorker(t);
-  await db.run('CREATE TABLE things (name VARCHAR, n INTEGER, big BIGINT, at TIMESTAMPTZ, note VARCHAR)');
+  await db.run('CREATE TABLE things (name VARCHAR, n INTEGER, big BIGINT, seen_at TIMESTAMPTZ, note VARCHAR)');
   await db.transaction((c) =>
     c.append({ table: 'things' }, [{ name: 'a', n: 1 }, { name: 'b', n: 2 }], (a, row) => {
       a.appendVarchar(row.name);
@@ -30,13 +30,13 @@ t.test('parameters and appended cells keep their types across the thread boundar
       a.appendNull();
     }),
   );
-  const rows = await db.all<{ name: string; n: number; big: bigint; at: Date; note: null }>(
-    'SELECT * FROM things WHERE name IN (SELECT unnest($1::VARCHAR[])) AND at >= $2 ORDER BY name',
+  const rows = await db.all<{ name: string; n: number; big: bigint; seen_at: Date; note: null }>(
+    'SELECT * FROM things WHERE name IN (SELECT unnest($1::VARCHAR[])) AND seen_at >= $2 ORDER BY name',
     [listValue(['a', 'b', 'c']), tsParam(Date.UTC(2026, 0, 1))],
   );
   t.same(rows, [
-    { name: 'a', n: 1, big: 9007199254740993n, at: new Date(Date.UTC(2026, 0, 2)), note: null },
-    { name: 'b', n: 2, big: 9007199254740993n, at: new Date(Date.UTC(2026, 0, 2)), note: null },
+    { name: 'a', n: 1, big: 9007199254740993n, seen_at: new Date(Date.UTC(2026, 0, 2)), note: null },
+    { name: 'b', n: 2, big: 9007199254740993n, seen_at: new Date(Date.UTC(2026, 0, 2)), note: null },
   ]);
   const named = await db.all<{ v: string }>('SELECT $word AS v', { word: 'named' });
   t.same(named, [{ v: 'named' }], 'named parameters too');
