@@ -9,6 +9,7 @@ import type { LogBackend, LogReader } from '../log/types.js';
 import { DEDUPE_WINDOW_MS, DedupeWindow, dedupeKey } from './dedupe-window.js';
 import { IdentityMap, clientKey } from './identity-map.js';
 import { type PlanState, planBatch } from './plan-batch.js';
+import { SeqWaiters } from './seq-waiters.js';
 import { CURSOR_NAME, writeBatch } from './write-batch.js';
 
 /**
@@ -66,7 +67,7 @@ export class Compactor implements Compaction {
   private entriesPerRecord: number | undefined;
   private stopping = false;
   private running: Promise<void> | undefined;
-  private readonly waiters: Array<{ seq: number; resolve: () => void }> = [];
+  private readonly waiters = new SeqWaiters();
 
   constructor(private readonly deps: CompactorDeps) {}
 
@@ -86,8 +87,7 @@ export class Compactor implements Compaction {
   }
 
   whenCompacted(seq: number): Promise<void> {
-    if (this.cursor >= seq) return Promise.resolve();
-    return new Promise((resolve) => this.waiters.push({ seq, resolve }));
+    return this.waiters.wait(seq, this.cursor);
   }
 
   private async loop(): Promise<void> {
@@ -169,13 +169,7 @@ export class Compactor implements Compaction {
 
   private notifyWaiters(): void {
     this.deps.onProgress?.(this.cursor);
-    for (let i = this.waiters.length - 1; i >= 0; i--) {
-      const waiter = this.waiters[i]!;
-      if (waiter.seq <= this.cursor) {
-        this.waiters.splice(i, 1);
-        waiter.resolve();
-      }
-    }
+    this.waiters.reached(this.cursor);
   }
 
   private async loadState(): Promise<void> {

@@ -6,6 +6,7 @@
  */
 import { Worker } from 'node:worker_threads';
 import type { Compaction } from '../compaction/compactor.js';
+import { SeqWaiters } from '../compaction/seq-waiters.js';
 import { type AppendTarget, type Database, type Params, type Row, type RowAppender, type Sql, inTransaction } from './sql.js';
 import type { Call, FromWorker, MetricUpdate, StorageWorkerData, ToWorker } from './storage-protocol.js';
 import { paramsToWire, recordRows } from './value-codec.js';
@@ -175,7 +176,7 @@ class WorkerSql implements Sql {
 
 class WorkerCompaction implements Compaction {
   private cursor = 0;
-  private readonly waiters: Array<{ seq: number; resolve: () => void }> = [];
+  private readonly waiters = new SeqWaiters();
 
   constructor(private readonly worker: StorageWorker) {}
 
@@ -192,14 +193,11 @@ class WorkerCompaction implements Compaction {
   }
 
   whenCompacted(seq: number): Promise<void> {
-    if (this.cursor >= seq) return Promise.resolve();
-    return new Promise((resolve) => this.waiters.push({ seq, resolve }));
+    return this.waiters.wait(seq, this.cursor);
   }
 
   progress(seq: number): void {
     this.cursor = Math.max(this.cursor, seq);
-    for (let i = this.waiters.length - 1; i >= 0; i--) {
-      if (this.waiters[i]!.seq <= this.cursor) this.waiters.splice(i, 1)[0]!.resolve();
-    }
+    this.waiters.reached(this.cursor);
   }
 }

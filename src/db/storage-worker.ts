@@ -28,9 +28,9 @@ const sessions = new Map<number, { sql: Sql; release: () => void }>();
 let nextSession = 1;
 let compactor: Compactor | undefined;
 let compactorLog: CompactorLog | undefined;
-/** Appends reported before the compactor's tail exists are kept in the layout it opens with. */
-const embeddedLayout = data.log?.kind === 'embedded' ? data.log.layout : undefined;
-let tail: EmbeddedTail | undefined;
+/** The embedded log's durable frames, followed from the start so no append reported before the
+ *  compactor starts is missed. */
+const tail = data.log?.kind === 'embedded' ? await EmbeddedTail.open(data.log.layout) : undefined;
 
 const metrics: CompactorMetrics = {
   compactionBatchSeconds: { observe: (seconds: number) => post({ type: 'metric', metric: 'compactionBatchSeconds', seconds }) },
@@ -51,8 +51,7 @@ async function openCompactorLog(): Promise<CompactorLog> {
     case 'jetstream':
       return JetStreamLog.open({ servers: log.natsUrl });
     case 'embedded':
-      tail = await EmbeddedTail.open(log.layout);
-      return tail;
+      return tail!;
   }
 }
 
@@ -132,11 +131,7 @@ port.on('message', (message: ToWorker) => {
       sessions.get(message.session)?.sql.interrupt();
       return;
     case 'log-appended':
-      if (tail) tail.appended(message.offset, message.end);
-      else if (embeddedLayout) {
-        embeddedLayout.offsets.push(message.offset);
-        embeddedLayout.end = message.end;
-      }
+      tail?.appended(message.offset, message.end);
       return;
   }
 });
