@@ -1,7 +1,7 @@
 /** bench/results/audience.json and the printed table of the Audience API benchmark (bench/audience.ts). */
 import { type AudienceOutcome, mb } from './audience.js';
 import { IDENTITY_MIX } from './contacts.js';
-import { loadSummary, type Measured, table } from './harness.js';
+import { latencyAndCpuColumns, loadSummary, type Measured, table } from './harness.js';
 import { printSummary, type ProfileSummary } from './profile-summary.js';
 
 /** The issue's targets (and SPEC 6.1's freshness bound). */
@@ -100,14 +100,7 @@ function print(r: AudienceReport, o: AudienceOutcome): void {
   const row = (phase: string, s: ReturnType<typeof loadSummary>, note: string) => ({
     phase,
     'req/s': s.reqPerSec,
-    'p50 ms': s.p50,
-    'p99 ms': s.p99,
-    'p99.9 ms': s.latency.p999,
-    'cpu server': s.cpu.server,
-    'cpu loadgen': s.cpu.loadGenerator,
-    'cpu machine': `${s.cpu.machine}/${s.cpu.machineCores}`,
-    'cpu other': s.cpu.other,
-    'non-2xx': s.non2xx + s.errors,
+    ...latencyAndCpuColumns(s),
     note,
   });
   const rows = [

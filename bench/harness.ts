@@ -254,3 +254,17 @@ export function loadSummary(m: Measured) {
 }
 
 export type LoadSummary = ReturnType<typeof loadSummary>;
+
+/** The latency, CPU and error columns of a printed result row (after the phase's throughput columns). */
+export function latencyAndCpuColumns(s: LoadSummary): Record<string, string | number> {
+  return {
+    'p50 ms': s.p50,
+    'p99 ms': s.p99,
+    'p99.9 ms': s.latency.p999,
+    'cpu server': s.cpu.server,
+    'cpu loadgen': s.cpu.loadGenerator,
+    'cpu machine': `${s.cpu.machine}/${s.cpu.machineCores}`,
+    'cpu other': s.cpu.other,
+    'non-2xx': s.non2xx + s.errors,
+  };
+}

@@ -44,6 +44,7 @@ import { BodyTemplate, IDENTITIES, type Credentials } from './bodies.js';
 import {
   admin,
   type Bench,
+  latencyAndCpuColumns,
   loadSummary,
   measure as measureWith,
   measureBare,
@@ -486,14 +487,7 @@ async function collectPhasesRun(profileDir: string | undefined): Promise<{ colle
       phase: name,
       'req/s': s.reqPerSec,
       'events/s': s.eventsPerSec,
-      'p50 ms': s.p50,
-      'p99 ms': s.p99,
-      'p99.9 ms': s.latency.p999,
-      'cpu server': s.cpu.server,
-      'cpu loadgen': s.cpu.loadGenerator,
-      'cpu machine': `${s.cpu.machine}/${s.cpu.machineCores}`,
-      'cpu other': s.cpu.other,
-      'non-2xx': s.non2xx + s.errors,
+      ...latencyAndCpuColumns(s),
       note: extra,
     });
   };
