@@ -22,4 +22,4 @@ SELECT email AS identity,
  WHERE org = 'ORG_SLUG' AND environment = 'production';
 
 CREATE OR REPLACE VIEW ORG_SLUG.profiles AS
-SELECT * EXCLUDE (org) FROM main.profiles_for('ORG_SLUG', NULL::VARCHAR[]);
+SELECT * EXCLUDE (org) FROM main.profiles_for('ORG_SLUG', NULL::VARCHAR[], main.folded_through());

@@ -1,58 +1,95 @@
 -- The contact profile (SPEC 6.1): one row per (org, contact e-mail).
 -- Applied at start by src/db/migrate.ts. Served from memory: src/profiles/ materializes the rows of
 -- contacts that changed after each compaction batch, so a lookup never scans events.
--- profiles_for(org_slug, emails) computes the rows of some contacts (the filter reaches every source
--- scan, so a refresh never aggregates all events), and the view profiles is every contact.
 -- Sources: imported contacts, identify and registration traits (per field, the latest observation
 -- wins), complete_transaction events, flow sends (delivered sends are campaigns received, and delivered
 -- and holdout sends give flow_variant_membership). Only production events shape profiles.
+-- Events reach profiles through per-contact aggregates (tables contact_activity and contact_orders)
+-- combined with the few events not folded into them yet, so computing a profile reads rows of its
+-- contact and the newest events, never all the events of the org.
 
-CREATE OR REPLACE MACRO profiles_for(org_slug, emails) AS TABLE
+-- One row per production event with an identity made visible after `after` (every event when NULL),
+-- in the shape of contact_activity.
+CREATE OR REPLACE MACRO event_activity(after) AS TABLE
+SELECT org, email,
+       received_at AS first_seen_at,
+       received_at AS last_seen_at,
+       CASE WHEN event_name = 'complete_transaction'
+            THEN coalesce(TRY_CAST(json_extract(properties, '$.revenue') AS DOUBLE), 0) ELSE 0 END AS revenue,
+       CASE WHEN event_name = 'complete_transaction' THEN event_time END AS last_purchase_at,
+       first_name, CASE WHEN first_name IS NOT NULL THEN received_at END AS first_name_at,
+       last_name, CASE WHEN last_name IS NOT NULL THEN received_at END AS last_name_at,
+       user_id, CASE WHEN user_id IS NOT NULL THEN received_at END AS user_id_at,
+       address_city, CASE WHEN address_city IS NOT NULL THEN received_at END AS address_city_at,
+       address_state, CASE WHEN address_state IS NOT NULL THEN received_at END AS address_state_at,
+       address_country, CASE WHEN address_country IS NOT NULL THEN received_at END AS address_country_at
+  FROM (SELECT org, email, event_name, received_at, event_time, properties,
+               json_extract_string(traits_raw, '$.traits.firstName') AS first_name,
+               json_extract_string(traits_raw, '$.traits.lastName') AS last_name,
+               CASE WHEN traits_raw IS NOT NULL THEN user_id END AS user_id,
+               json_extract_string(traits_raw, '$.traits.address.city') AS address_city,
+               json_extract_string(traits_raw, '$.traits.address.state') AS address_state,
+               json_extract_string(traits_raw, '$.traits.address.country') AS address_country
+          FROM (SELECT *, CASE WHEN event_name IN ('identify', 'registration') THEN raw END AS traits_raw
+                  FROM events
+                 WHERE environment = 'production' AND email IS NOT NULL AND (after IS NULL OR visible_at > after)));
+
+-- The orders of the same events, in the shape of contact_orders.
+CREATE OR REPLACE MACRO event_orders(after) AS TABLE
+SELECT org, email, coalesce(json_extract_string(properties, '$.transactionId'), message_id) AS order_key
+  FROM events
+ WHERE environment = 'production' AND email IS NOT NULL AND event_name = 'complete_transaction'
+   AND (after IS NULL OR visible_at > after);
+
+-- Where the fold stands (NULL before the first). Callers that want the unfolded events read through
+-- zone maps pass this as a value they read first, in the same transaction: as a subquery inside a
+-- query it is correct but makes the events scan read every row.
+CREATE OR REPLACE MACRO folded_through() AS (SELECT max(through) FROM contact_activity_folded);
+
+-- The current aggregates of some contacts (all when org_slug or emails is NULL): the folded rows
+-- combined with the events after folded. Combining is associative, so folding never changes a result.
+CREATE OR REPLACE MACRO activity_of(org_slug, emails, folded) AS TABLE
+SELECT org, email,
+       min(first_seen_at) AS first_seen_at,
+       max(last_seen_at) AS last_seen_at,
+       sum(revenue) AS revenue,
+       max(last_purchase_at) AS last_purchase_at,
+       arg_max(first_name, first_name_at) AS first_name, max(first_name_at) AS first_name_at,
+       arg_max(last_name, last_name_at) AS last_name, max(last_name_at) AS last_name_at,
+       arg_max(user_id, user_id_at) AS user_id, max(user_id_at) AS user_id_at,
+       arg_max(address_city, address_city_at) AS address_city, max(address_city_at) AS address_city_at,
+       arg_max(address_state, address_state_at) AS address_state, max(address_state_at) AS address_state_at,
+       arg_max(address_country, address_country_at) AS address_country, max(address_country_at) AS address_country_at
+  FROM (SELECT * FROM contact_activity
+        UNION ALL BY NAME
+        SELECT * FROM event_activity(folded))
+ WHERE (org_slug IS NULL OR org = org_slug) AND (emails IS NULL OR email IN (SELECT unnest(emails)))
+ GROUP BY org, email;
+
+-- The distinct orders of some contacts, folded and not yet folded.
+CREATE OR REPLACE MACRO orders_of(org_slug, emails, folded) AS TABLE
+SELECT org, email, order_key FROM contact_orders
+ WHERE (org_slug IS NULL OR org = org_slug) AND (emails IS NULL OR email IN (SELECT unnest(emails)))
+UNION
+SELECT org, email, order_key FROM event_orders(folded)
+ WHERE (org_slug IS NULL OR org = org_slug) AND (emails IS NULL OR email IN (SELECT unnest(emails)));
+
+-- Of two observations of one field, the newer non-null value.
+CREATE OR REPLACE MACRO latest_value(old, old_at, new, new_at) AS
+  CASE WHEN new IS NOT NULL AND (old IS NULL OR new_at >= old_at) THEN new ELSE old END;
+
+-- profiles_for(org_slug, emails, folded) computes the rows of some contacts (the filter reaches every
+-- source scan), folded being folded_through(); the view profiles is every contact.
+CREATE OR REPLACE MACRO profiles_for(org_slug, emails, folded) AS TABLE
 WITH scoped_contacts AS (
   SELECT * FROM contacts
    WHERE (org_slug IS NULL OR org = org_slug) AND (emails IS NULL OR email IN (SELECT unnest(emails)))
 ),
-scoped_events AS (
-  SELECT * FROM events
-   WHERE environment = 'production' AND email IS NOT NULL
-     AND (org_slug IS NULL OR org = org_slug) AND (emails IS NULL OR email IN (SELECT unnest(emails)))
+scoped_activity AS (
+  SELECT * FROM activity_of(org_slug, emails, folded)
 ),
-observations AS (
-  SELECT org, email, first_name, last_name, user_id, address_city, address_state, address_country,
-         updated_at AS observed_at
-    FROM scoped_contacts
-  UNION ALL
-  SELECT org, email,
-         json_extract_string(raw, '$.traits.firstName'),
-         json_extract_string(raw, '$.traits.lastName'),
-         user_id,
-         json_extract_string(raw, '$.traits.address.city'),
-         json_extract_string(raw, '$.traits.address.state'),
-         json_extract_string(raw, '$.traits.address.country'),
-         received_at
-    FROM scoped_events
-   WHERE event_name IN ('identify', 'registration')
-),
-traits AS (
-  SELECT org, email,
-         arg_max(first_name, observed_at) FILTER (WHERE first_name IS NOT NULL) AS first_name,
-         arg_max(last_name, observed_at) FILTER (WHERE last_name IS NOT NULL) AS last_name,
-         arg_max(user_id, observed_at) FILTER (WHERE user_id IS NOT NULL) AS user_id,
-         arg_max(address_city, observed_at) FILTER (WHERE address_city IS NOT NULL) AS address_city,
-         arg_max(address_state, observed_at) FILTER (WHERE address_state IS NOT NULL) AS address_state,
-         arg_max(address_country, observed_at) FILTER (WHERE address_country IS NOT NULL) AS address_country
-    FROM observations
-   GROUP BY org, email
-),
-activity AS (
-  SELECT org, email, min(received_at) AS first_seen_at, max(received_at) AS last_seen_at,
-         sum(TRY_CAST(json_extract(properties, '$.revenue') AS DOUBLE))
-           FILTER (WHERE event_name = 'complete_transaction') AS revenue,
-         max(event_time) FILTER (WHERE event_name = 'complete_transaction') AS last_purchase_at,
-         count(DISTINCT coalesce(json_extract_string(properties, '$.transactionId'), message_id))
-           FILTER (WHERE event_name = 'complete_transaction') AS order_count
-    FROM scoped_events
-   GROUP BY org, email
+orders AS (
+  SELECT org, email, count(*) AS order_count FROM orders_of(org_slug, emails, folded) GROUP BY org, email
 ),
 sends AS (
   SELECT org, email,
@@ -67,27 +104,32 @@ sends AS (
    GROUP BY org, email
 ),
 contact_keys AS (
-  SELECT org, email FROM traits
+  SELECT org, email FROM scoped_contacts
   UNION
-  SELECT org, email FROM activity
+  SELECT org, email FROM scoped_activity
 )
 SELECT k.org,
        k.email AS email_address,
-       t.first_name, t.last_name, t.user_id, t.address_city, t.address_state, t.address_country,
+       latest_value(c.first_name, c.updated_at, a.first_name, a.first_name_at) AS first_name,
+       latest_value(c.last_name, c.updated_at, a.last_name, a.last_name_at) AS last_name,
+       latest_value(c.user_id, c.updated_at, a.user_id, a.user_id_at) AS user_id,
+       latest_value(c.address_city, c.updated_at, a.address_city, a.address_city_at) AS address_city,
+       latest_value(c.address_state, c.updated_at, a.address_state, a.address_state_at) AS address_state,
+       latest_value(c.address_country, c.updated_at, a.address_country, a.address_country_at) AS address_country,
        coalesce(s.campaigns_received, []) AS campaigns_received,
        coalesce(s.flow_variant_membership, []) AS flow_variant_membership,
        round(coalesce(a.revenue, 0), 2) AS total_lifetime_value,
-       o.currency_symbol || printf('%.2f', coalesce(a.revenue, 0)) AS total_lifetime_value_jde,
+       org.currency_symbol || printf('%.2f', coalesce(a.revenue, 0)) AS total_lifetime_value_jde,
        strftime(a.last_purchase_at AT TIME ZONE 'UTC', '%Y-%m-%d') AS last_purchase_date,
-       coalesce(a.order_count, 0) AS order_count,
+       coalesce(o.order_count, 0) AS order_count,
        a.first_seen_at,
        a.last_seen_at,
        c.custom AS custom_fields
   FROM contact_keys k
-  JOIN orgs o ON o.slug = k.org
-  LEFT JOIN traits t ON t.org = k.org AND t.email = k.email
-  LEFT JOIN activity a ON a.org = k.org AND a.email = k.email
-  LEFT JOIN sends s ON s.org = k.org AND s.email = k.email
-  LEFT JOIN scoped_contacts c ON c.org = k.org AND c.email = k.email;
+  JOIN orgs org ON org.slug = k.org
+  LEFT JOIN scoped_contacts c ON c.org = k.org AND c.email = k.email
+  LEFT JOIN scoped_activity a ON a.org = k.org AND a.email = k.email
+  LEFT JOIN orders o ON o.org = k.org AND o.email = k.email
+  LEFT JOIN sends s ON s.org = k.org AND s.email = k.email;
 
-CREATE OR REPLACE VIEW profiles AS SELECT * FROM profiles_for(NULL::VARCHAR, NULL::VARCHAR[]);
+CREATE OR REPLACE VIEW profiles AS SELECT * FROM profiles_for(NULL::VARCHAR, NULL::VARCHAR[], folded_through());

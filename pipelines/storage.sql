@@ -75,6 +75,47 @@ CREATE TABLE IF NOT EXISTS quarantine (
   raw          JSON NOT NULL
 );
 
+-- Per-contact aggregates of production events (SPEC 6.1 fields), so a profile reads rows of its own
+-- contact instead of every event of the org. The compactor folds newly visible events in every few
+-- seconds (src/compaction/fold-contact-activity.ts); profiles combine these rows with the events not
+-- folded yet (macros in profiles.sql), so they are exact whenever the fold last ran.
+-- Each trait column keeps the latest non-null observation, with the time it was observed.
+CREATE TABLE IF NOT EXISTS contact_activity (
+  org                VARCHAR NOT NULL,
+  email              VARCHAR NOT NULL,
+  first_seen_at      TIMESTAMPTZ NOT NULL,
+  last_seen_at       TIMESTAMPTZ NOT NULL,
+  revenue            DOUBLE NOT NULL,
+  last_purchase_at   TIMESTAMPTZ,
+  first_name         VARCHAR,
+  first_name_at      TIMESTAMPTZ,
+  last_name          VARCHAR,
+  last_name_at       TIMESTAMPTZ,
+  user_id            VARCHAR,
+  user_id_at         TIMESTAMPTZ,
+  address_city       VARCHAR,
+  address_city_at    TIMESTAMPTZ,
+  address_state      VARCHAR,
+  address_state_at   TIMESTAMPTZ,
+  address_country    VARCHAR,
+  address_country_at TIMESTAMPTZ,
+  PRIMARY KEY (org, email)
+);
+
+-- Distinct orders per contact (transactionId, else the messageId of the complete_transaction event).
+CREATE TABLE IF NOT EXISTS contact_orders (
+  org        VARCHAR NOT NULL,
+  email      VARCHAR NOT NULL,
+  order_key  VARCHAR NOT NULL,
+  PRIMARY KEY (org, email, order_key)
+);
+
+-- The visible_at up to which events are folded into the two tables above (one row, none before the
+-- first fold), written in the transaction of the fold.
+CREATE TABLE IF NOT EXISTS contact_activity_folded (
+  through    TIMESTAMPTZ NOT NULL
+);
+
 -- The compactor's log position, saved in the same transaction as the rows it produced.
 CREATE TABLE IF NOT EXISTS log_cursor (
   name         VARCHAR PRIMARY KEY,

@@ -7,6 +7,7 @@ import type { Context } from '../context.js';
 import type { Database } from '../db/database.js';
 import type { LogBackend, LogReader } from '../log/types.js';
 import { DEDUPE_WINDOW_MS, DedupeWindow, dedupeKey } from './dedupe-window.js';
+import { foldContactActivity } from './fold-contact-activity.js';
 import { IdentityMap, clientKey } from './identity-map.js';
 import { type PlanState, planBatch } from './plan-batch.js';
 import { SeqWaiters } from './seq-waiters.js';
@@ -24,6 +25,14 @@ const IDLE_WAIT_MS = 250;
 const RETRY_AFTER_FAILURE_MS = 1000;
 /** Expired pending identities are swept at most this often while the log is idle. */
 const SWEEP_INTERVAL_MS = 10_000;
+/**
+ * Newly visible events are folded into the per-contact aggregates at most this often, and at most
+ * FOLD_SHARE of the time: each profile computation reads the unfolded events, so folding bounds that
+ * read to seconds of traffic, while one fold serves many commits (a fold per commit would double the
+ * cost of small commits) and a backlog being drained is not slowed by folds of many contacts.
+ */
+const FOLD_INTERVAL_MS = 5_000;
+const FOLD_SHARE = 0.1;
 
 /** The metrics the compactor moves; in the storage worker they are forwarded to the main thread's registry. */
 export interface CompactorMetrics {
@@ -62,6 +71,7 @@ export class Compactor implements Compaction {
   private cursor = 0;
   private lastVisibleAtMicros = 0n;
   private nextSweepAt = 0;
+  private nextFoldAt = 0;
   /** Moving average of entries per log record, for sizing reads. Undefined until the first read, which
    *  takes one record: after a restart the backlog may hold large batch records. */
   private entriesPerRecord: number | undefined;
@@ -129,6 +139,7 @@ export class Compactor implements Compaction {
     for (const q of outcome.quarantined) this.deps.metrics.eventsQuarantined.inc({ code: q.code });
     this.deps.metrics.duplicatesDropped.inc(plan.duplicates);
     this.state.dedupe.prune(now);
+    if (outcome.events > 0 && now >= this.nextFoldAt) await this.fold(now);
     if (outcome.touched.length > 0) await this.runAfterCommit(outcome.touched);
     await this.updateLag();
     this.notifyWaiters();
@@ -140,6 +151,18 @@ export class Compactor implements Compaction {
     } catch (error) {
       // The rows are committed; a failed refresh must not replay them. The next touch refreshes again.
       this.deps.logger.error({ err: error }, 'after-commit step failed');
+    }
+  }
+
+  private async fold(now: number): Promise<void> {
+    const started = performance.now();
+    try {
+      await this.deps.db.transaction(foldContactActivity);
+      this.nextFoldAt = now + Math.max(FOLD_INTERVAL_MS, (performance.now() - started) / FOLD_SHARE);
+    } catch (error) {
+      this.nextFoldAt = now + FOLD_INTERVAL_MS;
+      // The batch is committed and profiles stay exact without the fold; the next one catches up.
+      this.deps.logger.error({ err: error }, 'folding contact activity failed');
     }
   }
 

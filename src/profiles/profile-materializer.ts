@@ -2,7 +2,8 @@
  * Materializes rows of the profile view (pipelines/profiles.sql) into the serving index: everything at
  * start, then only the contacts a compaction batch, an import or a send touched.
  */
-import { listValue } from '@duckdb/node-api';
+import { type DuckDBListValue, listValue } from '@duckdb/node-api';
+import { foldedThrough } from '../compaction/fold-contact-activity.js';
 import type { Database } from '../db/database.js';
 import type { Profile, ProfileIndex } from './profile-index.js';
 
@@ -21,11 +22,11 @@ export class ProfileMaterializer {
   ) {}
 
   async loadAll(): Promise<void> {
-    this.store(await this.db.all('SELECT * FROM profiles'));
+    this.store(await this.profilesFor(null, null));
   }
 
   async refreshOrg(org: string): Promise<void> {
-    this.store(await this.db.all('SELECT * FROM profiles_for($1, NULL::VARCHAR[])', [org]));
+    this.store(await this.profilesFor(org, null));
   }
 
   async refresh(keys: ContactKey[]): Promise<void> {
@@ -40,8 +41,15 @@ export class ProfileMaterializer {
         await this.refreshOrg(org);
         continue;
       }
-      this.store(await this.db.all('SELECT * FROM profiles_for($1, $2::VARCHAR[])', [org, listValue([...emails])]));
+      this.store(await this.profilesFor(org, listValue([...emails])));
     }
+  }
+
+  /** Rows of profiles_for; the fold position is read in the same session, so no fold runs in between. */
+  private profilesFor(org: string | null, emails: DuckDBListValue | null): Promise<Record<string, unknown>[]> {
+    return this.db.exclusive(async (c) =>
+      c.all('SELECT * FROM profiles_for($1::VARCHAR, $2::VARCHAR[], $3::TIMESTAMPTZ)', [org, emails, await foldedThrough(c)]),
+    );
   }
 
   private store(rows: Record<string, unknown>[]): void {
