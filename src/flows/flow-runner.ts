@@ -15,6 +15,7 @@ import type { Context } from '../context.js';
 import { type Database, microsParam, tsParam } from '../db/database.js';
 import { normalizeEmail } from '../domain.js';
 import type { Metrics } from '../ops/metrics.js';
+import { PeriodicTask } from '../periodic-task.js';
 import type { ContactKey } from '../profiles/profile-materializer.js';
 import type { ProfileIndex } from '../profiles/profile-index.js';
 import { QueryFailed, runSandboxed } from '../triggers/sandbox.js';
@@ -33,9 +34,11 @@ export interface RunSummary {
 const TICK_MS = 100;
 
 export class FlowRunner {
-  private timer: NodeJS.Timeout | undefined;
   private readonly nextRunAt = new Map<string, number>();
-  private running: Promise<void> | undefined;
+  private readonly ticker = new PeriodicTask(
+    () => this.runDue(),
+    (err) => this.deps.logger.error({ err }, 'running due flows failed'),
+  );
 
   constructor(
     private readonly deps: {
@@ -53,15 +56,11 @@ export class FlowRunner {
   ) {}
 
   start(): void {
-    this.timer = setInterval(() => {
-      this.running ??= this.runDue().finally(() => (this.running = undefined));
-    }, TICK_MS);
-    this.timer.unref();
+    this.ticker.start(TICK_MS);
   }
 
-  async close(): Promise<void> {
-    clearInterval(this.timer);
-    await this.running;
+  close(): Promise<void> {
+    return this.ticker.stop();
   }
 
   /** Runs every live flow whose schedule is due (one at a time: they share the DuckDB connection). */

@@ -11,6 +11,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Context } from '../context.js';
 import { type Database, tsParam } from '../db/database.js';
 import { sha256Hex } from '../orgs/secrets.js';
+import { PeriodicTask } from '../periodic-task.js';
 import { type CheckedSql, checkSql, type QueryKind, SqlRefused } from './sql-guard.js';
 
 export const QUERY_NAME = /^[a-z][a-z0-9_]{0,63}$/;
@@ -54,8 +55,10 @@ export class TriggerStore {
   private readonly states = new Map<string, QueryState>();
   /** Files whose names cannot be queries, warned about once. */
   private readonly warned = new Set<string>();
-  private watcher: NodeJS.Timeout | undefined;
-  private scanning: Promise<void> | undefined;
+  private readonly watcher = new PeriodicTask(
+    () => this.scan(),
+    (err) => this.options.logger.error({ err }, 'scanning QUERIES_DIR failed'),
+  );
 
   constructor(
     private readonly db: Database,
@@ -100,17 +103,11 @@ export class TriggerStore {
    * rename, network and container mounts drop inotify events, and a second of delay is fine here.
    */
   watch(intervalMs: number): void {
-    this.watcher = setInterval(() => {
-      this.scanning ??= this.scan()
-        .catch((err: unknown) => this.options.logger.error({ err }, 'scanning QUERIES_DIR failed'))
-        .finally(() => (this.scanning = undefined));
-    }, intervalMs);
-    this.watcher.unref();
+    this.watcher.start(intervalMs);
   }
 
-  async stopWatching(): Promise<void> {
-    clearInterval(this.watcher);
-    await this.scanning;
+  stopWatching(): Promise<void> {
+    return this.watcher.stop();
   }
 
   /** Reads every org's query files and commits those whose content changed. */
