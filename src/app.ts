@@ -102,7 +102,7 @@ export async function buildApp(config: Config, ctx: Context = createContext()): 
     log,
     metrics,
     logger: app.log,
-    onCompacted: (touched) => refresher.enqueue(touched),
+    onCompacted: (report) => refresher.enqueue(report.touched, { backlog: report.backlog }),
   }).catch(async (error) => {
     await log.close();
     throw error;

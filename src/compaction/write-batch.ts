@@ -33,11 +33,16 @@ interface PendingRow {
 
 const PENDING_COLUMNS = `org, environment, message_id, client_id, epoch_ms(received_at) AS received_at_ms, body, log_seq`;
 
+/**
+ * `sweepExpired`: also move pending rows past their 7 days to quarantine. The caller asks for it only
+ * when pending rows exist and not on every commit: each DuckDB statement costs milliseconds.
+ */
 export async function writeBatch(
   db: Database,
   plan: BatchPlan,
   now: number,
   lastVisibleAtMicros: bigint,
+  sweepExpired: boolean,
 ): Promise<WriteOutcome> {
   const nowMicros = BigInt(now) * 1000n;
   const visibleAtMicros = nowMicros > lastVisibleAtMicros ? nowMicros : lastVisibleAtMicros + 1n;
@@ -71,9 +76,9 @@ export async function writeBatch(
       }
     }
 
-    const expired = await c.all<PendingRow>(`DELETE FROM pending_identity WHERE expires_at <= $1 RETURNING ${PENDING_COLUMNS}`,
-      [tsParam(now)],
-    );
+    const expired = sweepExpired
+      ? await c.all<PendingRow>(`DELETE FROM pending_identity WHERE expires_at <= $1 RETURNING ${PENDING_COLUMNS}`, [tsParam(now)])
+      : [];
     for (const p of expired) {
       pendingResolved.push(clientKey(p.org, p.environment, p.client_id));
       quarantined.push({
@@ -93,10 +98,12 @@ export async function writeBatch(
     if (quarantined.length > 0) await appendQuarantine(c, quarantined, now);
     await upsertMappings(c, plan);
 
-    await c.run(
-      'INSERT OR REPLACE INTO log_cursor VALUES ($1, $2, $3)',
-      [CURSOR_NAME, BigInt(plan.lastSeq), microsParam(visibleAtMicros)],
-    );
+    // The row exists from the start (Compactor.loadState): an UPDATE costs a quarter of an INSERT OR REPLACE.
+    await c.run('UPDATE log_cursor SET seq = $2, visible_at = $3 WHERE name = $1', [
+      CURSOR_NAME,
+      BigInt(plan.lastSeq),
+      microsParam(visibleAtMicros),
+    ]);
     const touched = events
       .filter((e) => e.email !== null && e.entry.environment === 'production')
       .map((e) => ({ org: e.entry.org, email: e.email! }));
@@ -159,11 +166,16 @@ function appendQuarantine(c: Sql, rows: QuarantineRow[], now: number): Promise<v
   });
 }
 
+/** Rows per INSERT: one statement per identify cost ~2.7 ms each (1,000 identifies: 2.7 s against 0.09 s). */
+const MAPPINGS_PER_STATEMENT = 500;
+const MAPPING_COLUMNS = 6;
+
 async function upsertMappings(c: Sql, plan: BatchPlan): Promise<void> {
   // Only the latest identify per clientId in this batch matters (latest wins).
-  const latest = new Map(plan.mappings.map((m) => [clientKey(m.org, m.environment, m.clientId), m]));
-  for (const m of latest.values()) {
-    await c.run('INSERT OR REPLACE INTO identify_mappings VALUES ($1, $2, $3, $4, $5, $6)', [
+  const latest = [...new Map(plan.mappings.map((m) => [clientKey(m.org, m.environment, m.clientId), m])).values()];
+  for (let start = 0; start < latest.length; start += MAPPINGS_PER_STATEMENT) {
+    const chunk = latest.slice(start, start + MAPPINGS_PER_STATEMENT);
+    const params = chunk.flatMap((m) => [
       m.org,
       m.environment,
       m.clientId,
@@ -171,5 +183,10 @@ async function upsertMappings(c: Sql, plan: BatchPlan): Promise<void> {
       tsParam(m.receivedAt),
       tsParam(m.receivedAt + IDENTITY_TTL_MS),
     ]);
+    const placeholders = chunk.map((_, row) => {
+      const first = row * MAPPING_COLUMNS + 1;
+      return `(${Array.from({ length: MAPPING_COLUMNS }, (_, col) => `$${first + col}`).join(', ')})`;
+    });
+    await c.run(`INSERT OR REPLACE INTO identify_mappings VALUES ${placeholders.join(', ')}`, params);
   }
 }

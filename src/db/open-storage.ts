@@ -4,7 +4,7 @@
  * and a Compaction with the same behaviour; migrations run before anything else uses the file.
  */
 import { join } from 'node:path';
-import { Compactor, type Compaction } from '../compaction/compactor.js';
+import { type CommitReport, Compactor, type Compaction } from '../compaction/compactor.js';
 import type { Config } from '../config.js';
 import { type Context, systemClock } from '../context.js';
 import { EmbeddedLog } from '../log/embedded-log.js';
@@ -27,8 +27,8 @@ export interface StorageOptions {
   log: LogBackend;
   metrics: Metrics;
   logger: { error(details: object, message: string): void };
-  /** A compaction commit wrote events of these contacts (their profiles need a refresh). */
-  onCompacted: (touched: Array<{ org: string; email: string }>) => void;
+  /** A compaction commit wrote events (their contacts' profiles need a refresh). */
+  onCompacted: (report: CommitReport) => void;
 }
 
 export async function openStorage(options: StorageOptions): Promise<Storage> {
@@ -39,7 +39,7 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
     const db = await LocalDatabase.open(dbPath, { memoryLimit: config.duckdbMemoryLimit });
     await migrate(db);
     const compaction = compacts
-      ? new Compactor({ db, log, ctx, metrics, logger, afterCommit: async (touched) => onCompacted(touched) })
+      ? new Compactor({ db, log, ctx, metrics, logger, afterCommit: async (report) => onCompacted(report) })
       : undefined;
     return { db, compaction };
   }

@@ -5,15 +5,15 @@
  * wait until it is released, exactly as with the in-thread Database.
  */
 import { Worker } from 'node:worker_threads';
-import type { Compaction } from '../compaction/compactor.js';
+import type { CommitReport, Compaction } from '../compaction/compactor.js';
 import { SeqWaiters } from '../compaction/seq-waiters.js';
 import { type AppendTarget, type Database, type Params, type Row, type RowAppender, type Sql, inTransaction } from './sql.js';
 import type { Call, FromWorker, MetricUpdate, StorageWorkerData, ToWorker } from './storage-protocol.js';
 import { paramsToWire, recordRows } from './value-codec.js';
 
 export interface StorageEvents {
-  /** A compaction commit wrote events of these contacts (before its progress is reported). */
-  onCompacted(touched: Array<{ org: string; email: string }>): void;
+  /** A compaction commit wrote events (before its progress is reported). */
+  onCompacted(report: CommitReport): void;
   onMetric(update: MetricUpdate): void;
   onError(details: object, message: string): void;
 }
@@ -97,7 +97,7 @@ export class StorageWorker {
         return;
       }
       case 'compacted':
-        events.onCompacted(message.touched);
+        events.onCompacted(message.report);
         return;
       case 'progress':
         this.compaction?.progress(message.seq);

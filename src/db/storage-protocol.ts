@@ -1,4 +1,5 @@
 /** Messages between the main thread (storage-client.ts) and the storage worker (storage-worker.ts). */
+import type { CommitReport } from '../compaction/compactor.js';
 import type { FrameLayout } from '../log/embedded-tail.js';
 import type { AppendTarget } from './sql.js';
 import type { WireCell, WireParams } from './value-codec.js';
@@ -36,7 +37,7 @@ export type FromWorker =
   | { type: 'ready' }
   | { type: 'reply'; id: number; ok: true; value: unknown }
   | { type: 'reply'; id: number; ok: false; error: { name: string; message: string } }
-  | { type: 'compacted'; touched: Array<{ org: string; email: string }> }
+  | { type: 'compacted'; report: CommitReport }
   | { type: 'progress'; seq: number }
   | ({ type: 'metric' } & MetricUpdate)
   | { type: 'log'; level: 'error'; details: object; message: string };

@@ -93,7 +93,7 @@ async function handle(call: Call): Promise<unknown> {
         ctx: createContext(),
         metrics,
         logger: { error: (details, message) => post({ type: 'log', level: 'error', details: plain(details), message }) },
-        afterCommit: async (touched) => post({ type: 'compacted', touched }),
+        afterCommit: async (report) => post({ type: 'compacted', report }),
         onProgress: (seq) => post({ type: 'progress', seq }),
       });
       await compactor.start();

@@ -13,7 +13,7 @@ async function setup(t: Tap) {
     h.collect(customEvent(cred, { clientId, messageId, traits: {}, sentAt: clock.now(), ...extra }));
   const identify = (clientId: string, email: string, messageId: string) =>
     h.collect({ partnerId: cred.partnerId, partnerSecret: cred.partnerSecret, clientId, sentAt: clock.now(), type: 'identify', messageId, traits: { email } });
-  return { clock, h, track, identify };
+  return { clock, h, cred, track, identify };
 }
 
 function emailsOf(h: TestApp) {
@@ -88,4 +88,26 @@ t.test('requiresIdentity: false is stored without identity', async (t) => {
   const emails = await emailsOf(h);
   t.ok('free' in emails);
   t.equal(emails.free, null);
+});
+
+t.test('a batch of 1,200 identifies maps every clientId (the upsert spans several statements)', async (t) => {
+  const { clock, h, cred, track } = await setup(t);
+  const clients = Array.from({ length: 1200 }, (_, i) => `bulk-${i}`);
+  const batch = clients.map((clientId, i) => ({
+    clientId,
+    sentAt: clock.now(),
+    type: 'identify',
+    messageId: `i-${i}`,
+    traits: { email: `${clientId}@example.com` },
+  }));
+  t.equal((await h.batch({ partnerId: cred.partnerId, partnerSecret: cred.partnerSecret, batch })).statusCode, 200);
+  clock.advance(1000);
+  await track('bulk-0', 'e-first');
+  await track('bulk-1199', 'e-last');
+  await h.compacted();
+  const [mapped] = await h.app.audience.db.all<{ n: bigint }>("SELECT count(*) AS n FROM identify_mappings WHERE client_id LIKE 'bulk-%'");
+  t.equal(mapped!.n, 1200n);
+  const emails = await emailsOf(h);
+  t.equal(emails['e-first'], 'bulk-0@example.com');
+  t.equal(emails['e-last'], 'bulk-1199@example.com');
 });

@@ -1,0 +1,76 @@
+/**
+ * The compactor tells the service when a batch came from a backlog (more records were already
+ * waiting), so the profile refresher can leave DuckDB to draining it (profile-refresher.ts).
+ * Real embedded log, real DuckDB file.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import t from 'tap';
+import { type CommitReport, Compactor } from '../../src/compaction/compactor.js';
+import { createContext } from '../../src/context.js';
+import { LocalDatabase } from '../../src/db/database.js';
+import { migrate } from '../../src/db/migrate.js';
+import { EmbeddedLog } from '../../src/log/embedded-log.js';
+import { encodeRecord } from '../../src/log/record-codec.js';
+import type { LogEntry } from '../../src/log/types.js';
+import { createMetrics } from '../../src/ops/metrics.js';
+
+const RECORDS = 30;
+const EVENTS_PER_RECORD = 10;
+
+function entry(n: number): LogEntry {
+  const messageId = `m-${n}`;
+  const body = {
+    clientId: `c-${n}`,
+    type: 'track',
+    event: 'custom',
+    messageId,
+    traits: { email: `u${n}@example.com` },
+    properties: { eventName: 'x' },
+  };
+  return {
+    kind: 'event',
+    org: 'acme',
+    environment: 'production',
+    messageId,
+    receivedAt: Date.now(),
+    body: JSON.stringify(body),
+    code: null,
+    errors: null,
+  };
+}
+
+t.test('batches read from a backlog are reported as such; the one that catches up is not', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'compactor-backlog-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const log = await EmbeddedLog.open(join(dir, 'log'));
+  for (let r = 0; r < RECORDS; r++) {
+    const entries = Array.from({ length: EVENTS_PER_RECORD }, (_, i) => entry(r * EVENTS_PER_RECORD + i));
+    await log.write(`record-${r}`, encodeRecord(entries));
+  }
+  const db = await LocalDatabase.open(join(dir, 'audience.duckdb'));
+  await migrate(db);
+  const reports: CommitReport[] = [];
+  const compactor = new Compactor({
+    db,
+    log,
+    ctx: createContext(),
+    metrics: createMetrics(),
+    logger: { error: (details) => t.fail(`compactor error ${JSON.stringify(details)}`) },
+    afterCommit: async (report) => {
+      reports.push(report);
+    },
+  });
+  await compactor.start();
+  await compactor.whenCompacted(RECORDS);
+  await compactor.stop();
+  await log.close();
+  await db.close();
+
+  t.ok(reports.length >= 2, `${reports.length} commits`);
+  t.equal(reports[0]!.backlog, true, 'the first batch left records waiting');
+  t.equal(reports.at(-1)!.backlog, false, 'the last batch caught up');
+  const touched = reports.flatMap((r) => r.touched.map((k) => k.email));
+  t.equal(new Set(touched).size, RECORDS * EVENTS_PER_RECORD, 'every contact reported once');
+});
