@@ -90,17 +90,29 @@ t.test('requiresIdentity: false is stored without identity', async (t) => {
   t.equal(emails.free, null);
 });
 
-t.test('a batch of 1,200 identifies maps every clientId (the upsert spans several statements)', async (t) => {
+t.test('a batch of 1,200 identifies maps every clientId and releases their pending events (several statements)', async (t) => {
   const { clock, h, cred, track } = await setup(t);
   const clients = Array.from({ length: 1200 }, (_, i) => `bulk-${i}`);
-  const batch = clients.map((clientId, i) => ({
+  const send = (batch: object[]) => h.batch({ partnerId: cred.partnerId, partnerSecret: cred.partnerSecret, batch });
+  const anonymous = clients.map((clientId, i) => {
+    const event = customEvent(cred, { clientId, messageId: `p-${i}`, traits: {}, sentAt: clock.now() });
+    const { partnerId: _id, partnerSecret: _secret, ...member } = event;
+    return member;
+  });
+  t.equal((await send(anonymous)).statusCode, 200);
+  await h.compacted();
+  const [pending] = await h.app.audience.db.all<{ n: bigint }>('SELECT count(*) AS n FROM pending_identity');
+  t.equal(pending!.n, 1200n, 'held back while unidentified');
+
+  clock.advance(1000);
+  const identifies = clients.map((clientId, i) => ({
     clientId,
     sentAt: clock.now(),
     type: 'identify',
     messageId: `i-${i}`,
     traits: { email: `${clientId}@example.com` },
   }));
-  t.equal((await h.batch({ partnerId: cred.partnerId, partnerSecret: cred.partnerSecret, batch })).statusCode, 200);
+  t.equal((await send(identifies)).statusCode, 200);
   clock.advance(1000);
   await track('bulk-0', 'e-first');
   await track('bulk-1199', 'e-last');
@@ -110,4 +122,7 @@ t.test('a batch of 1,200 identifies maps every clientId (the upsert spans severa
   const emails = await emailsOf(h);
   t.equal(emails['e-first'], 'bulk-0@example.com');
   t.equal(emails['e-last'], 'bulk-1199@example.com');
+  const released = clients.filter((clientId, i) => emails[`p-${i}`] === `${clientId}@example.com`);
+  t.equal(released.length, 1200, 'every pending event released with its own identify e-mail');
+  t.same(await h.app.audience.db.all('SELECT 1 FROM pending_identity'), []);
 });
