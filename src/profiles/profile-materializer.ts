@@ -5,6 +5,7 @@
 import { type DuckDBListValue, listValue } from '@duckdb/node-api';
 import { foldedThrough } from '../compaction/fold-contact-activity.js';
 import type { Database } from '../db/database.js';
+import { YIELD_EVERY, yieldNow } from '../db/yield-now.js';
 import type { Profile, ProfileIndex } from './profile-index.js';
 
 export interface ContactKey {
@@ -22,11 +23,11 @@ export class ProfileMaterializer {
   ) {}
 
   async loadAll(): Promise<void> {
-    this.store(await this.profilesFor(null, null));
+    await this.store(await this.profilesFor(null, null));
   }
 
   async refreshOrg(org: string): Promise<void> {
-    this.store(await this.profilesFor(org, null));
+    await this.store(await this.profilesFor(org, null));
   }
 
   async refresh(keys: ContactKey[]): Promise<void> {
@@ -41,7 +42,7 @@ export class ProfileMaterializer {
         await this.refreshOrg(org);
         continue;
       }
-      this.store(await this.profilesFor(org, listValue([...emails])));
+      await this.store(await this.profilesFor(org, listValue([...emails])));
     }
   }
 
@@ -52,11 +53,14 @@ export class ProfileMaterializer {
     );
   }
 
-  private store(rows: Record<string, unknown>[]): void {
+  /** Yields now and then: a refresh of a whole org (or of a backlog's contacts) must not stall lookups. */
+  private async store(rows: Record<string, unknown>[]): Promise<void> {
+    let stored = 0;
     for (const row of rows) {
       const { org, custom_fields: custom, ...fields } = row;
       const customFields = typeof custom === 'string' ? (JSON.parse(custom) as Record<string, unknown>) : {};
       this.index.upsert(org as string, toProfile(fields, customFields), Object.keys(customFields));
+      if (++stored % YIELD_EVERY === 0) await yieldNow();
     }
   }
 }
