@@ -165,7 +165,7 @@ function appendQuarantine(c: Sql, rows: QuarantineRow[], now: number): Promise<v
  */
 const ROWS_PER_STATEMENT = 500;
 
-/** `(\$1, \$2, …), (…)` for `rows` rows of `columns` parameters each. */
+/** `($1, $2, …), (…)` for `rows` rows of `columns` parameters each. */
 function valuesPlaceholders(rows: number, columns: number): string {
   return Array.from({ length: rows }, (_, row) => {
     const first = row * columns + 1;
