@@ -1,6 +1,6 @@
 /**
  * What the service sees of DuckDB: a serialized `Database` and, while one holds it, a connection (`Sql`).
- * Two implementations: in this thread (local-database.ts) and in the storage worker thread
+ * Two implementations: in this thread (database.ts, LocalDatabase) and in the storage worker thread
  * (storage-client.ts), so the same stores run unchanged whichever thread owns the DuckDB file.
  */
 import type { DuckDBTimestampTZValue, DuckDBValue } from '@duckdb/node-api';
@@ -34,7 +34,7 @@ export interface Sql {
   interrupt(): void;
 }
 
-/** One DuckDB file, every use serialized (one connection; see local-database.ts for why). */
+/** One DuckDB file, every use serialized (one connection; see database.ts for why). */
 export interface Database {
   /** Runs `work` with the connection to itself; callers queue in order. */
   exclusive<T>(work: (connection: Sql) => Promise<T>): Promise<T>;

@@ -114,7 +114,8 @@ export class FlowRunner {
     const { org } = flow;
     const id = flow.definition.id;
     const now = this.deps.ctx.clock.now();
-    const [current] = await c.all<{ status: string; cursor_us: bigint | null }>('SELECT status, epoch_us(cursor_at) AS cursor_us FROM flows WHERE org = $1 AND id = $2',
+    const [current] = await c.all<{ status: string; cursor_us: bigint | null }>(
+      'SELECT status, epoch_us(cursor_at) AS cursor_us FROM flows WHERE org = $1 AND id = $2',
       [org, id],
     );
     if (current?.status !== 'live') return { skipped: 'flow is no longer live', rows: 0, decisions: [] };
@@ -152,7 +153,8 @@ export class FlowRunner {
 
   private async usedKeys(c: Sql, org: string, flowId: string, eventIds: string[]): Promise<Set<string>> {
     if (eventIds.length === 0) return new Set();
-    const used = await c.all<{ email: string; event_id: string }>('SELECT email, event_id FROM flow_sends WHERE org = $1 AND flow_id = $2 AND event_id IN (SELECT unnest($3::VARCHAR[]))',
+    const used = await c.all<{ email: string; event_id: string }>(
+      'SELECT email, event_id FROM flow_sends WHERE org = $1 AND flow_id = $2 AND event_id IN (SELECT unnest($3::VARCHAR[]))',
       [org, flowId, listValue(eventIds)],
     );
     return new Set(used.map((u) => sendKey(u.email, u.event_id)));
@@ -160,7 +162,8 @@ export class FlowRunner {
 
   private async lastEntries(c: Sql, org: string, flowId: string, emails: string[]): Promise<Map<string, number>> {
     if (emails.length === 0) return new Map();
-    const last = await c.all<{ email: string; last_ms: bigint }>('SELECT email, epoch_ms(max(created_at)) AS last_ms FROM flow_sends WHERE org = $1 AND flow_id = $2 AND email IN (SELECT unnest($3::VARCHAR[])) GROUP BY email',
+    const last = await c.all<{ email: string; last_ms: bigint }>(
+      'SELECT email, epoch_ms(max(created_at)) AS last_ms FROM flow_sends WHERE org = $1 AND flow_id = $2 AND email IN (SELECT unnest($3::VARCHAR[])) GROUP BY email',
       [org, flowId, listValue(emails)],
     );
     return new Map(last.map((l) => [l.email, Number(l.last_ms)]));

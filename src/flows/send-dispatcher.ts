@@ -167,21 +167,20 @@ export class SendDispatcher {
     if (batch.length === 0) return;
     const statuses = batch.map((f) => f.result.kind);
     const reasons = batch.map((f) => (f.result.kind === 'delivered' ? null : f.result.reason));
-    await this.deps.db.exclusive((c) =>
-      c.all(`UPDATE flow_sends AS s
-            SET status = u.status, attempts = u.attempts, last_error = u.reason,
-                sent_at = CASE WHEN u.status = 'delivered' THEN $5 END
-           FROM (SELECT unnest($1::VARCHAR[]) AS send_id, unnest($2::VARCHAR[]) AS status,
-                        unnest($3::INTEGER[]) AS attempts, unnest($4::VARCHAR[]) AS reason) AS u
-          WHERE s.send_id = u.send_id`,
-        [
-          listValue(batch.map((f) => f.sendId)),
-          listValue(statuses),
-          listValue(batch.map((f) => f.result.attempts)),
-          listValue(reasons),
-          tsParam(batch[batch.length - 1]!.at),
-        ],
-      ),
+    await this.deps.db.run(
+      `UPDATE flow_sends AS s
+          SET status = u.status, attempts = u.attempts, last_error = u.reason,
+              sent_at = CASE WHEN u.status = 'delivered' THEN $5 END
+         FROM (SELECT unnest($1::VARCHAR[]) AS send_id, unnest($2::VARCHAR[]) AS status,
+                      unnest($3::INTEGER[]) AS attempts, unnest($4::VARCHAR[]) AS reason) AS u
+        WHERE s.send_id = u.send_id`,
+      [
+        listValue(batch.map((f) => f.sendId)),
+        listValue(statuses),
+        listValue(batch.map((f) => f.result.attempts)),
+        listValue(reasons),
+        tsParam(batch[batch.length - 1]!.at),
+      ],
     );
     const delivered = new Map<string, string[]>();
     for (const f of batch) if (f.result.kind === 'delivered') delivered.set(f.org, [...(delivered.get(f.org) ?? []), f.email]);

@@ -12,7 +12,7 @@ import { AppendSignal } from './append-signal.js';
 import { EmbeddedReader, type FrameSource } from './embedded-reader.js';
 import type { FrameLayout } from './embedded-tail.js';
 import { encodeFrame, type Frame } from './frame.js';
-import { readFrames, scanFrames, writeFully } from './frame-file.js';
+import { readRecordFrames, scanFrames, writeFully } from './frame-file.js';
 import { RecentIds } from './recent-ids.js';
 import { LogUnavailableError, type LogBackend, type LogReader, type WriteResult } from './types.js';
 
@@ -137,9 +137,7 @@ export class EmbeddedLog implements LogBackend {
   /** Records `from`..`to` (1-based, inclusive), read in one positional read. */
   private async readRecords(from: number, to: number): Promise<Frame[]> {
     if (this.closed) throw new LogUnavailableError('embedded log is closed');
-    const start = this.offsets[from - 1]!;
-    const end = to < this.offsets.length ? this.offsets[to]! : this.end;
-    return readFrames(this.handle, start, end);
+    return readRecordFrames(this.handle, this.offsets, this.end, from, to);
   }
 
   private async append(recordId: string, payload: Uint8Array): Promise<WriteResult> {

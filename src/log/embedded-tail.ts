@@ -7,7 +7,7 @@ import { open, type FileHandle } from 'node:fs/promises';
 import { AppendSignal } from './append-signal.js';
 import { EmbeddedReader, type FrameSource } from './embedded-reader.js';
 import type { Frame } from './frame.js';
-import { readFrames } from './frame-file.js';
+import { readRecordFrames } from './frame-file.js';
 import { LogUnavailableError, type LogBackend, type LogReader } from './types.js';
 
 /** Where the durable frames of the embedded log are: what the owner hands over at start. */
@@ -62,7 +62,6 @@ export class EmbeddedTail implements Pick<LogBackend, 'openReader' | 'headSeq'> 
 
   private readRecords(from: number, to: number): Promise<Frame[]> {
     if (this.closed) return Promise.reject(new LogUnavailableError('embedded log is closed'));
-    const { offsets, end } = this.layout;
-    return readFrames(this.handle, offsets[from - 1]!, to < offsets.length ? offsets[to]! : end);
+    return readRecordFrames(this.handle, this.layout.offsets, this.layout.end, from, to);
   }
 }

@@ -56,6 +56,14 @@ async function soundFrameAt(handle: FileHandle, offset: number, fileBytes: numbe
   return checkFrame(await readFully(handle, offset, length), 0, length).kind === 'frame';
 }
 
+/**
+ * Records `from`..`to` (1-based, inclusive) in one positional read, given each record's frame offset
+ * (index = seq - 1) and the end of the last frame.
+ */
+export function readRecordFrames(handle: FileHandle, offsets: readonly number[], end: number, from: number, to: number): Promise<Frame[]> {
+  return readFrames(handle, offsets[from - 1]!, to < offsets.length ? offsets[to]! : end);
+}
+
 /** The frames stored in bytes [start, end), which the caller knows to hold whole frames. */
 export async function readFrames(handle: FileHandle, start: number, end: number): Promise<Frame[]> {
   const bytes = await readFully(handle, start, end - start);

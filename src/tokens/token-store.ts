@@ -78,7 +78,8 @@ export class TokenStore {
       lastUsedAt: null,
     };
     await this.db.transaction(async (c) => {
-      const [counted] = await c.all<{ n: bigint }>(`SELECT count(*) AS n FROM audience_tokens WHERE org = $1 AND ${activeSql('$2')}`,
+      const [counted] = await c.all<{ n: bigint }>(
+        `SELECT count(*) AS n FROM audience_tokens WHERE org = $1 AND ${activeSql('$2')}`,
         [org, tsParam(now)],
       );
       const active = Number(counted?.n ?? 0);
@@ -196,7 +197,8 @@ export class TokenStore {
   ): Promise<Token[]> {
     const now = this.ctx.clock.now();
     const revoked = await this.db.transaction(async (c) => {
-      const found = (await c.all<TokenRow>(`SELECT * FROM audience_tokens WHERE org = $1 AND ${where} ORDER BY created_at, id`, [org, ...params])).map(fromRow);
+      const rows = await c.all<TokenRow>(`SELECT * FROM audience_tokens WHERE org = $1 AND ${where} ORDER BY created_at, id`, [org, ...params]);
+      const found = rows.map(fromRow);
       const chosen = pick(found);
       for (const r of chosen) {
         await c.run('UPDATE audience_tokens SET revoked_at = $2 WHERE id = $1', [r.id, tsParam(now)]);

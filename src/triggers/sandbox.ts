@@ -5,8 +5,7 @@
  * (DUCKDB_MEMORY_LIMIT): a query over it fails alone with DuckDB's out-of-memory error.
  */
 import type { DuckDBValue } from '@duckdb/node-api';
-import type { Sql } from '../db/sql.js';
-import { type Row } from '../db/database.js';
+import type { Row, Sql } from '../db/sql.js';
 import { bindOrgRelations, unbindOrgRelations } from './org-relations.js';
 import type { CheckedSql } from './sql-guard.js';
 
