@@ -9,7 +9,7 @@ import type { Context } from '../context.js';
 import { AppError } from '../errors.js';
 import type { Metrics } from '../ops/metrics.js';
 import type { OrgStore } from '../orgs/org-store.js';
-import type { Profile, ProfileIndex } from '../profiles/profile-index.js';
+import type { IndexedProfile, ProfileIndex } from '../profiles/profile-index.js';
 import { rateLimitHeaders } from '../ratelimit/headers.js';
 import {
   AUTH_FAILURE_POLICY,
@@ -93,33 +93,34 @@ export function registerContactsRoute(app: FastifyInstance, deps: ContactsRouteD
     }
     const fields = selectFields(org.contentFields, request.query.fields);
 
-    const profile = profiles.find(org.slug, identity.type, identity.value);
-    if (!profile) {
+    const contact = profiles.lookup(org.slug, identity.type, identity.value);
+    if (!contact) {
       throw new AppError('contact_not_found', 'no contact with this identity', { status: org.notFoundStatus });
     }
     reply.type('application/json; charset=utf-8');
-    return responseBody(profile, fields);
+    return responseBody(contact, fields);
   });
 }
 
 /**
- * Profiles are immutable (a refresh replaces the object), so each one's answer is serialized once and
- * reused while the same field list is asked for. One entry per profile keeps memory bounded.
+ * Each contact's answer is serialized once and reused while the same fields are asked for: the org's
+ * content fields are one array until the org changes, so the usual check is one comparison.
  */
-const serialized = new WeakMap<Profile, { fieldsKey: string; json: string }>();
-
-function responseBody(profile: Profile, fields: string[]): string {
-  const fieldsKey = fields.join(',');
-  const cached = serialized.get(profile);
-  if (cached?.fieldsKey === fieldsKey) return cached.json;
-  const contact: Record<string, unknown> = {};
+function responseBody(contact: IndexedProfile, fields: readonly string[]): string {
+  const cached = contact.answer;
+  if (cached !== undefined && (cached.fields === fields || sameFields(cached.fields, fields))) return cached.json;
+  const body: Record<string, unknown> = {};
   for (const field of fields) {
-    const value = profile[field];
-    contact[field] = value === undefined ? (ARRAY_FIELDS.has(field) ? [] : null) : value;
+    const value = contact.profile[field];
+    body[field] = value === undefined ? (ARRAY_FIELDS.has(field) ? [] : null) : value;
   }
-  const json = JSON.stringify({ status: 'success', contact });
-  serialized.set(profile, { fieldsKey, json });
+  const json = JSON.stringify({ status: 'success', contact: body });
+  contact.answer = { fields, json };
   return json;
+}
+
+function sameFields(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && a.every((field, i) => field === b[i]);
 }
 
 const ARRAY_FIELDS = new Set(['campaigns_received', 'flow_variant_membership']);

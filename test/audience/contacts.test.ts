@@ -58,6 +58,11 @@ t.test('fields: a subset in configured order; unknown or non-content fields are 
   t.same(all.json().contact, { email_address: 'ada@example.com', tier: 'gold', first_name: 'Ada' }, 'custom field served');
   const subset = await lookup(h, token, 'identity=email:ada@example.com&fields=first_name,email_address');
   t.same(Object.keys(subset.json().contact), ['email_address', 'first_name'], 'configured order');
+  // Answers are cached per contact: a changed field list must not be served the cached one.
+  t.same((await lookup(h, token, 'identity=email:ada@example.com')).json().contact, all.json().contact, 'all fields again');
+  await h.admin('PATCH', '/admin/v1/orgs/acme', { contentFields: ['tier', 'email_address'] });
+  const changed = await lookup(h, token, 'identity=email:ada@example.com');
+  t.same(changed.json().contact, { tier: 'gold', email_address: 'ada@example.com' }, 'the new content fields');
   for (const fields of ['last_name', 'nope', '', 'first_name,,tier']) {
     const r = await lookup(h, token, `identity=email:ada@example.com&fields=${fields}`);
     t.equal(r.statusCode, 400, `fields=${fields}`);
