@@ -1,6 +1,8 @@
 /** Whether an Accept header admits application/json (absent means anything; q=0 means "not this"). */
 export function acceptsJson(accept: string | undefined): boolean {
-  if (accept === undefined || accept.trim() === '') return true;
+  // What nearly every client sends, answered without parsing.
+  if (accept === undefined || accept === 'application/json') return true;
+  if (accept.trim() === '') return true;
   return accept.split(',').some((part) => {
     const [range, ...params] = part.trim().toLowerCase().split(';');
     const q = params.map((p) => p.trim()).find((p) => p.startsWith('q='));
