@@ -167,7 +167,12 @@ export async function buildApp(config: Config, ctx: Context = createContext()): 
     await materializer.loadAll();
     const contacts = new ContactStore(db, ctx);
     await tokens.load();
-    triggers = new TriggerStore(db, ctx, { queriesDir: config.queriesDir, logger: app.log, orgExists: (slug) => orgs.cached(slug) !== undefined });
+    triggers = new TriggerStore(db, ctx, {
+      queriesDir: config.queriesDir,
+      logger: app.log,
+      orgExists: (slug) => orgs.cached(slug) !== undefined,
+      timeoutMs: config.triggerTimeoutMs,
+    });
     await triggers.load();
     await triggers.scan();
     await flows.load();
@@ -191,6 +196,7 @@ export async function buildApp(config: Config, ctx: Context = createContext()): 
         metrics,
         logger: app.log,
         timeoutMs: config.triggerTimeoutMs,
+        maxRows: config.triggerMaxRows,
         refreshProfiles: (keys) => refresher.enqueue(keys),
       });
     }

@@ -27,6 +27,7 @@ const variableOf: Record<keyof Config, string> = {
   webhookMaxAttempts: 'WEBHOOK_MAX_ATTEMPTS',
   webhookBackoffMs: 'WEBHOOK_BACKOFF_MS',
   triggerTimeoutMs: 'TRIGGER_TIMEOUT_MS',
+  triggerMaxRows: 'TRIGGER_MAX_ROWS',
   duckdbMemoryLimit: 'DUCKDB_MEMORY_LIMIT',
   storageThread: 'STORAGE_THREAD',
 };
@@ -68,6 +69,7 @@ export function readConfig(env: NodeJS.ProcessEnv): Config {
     webhookMaxAttempts: integer('WEBHOOK_MAX_ATTEMPTS', env.WEBHOOK_MAX_ATTEMPTS, 6),
     webhookBackoffMs: integer('WEBHOOK_BACKOFF_MS', env.WEBHOOK_BACKOFF_MS, 1_000),
     triggerTimeoutMs: integer('TRIGGER_TIMEOUT_MS', env.TRIGGER_TIMEOUT_MS, 10_000),
+    triggerMaxRows: integer('TRIGGER_MAX_ROWS', env.TRIGGER_MAX_ROWS, 100_000),
     duckdbMemoryLimit: env.DUCKDB_MEMORY_LIMIT || '4GB',
     storageThread: env.STORAGE_THREAD || 'worker',
   };

@@ -13,10 +13,14 @@ import {
   type DuckDBConnection,
   type DuckDBTimestampTZValue,
 } from '@duckdb/node-api';
-import { type AppendTarget, type Database, type Params, type Row, type RowAppender, type Sql, inTransaction } from './sql.js';
+import { type AppendTarget, type Database, type Params, type Row, type RowAppender, type RowPage, type Sql, inTransaction } from './sql.js';
+import { MAX_ABANDONED, SandboxBusy, type UntrustedHandle, withDeadline } from './untrusted.js';
 import { YIELD_EVERY, yieldNow } from './yield-now.js';
 
 export type { Database, Params, Row, Sql } from './sql.js';
+
+/** Shutdown waits this long for abandoned untrusted queries to return before closing DuckDB. */
+const CLOSE_WAIT_FOR_ABANDONED_MS = 30_000;
 
 export interface DatabaseOptions {
   memoryLimit?: string;
@@ -25,12 +29,14 @@ export interface DatabaseOptions {
 export class LocalDatabase implements Database {
   private tail: Promise<unknown> = Promise.resolve();
   private readonly sql: LocalSql;
+  private readonly untrustedConnections: UntrustedConnections;
 
   private constructor(
     private readonly instance: DuckDBInstance,
     private readonly connection: DuckDBConnection,
   ) {
     this.sql = new LocalSql(connection);
+    this.untrustedConnections = new UntrustedConnections(instance);
   }
 
   static async open(path: string, options: DatabaseOptions = {}): Promise<LocalDatabase> {
@@ -71,7 +77,18 @@ export class LocalDatabase implements Database {
     return this.exclusive((c) => inTransaction(c, work));
   }
 
+  async untrusted<T>(timeoutMs: number, work: (connection: Sql) => Promise<T>): Promise<T> {
+    return withDeadline(await this.untrustedConnections.acquire(), timeoutMs, work);
+  }
+
+  /** A connection for untrusted SQL held across calls (the storage worker's sessions). */
+  acquireUntrusted(): Promise<UntrustedHandle> {
+    return this.untrustedConnections.acquire();
+  }
+
   async close(): Promise<void> {
+    // An abandoned query still running keeps native work on the instance; closing under it is not safe.
+    await this.untrustedConnections.close(CLOSE_WAIT_FOR_ABANDONED_MS);
     await this.exclusive(async () => {
       // CHECKPOINT folds the WAL into the file so the next start opens quickly.
       await this.connection.run('CHECKPOINT').catch(() => undefined);
@@ -81,15 +98,75 @@ export class LocalDatabase implements Database {
   }
 }
 
+/** Connections for untrusted SQL: reused while they finish in time; see untrusted.ts. */
+class UntrustedConnections {
+  private idle: DuckDBConnection[] = [];
+  private abandoned = 0;
+  /** Abandoned connections still running, each settling once DuckDB returns and it is closed. */
+  private readonly running = new Set<Promise<void>>();
+
+  constructor(private readonly instance: DuckDBInstance) {}
+
+  async acquire(): Promise<UntrustedHandle> {
+    if (this.abandoned >= MAX_ABANDONED) throw new SandboxBusy();
+    const connection = this.idle.pop() ?? (await this.instance.connect());
+    const sql = new LocalSql(connection);
+    return {
+      sql,
+      interrupt: () => connection.interrupt(),
+      release: () => this.idle.push(connection),
+      abandon: () => {
+        this.abandoned++;
+        connection.interrupt();
+        const closed = sql.settled().then(() => {
+          this.abandoned--;
+          connection.closeSync();
+        });
+        this.running.add(closed);
+        void closed.then(() => this.running.delete(closed));
+      },
+    };
+  }
+
+  /** Closes idle connections and waits (up to `waitMs`) for abandoned ones to return. */
+  async close(waitMs: number): Promise<void> {
+    for (const connection of this.idle) connection.closeSync();
+    this.idle = [];
+    await Promise.race([Promise.all(this.running), new Promise((resolve) => setTimeout(resolve, waitMs).unref())]);
+  }
+}
+
 class LocalSql implements Sql {
+  /** The statement in flight, so an abandoned connection is closed only once DuckDB returns. */
+  private inFlight: Promise<unknown> = Promise.resolve();
+
   constructor(private readonly connection: DuckDBConnection) {}
 
+  settled(): Promise<void> {
+    return this.inFlight.then(
+      () => undefined,
+      () => undefined,
+    );
+  }
+
+  private track<T>(promise: Promise<T>): Promise<T> {
+    this.inFlight = promise;
+    return promise;
+  }
+
   async run(sql: string, params: Params = []): Promise<void> {
-    await this.connection.run(sql, params);
+    await this.track(this.connection.run(sql, params));
   }
 
   async all<T = Row>(sql: string, params: Params = []): Promise<T[]> {
-    return (await this.connection.runAndReadAll(sql, params)).getRowObjectsJS() as T[];
+    return (await this.track(this.connection.runAndReadAll(sql, params))).getRowObjectsJS() as T[];
+  }
+
+  async read<T = Row>(sql: string, params: Params, maxRows: number): Promise<RowPage<T>> {
+    // Reads whole chunks: at most maxRows + 1 rows and the rest of their last 2,048-row chunk.
+    const reader = await this.track(this.connection.streamAndReadUntil(sql, maxRows + 1, params));
+    const rows = reader.getRowObjectsJS() as T[];
+    return { rows: rows.length > maxRows ? rows.slice(0, maxRows) : rows, truncated: rows.length > maxRows };
   }
 
   async append<T>(target: AppendTarget, rows: readonly T[], write: (appender: RowAppender, row: T) => void): Promise<void> {
@@ -110,7 +187,7 @@ class LocalSql implements Sql {
   }
 
   async columnNames(sql: string): Promise<string[]> {
-    const prepared = await this.connection.prepare(sql);
+    const prepared = await this.track(this.connection.prepare(sql));
     try {
       return Array.from({ length: prepared.columnCount }, (_, i) => prepared.columnName(i));
     } finally {

@@ -7,7 +7,8 @@
 import { Worker } from 'node:worker_threads';
 import type { CommitReport, Compaction } from '../compaction/compactor.js';
 import { SeqWaiters } from '../compaction/seq-waiters.js';
-import { type AppendTarget, type Database, type Params, type Row, type RowAppender, type Sql, inTransaction } from './sql.js';
+import { type AppendTarget, type Database, type Params, type Row, type RowAppender, type RowPage, type Sql, inTransaction } from './sql.js';
+import { SandboxBusy, withDeadline } from './untrusted.js';
 import type { Call, FromWorker, MetricUpdate, StorageWorkerData, ToWorker } from './storage-protocol.js';
 import { paramsToWire, recordRows } from './value-codec.js';
 
@@ -93,6 +94,7 @@ export class StorageWorker {
         const waiting = this.pending.get(message.id);
         this.pending.delete(message.id);
         if (message.ok) waiting?.resolve(message.value);
+        else if (message.error.name === 'SandboxBusy') waiting?.reject(new SandboxBusy(message.error.message));
         else waiting?.reject(Object.assign(new Error(message.error.message), { name: message.error.name }));
         return;
       }
@@ -134,6 +136,18 @@ class WorkerDatabase implements Database {
     return this.exclusive((c) => inTransaction(c, work));
   }
 
+  async untrusted<T>(timeoutMs: number, work: (connection: Sql) => Promise<T>): Promise<T> {
+    const session = await this.worker.call<number>({ op: 'open', untrusted: true });
+    const ignore = () => undefined;
+    const handle = {
+      sql: new WorkerSql(this.worker, session),
+      interrupt: () => this.worker.send({ type: 'interrupt', session }),
+      release: () => void this.worker.call({ op: 'release', session }).catch(ignore),
+      abandon: () => void this.worker.call({ op: 'abandon', session }).catch(ignore),
+    };
+    return withDeadline(handle, timeoutMs, work);
+  }
+
   all<T = Row>(sql: string, params: Params = []): Promise<T[]> {
     return this.worker.call<T[]>({ op: 'all', sql, params: paramsToWire(params) });
   }
@@ -163,6 +177,10 @@ class WorkerSql implements Sql {
 
   append<T>(target: AppendTarget, rows: readonly T[], write: (appender: RowAppender, row: T) => void): Promise<void> {
     return this.worker.call({ op: 'append', session: this.session, target, rows: recordRows(rows, write) });
+  }
+
+  read<T = Row>(sql: string, params: Params, maxRows: number): Promise<RowPage<T>> {
+    return this.worker.call<RowPage<T>>({ op: 'read', session: this.session, sql, params: paramsToWire(params), maxRows });
   }
 
   columnNames(sql: string): Promise<string[]> {

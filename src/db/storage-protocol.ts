@@ -13,8 +13,10 @@ export interface StorageWorkerData {
 
 /** A call that waits for its reply. `session` names a held connection (Database.exclusive). */
 export type Call =
-  | { op: 'open' }
+  | { op: 'open'; untrusted?: boolean }
   | { op: 'release'; session: number }
+  | { op: 'abandon'; session: number }
+  | { op: 'read'; session: number; sql: string; params: WireParams; maxRows: number }
   | { op: 'all' | 'run'; sql: string; params: WireParams; session?: number }
   | { op: 'append'; session: number; target: AppendTarget; rows: WireCell[][] }
   | { op: 'columns'; session: number; sql: string }

@@ -23,8 +23,8 @@ const data = workerData as StorageWorkerData;
 const post = (message: FromWorker): void => port.postMessage(message);
 
 const db = await LocalDatabase.open(data.dbPath, { memoryLimit: data.memoryLimit });
-/** Connections lent to the main thread, by session id, until it releases them. */
-const sessions = new Map<number, { sql: Sql; release: () => void }>();
+/** Connections lent to the main thread, by session id, until it releases (or abandons) them. */
+const sessions = new Map<number, { sql: Sql; release: () => void; abandon?: () => void }>();
 let nextSession = 1;
 let compactor: Compactor | undefined;
 let compactorLog: CompactorLog | undefined;
@@ -59,6 +59,11 @@ async function handle(call: Call): Promise<unknown> {
   switch (call.op) {
     case 'open': {
       const id = nextSession++;
+      if (call.untrusted) {
+        const handle = await db.acquireUntrusted();
+        sessions.set(id, { sql: handle.sql, release: handle.release, abandon: handle.abandon });
+        return id;
+      }
       // Resolves once this session holds the connection; the exclusive section lasts until 'release'.
       return new Promise<number>((opened) => {
         void db.exclusive(
@@ -74,6 +79,12 @@ async function handle(call: Call): Promise<unknown> {
       sessions.get(call.session)?.release();
       sessions.delete(call.session);
       return undefined;
+    case 'abandon':
+      sessions.get(call.session)?.abandon?.();
+      sessions.delete(call.session);
+      return undefined;
+    case 'read':
+      return session(call.session).read(call.sql, paramsFromWire(call.params), call.maxRows);
     case 'all':
     case 'run': {
       const sql = call.session === undefined ? db : session(call.session);

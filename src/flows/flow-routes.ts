@@ -41,12 +41,17 @@ export function registerFlowRoutes(
   },
 ): void {
   const { db, orgs, flows } = deps;
-  const check = (org: string, body: unknown) =>
-    checkFlow(body, { org, triggers: deps.triggers, webhookAllowPrivate: deps.webhookAllowPrivate, smtpConfigured: deps.smtpConfigured });
+  const check = async (org: string, body: unknown) => {
+    // A trigger or segment file saved a moment ago counts as saved, not as the last poll saw it.
+    const named = body as { trigger?: unknown; segmentFilter?: { segment?: unknown } } | null;
+    if (typeof named?.trigger === 'string') await deps.triggers.refresh(org, 'trigger', named.trigger);
+    if (typeof named?.segmentFilter?.segment === 'string') await deps.triggers.refresh(org, 'segment', named.segmentFilter.segment);
+    return checkFlow(body, { org, triggers: deps.triggers, webhookAllowPrivate: deps.webhookAllowPrivate, smtpConfigured: deps.smtpConfigured });
+  };
 
   app.post<{ Params: { slug: string } }>('/admin/v1/orgs/:slug/flows', { schema: { params: slugParams } }, async (request, reply) => {
     const org = await orgs.get(request.params.slug);
-    return reply.code(201).send(toApiFlow(await flows.create(org.slug, check(org.slug, request.body))));
+    return reply.code(201).send(toApiFlow(await flows.create(org.slug, await check(org.slug, request.body))));
   });
 
   app.get<{ Params: { slug: string } }>('/admin/v1/orgs/:slug/flows', { schema: { params: slugParams } }, async (request) => {
@@ -61,7 +66,7 @@ export function registerFlowRoutes(
 
   app.put<{ Params: Params }>('/admin/v1/orgs/:slug/flows/:id', { schema: { params: flowParams } }, async (request) => {
     const org = await orgs.get(request.params.slug);
-    const definition = check(org.slug, request.body);
+    const definition = await check(org.slug, request.body);
     if (definition.id !== request.params.id) throw new AppError('invalid_flow', `the body's id "${definition.id}" is not the flow's id "${request.params.id}"`);
     return toApiFlow(await flows.replace(org.slug, definition));
   });
@@ -70,7 +75,7 @@ export function registerFlowRoutes(
     const org = await orgs.get(request.params.slug);
     const flow = flows.get(org.slug, request.params.id);
     // The trigger may have been refused since the flow was saved: check again before going live.
-    check(org.slug, flow.definition);
+    await check(org.slug, flow.definition);
     return toApiFlow(await flows.start(org.slug, request.params.id));
   });
 

@@ -9,7 +9,7 @@
  * writes the new ones, and DuckDB access is serialized, so runs (even two runners) never interleave.
  */
 import type { FastifyBaseLogger } from 'fastify';
-import type { Sql } from '../db/sql.js';
+import type { Row, Sql } from '../db/sql.js';
 import { listValue } from '@duckdb/node-api';
 import type { Context } from '../context.js';
 import { type Database, microsParam, tsParam } from '../db/database.js';
@@ -18,7 +18,7 @@ import type { Metrics } from '../ops/metrics.js';
 import { PeriodicTask } from '../periodic-task.js';
 import type { ContactKey } from '../profiles/profile-materializer.js';
 import type { ProfileIndex } from '../profiles/profile-index.js';
-import { QueryFailed, runSandboxed } from '../triggers/sandbox.js';
+import { QueryFailed, runSandboxed, windowOf, withSandbox } from '../triggers/sandbox.js';
 import type { LiveQuery, TriggerStore } from '../triggers/trigger-store.js';
 import { type Decision, decide, resolveEmail, type RunState, sendKey } from './decide.js';
 import { type FlowRecord, type FlowStore, newestVisibleAt } from './flow-store.js';
@@ -29,12 +29,27 @@ export interface RunSummary {
   skipped?: string;
   rows: number;
   decisions: Decision[];
+  /** The window was narrowed to TRIGGER_MAX_ROWS rows: the next run goes on from where this one ended. */
+  more?: boolean;
+}
+
+interface WindowRead {
+  rows: Row[];
+  /** Where the window read ends (the whole window, or a commit inside it). */
+  end: bigint;
+  /** Emails of the flow's segment. */
+  segment?: Set<string>;
 }
 
 const TICK_MS = 100;
+/** A segment may return this many rows per trigger row a run may take (it lists contacts, not events). */
+const SEGMENT_ROWS_PER_TRIGGER_ROW = 10;
+
 
 export class FlowRunner {
   private readonly nextRunAt = new Map<string, number>();
+  /** The run in progress (or queued) per flow. */
+  private readonly running = new Map<string, Promise<void>>();
   private readonly ticker = new PeriodicTask(
     () => this.runDue(),
     (err) => this.deps.logger.error({ err }, 'running due flows failed'),
@@ -51,6 +66,8 @@ export class FlowRunner {
       metrics: Metrics;
       logger: FastifyBaseLogger;
       timeoutMs: number;
+      /** TRIGGER_MAX_ROWS. */
+      maxRows: number;
       refreshProfiles(keys: ContactKey[]): void;
     },
   ) {}
@@ -80,8 +97,23 @@ export class FlowRunner {
     }
   }
 
-  /** One run of one flow now, whatever its schedule. */
-  async run(org: string, id: string): Promise<RunSummary> {
+  /** One run of one flow now, whatever its schedule. Runs of one flow never overlap (the tick and `POST …/run` may race). */
+  run(org: string, id: string): Promise<RunSummary> {
+    const key = `${org}/${id}`;
+    const previous = this.running.get(key) ?? Promise.resolve();
+    const result = previous.then(() => this.runNow(org, id));
+    const tail = result.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.running.set(key, tail);
+    void tail.then(() => {
+      if (this.running.get(key) === tail) this.running.delete(key);
+    });
+    return result;
+  }
+
+  private async runNow(org: string, id: string): Promise<RunSummary> {
     const flow = this.deps.flows.get(org, id);
     if (flow.status !== 'live') return { skipped: `flow is ${flow.status}`, rows: 0, decisions: [] };
     const trigger = this.deps.triggers.live(org, 'trigger', flow.definition.trigger);
@@ -90,79 +122,122 @@ export class FlowRunner {
     const segment = segmentName === undefined ? undefined : this.deps.triggers.live(org, 'segment', segmentName);
     if (segmentName !== undefined && !segment) return this.fail(flow, `segment ${segmentName} has no valid version`);
 
-    let summary: RunSummary;
+    const stopTimer = this.deps.metrics.triggerRunSeconds.startTimer();
     try {
-      summary = await this.deps.db.transaction(async (c) => {
-        // Timed once the connection is ours: waiting behind compaction is not the run's cost.
-        const stopTimer = this.deps.metrics.triggerRunSeconds.startTimer();
-        try {
-          return await this.runInTransaction(c, flow, trigger, segment);
-        } finally {
-          stopTimer();
-        }
+      const window = await this.nextWindow(flow);
+      if (!window) return { rows: 0, decisions: [] };
+      const read = await this.readWindow(org, trigger, segment, window.start, window.end);
+      const now = this.deps.ctx.clock.now();
+      const profile: RunState['profile'] = (type, value) => this.deps.profiles.find(org, type, value);
+      const emails = [...new Set(read.rows.map((r) => resolveEmail(str(r.identity), str(r.identity_type), { profile })).filter((e): e is string => e !== null))];
+      const eventIds = [...new Set(read.rows.map((r) => str(r.event_id)).filter((e): e is string => e !== null))];
+      const state: RunState = {
+        org,
+        flow: flow.definition,
+        now,
+        ...(read.segment ? { segment: read.segment } : {}),
+        keys: await this.usedKeys(org, id, eventIds),
+        lastEntry: await this.lastEntries(org, id, emails),
+        profile,
+      };
+      const decisions = read.rows.map((row) => decide(row, state));
+      const committed = await this.deps.db.transaction(async (c) => {
+        // Runs of one flow are serialized here; the check keeps a second process or a restarted runner
+        // from writing a window twice.
+        if ((await this.cursorOf(c, org, id)) !== window.start) return false;
+        await this.record(c, org, id, trigger.hash, decisions, now);
+        await c.run('UPDATE flows SET cursor_at = $3, last_run_at = $4, last_error = NULL WHERE org = $1 AND id = $2', [
+          org,
+          id,
+          microsParam(read.end),
+          tsParam(now),
+        ]);
+        return true;
       });
+      if (!committed) return { skipped: 'the flow moved on while this run read its window', rows: 0, decisions: [] };
+      await this.deps.flows.reload(org, id);
+      this.afterCommit(org, id, decisions);
+      return { rows: read.rows.length, decisions, ...(read.end < window.end ? { more: true } : {}) };
     } catch (error) {
       if (error instanceof QueryFailed) return this.fail(flow, error.reason);
       throw error;
+    } finally {
+      stopTimer();
     }
-    await this.deps.flows.reload(org, id);
-    this.afterCommit(org, id, summary.decisions);
-    return summary;
   }
 
-  private async runInTransaction(c: Sql, flow: FlowRecord, trigger: LiveQuery, segment: LiveQuery | undefined): Promise<RunSummary> {
+  /** The run's window (cursor, newest visible_at], or undefined when nothing new is visible. */
+  private async nextWindow(flow: FlowRecord): Promise<{ start: bigint; end: bigint } | undefined> {
     const { org } = flow;
     const id = flow.definition.id;
-    const now = this.deps.ctx.clock.now();
-    const [current] = await c.all<{ status: string; cursor_us: bigint | null }>(
+    const window = await this.deps.db.exclusive(async (c) => {
+      const start = await this.cursorOf(c, org, id);
+      return start === undefined ? undefined : { start, end: await newestVisibleAt(c) };
+    });
+    if (!window || window.end > window.start) return window;
+    await this.deps.db.run('UPDATE flows SET last_run_at = $3, last_error = NULL WHERE org = $1 AND id = $2', [org, id, tsParam(this.deps.ctx.clock.now())]);
+    return undefined;
+  }
+
+  /** The flow's cursor (epoch µs), undefined when it is no longer live. */
+  private async cursorOf(c: Sql, org: string, id: string): Promise<bigint | undefined> {
+    const [row] = await c.all<{ status: string; cursor_us: bigint | null }>(
       'SELECT status, epoch_us(cursor_at) AS cursor_us FROM flows WHERE org = $1 AND id = $2',
       [org, id],
     );
-    if (current?.status !== 'live') return { skipped: 'flow is no longer live', rows: 0, decisions: [] };
-    const start = current.cursor_us ?? 0n;
-    const end = await newestVisibleAt(c);
-    if (end <= start) {
-      await c.run('UPDATE flows SET last_run_at = $3, last_error = NULL WHERE org = $1 AND id = $2', [org, id, tsParam(now)]);
-      return { rows: 0, decisions: [] };
-    }
-    const window = { cursor_start_time: microsParam(start), cursor_end_time: microsParam(end) };
-    const stopQueryTimer = this.deps.metrics.triggerQuerySeconds.startTimer();
-    const rows = await runSandboxed(c, org, trigger.checked, window, this.deps.timeoutMs);
-    stopQueryTimer();
-    const segmentEmails = segment
-      ? new Set((await runSandboxed(c, org, segment.checked, window, this.deps.timeoutMs)).map((r) => normalizeEmail(String(r.email ?? ''))))
-      : undefined;
-
-    const profile: RunState['profile'] = (type, value) => this.deps.profiles.find(org, type, value);
-    const emails = [...new Set(rows.map((r) => resolveEmail(str(r.identity), str(r.identity_type), { profile })).filter((e): e is string => e !== null))];
-    const eventIds = [...new Set(rows.map((r) => str(r.event_id)).filter((e): e is string => e !== null))];
-    const state: RunState = {
-      org,
-      flow: flow.definition,
-      now,
-      ...(segmentEmails ? { segment: segmentEmails } : {}),
-      keys: await this.usedKeys(c, org, id, eventIds),
-      lastEntry: await this.lastEntries(c, org, id, emails),
-      profile,
-    };
-    const decisions = rows.map((row) => decide(row, state));
-    await this.record(c, org, id, trigger.hash, decisions, now);
-    await c.run('UPDATE flows SET cursor_at = $3, last_run_at = $4, last_error = NULL WHERE org = $1 AND id = $2', [org, id, microsParam(end), tsParam(now)]);
-    return { rows: rows.length, decisions };
+    return row?.status === 'live' ? (row.cursor_us ?? 0n) : undefined;
   }
 
-  private async usedKeys(c: Sql, org: string, flowId: string, eventIds: string[]): Promise<Set<string>> {
+  /**
+   * The trigger rows of (start, end], at most TRIGGER_MAX_ROWS of them. A window with more is narrowed to
+   * a compaction commit inside it (halving the time span each try) and the rest is left to the next
+   * runs: every window still ends on a commit, so every event still falls in exactly one window.
+   */
+  private async readWindow(org: string, trigger: LiveQuery, segment: LiveQuery | undefined, start: bigint, end: bigint): Promise<WindowRead> {
+    const { db, timeoutMs, maxRows } = this.deps;
+    const stopQueryTimer = this.deps.metrics.triggerQuerySeconds.startTimer();
+    let upTo = end;
+    let page = await withSandbox(db, timeoutMs, (c) => runSandboxed(c, org, trigger.checked, windowOf(start, upTo), maxRows));
+    while (page.truncated) {
+      const split = await this.commitInside(org, start, upTo);
+      if (split === undefined) {
+        throw new QueryFailed(
+          `one compaction commit alone gives more than ${maxRows} trigger rows (TRIGGER_MAX_ROWS); raise it or make the trigger return fewer rows per event`,
+        );
+      }
+      upTo = split;
+      page = await withSandbox(db, timeoutMs, (c) => runSandboxed(c, org, trigger.checked, windowOf(start, upTo), maxRows));
+    }
+    stopQueryTimer();
+    if (!segment) return { rows: page.rows, end: upTo };
+    const segmentLimit = maxRows * SEGMENT_ROWS_PER_TRIGGER_ROW;
+    const members = await withSandbox(db, timeoutMs, (c) => runSandboxed(c, org, segment.checked, windowOf(start, upTo), segmentLimit));
+    if (members.truncated) throw new QueryFailed(`the segment returns more than ${segmentLimit} rows (${SEGMENT_ROWS_PER_TRIGGER_ROW} × TRIGGER_MAX_ROWS)`);
+    return { rows: page.rows, end: upTo, segment: new Set(members.rows.map((r) => normalizeEmail(String(r.email ?? '')))) };
+  }
+
+  /** A commit (visible_at) of the org strictly inside (start, end): the latest in the first half, else the first one. */
+  private async commitInside(org: string, start: bigint, end: bigint): Promise<bigint | undefined> {
+    const [row] = await this.deps.db.all<{ below: bigint | null; first: bigint | null }>(
+      `SELECT epoch_us(max(visible_at) FILTER (WHERE visible_at <= $4)) AS below, epoch_us(min(visible_at)) AS first
+         FROM events WHERE org = $1 AND visible_at > $2 AND visible_at < $3`,
+      [org, microsParam(start), microsParam(end), microsParam(start + (end - start) / 2n)],
+    );
+    return row?.below ?? row?.first ?? undefined;
+  }
+
+  private async usedKeys(org: string, flowId: string, eventIds: string[]): Promise<Set<string>> {
     if (eventIds.length === 0) return new Set();
-    const used = await c.all<{ email: string; event_id: string }>(
+    const used = await this.deps.db.all<{ email: string; event_id: string }>(
       'SELECT email, event_id FROM flow_sends WHERE org = $1 AND flow_id = $2 AND event_id IN (SELECT unnest($3::VARCHAR[]))',
       [org, flowId, listValue(eventIds)],
     );
     return new Set(used.map((u) => sendKey(u.email, u.event_id)));
   }
 
-  private async lastEntries(c: Sql, org: string, flowId: string, emails: string[]): Promise<Map<string, number>> {
+  private async lastEntries(org: string, flowId: string, emails: string[]): Promise<Map<string, number>> {
     if (emails.length === 0) return new Map();
-    const last = await c.all<{ email: string; last_ms: bigint }>(
+    const last = await this.deps.db.all<{ email: string; last_ms: bigint }>(
       'SELECT email, epoch_ms(max(created_at)) AS last_ms FROM flow_sends WHERE org = $1 AND flow_id = $2 AND email IN (SELECT unnest($3::VARCHAR[])) GROUP BY email',
       [org, flowId, listValue(emails)],
     );

@@ -67,6 +67,10 @@ export interface Config {
    */
   triggerTimeoutMs: number;
   /**
+   * TRIGGER_MAX_ROWS: trigger rows one flow run takes; a window with more is run in smaller windows over several runs. Default: 100000
+   */
+  triggerMaxRows: number;
+  /**
    * DUCKDB_MEMORY_LIMIT. Default: 4GB
    */
   duckdbMemoryLimit: string;

@@ -31,7 +31,7 @@ export function bindPlaceholders(sql: string): string {
 }
 
 /** The index after a literal, quoted identifier or comment starting at `i`, or `i` when none starts there. */
-function skipQuotedOrComment(sql: string, i: number): number {
+export function skipQuotedOrComment(sql: string, i: number): number {
   const ch = sql[i];
   if (ch === "'" || ch === '"') return closingQuote(sql, i, ch);
   if (sql.startsWith('--', i)) {

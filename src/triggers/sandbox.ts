@@ -1,13 +1,16 @@
 /**
- * The running half of the sandbox: checked SQL runs against one org's views with a time limit.
- * DuckDB has no per-query timeout, so a timer interrupts the connection; the caller holds the
- * connection exclusively, so the interrupt can only hit this query. Memory is capped instance-wide
- * (DUCKDB_MEMORY_LIMIT): a query over it fails alone with DuckDB's out-of-memory error.
+ * The running half of the sandbox: checked SQL runs against one org's views, on an untrusted connection
+ * with a deadline (Database.untrusted), returning at most `maxRows` rows, streamed (a query returning 20
+ * million rows once took the whole process down while its result was being turned into JS objects).
+ * Memory is capped instance-wide (DUCKDB_MEMORY_LIMIT): a query over it fails alone with DuckDB's
+ * out-of-memory error.
  */
 import type { DuckDBValue } from '@duckdb/node-api';
-import type { Row, Sql } from '../db/sql.js';
+import { microsParam } from '../db/database.js';
+import type { Database, Row, RowPage, Sql } from '../db/sql.js';
+import { QueryTimeout, SandboxBusy } from '../db/untrusted.js';
 import { bindOrgRelations, unbindOrgRelations } from './org-relations.js';
-import type { CheckedSql } from './sql-guard.js';
+import { type CheckedSql, checkSql, type QueryKind, SqlRefused, TRIGGER_COLUMNS } from './sql-guard.js';
 
 /** A checked query that failed while running: interrupted, out of memory, or a runtime error. */
 export class QueryFailed extends Error {
@@ -17,28 +20,63 @@ export class QueryFailed extends Error {
   }
 }
 
-export async function runSandboxed(
-  connection: Sql,
-  org: string,
-  query: CheckedSql,
-  window: Record<string, DuckDBValue>,
-  timeoutMs: number,
-): Promise<Row[]> {
+export type Window = Record<'cursor_start_time' | 'cursor_end_time', DuckDBValue>;
+
+/** The half-open window (start, end] in epoch microseconds, as the placeholders' values. */
+export function windowOf(start: bigint, end: bigint): Window {
+  return { cursor_start_time: microsParam(start), cursor_end_time: microsParam(end) };
+}
+
+export async function runSandboxed(connection: Sql, org: string, query: CheckedSql, window: Window, maxRows: number): Promise<RowPage> {
   // Named parameters must be given exactly: pass only those the query uses.
-  const params = Object.fromEntries(query.parameters.map((name) => [name, window[name]!]));
+  const params = Object.fromEntries(query.parameters.map((name) => [name, window[name as keyof Window]]));
   await bindOrgRelations(connection, org);
-  let timedOut = false;
-  const timer = setTimeout(() => {
-    timedOut = true;
-    connection.interrupt();
-  }, timeoutMs);
   try {
-    return await connection.all(query.sql, params);
+    const page = await connection.read<Row>(query.sql, params, maxRows);
+    return { rows: canonicalNames(page.rows, query.columns), truncated: page.truncated };
   } catch (error) {
-    if (timedOut) throw new QueryFailed(`the query ran longer than ${timeoutMs} ms and was interrupted (TRIGGER_TIMEOUT_MS)`);
     throw new QueryFailed(`the query failed: ${(error as Error).message.split('\n')[0]}`);
   } finally {
-    clearTimeout(timer);
     await unbindOrgRelations(connection);
   }
+}
+
+/**
+ * Checks `source` on an untrusted connection within `timeoutMs`. A check that overruns (preparing folds
+ * constant expressions) or finds the sandbox busy is a refusal like any other: the version is invalid.
+ */
+export async function checkUntrusted(db: Database, source: string, org: string, kind: QueryKind, timeoutMs: number): Promise<CheckedSql> {
+  try {
+    return await db.untrusted(timeoutMs, (c) => checkSql(c, source, org, kind));
+  } catch (error) {
+    if (error instanceof QueryTimeout) {
+      throw new SqlRefused(`checking the query took longer than ${timeoutMs} ms (TRIGGER_TIMEOUT_MS): DuckDB evaluates constant expressions while it prepares a query`);
+    }
+    if (error instanceof SandboxBusy) throw new SqlRefused(`the query could not be checked now: ${error.message}; try again later`);
+    throw error;
+  }
+}
+
+/** Runs `work` on an untrusted connection within `timeoutMs`; overruns and a busy sandbox become QueryFailed. */
+export async function withSandbox<T>(db: Database, timeoutMs: number, work: (c: Sql) => Promise<T>): Promise<T> {
+  try {
+    return await db.untrusted(timeoutMs, work);
+  } catch (error) {
+    if (error instanceof QueryTimeout) {
+      throw new QueryFailed(`the query ran longer than ${timeoutMs} ms and was interrupted (TRIGGER_TIMEOUT_MS)`);
+    }
+    if (error instanceof SandboxBusy) throw new QueryFailed(`the query did not run: ${error.message}; it is retried on the next run`);
+    throw error;
+  }
+}
+
+/** `AS IDENTITY` and `AS identity` are one column: rows carry the names the rest of the service reads. */
+function canonicalNames(rows: Row[], columns: string[]): Row[] {
+  const renames = columns.filter((c) => c !== c.toLowerCase() && ([...TRIGGER_COLUMNS, 'email'] as string[]).includes(c.toLowerCase()));
+  if (renames.length === 0) return rows;
+  return rows.map((row) => {
+    const out: Row = {};
+    for (const [name, value] of Object.entries(row)) out[renames.includes(name) ? name.toLowerCase() : name] = value;
+    return out;
+  });
 }

@@ -6,16 +6,18 @@
 import type { FastifyInstance } from 'fastify';
 import { slugParams, slugSchema } from '../admin/route-params.js';
 import type { Context } from '../context.js';
-import { type Database, microsParam } from '../db/database.js';
+import type { Database } from '../db/database.js';
 import { AppError } from '../errors.js';
-import { newestVisibleAt } from '../flows/flow-store.js';
+import { microsToIso, newestVisibleAt } from '../flows/flow-store.js';
 import type { OrgStore } from '../orgs/org-store.js';
 import { jsonRow } from './json-row.js';
-import { QueryFailed, runSandboxed } from './sandbox.js';
-import { checkSql, type QueryKind, SqlRefused } from './sql-guard.js';
+import { QueryFailed, runSandboxed, windowOf, withSandbox } from './sandbox.js';
+import { type QueryKind, SqlRefused } from './sql-guard.js';
 import { QUERY_NAME, type TriggerStore } from './trigger-store.js';
 
 const PREVIEW_DEFAULT_HOURS = 24;
+const PREVIEW_DEFAULT_ROWS = 100;
+/** A preview answers in one HTTP response: at most this many rows, `truncated` when the window had more. */
 const PREVIEW_MAX_ROWS = 1000;
 
 const KINDS: Record<string, QueryKind> = { triggers: 'trigger', segments: 'segment' };
@@ -83,33 +85,36 @@ export function registerTriggerRoutes(
       { schema: { params: nameParams, body: previewBody } },
       async (request) => {
         const org = await orgs.get(request.params.slug);
+        const { name } = request.params;
         const body = request.body ?? {};
-        const live = triggers.live(org.slug, kind, request.params.name);
-        if (body.sql === undefined && !live) throw new AppError('trigger_not_found', `no valid version of ${kind} "${request.params.name}"; send sql to preview one`);
-        const limit = body.limit ?? 100;
-        return db.exclusive(async (c) => {
-          let checked;
-          try {
-            checked = body.sql === undefined ? live!.checked : await checkSql(c, body.sql, org.slug, kind);
-          } catch (error) {
-            if (error instanceof SqlRefused) throw new AppError('invalid_trigger', error.reason, { members: { reason: error.reason } });
-            throw error;
-          }
-          const end = body.to ? BigInt(Date.parse(body.to)) * 1000n : await newestVisibleAt(c);
-          const start = body.from ? BigInt(Date.parse(body.from)) * 1000n : end - BigInt(PREVIEW_DEFAULT_HOURS * 3600) * 1_000_000n;
-          try {
-            const rows = await runSandboxed(c, org.slug, checked, { cursor_start_time: microsParam(start), cursor_end_time: microsParam(end) }, deps.timeoutMs);
-            return {
-              version: body.sql === undefined ? live!.version : null,
-              window: { from: new Date(Number(start / 1000n)).toISOString(), to: new Date(Number(end / 1000n)).toISOString() },
-              count: rows.length,
-              rows: rows.slice(0, limit).map(jsonRow),
-            };
-          } catch (error) {
-            if (error instanceof QueryFailed) throw new AppError('trigger_query_failed', error.reason);
-            throw error;
-          }
-        });
+        // A file saved a moment ago is previewed as saved, not as the last poll saw it.
+        if (body.sql === undefined) await triggers.refresh(org.slug, kind, name);
+        const live = triggers.live(org.slug, kind, name);
+        if (body.sql === undefined && !live) throw new AppError('trigger_not_found', `no valid version of ${kind} "${name}"; send sql to preview one`);
+        let checked;
+        try {
+          checked = body.sql === undefined ? live!.checked : await triggers.check(body.sql, org.slug, kind);
+        } catch (error) {
+          if (error instanceof SqlRefused) throw new AppError('invalid_trigger', error.reason, { members: { reason: error.reason } });
+          throw error;
+        }
+        const end = body.to ? BigInt(Date.parse(body.to)) * 1000n : await db.exclusive(newestVisibleAt);
+        const start = body.from ? BigInt(Date.parse(body.from)) * 1000n : end - BigInt(PREVIEW_DEFAULT_HOURS * 3600) * 1_000_000n;
+        if (start >= end) throw new AppError('invalid_request', 'from must be before to: the window is (from, to]');
+        const limit = body.limit ?? PREVIEW_DEFAULT_ROWS;
+        try {
+          const page = await withSandbox(db, deps.timeoutMs, (c) => runSandboxed(c, org.slug, checked, windowOf(start, end), limit));
+          return {
+            version: body.sql === undefined ? live!.version : null,
+            window: { from: microsToIso(start), to: microsToIso(end) },
+            count: page.rows.length,
+            truncated: page.truncated,
+            rows: page.rows.map(jsonRow),
+          };
+        } catch (error) {
+          if (error instanceof QueryFailed) throw new AppError('trigger_query_failed', error.reason);
+          throw error;
+        }
       },
     );
   }

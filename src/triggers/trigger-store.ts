@@ -12,7 +12,8 @@ import type { Context } from '../context.js';
 import { type Database, tsParam } from '../db/database.js';
 import { sha256Hex } from '../orgs/secrets.js';
 import { PeriodicTask } from '../periodic-task.js';
-import { type CheckedSql, checkSql, type QueryKind, SqlRefused } from './sql-guard.js';
+import { checkUntrusted } from './sandbox.js';
+import { type CheckedSql, type QueryKind, SqlRefused } from './sql-guard.js';
 
 export const QUERY_NAME = /^[a-z][a-z0-9_]{0,63}$/;
 
@@ -37,6 +38,11 @@ interface QueryState {
   name: string;
   live?: LiveQuery;
   latest: QueryVersion;
+  /**
+   * The hash of the file as last committed from (or written to) QUERIES_DIR. A refused PUT records a
+   * version but leaves the file alone, so the file is compared with this, not with the latest version.
+   */
+  fileHash?: string;
 }
 
 interface VersionRow {
@@ -53,6 +59,7 @@ interface VersionRow {
 
 export class TriggerStore {
   private readonly states = new Map<string, QueryState>();
+  private commits: Promise<unknown> = Promise.resolve();
   /** Files whose names cannot be queries, warned about once. */
   private readonly warned = new Set<string>();
   private readonly watcher = new PeriodicTask(
@@ -63,7 +70,13 @@ export class TriggerStore {
   constructor(
     private readonly db: Database,
     private readonly ctx: Context,
-    private readonly options: { queriesDir: string; logger: FastifyBaseLogger; orgExists: (slug: string) => boolean },
+    private readonly options: {
+      queriesDir: string;
+      logger: FastifyBaseLogger;
+      orgExists: (slug: string) => boolean;
+      /** TRIGGER_TIMEOUT_MS: a check prepares the query, which can take as long as a run. */
+      timeoutMs: number;
+    },
   ) {}
 
   /** Loads the recorded versions: the newest of each query, and its newest valid one re-checked as live. */
@@ -76,9 +89,12 @@ export class TriggerStore {
       state.latest = version;
       if (row.status === 'valid') lastValid.set(state, row);
     }
+    // The file normally holds the live version (PUT writes only valid ones); if it holds a refused one,
+    // the first scan records that once more.
+    for (const state of this.states.values()) state.fileHash = lastValid.get(state)?.hash ?? state.latest.hash;
     for (const [state, row] of lastValid) {
       try {
-        const checked = await this.db.exclusive((c) => checkSql(c, row.sql, state.org, state.kind));
+        const checked = await this.check(row.sql, state.org, state.kind);
         state.live = { ...fromRow(row), checked };
       } catch (error) {
         this.options.logger.warn({ org: state.org, name: state.name, reason: (error as Error).message }, 'recorded version no longer passes the checks');
@@ -123,11 +139,25 @@ export class TriggerStore {
             this.warnOnce(join(dir, file), `ignored: query file names match ${QUERY_NAME}`);
             continue;
           }
-          const sql = readText(join(dir, file));
-          if (sql !== undefined && this.get(org, kind, name)?.latest.hash !== sha256Hex(sql)) await this.commit(org, kind, name, sql);
+          await this.refresh(org, kind, name);
         }
       }
     }
+  }
+
+  /**
+   * Commits the query's file now if it changed since the last scan, so a file saved a moment ago is what
+   * a flow created or previewed right after it uses (the poll would pick it up within a second).
+   */
+  async refresh(org: string, kind: QueryKind, name: string): Promise<void> {
+    if (!QUERY_NAME.test(name)) return;
+    const sql = readText(join(this.dirFor(org, kind), `${name}.sql`));
+    if (sql === undefined) return;
+    const hash = sha256Hex(sql);
+    const state = this.get(org, kind, name);
+    if (state?.fileHash === hash) return;
+    await this.commit(org, kind, name, sql);
+    this.get(org, kind, name)!.fileHash = hash;
   }
 
   /**
@@ -142,19 +172,29 @@ export class TriggerStore {
       const file = join(dir, `${name}.sql`);
       writeFileSync(`${file}.tmp`, sql);
       renameSync(`${file}.tmp`, file);
+      this.get(org, kind, name)!.fileHash = version.hash;
     }
     return version;
   }
 
-  /** Checks, records and (when valid) makes live one version; an unchanged hash is not a new version. */
-  private async commit(org: string, kind: QueryKind, name: string, sql: string): Promise<QueryVersion> {
+  /**
+   * Checks, records and (when valid) makes live one version; an unchanged hash is not a new version.
+   * Commits run one at a time (the poll, PUT and a refresh may race), so version numbers never collide.
+   */
+  private commit(org: string, kind: QueryKind, name: string, sql: string): Promise<QueryVersion> {
+    const result = this.commits.then(() => this.commitNow(org, kind, name, sql));
+    this.commits = result.catch(() => undefined);
+    return result;
+  }
+
+  private async commitNow(org: string, kind: QueryKind, name: string, sql: string): Promise<QueryVersion> {
     const hash = sha256Hex(sql);
     const existing = this.get(org, kind, name);
     if (existing?.latest.hash === hash) return existing.latest;
     let checked: CheckedSql | undefined;
     let error: string | null = null;
     try {
-      checked = await this.db.exclusive((c) => checkSql(c, sql, org, kind));
+      checked = await this.check(sql, org, kind);
     } catch (e) {
       if (!(e instanceof SqlRefused)) throw e;
       error = e.reason;
@@ -185,6 +225,11 @@ export class TriggerStore {
     if (checked) this.options.logger.info(log, `${kind} version committed and live`);
     else this.options.logger.warn({ ...log, reason: error }, `${kind} version refused; the previous version stays live`);
     return version;
+  }
+
+  /** The guard on an untrusted connection, within TRIGGER_TIMEOUT_MS. */
+  check(sql: string, org: string, kind: QueryKind): Promise<CheckedSql> {
+    return checkUntrusted(this.db, sql, org, kind, this.options.timeoutMs);
   }
 
   private stateFor(org: string, kind: QueryKind, name: string, initial: QueryVersion): QueryState {

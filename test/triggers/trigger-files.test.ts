@@ -94,3 +94,28 @@ t.test('segments come from files too and must return email', async (t) => {
   t.match(bad.json().reason, /segment returns a column named email/);
   t.match((await h.admin('GET', '/admin/v1/orgs/acme/segments')).json().segments, [{ name: 'bad', status: 'invalid' }, { name: 'vip', status: 'live' }]);
 });
+
+t.test('a file saved a moment ago is what a flow created or a preview made right after uses', async (t) => {
+  const h = await startTestApp(t);
+  await h.createOrg('acme');
+  const dir = join(h.dataDir, 'queries', 'acme');
+  mkdirSync(join(dir, 'segments'), { recursive: true });
+  writeFileSync(join(dir, 'booking_completed.sql'), BOOKING_TRIGGER);
+  writeFileSync(join(dir, 'segments', 'vip.sql'), 'SELECT email_address AS email FROM profiles');
+  // No scan and no wait for the poll: the flow names both files at once.
+  const created = await h.admin('POST', '/admin/v1/orgs/acme/flows', {
+    id: 'f1',
+    name: 'Booking follow-up',
+    category: 'triggered',
+    entry: 'when_contact_triggers_event',
+    trigger: 'booking_completed',
+    segmentFilter: { segment: 'vip' },
+    message: { channel: 'outbox', template: { t: 'x' } },
+  });
+  t.equal(created.statusCode, 201, created.body);
+  writeFileSync(join(dir, 'booking_completed.sql'), PAGE_TRIGGER);
+  const preview = await h.admin('POST', '/admin/v1/orgs/acme/triggers/booking_completed/preview', {});
+  t.equal(preview.statusCode, 200);
+  t.equal(preview.json().version, 2, 'the preview runs the file as saved');
+  t.equal(h.app.audience.triggers.live('acme', 'trigger', 'booking_completed')?.sql, PAGE_TRIGGER);
+});
