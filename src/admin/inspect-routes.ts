@@ -8,20 +8,10 @@ import { limitOf } from './route-params.js';
 import { isEnvironment } from '../domain.js';
 import { AppError } from '../errors.js';
 import type { OrgStore } from '../orgs/org-store.js';
+import { type PropertyKeyRow, propertyTypes, propertyTypesId } from './property-types.js';
 
 /** Property types are inferred from the latest events of each type, not a full scan. */
 const PROPERTY_SAMPLE_ROWS = 1000;
-
-const jsonTypeOf: Record<string, string> = {
-  VARCHAR: 'string',
-  BIGINT: 'integer',
-  UBIGINT: 'integer',
-  DOUBLE: 'number',
-  BOOLEAN: 'boolean',
-  OBJECT: 'object',
-  ARRAY: 'array',
-  NULL: 'null',
-};
 
 interface Query {
   env?: string;
@@ -47,7 +37,7 @@ export function registerInspectRoutes(app: FastifyInstance, db: Database, orgs: 
         GROUP BY ALL ORDER BY last_seen DESC`,
       [org, env],
     );
-    const keys = await db.all<{ event_name: string; environment: string; key: string; type: string }>(
+    const keys = await db.all<PropertyKeyRow>(
       `WITH recent AS (
          SELECT event_name, environment, properties,
                 row_number() OVER (PARTITION BY event_name, environment ORDER BY received_at DESC) AS rn
@@ -57,22 +47,14 @@ export function registerInspectRoutes(app: FastifyInstance, db: Database, orgs: 
         WHERE rn <= $3 AND json_type(recent.properties) = 'OBJECT'`,
       [org, env, PROPERTY_SAMPLE_ROWS],
     );
-    const properties = new Map<string, Record<string, string>>();
-    for (const k of keys) {
-      const id = `${k.event_name}\u0000${k.environment}`;
-      const props = properties.get(id) ?? {};
-      const type = jsonTypeOf[k.type] ?? 'string';
-      // A key seen with several types reports them all, e.g. "integer|null".
-      props[k.key] = props[k.key] && !props[k.key]!.split('|').includes(type) ? `${props[k.key]}|${type}` : type;
-      properties.set(id, props);
-    }
+    const properties = propertyTypes(keys);
     return {
       types: counts.map((c) => ({
         eventType: c.event_name,
         environment: c.environment,
         count: Number(c.n),
         lastSeenAt: iso(c.last_seen),
-        properties: properties.get(`${c.event_name}\u0000${c.environment}`) ?? {},
+        properties: properties.get(propertyTypesId(c.event_name, c.environment)) ?? {},
       })),
     };
   });
