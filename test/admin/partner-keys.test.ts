@@ -108,6 +108,9 @@ t.test('imported columns named like prototype members: imported, served as own f
     ].join('\n'),
   );
   t.equal(ndjson.statusCode, 200, ndjson.body);
+  const protoHeader = await importContacts(h, 'text/csv', 'email_address,__proto__\nalan@example.com,x\n');
+  t.equal(protoHeader.statusCode, 200, protoHeader.body);
+  t.match(protoHeader.json(), { imported: 0, rejected: [{ line: 2, code: 'invalid_field_name', message: /__proto__/ }] }, 'a __proto__ column is reported, not dropped');
   t.match(ndjson.json(), { imported: 1, rejected: [{ line: 1, code: 'invalid_field_name' }, { line: 2, code: 'invalid_field_name' }] });
   t.equal(({} as Record<string, unknown>).polluted, undefined);
 
