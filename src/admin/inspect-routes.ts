@@ -19,6 +19,14 @@ interface Query {
   limit?: string;
 }
 
+/** One value per parameter: a repeated one (`eventType=a&eventType=b`) arrives as an array, a 400 here. */
+const query = {
+  querystring: {
+    type: 'object',
+    properties: { env: { type: 'string' }, eventType: { type: 'string' }, limit: { type: 'string' } },
+  },
+} as const;
+
 function envFilter(env: string | undefined): string | null {
   if (env === undefined || env === '') return null;
   if (!isEnvironment(env)) throw new AppError('invalid_request', 'env must be staging or production');
@@ -28,7 +36,7 @@ function envFilter(env: string | undefined): string | null {
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
 export function registerInspectRoutes(app: FastifyInstance, db: Database, orgs: OrgStore): void {
-  app.get<{ Params: { slug: string }; Querystring: Query }>('/admin/v1/orgs/:slug/events/types', async (request) => {
+  app.get<{ Params: { slug: string }; Querystring: Query }>('/admin/v1/orgs/:slug/events/types', { schema: query }, async (request) => {
     const org = (await orgs.get(request.params.slug)).slug;
     const env = envFilter(request.query.env);
     const counts = await db.all<{ event_name: string; environment: string; n: bigint; last_seen: Date }>(
@@ -59,7 +67,7 @@ export function registerInspectRoutes(app: FastifyInstance, db: Database, orgs: 
     };
   });
 
-  app.get<{ Params: { slug: string }; Querystring: Query }>('/admin/v1/orgs/:slug/events/samples', async (request) => {
+  app.get<{ Params: { slug: string }; Querystring: Query }>('/admin/v1/orgs/:slug/events/samples', { schema: query }, async (request) => {
     const org = (await orgs.get(request.params.slug)).slug;
     const env = envFilter(request.query.env);
     const limit = limitOf(request.query.limit, 20, 500);
@@ -91,7 +99,7 @@ export function registerInspectRoutes(app: FastifyInstance, db: Database, orgs: 
     };
   });
 
-  app.get<{ Params: { slug: string }; Querystring: Query }>('/admin/v1/orgs/:slug/quarantine', async (request) => {
+  app.get<{ Params: { slug: string }; Querystring: Query }>('/admin/v1/orgs/:slug/quarantine', { schema: query }, async (request) => {
     const org = (await orgs.get(request.params.slug)).slug;
     const env = envFilter(request.query.env);
     const limit = limitOf(request.query.limit, 100, 1000);
