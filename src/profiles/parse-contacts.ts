@@ -76,7 +76,7 @@ function csvRecords(body: string): RawRecord[] {
     bom: true,
     info: true,
     relax_column_count: false,
-  }) as Array<{ record: string[]; info: { lines: number } }>;
+  }) as unknown as Array<{ record: string[]; info: { lines: number } }>;
   if (!header) return [];
   return rows.map((r) => ({ line: r.info.lines, value: Object.fromEntries(header.record.map((name, i) => [name, r.record[i]])) }));
 }
