@@ -8,26 +8,24 @@ import { limitOf } from './route-params.js';
 import { isEnvironment } from '../domain.js';
 import { AppError } from '../errors.js';
 import type { OrgStore } from '../orgs/org-store.js';
+import { type PropertyKeyRow, propertyTypes, propertyTypesId } from './property-types.js';
 
 /** Property types are inferred from the latest events of each type, not a full scan. */
 const PROPERTY_SAMPLE_ROWS = 1000;
-
-const jsonTypeOf: Record<string, string> = {
-  VARCHAR: 'string',
-  BIGINT: 'integer',
-  UBIGINT: 'integer',
-  DOUBLE: 'number',
-  BOOLEAN: 'boolean',
-  OBJECT: 'object',
-  ARRAY: 'array',
-  NULL: 'null',
-};
 
 interface Query {
   env?: string;
   eventType?: string;
   limit?: string;
 }
+
+/** One value per parameter: a repeated one (`eventType=a&eventType=b`) arrives as an array, a 400 here. */
+const query = {
+  querystring: {
+    type: 'object',
+    properties: { env: { type: 'string' }, eventType: { type: 'string' }, limit: { type: 'string' } },
+  },
+} as const;
 
 function envFilter(env: string | undefined): string | null {
   if (env === undefined || env === '') return null;
@@ -38,7 +36,7 @@ function envFilter(env: string | undefined): string | null {
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
 export function registerInspectRoutes(app: FastifyInstance, db: Database, orgs: OrgStore): void {
-  app.get<{ Params: { slug: string }; Querystring: Query }>('/admin/v1/orgs/:slug/events/types', async (request) => {
+  app.get<{ Params: { slug: string }; Querystring: Query }>('/admin/v1/orgs/:slug/events/types', { schema: query }, async (request) => {
     const org = (await orgs.get(request.params.slug)).slug;
     const env = envFilter(request.query.env);
     const counts = await db.all<{ event_name: string; environment: string; n: bigint; last_seen: Date }>(
@@ -47,7 +45,7 @@ export function registerInspectRoutes(app: FastifyInstance, db: Database, orgs: 
         GROUP BY ALL ORDER BY last_seen DESC`,
       [org, env],
     );
-    const keys = await db.all<{ event_name: string; environment: string; key: string; type: string }>(
+    const keys = await db.all<PropertyKeyRow>(
       `WITH recent AS (
          SELECT event_name, environment, properties,
                 row_number() OVER (PARTITION BY event_name, environment ORDER BY received_at DESC) AS rn
@@ -57,27 +55,19 @@ export function registerInspectRoutes(app: FastifyInstance, db: Database, orgs: 
         WHERE rn <= $3 AND json_type(recent.properties) = 'OBJECT'`,
       [org, env, PROPERTY_SAMPLE_ROWS],
     );
-    const properties = new Map<string, Record<string, string>>();
-    for (const k of keys) {
-      const id = `${k.event_name}\u0000${k.environment}`;
-      const props = properties.get(id) ?? {};
-      const type = jsonTypeOf[k.type] ?? 'string';
-      // A key seen with several types reports them all, e.g. "integer|null".
-      props[k.key] = props[k.key] && !props[k.key]!.split('|').includes(type) ? `${props[k.key]}|${type}` : type;
-      properties.set(id, props);
-    }
+    const properties = propertyTypes(keys);
     return {
       types: counts.map((c) => ({
         eventType: c.event_name,
         environment: c.environment,
         count: Number(c.n),
         lastSeenAt: iso(c.last_seen),
-        properties: properties.get(`${c.event_name}\u0000${c.environment}`) ?? {},
+        properties: properties.get(propertyTypesId(c.event_name, c.environment)) ?? {},
       })),
     };
   });
 
-  app.get<{ Params: { slug: string }; Querystring: Query }>('/admin/v1/orgs/:slug/events/samples', async (request) => {
+  app.get<{ Params: { slug: string }; Querystring: Query }>('/admin/v1/orgs/:slug/events/samples', { schema: query }, async (request) => {
     const org = (await orgs.get(request.params.slug)).slug;
     const env = envFilter(request.query.env);
     const limit = limitOf(request.query.limit, 20, 500);
@@ -109,7 +99,7 @@ export function registerInspectRoutes(app: FastifyInstance, db: Database, orgs: 
     };
   });
 
-  app.get<{ Params: { slug: string }; Querystring: Query }>('/admin/v1/orgs/:slug/quarantine', async (request) => {
+  app.get<{ Params: { slug: string }; Querystring: Query }>('/admin/v1/orgs/:slug/quarantine', { schema: query }, async (request) => {
     const org = (await orgs.get(request.params.slug)).slug;
     const env = envFilter(request.query.env);
     const limit = limitOf(request.query.limit, 100, 1000);

@@ -7,6 +7,7 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Context } from '../context.js';
 import { AppError } from '../errors.js';
+import { bearerToken } from '../http/bearer.js';
 import type { Metrics } from '../ops/metrics.js';
 import type { OrgStore } from '../orgs/org-store.js';
 import type { IndexedProfile, ProfileIndex } from '../profiles/profile-index.js';
@@ -35,16 +36,13 @@ export interface ContactsRouteDeps {
   metrics: Metrics;
 }
 
+/** Fastify's querystring parser gives an array for a repeated parameter (`fields=a&fields=b`). */
 interface Query {
-  identity?: string;
-  fields?: string;
+  identity?: string | string[];
+  fields?: string | string[];
 }
 
 const WWW_AUTHENTICATE = 'Bearer realm="audience", error="invalid_token"';
-
-function bearer(header: string | undefined): string | undefined {
-  return header?.startsWith('Bearer ') ? header.slice(7).trim() : undefined;
-}
 
 function setHeaders(reply: FastifyReply, headers: Record<string, string>): void {
   for (const [name, value] of Object.entries(headers)) reply.header(name, value);
@@ -59,7 +57,7 @@ export function registerContactsRoute(app: FastifyInstance, deps: ContactsRouteD
 
   app.get<{ Querystring: Query }>('/audience/v2/contacts', { onResponse }, async (request, reply) => {
     const now = ctx.clock.now();
-    const auth = tokens.authenticate(bearer(request.headers.authorization), now);
+    const auth = tokens.authenticate(bearerToken(request.headers.authorization), now);
     if (!auth.ok) {
       const decision = await deps.authLimiter.consume(`auth:${request.ip}`, AUTH_FAILURE_POLICY, now);
       const headers = rateLimitHeaders(AUTH_FAILURE_POLICY_NAME, AUTH_FAILURE_POLICY, decision);
@@ -75,7 +73,11 @@ export function registerContactsRoute(app: FastifyInstance, deps: ContactsRouteD
     const org = orgs.cached(auth.org);
     if (!org) throw new AppError('invalid_token', 'the bearer token is unknown', { headers: { 'WWW-Authenticate': WWW_AUTHENTICATE } });
     if (!org.audienceApi) {
-      throw new AppError('audience_api_not_enabled', 'The Audience API is not enabled for this org; ask your account manager.');
+      throw new AppError(
+        'audience_api_not_enabled',
+        `The Audience API is not enabled for this org. An operator enables it with \`npx audience org update ${org.slug} --audience-api\` ` +
+          `(or PATCH /admin/v1/orgs/${org.slug} with {"audienceApi": true}).`,
+      );
     }
     const policy = orgRatePolicy(org);
     const decision = await deps.orgLimiter.consume(`org:${org.slug}`, policy, now);
@@ -87,6 +89,9 @@ export function registerContactsRoute(app: FastifyInstance, deps: ContactsRouteD
     setHeaders(reply, headers);
 
     if (!acceptsJson(request.headers.accept)) throw new AppError('not_acceptable', 'this API answers application/json only');
+    if (Array.isArray(request.query.identity)) {
+      throw new AppError('invalid_identity', 'identity was given more than once; pass exactly one identity=<type>:<value>');
+    }
     const identity = parseIdentity(request.query.identity);
     if (!identity) {
       throw new AppError('invalid_identity', 'identity must be email:<address>, email-hash:<sha256 hex> or user_id:<id>');
@@ -109,9 +114,11 @@ export function registerContactsRoute(app: FastifyInstance, deps: ContactsRouteD
 function responseBody(contact: IndexedProfile, fields: readonly string[]): string {
   const cached = contact.answer;
   if (cached !== undefined && (cached.fields === fields || sameFields(cached.fields, fields))) return cached.json;
-  const body: Record<string, unknown> = {};
+  const body: Record<string, unknown> = Object.create(null);
   for (const field of fields) {
-    const value = contact.profile[field];
+    // Own members only: a content field named like an Object.prototype member (an imported `constructor`
+    // column) must answer null for a contact without it, not the inherited function.
+    const value = Object.hasOwn(contact.profile, field) ? contact.profile[field] : undefined;
     body[field] = value === undefined ? (ARRAY_FIELDS.has(field) ? [] : null) : value;
   }
   const json = JSON.stringify({ status: 'success', contact: body });
@@ -126,8 +133,11 @@ function sameFields(a: readonly string[], b: readonly string[]): boolean {
 const ARRAY_FIELDS = new Set(['campaigns_received', 'flow_variant_membership']);
 
 /** The org's content fields, or the requested subset of them, in configured order. */
-function selectFields(contentFields: string[], requested: string | undefined): string[] {
+function selectFields(contentFields: string[], requested: string | string[] | undefined): string[] {
   if (requested === undefined) return contentFields;
+  if (typeof requested !== 'string') {
+    throw new AppError('invalid_fields', 'fields was given more than once; pass one comma-separated list, e.g. fields=email_address,first_name');
+  }
   const wanted = requested.split(',').map((f) => f.trim());
   const unknown = wanted.filter((f) => !contentFields.includes(f));
   if (wanted.length === 0 || unknown.length > 0 || wanted.some((f) => f === '')) {

@@ -12,8 +12,12 @@ import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'nod
 import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
 import { Agent } from 'undici';
+import { embeddedIPv4 } from './embedded-ipv4.js';
 
-/** ipaddr.js range names no webhook should reach. Public unicast (and NAT64, 6to4…) stays allowed. */
+/**
+ * ipaddr.js range names no webhook should reach. Public unicast stays allowed, and so do NAT64, 6to4
+ * and Teredo addresses whose embedded IPv4 is public (an IPv6-only host reaches IPv4 services that way).
+ */
 const FORBIDDEN_RANGES = new Set([
   'unspecified', 'loopback', 'private', 'linkLocal', 'uniqueLocal', 'carrierGradeNat', 'multicast',
   'broadcast', 'reserved', 'deprecatedSiteLocal', 'rfc6145',
@@ -25,8 +29,12 @@ export function isForbiddenAddress(ip: string): boolean {
   if (!ipaddr.isValid(ip)) return true;
   // process() turns IPv4-mapped IPv6 (::ffff:127.0.0.1) into the IPv4 it carries.
   const addr = ipaddr.process(ip);
-  if (addr.kind() === 'ipv6' && addr.match(IPV4_COMPATIBLE)) return true;
-  return FORBIDDEN_RANGES.has(addr.range());
+  if (FORBIDDEN_RANGES.has(addr.range())) return true;
+  if (addr.kind() === 'ipv4') return false;
+  const v6 = addr as ipaddr.IPv6;
+  if (v6.match(IPV4_COMPATIBLE)) return true;
+  // 64:ff9b::7f00:1 is 127.0.0.1 through a NAT64 gateway: judge the IPv4 the address leads to.
+  return embeddedIPv4(v6).some((v4) => FORBIDDEN_RANGES.has(v4.range()));
 }
 
 /** Why a webhook URL is refused, or null. `localhost` names never go to DNS, so they are refused by name. */

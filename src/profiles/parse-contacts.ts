@@ -68,15 +68,17 @@ function toRow(line: number, value: Record<string, unknown>): ContactRow | RowEr
 type RawRecord = { line: number; value: Record<string, unknown> } | { line: number; error: string };
 
 function csvRecords(body: string): RawRecord[] {
-  const records = parseCsv(body, {
-    columns: (header: string[]) => header.map((h) => h.trim()),
+  // Rows are read as arrays and zipped with the header here: a header is partner data, and the parser's
+  // own column mode assigns it as a plain key, where `__proto__` vanished instead of being reported.
+  const [header, ...rows] = parseCsv(body, {
     skip_empty_lines: true,
     trim: true,
     bom: true,
     info: true,
     relax_column_count: false,
-  }) as Array<{ record: Record<string, string>; info: { lines: number } }>;
-  return records.map((r) => ({ line: r.info.lines, value: r.record }));
+  }) as unknown as Array<{ record: string[]; info: { lines: number } }>;
+  if (!header) return [];
+  return rows.map((r) => ({ line: r.info.lines, value: Object.fromEntries(header.record.map((name, i) => [name, r.record[i]])) }));
 }
 
 function ndjsonRecords(body: string): RawRecord[] {

@@ -84,6 +84,9 @@ async function prepareColumns(connection: Sql, sql: string, org: string): Promis
 
 /** Column names compare case-insensitively, as DuckDB's identifiers do. */
 function checkColumns(columns: string[], kind: QueryKind): void {
+  // Rows become JS objects keyed by column name (in the DuckDB client already), where `__proto__`
+  // is no key but the prototype: such a column would vanish or give the row inherited members.
+  if (columns.includes('__proto__')) throw new SqlRefused('a column named __proto__ cannot be returned; give it another name (AS …)');
   const lower = columns.map((c) => c.toLowerCase());
   switch (kind) {
     case 'trigger': {

@@ -117,3 +117,53 @@ t.test('only http(s), no credentials, whatever allowPrivate says', async (t) => 
   t.equal(checkWebhookUrl('https://hooks.example.com/in?x=1', false), null);
   t.match(await channel(t, true).attempt(delivery('ftp://127.0.0.1/x')), { kind: 'failed', reason: /only http/ });
 });
+
+// Teredo: 2001:0:<server IPv4>:<flags>:<port>:<client IPv4 XOR ffff:ffff>. 65.54.227.120 is a public server.
+const TEREDO_CLIENT_LOOPBACK = '2001:0:4136:e378:8000:63bf:80ff:fffe'; // client 127.0.0.1
+const TEREDO_CLIENT_METADATA = '2001:0:4136:e378:8000:63bf:5601:5601'; // client 169.254.169.254
+const TEREDO_SERVER_PRIVATE = '2001:0:a00:1:8000:63bf:f7f7:f7f7'; // server 10.0.0.1, client 8.8.8.8
+const TEREDO_PUBLIC = '2001:0:4136:e378:8000:63bf:f7f7:f7f7'; // server 65.54.227.120, client 8.8.8.8
+
+t.test('IPv4 embedded by NAT64, 6to4, Teredo, mapped and compatible forms is judged like the IPv4 itself', async (t) => {
+  const refused = [
+    '64:ff9b::a9fe:a9fe', // NAT64 of 169.254.169.254
+    '64:ff9b::169.254.169.254',
+    '64:ff9b::7f00:1', // NAT64 of 127.0.0.1
+    '64:ff9b::a00:5', // 10.0.0.5
+    '64:ff9b::6440:1', // 100.64.0.1 (CGNAT)
+    '64:ff9b::', // 0.0.0.0
+    '64:ff9b:1::7f00:1', // local-use NAT64 prefix, IPv4 last
+    '64:ff9b:1:abcd::a9fe:a9fe',
+    '64:ff9b:1:7f00:1::', // local-use /48 in the RFC 6052 layout: 127.0.0.1 around the u octet
+    '64:ff9b:1:a9fe:a9:fe00::', // 169.254.169.254 in the same layout
+    '2002:7f00:1::', // 6to4 of 127.0.0.1
+    '2002:7f00:1::1',
+    '2002:a9fe:a9fe::1', // 6to4 of 169.254.169.254
+    '2002:c0a8:101:1::1', // 192.168.1.1
+    TEREDO_CLIENT_LOOPBACK,
+    TEREDO_CLIENT_METADATA,
+    TEREDO_SERVER_PRIVATE,
+    '::ffff:7f00:1',
+    '::ffff:a9fe:a9fe',
+    '::127.0.0.1',
+    '::a9fe:a9fe',
+  ];
+  for (const ip of refused) {
+    t.ok(isForbiddenAddress(ip), `${ip} forbidden (the connect-time check)`);
+    t.match(checkWebhookUrl(`http://[${ip}]/hook`, false), /not allowed/, `http://[${ip}]/ refused at creation`);
+    t.equal(checkWebhookUrl(`http://[${ip}]/hook`, true), null, `http://[${ip}]/ allowed with allowPrivate`);
+  }
+  // Public IPv4 behind a transition mechanism stays reachable: DNS64 answers 64:ff9b::<IPv4> on IPv6-only hosts.
+  const allowed = ['64:ff9b::808:808', '64:ff9b::5db8:d822', '64:ff9b:1::808:808', '64:ff9b:1:808:8:800::', '2002:808:808::1', TEREDO_PUBLIC, '::ffff:808:808'];
+  for (const ip of allowed) {
+    t.notOk(isForbiddenAddress(ip), `${ip} allowed`);
+    t.equal(checkWebhookUrl(`http://[${ip}]/hook`, false), null, `http://[${ip}]/ allowed`);
+  }
+});
+
+t.test('a NAT64 form of loopback is refused by attempt() before any connection', async (t) => {
+  const ch = channel(t, false);
+  for (const url of ['http://[64:ff9b::a9fe:a9fe]/latest/meta-data/', 'http://[64:ff9b::7f00:1]/', 'http://[2002:7f00:1::]/', `http://[${TEREDO_CLIENT_LOOPBACK}]/`]) {
+    t.match(await ch.attempt(delivery(url)), { kind: 'failed', reason: /^target refused: private or reserved address/ }, url);
+  }
+});
