@@ -14,6 +14,7 @@ import type { Config } from './config.js';
 import { type Context, createContext } from './context.js';
 import type { Database } from './db/database.js';
 import { openStorage } from './db/open-storage.js';
+import type { StorageWorker } from './db/storage-client.js';
 import { loggerOptions } from './http/logger.js';
 import { registerProblemHandlers } from './http/problem.js';
 import { generateRequestId, registerRequestIdHeader } from './http/request-id.js';
@@ -21,7 +22,9 @@ import { GroupCommitter } from './log/group-commit.js';
 import { openLog } from './log/open-log.js';
 import type { LogBackend } from './log/types.js';
 import { type Metrics, createMetrics } from './ops/metrics.js';
+import type { Health } from './ops/health.js';
 import { registerOpsRoutes } from './ops/ops-routes.js';
+import { serviceHealth } from './ops/service-health.js';
 import { type AdminKey, resolveAdminKey } from './orgs/admin-key.js';
 import { OrgStore } from './orgs/org-store.js';
 import { PartnerRegistry } from './orgs/partner-registry.js';
@@ -56,6 +59,10 @@ export interface Audience {
   compactor: Compaction | undefined;
   orgs: OrgStore;
   metrics: Metrics;
+  /** What /readyz and /healthz report. */
+  health: Health;
+  /** The storage worker thread, when DuckDB runs in one (STORAGE_THREAD=worker). */
+  storageWorker: StorageWorker | undefined;
   adminKey: AdminKey;
   materializer: ProfileMaterializer;
   refresher: ProfileRefresher;
@@ -96,7 +103,7 @@ export async function buildApp(config: Config, ctx: Context = createContext()): 
     onTornTail: (tail) => app.log.warn({ tail }, 'embedded log: cut a torn tail left by a crash'),
   });
   // The refresher is made below; compaction only commits once started, at the end of the build.
-  const { db, compaction: compactor } = await openStorage({
+  const { db, compaction: compactor, worker: storageWorker } = await openStorage({
     config,
     ctx,
     log,
@@ -110,6 +117,7 @@ export async function buildApp(config: Config, ctx: Context = createContext()): 
   const committer = new GroupCommitter(log, {
     onWrite: (seconds) => metrics.logAppendSeconds.observe(seconds),
   });
+  const health = serviceHealth({ db, log, worker: storageWorker, dataDir: config.dataDir });
   const registry = new PartnerRegistry();
   const materializer = new ProfileMaterializer(db, new ProfileIndex());
   const tokens = new TokenStore(db, ctx, { onFlushError: (err) => app.log.warn({ err }, 'token lastUsedAt flush failed') });
@@ -202,10 +210,10 @@ export async function buildApp(config: Config, ctx: Context = createContext()): 
     }
 
     app.decorate('audience', {
-      config, ctx, db, log, committer, compactor, orgs, metrics, adminKey, materializer, refresher, tokens, triggers, flows, runner, dispatcher,
+      config, ctx, db, log, committer, compactor, orgs, metrics, health, storageWorker, adminKey, materializer, refresher, tokens, triggers, flows, runner, dispatcher,
     });
 
-    registerOpsRoutes(app, { db, log, metrics });
+    registerOpsRoutes(app, { health, log, metrics });
     if (roles.has('collector')) registerCollectRoutes(app, { ctx, registry, log: committer, metrics });
     if (roles.has('api')) {
       registerContactsRoute(app, {

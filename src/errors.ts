@@ -16,6 +16,8 @@ export const errorCatalog = {
   unsupported_media_type: { status: 415, title: 'Unsupported content type' },
   internal_error: { status: 500, title: 'Internal error' },
   log_unavailable: { status: 503, title: 'Event log unavailable' },
+  not_ready: { status: 503, title: 'Not ready to serve' },
+  unhealthy: { status: 503, title: 'The process cannot recover without a restart' },
   invalid_token: { status: 401, title: 'Missing, malformed, unknown, revoked or expired token' },
   audience_api_not_enabled: { status: 403, title: 'The Audience API is not enabled for this org' },
   rate_limited: { status: 429, title: 'Too many requests' },

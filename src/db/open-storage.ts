@@ -19,6 +19,8 @@ import type { MetricUpdate, StorageWorkerData } from './storage-protocol.js';
 export interface Storage {
   db: Database;
   compaction: Compaction | undefined;
+  /** The storage worker thread (STORAGE_THREAD=worker), for its health; undefined on the main thread. */
+  worker: StorageWorker | undefined;
 }
 
 export interface StorageOptions {
@@ -41,7 +43,7 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
     const compaction = compacts
       ? new Compactor({ db, log, ctx, metrics, logger, afterCommit: async (report) => onCompacted(report) })
       : undefined;
-    return { db, compaction };
+    return { db, compaction, worker: undefined };
   }
   // The worker's compactor keeps time with the system clock; a test clock cannot follow it there.
   if (ctx.clock !== systemClock) throw new Error('an injected clock needs STORAGE_THREAD=main');
@@ -65,7 +67,7 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
   });
   for (const append of early) worker.send({ type: 'log-appended', ...append });
   await migrate(worker.db);
-  return { db: worker.db, compaction: worker.compaction };
+  return { db: worker.db, compaction: worker.compaction, worker };
 }
 
 function applyMetric(metrics: Metrics, update: MetricUpdate): void {

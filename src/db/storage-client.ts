@@ -61,6 +61,8 @@ export class StorageWorker {
       worker.once('exit', (code) => {
         const error = new Error(`storage worker exited (code ${code})`);
         failed(error);
+        // After close() the exit is expected; any other is a dead thread, worth an error in the log.
+        if (!client.stopped) events.onError({ code }, 'storage worker exited');
         client.fail(error);
       });
     });
@@ -78,6 +80,26 @@ export class StorageWorker {
 
   send(message: ToWorker): void {
     if (!this.stopped) this.worker.postMessage(message);
+  }
+
+  /**
+   * Health: fatal once the thread is gone (nothing restarts it: every DuckDB call fails until the
+   * process restarts); otherwise a ping its event loop answers without touching DuckDB, so a long
+   * statement holding the connection does not make a live thread look dead. The caller bounds the wait.
+   */
+  async health(): Promise<{ ok: true } | { ok: false; reason: string; fatal: boolean }> {
+    if (this.stopped) return { ok: false, reason: this.stopped.message, fatal: true };
+    try {
+      await this.call({ op: 'ping' });
+      return { ok: true };
+    } catch (error) {
+      return { ok: false, reason: (error as Error).message, fatal: this.stopped !== undefined };
+    }
+  }
+
+  /** Ends the thread at once without closing DuckDB, as a crash of the thread would (tests of the above). */
+  async terminate(): Promise<void> {
+    await this.worker.terminate();
   }
 
   /** Closes DuckDB (after the compactor, if any) and ends the thread. */

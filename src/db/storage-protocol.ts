@@ -22,7 +22,9 @@ export type Call =
   | { op: 'columns'; session: number; sql: string }
   | { op: 'compactor.start' }
   | { op: 'compactor.stop' }
-  | { op: 'close' };
+  | { op: 'close' }
+  /** Answered at once by the thread's event loop, DuckDB untouched (health: the thread is alive). */
+  | { op: 'ping' };
 
 export type ToWorker =
   | { type: 'call'; id: number; call: Call }

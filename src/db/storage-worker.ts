@@ -115,6 +115,8 @@ async function handle(call: Call): Promise<unknown> {
       await compactorLog?.close();
       compactor = undefined;
       return undefined;
+    case 'ping':
+      return undefined;
     case 'close':
       await compactor?.stop();
       await compactorLog?.close();

@@ -7,18 +7,20 @@
  */
 import { constants } from 'node:fs';
 import { mkdir, open, stat, type FileHandle } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { AppendSignal } from './append-signal.js';
 import { EmbeddedReader, type FrameSource } from './embedded-reader.js';
 import type { FrameLayout } from './embedded-tail.js';
 import { encodeFrame, type Frame } from './frame.js';
 import { readRecordFrames, scanFrames, writeFully } from './frame-file.js';
 import { RecentIds } from './recent-ids.js';
-import { LogUnavailableError, type LogBackend, type LogReader, type WriteResult } from './types.js';
+import { LogUnavailableError, type LogBackend, type LogHealth, type LogReader, type WriteResult } from './types.js';
 
 export const EMBEDDED_LOG_FILE = 'events.log';
 /** Records whose ids are remembered for dedupe; a retry arrives within seconds, far fewer records back. */
 const DEDUPE_WINDOW = 100_000;
+/** What `health` writes (and cuts off again) past the last frame while the log is unwritable: one page. */
+const PROBE_WRITE_BYTES = 4096;
 
 /** A torn or corrupt tail that `open` removed. */
 export interface TornTail {
@@ -44,6 +46,8 @@ export class EmbeddedLog implements LogBackend {
   private readonly appendListeners: Array<(offset: number, end: number) => void> = [];
   /** Tail of the write chain: one write at a time, in call order. */
   private queue: Promise<unknown> = Promise.resolve();
+  /** Why the last durable write failed (ENOSPC, EIO, …); cleared by the next write that succeeds. */
+  private writeFailure: string | undefined;
 
   /** What readers see of the log (embedded-reader.ts). */
   private readonly source: FrameSource = {
@@ -124,6 +128,27 @@ export class EmbeddedLog implements LogBackend {
     return !this.closing;
   }
 
+  /** The directory the log file lives in (its file system's free space is worth watching). */
+  get directory(): string {
+    return dirname(this.file);
+  }
+
+  /**
+   * Unwritable after a failed write until a write succeeds. While unwritable, a probe write (zeros past
+   * the last frame, cut off again) asks the disk directly: a load balancer that stops sending events to
+   * a not-ready instance must not keep it not-ready for good once space is freed. Zeros never read as a
+   * frame, so should a crash leave them behind, `open` cuts them off like any torn tail.
+   */
+  async health(): Promise<LogHealth> {
+    if (this.closing) return { ok: false, reason: 'embedded log is closed', fatal: true };
+    if (this.writeFailure === undefined) return { ok: true };
+    const attempt = this.queue.then(() => this.probeWrite());
+    this.queue = attempt.catch(() => {});
+    await attempt;
+    if (this.writeFailure === undefined) return { ok: true };
+    return { ok: false, reason: `embedded log cannot write: ${this.writeFailure}`, fatal: false };
+  }
+
   /** Lets queued writes finish, then closes the file; waiting readers wake and see the log closed. */
   async close(): Promise<void> {
     if (this.closing) return;
@@ -150,8 +175,10 @@ export class EmbeddedLog implements LogBackend {
     } catch (error) {
       // Best effort: leave no unacknowledged frame behind (the next write would overwrite it anyway).
       await this.handle.truncate(offset).catch(() => {});
-      throw new LogUnavailableError('embedded log write failed', { cause: error });
+      this.writeFailure = describeIoError(error);
+      throw new LogUnavailableError(`embedded log write failed: ${this.writeFailure}`, { cause: error });
     }
+    this.writeFailure = undefined;
     this.end = offset + frame.length;
     this.offsets.push(offset);
     const seq = this.offsets.length;
@@ -160,6 +187,26 @@ export class EmbeddedLog implements LogBackend {
     for (const listener of this.appendListeners) listener(offset, this.end);
     return { seq, duplicate: false };
   }
+
+  /** Runs in the write chain, so no append is between the probe bytes and their removal. */
+  private async probeWrite(): Promise<void> {
+    if (this.writeFailure === undefined || this.closing) return;
+    try {
+      await writeFully(this.handle, this.end, Buffer.alloc(PROBE_WRITE_BYTES));
+      this.writeFailure = undefined;
+    } catch (error) {
+      this.writeFailure = describeIoError(error);
+    } finally {
+      await this.handle.truncate(this.end).catch(() => {});
+    }
+  }
+}
+
+/** "ENOSPC (no space left on device)": the errno code first, as operators search for it. */
+function describeIoError(error: unknown): string {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  const message = error instanceof Error ? error.message : String(error);
+  return code ? `${code} (${message})` : message;
 }
 
 /** Makes a newly created file's directory entry durable, not only its contents. */

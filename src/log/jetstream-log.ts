@@ -15,7 +15,7 @@ import {
 } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { JetStreamReader } from './jetstream-reader.js';
-import { LogUnavailableError, type LogBackend, type LogReader, type WriteResult } from './types.js';
+import { LogUnavailableError, type LogBackend, type LogHealth, type LogReader, type WriteResult } from './types.js';
 
 export interface JetStreamLogOptions {
   /** NATS server URL(s), comma-separated. */
@@ -41,6 +41,8 @@ export class JetStreamLog implements LogBackend {
   private closing = false;
   /** Rejects when the current connection drops: in-flight writes race it to fail fast. */
   private dropped = connectionDrop();
+  /** The health ping awaiting its PONG; a frozen server never answers, so probes share it, not pile up. */
+  private ping: Promise<number> | undefined;
 
   private constructor(
     private readonly nc: NatsConnection,
@@ -108,6 +110,24 @@ export class JetStreamLog implements LogBackend {
 
   isAvailable(): boolean {
     return this.connected && !this.closing && !this.nc.isClosed();
+  }
+
+  /**
+   * Connected is not enough: a stopped (SIGSTOP) or wedged server keeps the TCP connection open and
+   * the client connected for minutes. A PING the server answers is. The caller bounds the wait.
+   */
+  async health(): Promise<LogHealth> {
+    if (this.closing || this.nc.isClosed()) return { ok: false, reason: 'the NATS connection is closed', fatal: true };
+    if (!this.connected) return { ok: false, reason: 'NATS is not connected (reconnecting)', fatal: false };
+    this.ping ??= this.nc.rtt().finally(() => {
+      this.ping = undefined;
+    });
+    try {
+      await this.ping;
+      return { ok: true };
+    } catch (error) {
+      return { ok: false, reason: `NATS did not answer a ping: ${(error as Error).message}`, fatal: false };
+    }
   }
 
   async close(): Promise<void> {

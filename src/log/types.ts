@@ -45,10 +45,17 @@ export interface LogBackend {
   openReader(afterSeq: number): Promise<LogReader>;
   /** Highest stored seq (0 when empty). */
   headSeq(): Promise<number>;
-  /** False while the store is unreachable (readiness, fast 503s). */
+  /** False while the store is known to be unreachable (fast 503s); cheap, no I/O. */
   isAvailable(): boolean;
+  /**
+   * Whether the log can take a write now, asking the store itself (readiness): may do I/O, so callers
+   * bound its time. `fatal` when only a restart helps (the log was closed).
+   */
+  health(): Promise<LogHealth>;
   close(): Promise<void>;
 }
+
+export type LogHealth = { ok: true } | { ok: false; reason: string; fatal: boolean };
 
 export interface LogReader {
   /** Up to `max` next records; waits up to `waitMs` when none is available yet (may return []). */

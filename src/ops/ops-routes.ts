@@ -1,17 +1,41 @@
-/** /healthz (process alive), /readyz (log and DuckDB usable), /metrics (Prometheus text). */
+/**
+ * /healthz (liveness: can this process still do its job without a restart), /readyz (readiness: can
+ * it serve now), /metrics (Prometheus text). See health.ts for the model and service-health.ts for the checks.
+ */
 import type { FastifyInstance } from 'fastify';
-import type { Database } from '../db/database.js';
 import { AppError } from '../errors.js';
 import type { LogBackend } from '../log/types.js';
+import { describeFailures, type Health } from './health.js';
 import type { Metrics } from './metrics.js';
 
-export function registerOpsRoutes(app: FastifyInstance, deps: { db: Database; log: LogBackend; metrics: Metrics }): void {
-  app.get('/healthz', async () => ({ status: 'ok' }));
+/** Probers poll anyway; this only tells a client that reads Retry-After not to hammer. */
+const RETRY_AFTER_SECONDS = '1';
+
+export function registerOpsRoutes(app: FastifyInstance, deps: { health: Health; log: LogBackend; metrics: Metrics }): void {
+  app.get('/healthz', async () => {
+    const report = await deps.health.probe();
+    if (!report.live) {
+      throw new AppError(
+        'unhealthy',
+        `This process cannot recover by itself: ${describeFailures(report, true)}. Restart it.`,
+        { members: { checks: report.checks } },
+      );
+    }
+    return { status: 'ok', checks: report.checks };
+  });
 
   app.get('/readyz', async () => {
-    if (!deps.log.isAvailable()) throw new AppError('log_unavailable', `${deps.log.kind} log is not reachable`);
-    await deps.db.all('SELECT 1');
-    return { status: 'ready', log: deps.log.kind };
+    const report = await deps.health.probe();
+    if (!report.ready) {
+      const action = report.live
+        ? 'Send no traffic here until it clears; it is checked again on every probe.'
+        : 'This does not clear by itself: restart the process.';
+      throw new AppError('not_ready', `Not ready: ${describeFailures(report)}. ${action}`, {
+        members: { checks: report.checks },
+        headers: { 'Retry-After': RETRY_AFTER_SECONDS },
+      });
+    }
+    return { status: 'ready', log: deps.log.kind, checks: report.checks };
   });
 
   app.get('/metrics', async (_request, reply) => {

@@ -67,7 +67,8 @@ natsTest('NATS down: 503 + Retry-After, nothing stored, not ready; back up: acce
   await waitFor(async () => (await readyStatus(h)) === 503, 5_000);
   const ready = await h.app.inject({ method: 'GET', url: '/readyz' });
   t.equal(ready.statusCode, 503, '/readyz: not ready while NATS is down');
-  t.equal(ready.json().code, 'log_unavailable', '/readyz names the cause');
+  t.equal(ready.json().code, 'not_ready', '/readyz says not ready');
+  t.match(ready.json().detail, /log: NATS is not connected/, 'and names the cause');
 
   const started = Date.now();
   const down = await h.collect(customEvent(cred.production, { messageId: 'while-down' }));

@@ -26,6 +26,10 @@ export interface NatsServerHandle {
   kill9(): void;
   /** Starts it again on the same port with the same store. */
   restart(): Promise<void>;
+  /** SIGSTOP: the server stops answering but its TCP connections stay open (a wedged server). */
+  freeze(): void;
+  /** SIGCONT after `freeze`. */
+  thaw(): void;
 }
 
 export async function startNatsServer(t: Test, opts: { syncAlways?: boolean } = {}): Promise<NatsServerHandle> {
@@ -89,6 +93,12 @@ export async function startNatsServer(t: Test, opts: { syncAlways?: boolean } = 
       signal('SIGKILL');
     },
     restart: start,
+    freeze() {
+      signal('SIGSTOP');
+    },
+    thaw() {
+      signal('SIGCONT');
+    },
   };
 }
 

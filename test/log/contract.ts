@@ -29,6 +29,15 @@ export function logContract(t: Test, name: string, openFresh: (t: Test) => Promi
     t.ok(backend.isAvailable());
   });
 
+  t.test(`${name}: health is ok while open, fatal once closed (only a restart reopens it)`, async (t) => {
+    const { backend } = await openFresh(t);
+    t.same(await backend.health(), { ok: true });
+    await backend.write('h-1', payload(1));
+    t.same(await backend.health(), { ok: true }, 'still ok after a write');
+    await backend.close();
+    t.match(await backend.health(), { ok: false, fatal: true, reason: /closed/ });
+  });
+
   t.test(`${name}: ordered replay from a cursor`, async (t) => {
     const { backend } = await openFresh(t);
     const written = range(1, 20).map((i) => payload(i, i === 3 ? 0 : 1 + (i % 7) * 300));

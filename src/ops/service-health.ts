@@ -1,0 +1,50 @@
+/** The checks this service's /readyz and /healthz run (health.ts says what each outcome means). */
+import type { Database } from '../db/sql.js';
+import type { StorageWorker } from '../db/storage-client.js';
+import { EmbeddedLog } from '../log/embedded-log.js';
+import type { LogBackend } from '../log/types.js';
+import { diskCheck } from './disk-check.js';
+import { Health, type HealthCheck } from './health.js';
+
+export interface ServiceHealthDeps {
+  db: Database;
+  log: LogBackend;
+  /** Absent with STORAGE_THREAD=main: DuckDB then runs on this thread, which answering proves alive. */
+  worker: StorageWorker | undefined;
+  dataDir: string;
+}
+
+export function serviceHealth(deps: ServiceHealthDeps): Health {
+  const { db, log, worker } = deps;
+  const checks: HealthCheck[] = [];
+  if (worker) {
+    checks.push({
+      name: 'storage_worker',
+      silence: 'the storage worker thread did not answer',
+      // Its event loop answers a ping between statements; silence this long means it is stuck.
+      silenceIsFatal: true,
+      run: () => worker.health(),
+    });
+  }
+  checks.push(
+    {
+      name: 'duckdb',
+      // DuckDB has one connection: a long statement (a trigger query, a compaction commit) makes this
+      // wait. Busy is not broken, so not fatal; readiness says so while it lasts.
+      silence: 'DuckDB did not answer SELECT 1 (busy or stuck)',
+      silenceIsFatal: false,
+      run: async () => {
+        await db.all('SELECT 1');
+        return { ok: true };
+      },
+    },
+    {
+      name: 'log',
+      silence: log.kind === 'jetstream' ? 'NATS did not answer a ping' : 'the embedded log did not answer',
+      silenceIsFatal: false,
+      run: () => log.health(),
+    },
+    diskCheck(log instanceof EmbeddedLog ? [deps.dataDir, log.directory] : [deps.dataDir]),
+  );
+  return new Health(checks);
+}
