@@ -1,4 +1,5 @@
 /** Entry point: read config once, build the app, listen, shut down gracefully on SIGTERM/SIGINT. */
+import './threadpool.js';
 import { buildApp } from './app.js';
 import { ConfigError, readConfig } from './config.js';
 
