@@ -23,6 +23,7 @@ import type { LiveQuery, TriggerStore } from '../triggers/trigger-store.js';
 import { type Decision, decide, resolveEmail, type RunState, sendKey } from './decide.js';
 import { type FlowRecord, type FlowStore, newestVisibleAt } from './flow-store.js';
 import type { PendingSend, SendDispatcher } from './send-dispatcher.js';
+import { renderDecisions, type TemplateRenderer } from './template-renderer.js';
 
 export interface RunSummary {
   /** Why nothing ran, when nothing did. */
@@ -48,6 +49,7 @@ export class FlowRunner {
       triggers: TriggerStore;
       profiles: ProfileIndex;
       dispatcher: SendDispatcher;
+      renderer: Pick<TemplateRenderer, 'render'>;
       metrics: Metrics;
       logger: FastifyBaseLogger;
       timeoutMs: number;
@@ -145,7 +147,8 @@ export class FlowRunner {
       lastEntry: await this.lastEntries(c, org, id, emails),
       profile,
     };
-    const decisions = rows.map((row) => decide(row, state));
+    // Templates render on the renderer's thread, within its limits; a template over them fails its row.
+    const decisions = await renderDecisions(this.deps.renderer, rows.map((row) => decide(row, state)));
     await this.record(c, org, id, trigger.hash, decisions, now);
     await c.run('UPDATE flows SET cursor_at = $3, last_run_at = $4, last_error = NULL WHERE org = $1 AND id = $2', [org, id, microsParam(end), tsParam(now)]);
     return { rows: rows.length, decisions };
