@@ -33,7 +33,7 @@ export interface MessageLimits {
 
 export const DEFAULT_MESSAGE_LIMITS: MessageLimits = {
   timeMs: 250,
-  steps: 100_000,
+  steps: 50_000,
   outputChars: 256 * 1024,
   memory: 4 * 1024 * 1024,
 };
@@ -64,7 +64,7 @@ const liquid = new Liquid({
 });
 
 /** The allowance of the message being rendered (rendering is synchronous: one message at a time). */
-let current: { steps: number; outputChars: number; limits: MessageLimits } | undefined;
+let current: { steps: number; outputChars: number; deadline: number; limits: MessageLimits } | undefined;
 
 // Every block liquidjs renders (the template, each loop iteration, each branch taken) goes through
 // renderTemplates: counting there bounds loop iterations, and the emitter shows the output so far.
@@ -81,17 +81,21 @@ liquid.renderer.renderTemplates = function* (templates, ctx, emitter) {
 const parsed = new Map<string, Template[]>();
 const PARSED_LIMIT = 10_000;
 
-function render(source: string, data: TemplateData, deadline: number): string {
-  // Most template strings of a JSON body are constants: no Liquid markup, nothing to render.
+function render(source: string, data: TemplateData): string {
   const budget = current!;
+  // Most template strings of a JSON body are constants: no Liquid markup, nothing to render.
   if (!source.includes('{')) return spend(budget, source);
   let template = parsed.get(source);
   if (!template) {
     if (parsed.size >= PARSED_LIMIT) parsed.clear();
+    // Parsing (bounded by parseLimit) is not render time: a template cached by an earlier row must
+    // meet the same time limit as a new one, so the same template fails or renders on every row.
+    const parsing = performance.now();
     template = liquid.parse(source);
+    budget.deadline += performance.now() - parsing;
     parsed.set(source, template);
   }
-  const left = deadline - performance.now();
+  const left = budget.deadline - performance.now();
   if (left <= 0) throw new LimitExceeded(`template render limit exceeded (${budget.limits.timeMs} ms)`);
   const output = liquid.renderSync(template, data, { renderLimit: left, memoryLimit: budget.limits.memory }) as unknown;
   return spend(budget, String(output));
@@ -104,24 +108,23 @@ function spend(budget: NonNullable<typeof current>, output: string): string {
 }
 
 /** Every string inside a JSON value rendered; the structure kept. */
-function renderValue(value: unknown, data: TemplateData, deadline: number): unknown {
-  if (typeof value === 'string') return render(value, data, deadline);
-  if (Array.isArray(value)) return value.map((item) => renderValue(item, data, deadline));
+function renderValue(value: unknown, data: TemplateData): unknown {
+  if (typeof value === 'string') return render(value, data);
+  if (Array.isArray(value)) return value.map((item) => renderValue(item, data));
   if (value !== null && typeof value === 'object') {
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, renderValue(v, data, deadline)]));
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, renderValue(v, data)]));
   }
   return value;
 }
 
 export function renderMessage(message: Message, data: TemplateData, limits: MessageLimits = DEFAULT_MESSAGE_LIMITS): RenderedMessage {
-  const deadline = performance.now() + limits.timeMs;
-  current = { steps: 0, outputChars: limits.outputChars, limits };
+  current = { steps: 0, outputChars: limits.outputChars, deadline: performance.now() + limits.timeMs, limits };
   try {
     switch (message.channel) {
       case 'webhook': {
         const body = message.template.body;
-        if (typeof body !== 'string') return { channel: 'webhook', url: message.url, body: renderValue(body, data, deadline) };
-        const text = render(body, data, deadline);
+        if (typeof body !== 'string') return { channel: 'webhook', url: message.url, body: renderValue(body, data) };
+        const text = render(body, data);
         try {
           return { channel: 'webhook', url: message.url, body: JSON.parse(text) as unknown };
         } catch {
@@ -132,20 +135,22 @@ export function renderMessage(message: Message, data: TemplateData, limits: Mess
         const { subject, text, html } = message.template;
         return {
           channel: 'email',
-          subject: render(subject, data, deadline),
-          text: render(text, data, deadline),
-          ...(html === undefined ? {} : { html: render(html, data, deadline) }),
+          subject: render(subject, data),
+          text: render(text, data),
+          ...(html === undefined ? {} : { html: render(html, data) }),
         };
       }
       case 'outbox':
-        return { channel: 'outbox', content: renderValue(message.template, data, deadline) as Record<string, unknown> };
+        return { channel: 'outbox', content: renderValue(message.template, data) as Record<string, unknown> };
       default:
         return assertNever(message);
     }
   } catch (error) {
     if (error instanceof RenderFailed) throw error;
     const text = (error as Error).message;
-    if (/limit exceeded/.test(text)) throw new RenderFailed(`the template is over a limit: ${text}; ${limitsHint(limits)}`);
+    // Deep nesting overflows the worker's stack: a limit like the others, caught like them.
+    if (/limit exceeded|Maximum call stack size exceeded/.test(text)) throw new RenderFailed(`the template is over a limit: ${text}; ${limitsHint(limits)}`);
+    if (/ENOENT/.test(text)) throw new RenderFailed(`the template does not render: include, render and layout cannot read files (templates have no file system and no partials): ${text}`);
     throw new RenderFailed(`the template does not render: ${text}`);
   } finally {
     current = undefined;
