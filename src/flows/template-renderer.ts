@@ -93,7 +93,9 @@ export class TemplateRenderer {
       const slot = (this.slot ??= this.spawn());
       // A worker that cannot start is the service's fault, not the template's: the run fails and its
       // transaction rolls back, so its rows are decided again by the next run.
-      await slot.ready;
+      await slot.ready.catch((error: unknown) => {
+        throw this.closed ? new RendererClosed() : error;
+      });
       const from = results.length;
       const posted = await this.runBatch(slot, { jobs: jobs.slice(from), budgetMs, budgetReason }, results);
       if (!posted) {

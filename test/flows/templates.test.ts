@@ -90,7 +90,7 @@ t.test('include, render and layout never read a file: every path fails its row a
   t.same(receiver.received, [], 'no webhook was sent');
 });
 
-t.test('costly templates fail their rows naming the limit; HTTP is answered while they render', async (t) => {
+t.test('costly templates fail their rows naming the limit; lookups and collect are answered while they render', async (t) => {
   const { h, cred } = await acme(t);
   const token = (await h.admin('POST', '/admin/v1/orgs/acme/tokens', { createdBy: 'ops@example.com' })).json().token as string;
   const kinds: Record<string, [string, RegExp]> = {
@@ -132,10 +132,13 @@ t.test('costly templates fail their rows naming the limit; HTTP is answered whil
     headers: { accept: 'application/json', authorization: `Bearer ${token}` },
   });
   order.push('lookup');
+  const collected = await book(h, cred, 'during-render', { kind: 'plain', city: 'Porto' });
+  order.push('collect');
   const summary = await run;
   t.equal(health.statusCode, 200);
   t.equal(lookup.statusCode, 200);
-  t.same(order, ['healthz', 'lookup', 'rendered'], 'the HTTP thread answered while the templates rendered');
+  t.equal(collected.statusCode, 200);
+  t.same(order, ['healthz', 'lookup', 'collect', 'rendered'], 'the HTTP thread answered while the templates rendered');
 
   t.equal(summary.decisions.length, rows.length);
   for (const [i, d] of summary.decisions.entries()) {
