@@ -36,6 +36,25 @@ t.test('ordinary templates render exactly as on the main thread', async (t) => {
   t.same(await r.render([]), []);
 });
 
+t.test('each limit of a message fails it by name; the steps and output of a message are shared by its strings', async (t) => {
+  const r = renderer(t, { message: { ...DEFAULT_MESSAGE_LIMITS, steps: 1000, outputChars: 100 } });
+  const both = (a: string, b: string): MessageToRender => ({ message: { channel: 'email', template: { subject: a, text: b } }, data });
+  const results = await r.render([
+    job('{% for i in (1..100000) %}{% endfor %}'),
+    job('{% for i in (1..1000) %}xx{% endfor %}'),
+    both('{% for i in (1..600) %}{% endfor %}', '{% for i in (1..600) %}{% endfor %}'),
+    both('{% for i in (1..30) %}xx{% endfor %}', '{% for i in (1..30) %}xx{% endfor %}'),
+    job("{% assign s = 'xxxxxxxx' %}{% for i in (1..40) %}{% assign s = s | append: s %}{% endfor %}"),
+    both('{% for i in (1..400) %}{% endfor %}', '{% for i in (1..20) %}xx{% endfor %}'),
+  ]);
+  t.match(results[0], { ok: false, reason: /over a limit: loop iterations limit exceeded \(1000 steps\)/ });
+  t.match(results[1], { ok: false, reason: /over a limit: output size limit exceeded \(100 characters\)/ });
+  t.match(results[2], { ok: false, reason: /loop iterations limit exceeded/ }, 'subject and text draw on one allowance of steps');
+  t.match(results[3], { ok: false, reason: /output size limit exceeded/ }, 'and of output');
+  t.match(results[4], { ok: false, reason: /over a limit: memory alloc limit exceeded/ });
+  t.same(results[5], { ok: true, message: { channel: 'email', subject: '', text: 'xx'.repeat(20) } }, 'under every limit');
+});
+
 t.test('a message the worker does not finish is stopped by the watchdog; the worker is replaced', async (t) => {
   const r = renderer(t, { message: unlimited, watchdogMs: 300, runBudgetMs: 3_600_000 });
   const results = await r.render([endless, ok, endless, ok]);
