@@ -43,6 +43,7 @@ import { FlowRunner } from './flows/flow-runner.js';
 import { registerFlowRoutes } from './flows/flow-routes.js';
 import { FlowStore } from './flows/flow-store.js';
 import { SendDispatcher } from './flows/send-dispatcher.js';
+import { TemplateRenderer } from './flows/template-renderer.js';
 import { registerTriggerRoutes } from './triggers/trigger-routes.js';
 import { TriggerStore } from './triggers/trigger-store.js';
 
@@ -72,6 +73,7 @@ export interface Audience {
   /** Present when ROLES includes flows. */
   runner: FlowRunner | undefined;
   dispatcher: SendDispatcher | undefined;
+  renderer: TemplateRenderer | undefined;
 }
 
 declare module 'fastify' {
@@ -127,6 +129,8 @@ export async function buildApp(config: Config, ctx: Context = createContext()): 
   let triggers: TriggerStore | undefined;
   let runner: FlowRunner | undefined;
   let dispatcher: SendDispatcher | undefined;
+  // Message templates render on their own worker thread (flows role only).
+  const renderer = roles.has('flows') ? new TemplateRenderer() : undefined;
   const channels = roles.has('flows')
     ? openChannels({
         dataDir: config.dataDir,
@@ -145,6 +149,7 @@ export async function buildApp(config: Config, ctx: Context = createContext()): 
     const steps = [
       () => triggers?.stopWatching(),
       () => runner?.close(),
+      () => renderer?.close(),
       () => dispatcher?.close(),
       () => channels?.close(),
       () => committer.flush(),
@@ -184,7 +189,7 @@ export async function buildApp(config: Config, ctx: Context = createContext()): 
     await triggers.load();
     await triggers.scan();
     await flows.load();
-    if (channels) {
+    if (channels && renderer) {
       dispatcher = new SendDispatcher({
         db,
         ctx,
@@ -201,6 +206,7 @@ export async function buildApp(config: Config, ctx: Context = createContext()): 
         triggers,
         profiles: materializer.index,
         dispatcher,
+        renderer,
         metrics,
         logger: app.log,
         timeoutMs: config.triggerTimeoutMs,
@@ -210,7 +216,7 @@ export async function buildApp(config: Config, ctx: Context = createContext()): 
     }
 
     app.decorate('audience', {
-      config, ctx, db, log, committer, compactor, orgs, metrics, health, storageWorker, adminKey, materializer, refresher, tokens, triggers, flows, runner, dispatcher,
+      config, ctx, db, log, committer, compactor, orgs, metrics, health, storageWorker, adminKey, materializer, refresher, tokens, triggers, flows, runner, dispatcher, renderer,
     });
 
     registerOpsRoutes(app, { health, log, metrics });
@@ -251,6 +257,7 @@ export async function buildApp(config: Config, ctx: Context = createContext()): 
     if (runner && dispatcher) {
       triggers.watch(QUERIES_POLL_MS);
       await dispatcher.resumePending();
+      renderer?.start();
       runner.start();
     }
   } catch (error) {

@@ -4,30 +4,20 @@
  * (exclusive, transaction) is a session on the worker: other users of DuckDB, the compactor included,
  * wait until it is released, exactly as with the in-thread Database.
  */
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import type { CommitReport, Compaction } from '../compaction/compactor.js';
 import { SeqWaiters } from '../compaction/seq-waiters.js';
 import { type AppendTarget, type Database, type Params, type Row, type RowAppender, type RowPage, type Sql, inTransaction } from './sql.js';
 import { SandboxBusy, withDeadline } from './untrusted.js';
 import type { Call, FromWorker, MetricUpdate, StorageWorkerData, ToWorker } from './storage-protocol.js';
 import { paramsToWire, recordRows } from './value-codec.js';
+import { spawnWorker } from '../spawn-worker.js';
 
 export interface StorageEvents {
   /** A compaction commit wrote events (before its progress is reported). */
   onCompacted(report: CommitReport): void;
   onMetric(update: MetricUpdate): void;
   onError(details: object, message: string): void;
-}
-
-/**
- * The worker's entry. Under tsx (tests, `node --import tsx`) this module is TypeScript and so is the
- * worker; Node 20 does not carry tsx's loader into worker threads, so that worker registers it first.
- */
-function spawnWorker(workerData: StorageWorkerData): Worker {
-  if (!import.meta.url.endsWith('.ts')) return new Worker(new URL('./storage-worker.js', import.meta.url), { workerData });
-  const entry = JSON.stringify(new URL('./storage-worker.ts', import.meta.url).href);
-  const tsx = JSON.stringify(import.meta.resolve('tsx/esm/api'));
-  return new Worker(`import(${tsx}).then((tsx) => { tsx.register(); return import(${entry}); })`, { eval: true, workerData });
 }
 
 export class StorageWorker {
@@ -46,7 +36,7 @@ export class StorageWorker {
   }
 
   static async start(data: StorageWorkerData, events: StorageEvents): Promise<StorageWorker> {
-    const worker = spawnWorker(data);
+    const worker = spawnWorker(import.meta.url, './storage-worker', { workerData: data });
     const client = new StorageWorker(worker, data.log !== undefined);
     await new Promise<void>((ready, failed) => {
       worker.on('message', (message: FromWorker) => {

@@ -1,14 +1,15 @@
 /**
  * What happens to each trigger row of a run (SPEC 8): identity → send key already used → segment
- * filter → re-entry rule → experiment variant → branch → rendered message. Pure apart from the state it
- * is given, so every rule is testable without a database; the runner persists what it returns.
+ * filter → re-entry rule → experiment variant → branch → the message to render and its data. Pure apart
+ * from the state it is given, so every rule is testable without a database; the runner renders the
+ * chosen messages off the HTTP thread (template-renderer.ts) and persists what it returns.
  */
 import type { RenderedMessage } from '../channels/types.js';
 import { isEmailAddress, normalizeEmail } from '../domain.js';
 import type { FlowDefinition, Message, Variant } from '../generated/flow.js';
 import type { IdentityType, Profile } from '../profiles/profile-index.js';
 import { matches } from './condition.js';
-import { RenderFailed, renderMessage, type TemplateData } from './render.js';
+import type { TemplateData } from './render.js';
 import { sendIdFor } from './send-id.js';
 import { pickVariant } from './variant.js';
 
@@ -24,8 +25,15 @@ export interface Decision {
   variant: string | null;
   sendId: string | null;
   reason: string | null;
-  /** Present for `sent`: what the channel delivers. */
+  /** Present for `sent` once rendered: what the channel delivers. */
   message?: RenderedMessage;
+  /** Present for `sent` as decided, before rendering: the chosen message and its template data. */
+  template?: MessageToRender;
+}
+
+export interface MessageToRender {
+  message: Message;
+  data: TemplateData;
 }
 
 export interface RunState {
@@ -83,12 +91,7 @@ export function decide(row: Record<string, unknown>, state: RunState): Decision 
     flow: { id: state.flow.id, name: state.flow.name },
     variant: variant ? { label: variant.label } : null,
   };
-  try {
-    return { ...chosen, outcome: 'sent', message: renderMessage(messageFor(state.flow, variant, data), data) };
-  } catch (error) {
-    if (error instanceof RenderFailed) return { ...chosen, outcome: 'failed', reason: error.reason };
-    throw error;
-  }
+  return { ...chosen, outcome: 'sent', template: { message: messageFor(state.flow, variant, data), data } };
 }
 
 /** The contact a row is about: its e-mail, or the e-mail of the profile with that user_id / e-mail hash. */

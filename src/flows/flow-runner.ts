@@ -23,6 +23,7 @@ import type { LiveQuery, TriggerStore } from '../triggers/trigger-store.js';
 import { type Decision, decide, resolveEmail, type RunState, sendKey } from './decide.js';
 import { type FlowRecord, type FlowStore, newestVisibleAt } from './flow-store.js';
 import type { PendingSend, SendDispatcher } from './send-dispatcher.js';
+import { renderDecisions, type TemplateRenderer } from './template-renderer.js';
 
 export interface RunSummary {
   /** Why nothing ran, when nothing did. */
@@ -63,6 +64,7 @@ export class FlowRunner {
       triggers: TriggerStore;
       profiles: ProfileIndex;
       dispatcher: SendDispatcher;
+      renderer: Pick<TemplateRenderer, 'render'>;
       metrics: Metrics;
       logger: FastifyBaseLogger;
       timeoutMs: number;
@@ -140,7 +142,8 @@ export class FlowRunner {
         lastEntry: await this.lastEntries(org, id, emails),
         profile,
       };
-      const decisions = read.rows.map((row) => decide(row, state));
+      // Templates render on the renderer's thread, within its limits; a template over them fails its row.
+      const decisions = await renderDecisions(this.deps.renderer, read.rows.map((row) => decide(row, state)));
       const committed = await this.deps.db.transaction(async (c) => {
         // Runs of one flow are serialized here; the check keeps a second process or a restarted runner
         // from writing a window twice.

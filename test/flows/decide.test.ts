@@ -1,7 +1,9 @@
 /** The per-row rules of a run (SPEC 8), without a database: identity, segment, re-entry, variants, branches. */
 import t from 'tap';
 import { matches } from '../../src/flows/condition.js';
-import { decide, type RunState } from '../../src/flows/decide.js';
+import { type Decision, decide, type RunState } from '../../src/flows/decide.js';
+import { RenderFailed, renderMessage } from '../../src/flows/render.js';
+import { renderDecisions } from '../../src/flows/template-renderer.js';
 import { pickVariant } from '../../src/flows/variant.js';
 import type { FlowDefinition } from '../../src/generated/flow.js';
 
@@ -36,6 +38,20 @@ function state(flow: Partial<FlowDefinition> = {}, extra: Partial<RunState> = {}
     ...extra,
   };
 }
+
+/** decide() chooses the message; rendering (on the renderer's thread in a run) is done inline here. */
+const rendered = (d: Decision) => (d.template ? renderMessage(d.template.message, d.template.data) : undefined);
+const inlineRenderer = {
+  render: async (jobs: NonNullable<Decision['template']>[]) =>
+    jobs.map((job) => {
+      try {
+        return { ok: true as const, message: renderMessage(job.message, job.data) };
+      } catch (error) {
+        return { ok: false as const, reason: (error as RenderFailed).reason };
+      }
+    }),
+};
+const decideAndRender = async (r: Record<string, unknown>, s: RunState) => (await renderDecisions(inlineRenderer, [decide(r, s)]))[0]!;
 
 t.test('identity: e-mail normalised, user_id through the profile, else no_identity', async (t) => {
   const s = state();
@@ -104,8 +120,8 @@ t.test('experiment: deterministic, within ±3% of the weights over 10,000 contac
   for (let i = 0; i < 200; i++) {
     const d = decide(row(`user${i}@example.com`, `e${i}`), s);
     outcomes.set(d.variant!, d.outcome);
-    if (d.variant === 'Variant B') t.same(d.message, { channel: 'outbox', content: { text: 'B' } });
-    if (d.variant === 'Holdout') t.equal(d.message, undefined);
+    if (d.variant === 'Variant B') t.same(rendered(d), { channel: 'outbox', content: { text: 'B' } });
+    if (d.variant === 'Holdout') t.equal(rendered(d), undefined);
   }
   t.equal(outcomes.get('Holdout'), 'holdout');
   t.equal(outcomes.get('Variant A'), 'sent');
@@ -118,9 +134,9 @@ t.test('branches: first matching when, else the flow message; templates read the
       { when: { field: 'event.properties.city', op: 'in', value: ['Porto', 'Faro'] }, message: { channel: 'outbox', template: { text: 'north or south' } } },
     ],
   });
-  t.same(decide(row('a@example.com', 'e1', { city: 'Lisbon', nights: 7 }), s).message, { channel: 'outbox', content: { text: 'long stay in Lisbon' } });
-  t.same(decide(row('a@example.com', 'e2', { city: 'Porto', nights: 2 }), s).message, { channel: 'outbox', content: { text: 'north or south' } });
-  t.same(decide(row('a@example.com', 'e3', { city: 'Lisbon', nights: 2 }), s).message, { channel: 'outbox', content: { text: 'Enjoy Lisbon, ' } });
+  t.same(rendered(decide(row('a@example.com', 'e1', { city: 'Lisbon', nights: 7 }), s)), { channel: 'outbox', content: { text: 'long stay in Lisbon' } });
+  t.same(rendered(decide(row('a@example.com', 'e2', { city: 'Porto', nights: 2 }), s)), { channel: 'outbox', content: { text: 'north or south' } });
+  t.same(rendered(decide(row('a@example.com', 'e3', { city: 'Lisbon', nights: 2 }), s)), { channel: 'outbox', content: { text: 'Enjoy Lisbon, ' } });
 
   const data = { event: { properties: { n: 3, s: 'x', missing: null } } };
   t.ok(matches({ field: 'event.properties.n', op: 'gte', value: 3 }, data));
@@ -136,9 +152,9 @@ t.test('branches: first matching when, else the flow message; templates read the
 
 t.test('a template that does not render, or a webhook body that is not JSON, is decided failed', async (t) => {
   const bad = state({ message: { channel: 'webhook', url: 'https://example.com/h', template: { body: '{"city": {{ event.properties.city }}}' } } });
-  t.match(decide(row('a@example.com', 'e1'), bad), { outcome: 'failed', reason: /does not render to JSON/ });
+  t.match(await decideAndRender(row('a@example.com', 'e1'), bad), { outcome: 'failed', reason: /does not render to JSON/ });
   const good = state({ message: { channel: 'webhook', url: 'https://example.com/h', template: { body: '{"city": {{ event.properties.city | json }}}' } } });
-  t.same(decide(row('a@example.com', 'e1'), good).message, { channel: 'webhook', url: 'https://example.com/h', body: { city: 'Lisbon' } });
+  t.same((await decideAndRender(row('a@example.com', 'e1'), good)).message, { channel: 'webhook', url: 'https://example.com/h', body: { city: 'Lisbon' } });
   const unknownFilter = state({ message: { channel: 'outbox', template: { text: '{{ event.event_id | nope }}' } } });
-  t.match(decide(row('a@example.com', 'e1'), unknownFilter), { outcome: 'failed', reason: /does not render/ });
+  t.match(await decideAndRender(row('a@example.com', 'e1'), unknownFilter), { outcome: 'failed', reason: /does not render/ });
 });
