@@ -6,6 +6,7 @@
 export const errorCatalog = {
   invalid_json: { status: 400, title: 'Body is not valid JSON' },
   invalid_request: { status: 400, title: 'Request is invalid' },
+  json_too_deep: { status: 400, title: 'JSON body nested too deeply' },
   invalid_credentials: { status: 401, title: 'Unknown partner or wrong secret' },
   invalid_admin_key: { status: 401, title: 'Missing or wrong admin key' },
   not_found: { status: 404, title: 'Not found' },
@@ -16,6 +17,7 @@ export const errorCatalog = {
   unsupported_media_type: { status: 415, title: 'Unsupported content type' },
   internal_error: { status: 500, title: 'Internal error' },
   log_unavailable: { status: 503, title: 'Event log unavailable' },
+  log_outcome_unknown: { status: 503, title: 'The event log did not confirm the write in time' },
   invalid_token: { status: 401, title: 'Missing, malformed, unknown, revoked or expired token' },
   audience_api_not_enabled: { status: 403, title: 'The Audience API is not enabled for this org' },
   rate_limited: { status: 429, title: 'Too many requests' },
