@@ -26,6 +26,10 @@ export interface NatsServerHandle {
   kill9(): void;
   /** Starts it again on the same port with the same store. */
   restart(): Promise<void>;
+  /** SIGSTOP: the server stops answering but keeps its connections (what a GC pause or a hung host looks like). */
+  freeze(): void;
+  /** SIGCONT: it runs again and handles what arrived meanwhile. */
+  thaw(): void;
 }
 
 export async function startNatsServer(t: Test, opts: { syncAlways?: boolean } = {}): Promise<NatsServerHandle> {
@@ -89,6 +93,12 @@ export async function startNatsServer(t: Test, opts: { syncAlways?: boolean } = 
       signal('SIGKILL');
     },
     restart: start,
+    freeze() {
+      signal('SIGSTOP');
+    },
+    thaw() {
+      signal('SIGCONT');
+    },
   };
 }
 
