@@ -281,7 +281,7 @@ async function insertHistory(dbFile: string, storedEvents: number): Promise<void
                '"page":{"url":"https://shop.example.com/checkout/confirmation?ref=newsletter"},"userAgent":"Mozilla/5.0 (X11; Linux x86_64) ' ||
                'AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 Safari/537.36"},"traits":{"email":"' || ${email} || '"},' ||
                '"properties":{"eventName":"booking_completed","properties":{"city":"Lisbon","nights":' || (i % 7 + 1) || '}}}',
-             0
+             0, NULL
         FROM range(${storedEvents}) t(i), (SELECT now() - INTERVAL 22 DAY AS base)`);
   } finally {
     connection.closeSync();

@@ -40,6 +40,9 @@ CREATE TABLE IF NOT EXISTS events (
   raw          JSON NOT NULL,
   log_seq      BIGINT NOT NULL
 );
+-- sentAt minus received_at when it was over 24 h: implausible, so not applied (event_time is then
+-- received_at). NULL otherwise. Added after the table's first version, hence ALTER for existing stores.
+ALTER TABLE events ADD COLUMN IF NOT EXISTS clock_skew_ms BIGINT;
 
 -- clientId -> e-mail for 7 days from the identify's receipt; the latest identify wins.
 CREATE TABLE IF NOT EXISTS identify_mappings (

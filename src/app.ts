@@ -15,7 +15,9 @@ import { type Context, createContext } from './context.js';
 import type { Database } from './db/database.js';
 import { openStorage } from './db/open-storage.js';
 import type { StorageWorker } from './db/storage-client.js';
+import { registerJsonBodyParser } from './http/json-body.js';
 import { loggerOptions } from './http/logger.js';
+import { httpTimeouts } from './http/timeouts.js';
 import { registerProblemHandlers } from './http/problem.js';
 import { generateRequestId, registerRequestIdHeader } from './http/request-id.js';
 import { GroupCommitter } from './log/group-commit.js';
@@ -91,8 +93,10 @@ export async function buildApp(config: Config, ctx: Context = createContext()): 
     requestIdHeader: false,
     // Collect routes set their own limits (32 KB / 500 KB); admin imports may be larger.
     bodyLimit: 10 * 1024 * 1024,
+    ...httpTimeouts(config),
   });
   app.setValidatorCompiler(({ schema }) => compileRouteSchema(schema));
+  registerJsonBodyParser(app);
   registerProblemHandlers(app);
   registerRequestIdHeader(app);
 
@@ -102,6 +106,7 @@ export async function buildApp(config: Config, ctx: Context = createContext()): 
   const log = await openLog({
     natsUrl: config.natsUrl,
     dataDir: config.dataDir,
+    publishTimeoutMs: config.natsPublishTimeoutMs,
     onTornTail: (tail) => app.log.warn({ tail }, 'embedded log: cut a torn tail left by a crash'),
   });
   // The refresher is made below; compaction only commits once started, at the end of the build.

@@ -30,6 +30,10 @@ const variableOf: Record<keyof Config, string> = {
   triggerMaxRows: 'TRIGGER_MAX_ROWS',
   duckdbMemoryLimit: 'DUCKDB_MEMORY_LIMIT',
   storageThread: 'STORAGE_THREAD',
+  natsPublishTimeoutMs: 'NATS_PUBLISH_TIMEOUT_MS',
+  httpHeadersTimeoutMs: 'HTTP_HEADERS_TIMEOUT_MS',
+  httpRequestTimeoutMs: 'HTTP_REQUEST_TIMEOUT_MS',
+  httpKeepAliveTimeoutMs: 'HTTP_KEEP_ALIVE_TIMEOUT_MS',
 };
 
 export class ConfigError extends Error {
@@ -72,6 +76,14 @@ export function readConfig(env: NodeJS.ProcessEnv): Config {
     triggerMaxRows: integer('TRIGGER_MAX_ROWS', env.TRIGGER_MAX_ROWS, 100_000),
     duckdbMemoryLimit: env.DUCKDB_MEMORY_LIMIT || '4GB',
     storageThread: env.STORAGE_THREAD || 'worker',
+    natsPublishTimeoutMs: integer('NATS_PUBLISH_TIMEOUT_MS', env.NATS_PUBLISH_TIMEOUT_MS, 5_000),
+    // Slow-body clients (a byte now and then) hold a connection until the request timeout: 30 s still
+    // lets a 500 KB batch arrive at ~17 KB/s. Headers come first and are small: 10 s.
+    httpHeadersTimeoutMs: integer('HTTP_HEADERS_TIMEOUT_MS', env.HTTP_HEADERS_TIMEOUT_MS, 10_000),
+    httpRequestTimeoutMs: integer('HTTP_REQUEST_TIMEOUT_MS', env.HTTP_REQUEST_TIMEOUT_MS, 30_000),
+    // Fastify's own default: above the 60 s idle timeout of common load balancers, so the balancer closes
+    // an idle connection first and never reuses one the service is closing.
+    httpKeepAliveTimeoutMs: integer('HTTP_KEEP_ALIVE_TIMEOUT_MS', env.HTTP_KEEP_ALIVE_TIMEOUT_MS, 72_000),
   };
   const natsUrl = optional(env.NATS_URL);
   if (natsUrl) candidate.natsUrl = natsUrl;
@@ -88,6 +100,10 @@ export function readConfig(env: NodeJS.ProcessEnv): Config {
     const member = (first?.instancePath.split('/')[1] ?? '') as keyof Config;
     const variable = variableOf[member] ?? 'configuration';
     throw new ConfigError(`${variable} is invalid: ${first?.message ?? 'bad value'}`);
+  }
+  // Node refuses a headers timeout longer than the request timeout; say so in our terms.
+  if (candidate.httpHeadersTimeoutMs > candidate.httpRequestTimeoutMs) {
+    throw new ConfigError('HTTP_HEADERS_TIMEOUT_MS is invalid: must be at most HTTP_REQUEST_TIMEOUT_MS');
   }
   return candidate;
 }

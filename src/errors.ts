@@ -6,6 +6,7 @@
 export const errorCatalog = {
   invalid_json: { status: 400, title: 'Body is not valid JSON' },
   invalid_request: { status: 400, title: 'Request is invalid' },
+  json_too_deep: { status: 400, title: 'JSON body nested too deeply' },
   invalid_credentials: { status: 401, title: 'Unknown partner or wrong secret' },
   invalid_admin_key: { status: 401, title: 'Missing or wrong admin key' },
   not_found: { status: 404, title: 'Not found' },
@@ -18,6 +19,7 @@ export const errorCatalog = {
   log_unavailable: { status: 503, title: 'Event log unavailable' },
   not_ready: { status: 503, title: 'Not ready to serve' },
   unhealthy: { status: 503, title: 'The process cannot recover without a restart' },
+  log_outcome_unknown: { status: 503, title: 'The event log did not confirm the write in time' },
   invalid_token: { status: 401, title: 'Missing, malformed, unknown, revoked or expired token' },
   audience_api_not_enabled: { status: 403, title: 'The Audience API is not enabled for this org' },
   rate_limited: { status: 429, title: 'Too many requests' },

@@ -1,15 +1,17 @@
 /**
  * POST /http/v1/collect and /http/v1/batch (SPEC 4).
- * Order: content type → body size/JSON (Fastify) → authenticate → validate → append → answer.
+ * Order: content type → body size/JSON and its depth (Fastify, http/json-body.ts) → a JSON object →
+ * authenticate → validate → append → answer.
  * A 200 is sent only after the log write resolved (durable); every rejection is appended to the log as
- * a quarantine entry first, so it is kept even though the client only sees the error.
+ * a quarantine entry first, so it is kept even though the client only sees the error. A write that was
+ * sent but not confirmed answers 503 log_outcome_unknown with the messageIds: the retry is deduplicated.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Context } from '../context.js';
 import { AppError, type ProblemDetail } from '../errors.js';
 import { toAppError } from '../http/problem.js';
 import type { GroupCommitter } from '../log/group-commit.js';
-import { LogUnavailableError, type LogEntry } from '../log/types.js';
+import { LogOutcomeUnknownError, LogUnavailableError, type LogEntry } from '../log/types.js';
 import type { Metrics } from '../ops/metrics.js';
 import type { PartnerIdentity, PartnerRegistry } from '../orgs/partner-registry.js';
 import { acceptedEntry, messageIdOf, rejectedEntry, storedBody } from './to-log-entry.js';
@@ -62,7 +64,11 @@ export function registerCollectRoutes(app: FastifyInstance, deps: CollectDeps): 
   };
   const routeOptions = (bodyLimit: number) => ({ bodyLimit, onRequest: requireJson, onError: countRejection });
 
-  async function append(entries: LogEntry[]): Promise<void> {
+  /**
+   * Appends and waits for durability. `unconfirmed` is the answer when the write was sent but not
+   * acknowledged: the entries may be stored, so the client must retry in a way dedupe recognises.
+   */
+  async function appendToLog(entries: LogEntry[], unconfirmed: (cause: unknown) => AppError): Promise<void> {
     try {
       await deps.log.append(entries);
     } catch (error) {
@@ -71,38 +77,65 @@ export function registerCollectRoutes(app: FastifyInstance, deps: CollectDeps): 
           headers: { 'Retry-After': '1' },
         }, { cause: error });
       }
+      if (error instanceof LogOutcomeUnknownError) throw unconfirmed(error);
       throw error;
     }
   }
 
-  function authenticate(body: unknown): PartnerIdentity {
-    const who = isObject(body) ? registry.authenticate(body.partnerId, body.partnerSecret) : undefined;
+  const rejectionUnconfirmed = (cause: unknown) =>
+    new AppError(
+      'log_outcome_unknown',
+      'The event log did not confirm the write in time; the rejected request may have been recorded in quarantine. Retry it.',
+      { headers: { 'Retry-After': '1' } },
+      { cause },
+    );
+
+  /** A body that is not a JSON object cannot carry credentials: say what it must be, not "wrong secret". */
+  function requireObject(body: unknown, shape: string): asserts body is Body {
+    if (!isObject(body)) {
+      const got = body === null ? 'null' : Array.isArray(body) ? 'an array' : `a ${typeof body}`;
+      throw new AppError('invalid_request', `The body must be a JSON object ${shape}; got ${got}.`);
+    }
+  }
+
+  function authenticate(body: Body): PartnerIdentity {
+    const who = registry.authenticate(body.partnerId, body.partnerSecret);
     if (!who) throw new AppError('invalid_credentials', 'partnerId and partnerSecret do not identify a partner.');
     return who;
   }
 
   app.post('/http/v1/collect', routeOptions(EVENT_LIMIT_BYTES), async (request) => {
     const body = request.body;
+    requireObject(body, 'with partnerId, partnerSecret and the event\'s members (SPEC 4.2)');
     const who = authenticate(body);
     const receivedAt = ctx.clock.now();
     const result = validateEvent(body);
     if (!result.ok) {
-      await append([rejectedEntry(body, who, 'schema_violation', result.errors, receivedAt)]);
+      await appendToLog([rejectedEntry(body, who, 'schema_violation', result.errors, receivedAt)], rejectionUnconfirmed);
       throw rejection(who.org, debugRequested(body), result.errors);
     }
-    const messageId = messageIdOf(body as Body);
-    await append([acceptedEntry(storedBody(body as Body, messageId), who, messageId, receivedAt)]);
+    const messageId = messageIdOf(body);
+    await appendToLog([acceptedEntry(storedBody(body, messageId), who, messageId, receivedAt)], (cause) =>
+      new AppError(
+        'log_outcome_unknown',
+        `The event log did not confirm the write in time: the event may be stored. Retry with "messageId": "${messageId}" ` +
+          '(a retry with the same messageId within 24 h is stored once).',
+        { headers: { 'Retry-After': '1' }, members: { messageId } },
+        { cause },
+      ),
+    );
     metrics.eventsAccepted.inc({ environment: who.environment });
     return { messageId };
   });
 
   app.post('/http/v1/batch', routeOptions(BATCH_LIMIT_BYTES), async (request) => {
     const body = request.body;
+    requireObject(body, 'with partnerId, partnerSecret and batch (an array of events)');
     const who = authenticate(body);
     const receivedAt = ctx.clock.now();
     const envelope = validateBatch(body);
     if (!envelope.ok) {
-      await append([rejectedEntry(body, who, 'schema_violation', envelope.errors, receivedAt)]);
+      await appendToLog([rejectedEntry(body, who, 'schema_violation', envelope.errors, receivedAt)], rejectionUnconfirmed);
       throw rejection(who.org, debugRequested(body), envelope.errors);
     }
     const { partnerId, context, batch } = envelope.batch;
@@ -121,17 +154,27 @@ export function registerCollectRoutes(app: FastifyInstance, deps: CollectDeps): 
     );
     if (errors.length > 0) {
       // Atomic: nothing is appended as an event; every member goes to quarantine with its reason.
-      await append(
+      await appendToLog(
         members.map((m) =>
           m.result.ok
             ? rejectedEntry(m.event, who, 'batch_rejected', [{ path: '/', message: 'another member of its batch was invalid' }], receivedAt)
             : rejectedEntry(m.event, who, 'schema_violation', m.result.errors, receivedAt),
         ),
+        rejectionUnconfirmed,
       );
       throw rejection(who.org, debugRequested(body), errors);
     }
-    await append(members.map((m) => acceptedEntry(m.stored, who, m.messageId, receivedAt)));
+    const messageIds = members.map((m) => m.messageId);
+    await appendToLog(members.map((m) => acceptedEntry(m.stored, who, m.messageId, receivedAt)), (cause) =>
+      new AppError(
+        'log_outcome_unknown',
+        'The event log did not confirm the write in time: the batch may be stored. Retry it with each member\'s ' +
+          'messageId set to the one at its position in messageIds (a retry with the same messageIds within 24 h is stored once).',
+        { headers: { 'Retry-After': '1' }, members: { messageIds } },
+        { cause },
+      ),
+    );
     metrics.eventsAccepted.inc({ environment: who.environment }, members.length);
-    return { messageIds: members.map((m) => m.messageId) };
+    return { messageIds };
   });
 }

@@ -3,6 +3,7 @@ import { v7 as uuidv7 } from 'uuid';
 import type { PartnerIdentity } from '../orgs/partner-registry.js';
 import type { ProblemDetail } from '../errors.js';
 import type { LogEntry } from '../log/types.js';
+import { tooDeep } from '../http/json-body.js';
 
 type Body = Record<string, unknown>;
 
@@ -12,10 +13,19 @@ export function messageIdOf(body: Body): string {
   return typeof given === 'string' && given.length > 0 && given.length <= 100 ? given : uuidv7();
 }
 
-/** The event as stored: JSON text without partnerSecret, with its messageId. Serialized once. */
+/**
+ * The event as stored: JSON text without partnerSecret, with its messageId. Serialized once.
+ * Bodies come through the depth-bounded parser (http/json-body.ts); should one ever not, a stack
+ * overflow here still answers json_too_deep instead of a 500.
+ */
 export function storedBody(body: Body, messageId: string): string {
   const { partnerSecret: _secret, ...rest } = body;
-  return JSON.stringify({ ...rest, messageId });
+  try {
+    return JSON.stringify({ ...rest, messageId });
+  } catch (error) {
+    if (error instanceof RangeError) throw tooDeep();
+    throw error;
+  }
 }
 
 export function acceptedEntry(storedText: string, who: PartnerIdentity, messageId: string, receivedAt: number): LogEntry {

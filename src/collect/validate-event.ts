@@ -39,13 +39,29 @@ function rejected(validate: ValidateFunction): Rejection {
   return { ok: false, errors: problems(validate.errors as ErrorObject[]) };
 }
 
+/**
+ * "must be >= 946684800000" does not tell a client that sent seconds what is wrong; the bounds
+ * themselves are the schema's (2000-01-01 and 2100-01-01 in epoch ms).
+ */
+function explainSentAt(e: ErrorObject): ErrorObject {
+  if (e.instancePath !== '/sentAt' || (e.keyword !== 'minimum' && e.keyword !== 'maximum')) return e;
+  const limit = (e.params as { limit: number }).limit;
+  const day = new Date(limit).toISOString().slice(0, 10);
+  const message =
+    e.keyword === 'minimum'
+      ? `must be epoch milliseconds, at least ${limit} (${day}); a value in seconds is too small`
+      : `must be epoch milliseconds, at most ${limit} (${day}); a value in microseconds is too large`;
+  return { ...e, message };
+}
+
 function problems(errors: ErrorObject[]): ProblemDetail[] {
   const kept = errors
     // A discriminator error repeats the tag's own enum or required error (the schemas declare the
     // tag's enum next to every discriminator), and that one names the member.
     .filter((e) => e.keyword !== 'discriminator')
     // `false` marks a member the chosen type must not carry (identify has no event or properties).
-    .map((e) => (e.keyword === 'false schema' ? { ...e, message: 'is not allowed for this type' } : e));
+    .map((e) => (e.keyword === 'false schema' ? { ...e, message: 'is not allowed for this type' } : e))
+    .map(explainSentAt);
   // traits.email of an identify is checked by both the common traits and the identify traits.
   const seen = new Set<string>();
   return toProblemDetails(kept).filter((p) => {

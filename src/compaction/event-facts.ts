@@ -11,6 +11,8 @@ export interface EventFacts {
   userId: string | null;
   /** Event time corrected for client clock skew, epoch ms. */
   eventTime: number;
+  /** sentAt − receivedAt when it exceeded MAX_CLOCK_SKEW_MS and was therefore not applied; else null. */
+  clockSkewMs: number | null;
   /** The event's own properties: for custom events properties.properties; for identify its traits. */
   properties: unknown;
   /** False only for custom events that declared requiresIdentity: false. */
@@ -19,18 +21,32 @@ export interface EventFacts {
 
 type Body = Record<string, any>;
 
-/** SPEC 4.4: receivedAt − (sentAt − timestamp); receivedAt when there is no timestamp. */
-export function correctedEventTime(body: Body, receivedAt: number): number {
-  if (typeof body.timestamp !== 'string') return receivedAt;
+/**
+ * |sentAt − receivedAt| beyond this is not a clock that runs off but a wrong value (seconds, a stale
+ * constant, a dead clock battery): applying it moved events by years (sentAt in seconds with a
+ * timestamp gave the year 2083). 24 h covers a device set to the wrong time zone (at most ±14 h).
+ */
+export const MAX_CLOCK_SKEW_MS = 24 * 60 * 60 * 1000;
+
+/**
+ * SPEC 4.4: receivedAt − (sentAt − timestamp); receivedAt when there is no timestamp. When the skew is
+ * over MAX_CLOCK_SKEW_MS the event time is receivedAt (the timestamp is by the same clock, so it is not
+ * trusted either) and the skew is returned so it is recorded (events.clock_skew_ms).
+ */
+export function correctedEventTime(body: Body, receivedAt: number): { eventTime: number; clockSkewMs: number | null } {
+  const sentAt = Number(body.sentAt);
+  const skew = sentAt - receivedAt;
+  if (Math.abs(skew) > MAX_CLOCK_SKEW_MS) return { eventTime: receivedAt, clockSkewMs: Math.trunc(skew) };
+  if (typeof body.timestamp !== 'string') return { eventTime: receivedAt, clockSkewMs: null };
   const happened = Date.parse(body.timestamp);
-  return Number.isFinite(happened) ? receivedAt - (Number(body.sentAt) - happened) : receivedAt;
+  return { eventTime: Number.isFinite(happened) ? receivedAt - (sentAt - happened) : receivedAt, clockSkewMs: null };
 }
 
 export function eventFacts(body: Body, receivedAt: number): EventFacts {
   const traits: Body = body.traits ?? {};
   const traitEmail = typeof traits.email === 'string' ? normalizeEmail(traits.email) : null;
   const userId = typeof traits.userId === 'string' ? traits.userId : typeof body.userId === 'string' ? body.userId : null;
-  const base = { clientId: String(body.clientId), traitEmail, userId, eventTime: correctedEventTime(body, receivedAt) };
+  const base = { clientId: String(body.clientId), traitEmail, userId, ...correctedEventTime(body, receivedAt) };
   if (body.type === 'identify') {
     return { ...base, eventType: 'identify', eventName: 'identify', properties: traits, requiresIdentity: true };
   }

@@ -143,6 +143,8 @@ function appendEvents(c: Sql, rows: EventRow[], visibleAtMicros: bigint): Promis
     a.appendVarchar(JSON.stringify(facts.properties ?? {}));
     a.appendVarchar(entry.body);
     a.appendBigInt(BigInt(row.seq));
+    if (facts.clockSkewMs === null) a.appendNull();
+    else a.appendBigInt(BigInt(facts.clockSkewMs));
   });
 }
 

@@ -114,7 +114,7 @@ export interface EventCommon {
    */
   clientId: string;
   /**
-   * When the client sent the event, epoch milliseconds by the client's clock; with timestamp it corrects clock skew (SPEC 4.4). At most Number.MAX_SAFE_INTEGER so arithmetic on it stays exact.
+   * When the client sent the event, epoch milliseconds by the client's clock; with timestamp it corrects clock skew (SPEC 4.4). From 2000-01-01 to 2100-01-01 UTC: a value in seconds (about 1.7e9 today) is below the minimum and refused instead of being read as January 1970.
    */
   sentAt: number;
   type: 'track' | 'identify';

@@ -75,6 +75,22 @@ export interface Config {
    */
   duckdbMemoryLimit: string;
   /**
+   * NATS_PUBLISH_TIMEOUT_MS: how long a JetStream publish waits for its ack; without one the event may be stored and collect answers 503 log_outcome_unknown. Default: 5000
+   */
+  natsPublishTimeoutMs: number;
+  /**
+   * HTTP_HEADERS_TIMEOUT_MS: a request's headers must arrive within this time, else the connection is closed. At most HTTP_REQUEST_TIMEOUT_MS. Default: 10000
+   */
+  httpHeadersTimeoutMs: number;
+  /**
+   * HTTP_REQUEST_TIMEOUT_MS: a whole request (headers and body) must arrive within this time, else 408 and the connection is closed. Default: 30000
+   */
+  httpRequestTimeoutMs: number;
+  /**
+   * HTTP_KEEP_ALIVE_TIMEOUT_MS: an idle keep-alive connection is closed after this time. Default: 72000
+   */
+  httpKeepAliveTimeoutMs: number;
+  /**
    * STORAGE_THREAD: where DuckDB, compaction and profile queries run. worker (default) keeps them off the thread that answers HTTP; main runs everything on one thread (tests with an injected clock).
    */
   storageThread: 'worker' | 'main';

@@ -40,6 +40,13 @@ export function toAppError(error: FastifyError | Error): AppError {
       members: { errors: toProblemDetails(fastifyError.validation as never) },
     });
   }
+  if (fastifyError.code === 'ECONNRESET') {
+    // Node's "aborted": the connection closed before the whole body arrived (the client went away, or
+    // HTTP_REQUEST_TIMEOUT_MS passed and Node answered 408). A client's doing, and nobody reads this
+    // answer: a 4xx, so it is not logged as a failure of the service (a slow-body flood made one error
+    // line per connection).
+    return new AppError('invalid_request', 'The request body ended before it was complete (connection closed or request timeout).');
+  }
   const mapped = fastifyError.code ? fastifyCodes[fastifyError.code] : undefined;
   if (mapped) return new AppError(mapped, fastifyError.message);
   return new AppError('internal_error', undefined, {}, { cause: error });
@@ -49,6 +56,7 @@ export function registerProblemHandlers(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const appError = toAppError(error);
     if (appError.status >= 500) request.log.error({ err: appError.cause ?? error }, 'request failed');
+    else if (request.raw.destroyed) request.log.debug({ code: appError.code }, 'request aborted by the client or a timeout');
     return sendProblem(reply, request, appError);
   });
   app.setNotFoundHandler((request, reply) =>

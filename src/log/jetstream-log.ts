@@ -15,7 +15,7 @@ import {
 } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { JetStreamReader } from './jetstream-reader.js';
-import { LogUnavailableError, type LogBackend, type LogHealth, type LogReader, type WriteResult } from './types.js';
+import { LogOutcomeUnknownError, LogUnavailableError, type LogBackend, type LogHealth, type LogReader, type WriteResult } from './types.js';
 
 export interface JetStreamLogOptions {
   /** NATS server URL(s), comma-separated. */
@@ -24,6 +24,8 @@ export interface JetStreamLogOptions {
   stream?: string;
   /** Default: `audience.events`. */
   subject?: string;
+  /** Upper bound on one acknowledged write; beyond it the write's outcome is unknown. Default: 5000 */
+  publishTimeoutMs?: number;
 }
 
 export const DEFAULT_STREAM = 'AUDIENCE_EVENTS';
@@ -31,7 +33,7 @@ export const DEFAULT_SUBJECT = 'audience.events';
 /** A retried publish (client timeout, reconnect) arrives well within 2 minutes; nanoseconds in the API. */
 const DUPLICATE_WINDOW_NS = 2 * 60 * 1_000_000_000;
 /** Upper bound on one acknowledged write; beyond it the caller gets a 503 rather than a hung request. */
-const PUBLISH_TIMEOUT_MS = 5_000;
+export const DEFAULT_PUBLISH_TIMEOUT_MS = 5_000;
 /** Shutdown must not hang on a server that stopped answering. */
 const DRAIN_TIMEOUT_MS = 2_000;
 
@@ -50,6 +52,7 @@ export class JetStreamLog implements LogBackend {
     private readonly jsm: JetStreamManager,
     readonly stream: string,
     readonly subject: string,
+    private readonly publishTimeoutMs: number,
   ) {
     void this.watchStatus();
   }
@@ -67,7 +70,8 @@ export class JetStreamLog implements LogBackend {
     try {
       const jsm = await jetstreamManager(nc);
       await ensureStream(jsm, stream, subject);
-      return new JetStreamLog(nc, jetstream(nc), jsm, stream, subject);
+      const timeout = options.publishTimeoutMs ?? DEFAULT_PUBLISH_TIMEOUT_MS;
+      return new JetStreamLog(nc, jetstream(nc), jsm, stream, subject, timeout);
     } catch (error) {
       await nc.close();
       throw new LogUnavailableError(`cannot set up JetStream stream ${stream}`, { cause: error });
@@ -80,7 +84,7 @@ export class JetStreamLog implements LogBackend {
       const ack = await Promise.race([
         this.js.publish(this.subject, payload, {
           msgID: recordId,
-          timeout: PUBLISH_TIMEOUT_MS,
+          timeout: this.publishTimeoutMs,
           // Refuses the write if some other stream has taken over the subject.
           expect: { streamName: this.stream },
         }),
@@ -88,7 +92,10 @@ export class JetStreamLog implements LogBackend {
       ]);
       return { seq: ack.seq, duplicate: ack.duplicate };
     } catch (error) {
-      throw new LogUnavailableError('JetStream publish failed', { cause: error });
+      if (refusedByServer(error)) throw new LogUnavailableError('JetStream refused the publish', { cause: error });
+      // Sent, then no ack in time or the connection dropped while waiting: the server may have stored it
+      // (a frozen server stores what sits in its socket buffer once it runs again).
+      throw new LogOutcomeUnknownError('JetStream did not acknowledge the publish', { cause: error });
     }
   }
 
@@ -164,6 +171,11 @@ async function ensureStream(jsm: JetStreamManager, name: string, subject: string
     // Another instance may have created it between our info and add; then it exists and all is well.
     await jsm.streams.info(name).catch(() => Promise.reject(error));
   }
+}
+
+/** An answer from the server that says the message was not stored: an API error, or no stream listening. */
+function refusedByServer(error: unknown): boolean {
+  return error instanceof JetStreamApiError || (error instanceof Error && error.name === 'JetStreamNotEnabled');
 }
 
 function delay(ms: number): Promise<void> {

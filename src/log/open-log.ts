@@ -8,11 +8,18 @@ export interface OpenLogOptions {
   natsUrl?: string;
   /** The embedded log lives in `<dataDir>/log`. */
   dataDir: string;
+  /** JetStream only: how long a publish waits for its ack. */
+  publishTimeoutMs?: number;
   /** Embedded log only: told when a torn tail was cut off on open (worth a warning in the service log). */
   onTornTail?: (tail: TornTail) => void;
 }
 
 export async function openLog(options: OpenLogOptions): Promise<LogBackend> {
-  if (options.natsUrl) return JetStreamLog.open({ servers: options.natsUrl });
+  if (options.natsUrl) {
+    return JetStreamLog.open({
+      servers: options.natsUrl,
+      ...(options.publishTimeoutMs !== undefined ? { publishTimeoutMs: options.publishTimeoutMs } : {}),
+    });
+  }
   return EmbeddedLog.open(join(options.dataDir, 'log'), { onTornTail: options.onTornTail });
 }

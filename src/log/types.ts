@@ -38,7 +38,9 @@ export interface LogBackend {
   /**
    * Stores one record. Resolves only once the record is durable (fsync / JetStream ack).
    * A record whose id was written within the dedupe window is not stored again.
-   * Rejects with `LogUnavailableError` when the store cannot be reached.
+   * Rejects with `LogUnavailableError` when the record was certainly not stored (the store cannot be
+   * reached, or it refused the write), and with `LogOutcomeUnknownError` when it was sent but not
+   * confirmed (it may be stored).
    */
   write(recordId: string, payload: Uint8Array): Promise<WriteResult>;
   /** Replays records with seq > afterSeq, in order. */
@@ -67,5 +69,16 @@ export class LogUnavailableError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = 'LogUnavailableError';
+  }
+}
+
+/**
+ * The record was handed to the store but its acknowledgement never came (timeout, connection lost
+ * while waiting): it may or may not be stored. Callers must not report it as "nothing stored".
+ */
+export class LogOutcomeUnknownError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'LogOutcomeUnknownError';
   }
 }

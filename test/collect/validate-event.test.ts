@@ -81,7 +81,10 @@ const refused: [name: string, event: unknown, paths: string[]][] = [
   ['unknown event', track('purchase'), ['/event']],
   ['track without event', without(track('page_view'), 'event'), ['/event']],
   ['sentAt as a string', { ...track('page_view'), sentAt: '123' }, ['/sentAt']],
-  ['sentAt in fractional ms', { ...track('page_view'), sentAt: 1.5 }, ['/sentAt']],
+  ['sentAt in fractional ms', { ...track('page_view'), sentAt: 1_700_000_000_000.5 }, ['/sentAt']],
+  ['sentAt in seconds', { ...track('page_view'), sentAt: 1_700_000_000 }, ['/sentAt']],
+  ['sentAt in microseconds', { ...track('page_view'), sentAt: 1_700_000_000_000_000 }, ['/sentAt']],
+  ['sentAt before 2000', { ...track('page_view'), sentAt: 946_684_799_999 }, ['/sentAt']],
   ['sentAt negative', { ...track('page_view'), sentAt: -1 }, ['/sentAt']],
   ['quantity as a string', track('add_to_cart', { ...item, quantity: '2' }), ['/properties/quantity']],
   ['quantity 0', track('add_to_cart', { ...item, quantity: 0 }), ['/properties/quantity']],
@@ -107,6 +110,20 @@ t.test('refused events name the offending member, and nothing else', async (t) =
   t.same(unknown, { ok: false, errors: [{ path: '/color', message: 'is not an allowed member' }] });
   const required = validateEvent(identify({}));
   t.same(required, { ok: false, errors: [{ path: '/traits/email', message: 'is required' }] });
+});
+
+t.test('a sentAt that cannot be epoch milliseconds of a plausible time says so', async (t) => {
+  const seconds = validateEvent({ ...track('page_view'), sentAt: 1_700_000_000 });
+  t.same(seconds, {
+    ok: false,
+    errors: [{ path: '/sentAt', message: 'must be epoch milliseconds, at least 946684800000 (2000-01-01); a value in seconds is too small' }],
+  });
+  const micros = validateEvent({ ...track('page_view'), sentAt: 1_700_000_000_000_000 });
+  t.match(micros, { ok: false, errors: [{ path: '/sentAt', message: /^must be epoch milliseconds, at most 4102444800000 \(2100-01-01\)/ }] });
+  const member = validateBatchMember({ ...body, sentAt: 1_700_000_000, type: 'track', event: 'page_view' });
+  t.match(member, { ok: false, errors: [{ path: '/sentAt', message: /epoch milliseconds/ }] }, 'batch members too');
+  t.same(paths(validateEvent({ ...track('page_view'), sentAt: 946_684_800_000 })), [], '2000-01-01 exactly is accepted');
+  t.same(paths(validateEvent({ ...track('page_view'), sentAt: 4_102_444_800_000 })), [], '2100-01-01 exactly is accepted');
 });
 
 t.test('extra keys are kept where clients add their own', async (t) => {

@@ -1,0 +1,23 @@
+/**
+ * Timeouts of the HTTP server, so a client cannot hold a connection by sending its request slowly
+ * (slowloris: a byte now and then). Node's own defaults (a 300 s request timeout, which Fastify even
+ * turns off) let 3,000 slow-body connections stay open indefinitely.
+ */
+import type { ServerOptions } from 'node:http';
+import type { Config } from '../config.js';
+
+/** Node checks the header and request timeouts on this interval (its default is 30 s, so a 10 s
+ *  timeout could take 40 s to act); a pass over the open connections costs microseconds. */
+const MAX_CHECK_INTERVAL_MS = 1_000;
+
+export function httpTimeouts(config: Config): { requestTimeout: number; keepAliveTimeout: number; http: ServerOptions } {
+  return {
+    requestTimeout: config.httpRequestTimeoutMs,
+    keepAliveTimeout: config.httpKeepAliveTimeoutMs,
+    http: {
+      headersTimeout: config.httpHeadersTimeoutMs,
+      requestTimeout: config.httpRequestTimeoutMs,
+      connectionsCheckingInterval: Math.min(MAX_CHECK_INTERVAL_MS, config.httpHeadersTimeoutMs),
+    },
+  };
+}
