@@ -1,6 +1,7 @@
 /** Entry point: read config once, build the app, listen, shut down gracefully on SIGTERM/SIGINT. */
 import { buildApp } from './app.js';
 import { ConfigError, readConfig } from './config.js';
+import { DataDirInUseError } from './data-dir-lock.js';
 
 async function main(): Promise<void> {
   let config;
@@ -13,7 +14,14 @@ async function main(): Promise<void> {
     }
     throw error;
   }
-  const app = await buildApp(config);
+  const app = await buildApp(config).catch((error: unknown) => {
+    // An operator's mistake, not a bug: say what is wrong in one line, without a stack.
+    if (error instanceof DataDirInUseError) {
+      console.error(`audience: ${error.message}`);
+      process.exit(1);
+    }
+    throw error;
+  });
   const { adminKey, log } = app.audience;
   if (adminKey.file) app.log.info(`admin key ${adminKey.generated ? 'generated and ' : ''}stored in ${adminKey.file}`);
   await app.listen({ port: config.port, host: config.host });
