@@ -12,6 +12,7 @@ import { registerCollectRoutes } from './collect/collect-routes.js';
 import type { Compaction } from './compaction/compactor.js';
 import type { Config } from './config.js';
 import { type Context, createContext } from './context.js';
+import { type DataDirLock, duckdbLockProblem, lockDataDir } from './data-dir-lock.js';
 import type { Database } from './db/database.js';
 import { openStorage } from './db/open-storage.js';
 import type { StorageWorker } from './db/storage-client.js';
@@ -85,6 +86,18 @@ declare module 'fastify' {
 }
 
 export async function buildApp(config: Config, ctx: Context = createContext()): Promise<FastifyInstance> {
+  // Before anything in DATA_DIR is opened (the embedded log first): a second process must not touch it.
+  const dataDirLock = lockDataDir(config.dataDir);
+  try {
+    return await buildLockedApp(config, ctx, dataDirLock);
+  } catch (error) {
+    // A failed build has closed what it opened (or opened nothing); the lock is released last.
+    dataDirLock.release();
+    throw duckdbLockProblem(error, config.dataDir) ?? error;
+  }
+}
+
+async function buildLockedApp(config: Config, ctx: Context, dataDirLock: DataDirLock): Promise<FastifyInstance> {
   const app = Fastify({
     logger: loggerOptions(config.logLevel),
     // Two log lines per event would cost ~15% of collect throughput; requests are logged at debug.
@@ -163,6 +176,7 @@ export async function buildApp(config: Config, ctx: Context = createContext()): 
       () => tokens.close(),
       () => log.close(),
       () => db.close(),
+      () => dataDirLock.release(),
     ];
     // Every step runs even when one fails, so DuckDB (and the storage worker thread) is always closed.
     let failure: unknown;

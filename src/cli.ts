@@ -3,9 +3,15 @@
  * `npx audience …`: the admin API from a terminal. Talks HTTP to a running service.
  * AUDIENCE_URL (default http://127.0.0.1:8080) and ADMIN_KEY (default: the contents of
  * ./data/admin.key, as generated on first start) are read once here.
+ *
+ * Streams and exit codes are the interface scripts rely on: an answer goes to stdout (so
+ * `org create … > acme.json` keeps only credentials), every error to stderr. Exit 0 on success, 1 when
+ * the service refused or could not be reached, 2 for a command line the CLI does not understand.
  */
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { projectRoot } from './paths.js';
 
 const USAGE = `usage: audience <command> [options]
 
@@ -23,31 +29,69 @@ const USAGE = `usage: audience <command> [options]
   token create <slug> --created-by ops@acme.com [--label x] [--expires-at 2026-12-31T00:00:00Z]
   token list <slug>
   token revoke <slug> (--id tok_… | --last3 x9Q | --created-by ops@acme.com)
+  --help, --version
 
+answers are JSON on stdout; errors go to stderr (exit 1: refused by the service, 2: bad command line)
 environment: AUDIENCE_URL (default http://127.0.0.1:8080), ADMIN_KEY (default: ./data/admin.key)`;
 
-const { values: opts, positionals } = parseArgs({
-  allowPositionals: true,
-  options: {
-    slug: { type: 'string' },
-    name: { type: 'string' },
-    'audience-api': { type: 'boolean' },
-    'no-audience-api': { type: 'boolean' },
-    'rate-limit': { type: 'string' },
-    currency: { type: 'string' },
-    'content-fields': { type: 'string' },
-    'not-found-status': { type: 'string' },
-    env: { type: 'string' },
-    'event-type': { type: 'string' },
-    limit: { type: 'string' },
-    'created-by': { type: 'string' },
-    label: { type: 'string' },
-    'expires-at': { type: 'string' },
-    id: { type: 'string' },
-    last3: { type: 'string' },
-    help: { type: 'boolean', short: 'h' },
-  },
-});
+const HINT = '(see audience --help)';
+
+/** The command line is wrong: one line, exit 2, never a stack trace. */
+function usageError(message: string): never {
+  console.error(`audience: ${message} ${HINT}`);
+  process.exit(2);
+}
+
+/** The command was understood but could not be carried out. */
+function fail(message: string): never {
+  console.error(`audience: ${message}`);
+  process.exit(1);
+}
+
+function parseCommandLine() {
+  try {
+    return parseArgs({
+      allowPositionals: true,
+      strict: true,
+      options: {
+        slug: { type: 'string' },
+        name: { type: 'string' },
+        'audience-api': { type: 'boolean' },
+        'no-audience-api': { type: 'boolean' },
+        'rate-limit': { type: 'string' },
+        currency: { type: 'string' },
+        'content-fields': { type: 'string' },
+        'not-found-status': { type: 'string' },
+        env: { type: 'string' },
+        'event-type': { type: 'string' },
+        limit: { type: 'string' },
+        'created-by': { type: 'string' },
+        label: { type: 'string' },
+        'expires-at': { type: 'string' },
+        id: { type: 'string' },
+        last3: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+        version: { type: 'boolean' },
+      },
+    });
+  } catch (error) {
+    usageError(commandLineProblem(error));
+  }
+}
+
+/** node:util's parse errors are long and suggest `--`; say only what is wrong. */
+function commandLineProblem(error: unknown): string {
+  const code = (error as { code?: unknown }).code;
+  const message = error instanceof Error ? error.message : String(error);
+  const option = /'(-[^' ]*)/.exec(message)?.[1];
+  if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') return `unknown option ${option ?? message}`;
+  if (code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') {
+    return /argument missing/.test(message) ? `option ${option} needs a value` : `option ${option} takes no value`;
+  }
+  return message.split('\n')[0]!;
+}
+
+const { values: opts, positionals } = parseCommandLine();
 
 const baseUrl = (process.env.AUDIENCE_URL ?? 'http://127.0.0.1:8080').replace(/\/$/, '');
 
@@ -58,11 +102,6 @@ function adminKey(): string {
   } catch {
     fail('set ADMIN_KEY, or run from the directory whose data/admin.key the service generated');
   }
-}
-
-function fail(message: string): never {
-  console.error(`audience: ${message}`);
-  process.exit(2);
 }
 
 /** Org settings from flags (only those given). */
@@ -83,61 +122,130 @@ function query(params: Record<string, string | undefined>): string {
   return q.size > 0 ? `?${q}` : '';
 }
 
-/** JSON bodies by default; a string body is sent as is with its own content type (imports). */
+/** A slug or id goes into the path as one segment, whatever it holds. */
+const seg = encodeURIComponent;
+
+function pretty(text: string): string {
+  try {
+    return JSON.stringify(JSON.parse(text), null, 2);
+  } catch {
+    return text;
+  }
+}
+
+/**
+ * JSON bodies by default; a string body is sent as is with its own content type (imports).
+ * The answer goes to stdout when the service accepted the call, else (problem+json) to stderr.
+ */
 async function call(method: string, path: string, body?: unknown, contentType = 'application/json'): Promise<void> {
   const payload = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body);
   const res = await fetch(baseUrl + path, {
     method,
     headers: { authorization: `Bearer ${adminKey()}`, ...(payload !== undefined ? { 'content-type': contentType } : {}) },
     ...(payload !== undefined ? { body: payload } : {}),
-  }).catch((error: Error) => fail(`cannot reach ${baseUrl}: ${error.message}`));
-  const text = await res.text();
-  console.log(text.startsWith('{') ? JSON.stringify(JSON.parse(text), null, 2) : text);
-  if (!res.ok) process.exit(1);
+  }).catch((error: Error) => fail(`cannot reach ${baseUrl}: ${(error.cause as Error | undefined)?.message ?? error.message}`));
+  const text = pretty(await res.text());
+  if (res.ok) {
+    console.log(text);
+    return;
+  }
+  console.error(text);
+  process.exit(1);
 }
 
-const [noun, verb, ...rest] = positionals;
-const slug = noun === 'org' ? rest[0] : verb;
+function readInput(file: string): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (error) {
+    fail(`cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+  }
+}
 
-if (opts.help || !noun) {
+/** One command: the positionals it needs after its name, and what it does with them. */
+interface Command {
+  args: string[];
+  run(args: string[]): Promise<void>;
+}
+
+const commands: Record<string, Command> = {
+  'org create': {
+    args: [],
+    async run() {
+      if (opts.slug === undefined) usageError('org create needs --slug <slug>');
+      await call('POST', '/admin/v1/orgs', { slug: opts.slug, name: opts.name ?? opts.slug, ...orgSettings() });
+    },
+  },
+  'org list': { args: [], run: () => call('GET', '/admin/v1/orgs') },
+  'org get': { args: ['<slug>'], run: ([slug]) => call('GET', `/admin/v1/orgs/${seg(slug!)}`) },
+  'org update': { args: ['<slug>'], run: ([slug]) => call('PATCH', `/admin/v1/orgs/${seg(slug!)}`, orgSettings()) },
+  'org rotate': {
+    args: ['<slug>', '<staging|production>'],
+    run: ([slug, env]) => call('POST', `/admin/v1/orgs/${seg(slug!)}/credentials/${seg(env!)}/rotate`),
+  },
+  'events types': {
+    args: ['<slug>'],
+    run: ([slug]) => call('GET', `/admin/v1/orgs/${seg(slug!)}/events/types${query({ env: opts.env })}`),
+  },
+  'events samples': {
+    args: ['<slug>'],
+    run: ([slug]) =>
+      call('GET', `/admin/v1/orgs/${seg(slug!)}/events/samples${query({ env: opts.env, eventType: opts['event-type'], limit: opts.limit })}`),
+  },
+  quarantine: {
+    args: ['<slug>'],
+    run: ([slug]) => call('GET', `/admin/v1/orgs/${seg(slug!)}/quarantine${query({ env: opts.env, limit: opts.limit })}`),
+  },
+  'contacts import': {
+    args: ['<slug>', '<file.csv|file.ndjson>'],
+    async run([slug, file]) {
+      const type = file!.endsWith('.csv') ? 'text/csv' : /\.(ndjson|jsonl)$/.test(file!) ? 'application/x-ndjson' : undefined;
+      if (!type) usageError('contacts import takes a .csv (with a header row) or .ndjson file');
+      await call('POST', `/admin/v1/orgs/${seg(slug!)}/contacts/import`, readInput(file!), type);
+    },
+  },
+  'token create': {
+    args: ['<slug>'],
+    async run([slug]) {
+      if (!opts['created-by']) usageError('token create needs --created-by <e-mail>');
+      await call('POST', `/admin/v1/orgs/${seg(slug!)}/tokens`, {
+        createdBy: opts['created-by'],
+        ...(opts.label !== undefined ? { label: opts.label } : {}),
+        ...(opts['expires-at'] !== undefined ? { expiresAt: opts['expires-at'] } : {}),
+      });
+    },
+  },
+  'token list': { args: ['<slug>'], run: ([slug]) => call('GET', `/admin/v1/orgs/${seg(slug!)}/tokens`) },
+  'token revoke': {
+    args: ['<slug>'],
+    async run([slug]) {
+      const selectors = [opts.id, opts.last3, opts['created-by']].filter((v) => v !== undefined);
+      if (selectors.length !== 1) usageError('token revoke needs exactly one of --id, --last3, --created-by');
+      if (opts.id !== undefined) await call('DELETE', `/admin/v1/orgs/${seg(slug!)}/tokens/${seg(opts.id)}`);
+      else await call('POST', `/admin/v1/orgs/${seg(slug!)}/tokens/revoke`, opts.last3 !== undefined ? { last3: opts.last3 } : { createdBy: opts['created-by'] });
+    },
+  },
+};
+
+function version(): string {
+  return (JSON.parse(readFileSync(join(projectRoot, 'package.json'), 'utf8')) as { version: string }).version;
+}
+
+if (opts.version) {
+  console.log(version());
+} else if (opts.help || positionals.length === 0) {
   console.log(USAGE);
-} else if (noun === 'org' && verb === 'create') {
-  const body = { slug: opts.slug, name: opts.name ?? opts.slug, ...orgSettings() };
-  await call('POST', '/admin/v1/orgs', body);
-} else if (noun === 'org' && verb === 'list') {
-  await call('GET', '/admin/v1/orgs');
-} else if (noun === 'org' && verb === 'get' && slug) {
-  await call('GET', `/admin/v1/orgs/${slug}`);
-} else if (noun === 'org' && verb === 'update' && slug) {
-  await call('PATCH', `/admin/v1/orgs/${slug}`, orgSettings());
-} else if (noun === 'org' && verb === 'rotate' && slug && rest[1]) {
-  await call('POST', `/admin/v1/orgs/${slug}/credentials/${rest[1]}/rotate`);
-} else if (noun === 'events' && verb === 'types' && rest[0]) {
-  await call('GET', `/admin/v1/orgs/${rest[0]}/events/types${query({ env: opts.env })}`);
-} else if (noun === 'events' && verb === 'samples' && rest[0]) {
-  await call('GET', `/admin/v1/orgs/${rest[0]}/events/samples${query({ env: opts.env, eventType: opts['event-type'], limit: opts.limit })}`);
-} else if (noun === 'quarantine' && verb) {
-  await call('GET', `/admin/v1/orgs/${verb}/quarantine${query({ env: opts.env, limit: opts.limit })}`);
-} else if (noun === 'contacts' && verb === 'import' && rest[0] && rest[1]) {
-  const file = rest[1];
-  const type = file.endsWith('.csv') ? 'text/csv' : file.endsWith('.ndjson') || file.endsWith('.jsonl') ? 'application/x-ndjson' : undefined;
-  if (!type) fail('contacts import takes a .csv (with a header row) or .ndjson file');
-  await call('POST', `/admin/v1/orgs/${rest[0]}/contacts/import`, readFileSync(file, 'utf8'), type);
-} else if (noun === 'token' && verb === 'create' && rest[0]) {
-  if (!opts['created-by']) fail('token create needs --created-by <e-mail>');
-  await call('POST', `/admin/v1/orgs/${rest[0]}/tokens`, {
-    createdBy: opts['created-by'],
-    ...(opts.label !== undefined ? { label: opts.label } : {}),
-    ...(opts['expires-at'] !== undefined ? { expiresAt: opts['expires-at'] } : {}),
-  });
-} else if (noun === 'token' && verb === 'list' && rest[0]) {
-  await call('GET', `/admin/v1/orgs/${rest[0]}/tokens`);
-} else if (noun === 'token' && verb === 'revoke' && rest[0]) {
-  const selectors = [opts.id, opts.last3, opts['created-by']].filter((v) => v !== undefined);
-  if (selectors.length !== 1) fail('token revoke needs exactly one of --id, --last3, --created-by');
-  if (opts.id !== undefined) await call('DELETE', `/admin/v1/orgs/${rest[0]}/tokens/${encodeURIComponent(opts.id)}`);
-  else await call('POST', `/admin/v1/orgs/${rest[0]}/tokens/revoke`, opts.last3 !== undefined ? { last3: opts.last3 } : { createdBy: opts['created-by'] });
 } else {
-  console.error(USAGE);
-  process.exit(2);
+  // A command is one word (`quarantine`) or two (`org create`); the longest known name wins.
+  const two = positionals.slice(0, 2).join(' ');
+  const name = commands[two] ? two : commands[positionals[0]!] ? positionals[0]! : undefined;
+  if (name === undefined) {
+    const verbs = Object.keys(commands).filter((known) => known.startsWith(`${positionals[0]} `));
+    const known = verbs.length > 0 ? `; ${positionals[0]} takes ${verbs.map((v) => v.split(' ')[1]).join(', ')}` : '';
+    usageError(`unknown command '${two}'${known}`);
+  }
+  const command = commands[name]!;
+  const args = positionals.slice(name.split(' ').length);
+  if (args.length < command.args.length) usageError(`${name} needs ${command.args.join(' ')}`);
+  if (args.length > command.args.length) usageError(`${name}: unexpected argument '${args[command.args.length]}'`);
+  await command.run(args);
 }

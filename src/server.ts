@@ -2,6 +2,8 @@
 import './threadpool.js';
 import { buildApp } from './app.js';
 import { ConfigError, readConfig } from './config.js';
+import { DataDirInUseError } from './data-dir-lock.js';
+import { LogUnavailableError } from './log/types.js';
 
 async function main(): Promise<void> {
   let config;
@@ -14,10 +16,19 @@ async function main(): Promise<void> {
     }
     throw error;
   }
-  const app = await buildApp(config);
+  const app = await buildApp(config).catch((error: unknown) => {
+    // An operator's mistake, not a bug: say what is wrong in one line, without a stack.
+    if (error instanceof DataDirInUseError) stop(error.message);
+    if (error instanceof LogUnavailableError) stop(`${error.message} (NATS_URL); start NATS or unset NATS_URL for the embedded log`);
+    throw error;
+  });
   const { adminKey, log } = app.audience;
   if (adminKey.file) app.log.info(`admin key ${adminKey.generated ? 'generated and ' : ''}stored in ${adminKey.file}`);
-  await app.listen({ port: config.port, host: config.host });
+  await app.listen({ port: config.port, host: config.host }).catch(async (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EADDRINUSE' && error.code !== 'EADDRNOTAVAIL') throw error;
+    await app.close();
+    stop(`cannot listen on ${config.host}:${config.port} (${error.code}); set PORT or HOST`);
+  });
   app.log.info({ log: log.kind, roles: config.roles, dataDir: config.dataDir }, 'audience is ready');
 
   let closing = false;
@@ -35,6 +46,11 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
+}
+
+function stop(message: string): never {
+  console.error(`audience: ${message}`);
+  process.exit(1);
 }
 
 await main();

@@ -38,15 +38,19 @@ export class StorageWorker {
   static async start(data: StorageWorkerData, events: StorageEvents): Promise<StorageWorker> {
     const worker = spawnWorker(import.meta.url, './storage-worker', { workerData: data });
     const client = new StorageWorker(worker, data.log !== undefined);
+    let started = false;
     await new Promise<void>((ready, failed) => {
       worker.on('message', (message: FromWorker) => {
-        if (message.type === 'ready') ready();
-        else client.receive(message, events);
+        if (message.type === 'ready') {
+          started = true;
+          ready();
+        } else client.receive(message, events);
       });
       worker.once('error', (error) => {
         failed(error);
         client.fail(error);
-        events.onError({ err: error }, 'storage worker failed');
+        // A failure to start reaches the caller (and server.ts's one line); logging it too would say it twice.
+        if (started) events.onError({ err: error }, 'storage worker failed');
       });
       worker.once('exit', (code) => {
         const error = new Error(`storage worker exited (code ${code})`);

@@ -140,7 +140,7 @@ t.test('trigger columns named like prototype members come back as columns; __pro
       event_raw->>'$.properties.properties.constructor' AS "constructor",
       event_raw->>'$.properties.properties.toString' AS "toString",
       1 AS "hasOwnProperty", 2 AS "valueOf"
-    FROM event_triggers WHERE event_type = 'custom_booking_completed'`;
+    FROM event_triggers WHERE event_type = 'custom_booking_completed' AND ts > {cursor_start_time} AND ts <= {cursor_end_time}`;
   await putQuery(h, 'triggers', 'booking_completed', sql);
   const preview = await h.admin('POST', '/admin/v1/orgs/acme/triggers/booking_completed/preview', {});
   t.equal(preview.statusCode, 200, preview.body);
@@ -148,7 +148,7 @@ t.test('trigger columns named like prototype members come back as columns; __pro
 
   for (const column of [`{'polluted': 'yes'} AS "__proto__"`, `'x' AS "__proto__"`]) {
     const refused = await h.admin('POST', '/admin/v1/orgs/acme/triggers/booking_completed/preview', {
-      sql: `SELECT identity, identity_type, ts, event_type, event_id, event_raw, ${column} FROM event_triggers`,
+      sql: `SELECT identity, identity_type, ts, event_type, event_id, event_raw, ${column} FROM event_triggers WHERE ts > {cursor_start_time} AND ts <= {cursor_end_time}`,
     });
     t.equal(refused.statusCode, 422, column);
     t.match(refused.json(), { code: 'invalid_trigger', reason: /__proto__/ }, column);

@@ -1,0 +1,120 @@
+/**
+ * The `audience` CLI as a user runs it: a real process against the real app listening on a free port.
+ * What scripts rely on: answers on stdout, errors on stderr, exit 0/1/2, one line and no stack trace
+ * for a command line it does not understand.
+ */
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import t, { type Test } from 'tap';
+import { ADMIN_KEY, startTestApp } from './helpers/app.js';
+
+const ROOT = fileURLToPath(new URL('../', import.meta.url));
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+function cli(url: string, args: string[], env: Record<string, string> = {}): Promise<Run> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      ['--import', 'tsx', 'src/cli.ts', ...args],
+      { cwd: ROOT, env: { ...process.env, AUDIENCE_URL: url, ADMIN_KEY, ...env } },
+      (error, stdout, stderr) => resolve({ code: error ? Number(error.code) : 0, stdout, stderr }),
+    );
+  });
+}
+
+/** One line, naming the problem, with no trace of a stack. */
+function oneLine(t: Test, run: Run, expected: string): void {
+  t.equal(run.stdout, '', 'nothing on stdout');
+  t.equal(run.stderr, `${expected}\n`, 'exactly one line on stderr');
+  t.notMatch(run.stderr, /\n\s+at /, 'no stack trace');
+}
+
+t.test('the CLI against a running service', async (t) => {
+  const h = await startTestApp(t);
+  const url = await h.app.listen({ port: 0, host: '127.0.0.1' });
+
+  const created = await cli(url, ['org', 'create', '--slug', 'acme', '--name', 'Acme']);
+  t.equal(created.code, 0, 'org create succeeds');
+  t.equal(created.stderr, '');
+  const body = JSON.parse(created.stdout) as { org: { slug: string }; credentials: { production: { partnerSecret: string } } };
+  t.equal(body.org.slug, 'acme', 'the answer is JSON on stdout');
+  t.type(body.credentials.production.partnerSecret, 'string', 'with the secrets, so `> acme.json` keeps them');
+
+  const again = await cli(url, ['org', 'create', '--slug', 'acme', '--name', 'Acme']);
+  t.equal(again.code, 1, 'a refused call exits 1');
+  t.equal(again.stdout, '', 'nothing on stdout: a redirect does not receive the error');
+  const problem = JSON.parse(again.stderr) as { code: string; status: number };
+  t.equal(problem.code, 'org_exists', 'the problem+json is on stderr');
+  t.equal(problem.status, 409);
+  t.match(again.stderr, /^\{\n {2}"/, 'pretty-printed');
+
+  const missing = await cli(url, ['org', 'get', 'nope']);
+  t.equal(missing.code, 1);
+  t.equal(missing.stdout, '');
+  t.equal((JSON.parse(missing.stderr) as { code: string }).code, 'org_not_found');
+
+  const wrongKey = await cli(url, ['org', 'list'], { ADMIN_KEY: 'wrong-key-0123456789abcdef' });
+  t.equal(wrongKey.code, 1);
+  t.equal(wrongKey.stdout, '');
+  t.equal((JSON.parse(wrongKey.stderr) as { code: string }).code, 'invalid_admin_key');
+
+  const listed = await cli(url, ['org', 'list']);
+  t.equal(listed.code, 0);
+  t.match(JSON.parse(listed.stdout), { orgs: [{ slug: 'acme' }] }, 'the org exists once');
+
+  // A slug is one path segment: `../` cannot reach another route.
+  const traversal = await cli(url, ['org', 'get', '../orgs']);
+  t.equal(traversal.code, 1);
+  t.equal(traversal.stdout, '');
+});
+
+t.test('a command line the CLI does not understand: one line, exit 2, nothing sent', async (t) => {
+  // Nothing listens here: any request would fail differently (exit 1, "cannot reach").
+  const url = 'http://127.0.0.1:9';
+  const cases: Array<[string[], string]> = [
+    [['org', 'create', '--slug', 'acme', '--nmae', 'Acme'], 'audience: unknown option --nmae (see audience --help)'],
+    [['--foo'], 'audience: unknown option --foo (see audience --help)'],
+    [['org', 'list', '-x'], 'audience: unknown option -x (see audience --help)'],
+    [['org', 'create', '--slug'], 'audience: option --slug needs a value (see audience --help)'],
+    [['org', 'update', 'acme', '--audience-api=no'], 'audience: option --audience-api takes no value (see audience --help)'],
+    [['frobnicate'], "audience: unknown command 'frobnicate' (see audience --help)"],
+    [['org', 'delete', 'acme'], "audience: unknown command 'org delete'; org takes create, list, get, update, rotate (see audience --help)"],
+    [['org', 'get'], 'audience: org get needs <slug> (see audience --help)'],
+    [['org', 'get', 'acme', 'extra'], "audience: org get: unexpected argument 'extra' (see audience --help)"],
+    [['org', 'create', 'acme'], "audience: org create: unexpected argument 'acme' (see audience --help)"],
+    [['org', 'create', '--name', 'Acme'], 'audience: org create needs --slug <slug> (see audience --help)'],
+    [['token', 'create', 'acme'], 'audience: token create needs --created-by <e-mail> (see audience --help)'],
+    [['contacts', 'import', 'acme', '/etc/passwd'], 'audience: contacts import takes a .csv (with a header row) or .ndjson file (see audience --help)'],
+  ];
+  for (const [args, expected] of cases) {
+    const run = await cli(url, args);
+    t.equal(run.code, 2, `${args.join(' ')}: exit 2`);
+    oneLine(t, run, expected);
+  }
+});
+
+t.test('a file that cannot be read: one line, exit 1', async (t) => {
+  const run = await cli('http://127.0.0.1:9', ['contacts', 'import', 'acme', `${t.testdir()}/missing.csv`]);
+  t.equal(run.code, 1);
+  t.match(run.stderr, /^audience: cannot read .*missing\.csv: ENOENT\n$/);
+  t.notMatch(run.stderr, /\n\s+at /, 'no stack trace');
+});
+
+t.test('--version prints the package version; --help the usage', async (t) => {
+  const pkg = JSON.parse(readFileSync(`${ROOT}/package.json`, 'utf8')) as { version: string };
+  const version = await cli('http://127.0.0.1:9', ['--version']);
+  t.equal(version.code, 0);
+  t.equal(version.stdout, `${pkg.version}\n`);
+  t.equal(version.stderr, '');
+
+  const help = await cli('http://127.0.0.1:9', ['--help']);
+  t.equal(help.code, 0);
+  t.match(help.stdout, /^usage: audience <command>/);
+  t.equal(help.stderr, '');
+});
