@@ -55,11 +55,13 @@ export function registerTriggerRoutes(
   for (const [plural, kind] of Object.entries(KINDS)) {
     app.get<{ Params: { slug: string } }>(`/admin/v1/orgs/:slug/${plural}`, { schema: { params: slugParams } }, async (request) => {
       const org = await orgs.get(request.params.slug);
+      await triggers.scanOrg(org.slug);
       return { [plural]: triggers.list(org.slug, kind).map((s) => describe(s.name, s.latest, s.live)) };
     });
 
     app.get<{ Params: { slug: string; name: string } }>(`/admin/v1/orgs/:slug/${plural}/:name`, { schema: { params: nameParams } }, async (request) => {
       const org = await orgs.get(request.params.slug);
+      await triggers.refresh(org.slug, kind, request.params.name);
       const state = triggers.get(org.slug, kind, request.params.name);
       if (!state) throw new AppError('trigger_not_found', `no ${kind} "${request.params.name}"`);
       return { ...describe(state.name, state.latest, state.live), sql: state.live?.sql ?? state.latest.sql };

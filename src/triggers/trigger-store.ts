@@ -129,18 +129,19 @@ export class TriggerStore {
   /** Reads every org's query files and commits those whose content changed. */
   async scan(): Promise<void> {
     for (const org of listDir(this.options.queriesDir)) {
-      if (!this.options.orgExists(org)) continue;
-      for (const kind of ['trigger', 'segment'] as const) {
-        const dir = this.dirFor(org, kind);
-        for (const file of listDir(dir)) {
-          if (!file.endsWith('.sql')) continue;
-          const name = file.slice(0, -'.sql'.length);
-          if (!QUERY_NAME.test(name)) {
-            this.warnOnce(join(dir, file), `ignored: query file names match ${QUERY_NAME}`);
-            continue;
-          }
-          await this.refresh(org, kind, name);
-        }
+      if (this.options.orgExists(org)) await this.scanOrg(org);
+    }
+  }
+
+  /** One org's files now: what the admin list shows includes a file saved a moment ago. */
+  async scanOrg(org: string): Promise<void> {
+    for (const kind of ['trigger', 'segment'] as const) {
+      const dir = this.dirFor(org, kind);
+      for (const file of listDir(dir)) {
+        if (!file.endsWith('.sql')) continue;
+        const name = file.slice(0, -'.sql'.length);
+        if (QUERY_NAME.test(name)) await this.refresh(org, kind, name);
+        else this.warnOnce(join(dir, file), `ignored: query file names match ${QUERY_NAME}`);
       }
     }
   }
