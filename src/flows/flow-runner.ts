@@ -1,12 +1,13 @@
 /**
- * Runs live flows on their schedule (SPEC 8). One run, in one DuckDB transaction:
- *   window (cursor, newest visible_at] → trigger rows → decisions → outbox rows + cursor advance.
- * Why this gives every visible event exactly one window: visible_at is assigned inside the (serialized)
- * compaction transaction and grows with each commit, and the window end is read in the run's own
- * snapshot, so every event with visible_at ≤ end is already visible to the run's query, and every later
- * one is > end and falls in a later window.
- * Why a send key is never sent twice: the keys already used are read in the same transaction that
- * writes the new ones, and DuckDB access is serialized, so runs (even two runners) never interleave.
+ * Runs live flows on their schedule (SPEC 8). One run:
+ *   window (cursor, newest visible_at] → trigger rows (untrusted, on a connection of their own) →
+ *   decisions → rendered messages (off this thread) → one transaction: outbox rows + cursor advance.
+ * Why every visible event falls in exactly one window: visible_at is assigned inside the (serialized)
+ * compaction transaction and grows with each commit, so once the window end is read every event with
+ * visible_at ≤ end is committed (a commit in flight gets a later visible_at) and the trigger query sees it,
+ * while the placeholders keep every later event for a later window. A narrowed window ends on a commit.
+ * Why a send key is never decided twice: runs of one flow never overlap in this process, and the final
+ * transaction writes nothing unless the cursor is still where the run started.
  */
 import type { FastifyBaseLogger } from 'fastify';
 import type { Row, Sql } from '../db/sql.js';
@@ -205,7 +206,8 @@ export class FlowRunner {
       const split = await this.commitInside(org, start, upTo);
       if (split === undefined) {
         throw new QueryFailed(
-          `one compaction commit alone gives more than ${maxRows} trigger rows (TRIGGER_MAX_ROWS); raise it or make the trigger return fewer rows per event`,
+          `one compaction commit alone gives more than ${maxRows} trigger rows (TRIGGER_MAX_ROWS), so the window cannot be ` +
+            'narrowed further: make the trigger return fewer rows per event (and read only its window), or raise TRIGGER_MAX_ROWS',
         );
       }
       upTo = split;
