@@ -126,7 +126,7 @@ SELECT k.org,
        a.last_seen_at,
        c.custom AS custom_fields
   FROM contact_keys k
-  JOIN orgs org ON org.slug = k.org
+  JOIN org_settings org ON org.org = k.org
   LEFT JOIN scoped_contacts c ON c.org = k.org AND c.email = k.email
   LEFT JOIN scoped_activity a ON a.org = k.org AND a.email = k.email
   LEFT JOIN orders o ON o.org = k.org AND o.email = k.email

@@ -1,27 +1,15 @@
--- Storage layout (SPEC 5). Applied at start by src/db/migrate.ts, every statement idempotent.
--- One DuckDB file holds every org; each row carries its org, and every read path filters by it.
+-- Storage layout of the orgs' data (SPEC 5), DATA_DIR/audience.duckdb. Applied at start by
+-- src/db/migrate.ts, every statement idempotent. One DuckDB file holds every org's events, profiles and
+-- flows; each row carries its org, and every read path filters by it. Orgs, partner credentials and
+-- tokens are not here: they are the control plane (pipelines/control.sql, DATA_DIR/control.duckdb), which
+-- untrusted trigger and segment SQL never runs against.
 
 -- (No semicolons inside comments here: DuckDB splits statements before it strips comments.)
-CREATE TABLE IF NOT EXISTS orgs (
-  slug              VARCHAR PRIMARY KEY,
-  name              VARCHAR NOT NULL,
-  audience_api      BOOLEAN NOT NULL,
-  rate_limit        INTEGER NOT NULL,
-  currency_symbol   VARCHAR NOT NULL,
-  content_fields    JSON NOT NULL,
-  not_found_status  INTEGER NOT NULL,
-  created_at        TIMESTAMPTZ NOT NULL,
-  updated_at        TIMESTAMPTZ NOT NULL
-);
-
--- Partner credentials: one per (org, environment). Only the SHA-256 of the secret is kept.
-CREATE TABLE IF NOT EXISTS partner_credentials (
-  partner_id   VARCHAR PRIMARY KEY,
-  org          VARCHAR NOT NULL,
-  environment  VARCHAR NOT NULL,
-  secret_hash  VARCHAR NOT NULL,
-  created_at   TIMESTAMPTZ NOT NULL,
-  rotated_at   TIMESTAMPTZ
+-- The org settings that shape its data here (the currency symbol of total_lifetime_value_jde), copied
+-- from the control plane (pipelines/control.sql) when an org is created or changed and at every start.
+CREATE TABLE IF NOT EXISTS org_settings (
+  org              VARCHAR PRIMARY KEY,
+  currency_symbol  VARCHAR NOT NULL
 );
 
 CREATE TABLE IF NOT EXISTS events (
@@ -207,20 +195,4 @@ CREATE TABLE IF NOT EXISTS flow_decisions (
   trigger_hash  VARCHAR NOT NULL,
   reason        VARCHAR,
   decided_at    TIMESTAMPTZ NOT NULL
-);
-
--- Audience API tokens (SPEC 3). Only the SHA-256 of a token is kept, plus its last 3 characters
--- so people can recognise it. Active means revoked_at IS NULL and expires_at is NULL or in the future.
--- last_used_at is flushed from memory at most every 30 s and at shutdown, never per request.
-CREATE TABLE IF NOT EXISTS audience_tokens (
-  id            VARCHAR PRIMARY KEY,
-  org           VARCHAR NOT NULL,
-  token_hash    VARCHAR NOT NULL,
-  last3         VARCHAR NOT NULL,
-  created_by    VARCHAR NOT NULL,
-  label         VARCHAR,
-  created_at    TIMESTAMPTZ NOT NULL,
-  expires_at    TIMESTAMPTZ,
-  revoked_at    TIMESTAMPTZ,
-  last_used_at  TIMESTAMPTZ
 );

@@ -15,6 +15,8 @@ import { type Context, createContext } from './context.js';
 import { type DataDirLock, duckdbLockProblem, lockDataDir } from './data-dir-lock.js';
 import type { Database } from './db/database.js';
 import { openStorage } from './db/open-storage.js';
+import { migrate } from './db/migrate.js';
+import { CONTROL_FILE, moveControlTables, openControlPlane } from './control/control-plane.js';
 import type { StorageWorker } from './db/storage-client.js';
 import { registerJsonBodyParser } from './http/json-body.js';
 import { loggerOptions } from './http/logger.js';
@@ -57,7 +59,10 @@ const QUERIES_POLL_MS = 1000;
 export interface Audience {
   config: Config;
   ctx: Context;
+  /** The orgs' data (audience.duckdb): events, profiles, triggers, flows. */
   db: Database;
+  /** The control plane (control.duckdb): orgs, partner credentials, tokens. */
+  control: Database;
   log: LogBackend;
   committer: GroupCommitter;
   compactor: Compaction | undefined;
@@ -140,7 +145,8 @@ async function buildLockedApp(config: Config, ctx: Context, dataDirLock: DataDir
   const health = serviceHealth({ db, log, worker: storageWorker, dataDir: config.dataDir });
   const registry = new PartnerRegistry();
   const materializer = new ProfileMaterializer(db, new ProfileIndex());
-  const tokens = new TokenStore(db, ctx, { onFlushError: (err) => app.log.warn({ err }, 'token lastUsedAt flush failed') });
+  let control: Database | undefined;
+  let tokens: TokenStore | undefined;
   const refresher = new ProfileRefresher(materializer, (err) => app.log.error({ err }, 'profile refresh failed'));
   const signingKey = resolveWebhookSigningKey(config.webhookSigningKey, config.dataDir, ctx.randomBytes);
   const flows = new FlowStore(db, ctx);
@@ -173,9 +179,10 @@ async function buildLockedApp(config: Config, ctx: Context, dataDirLock: DataDir
       () => committer.flush(),
       () => compactor?.stop(),
       () => refresher.settled(),
-      () => tokens.close(),
+      () => tokens?.close(),
       () => log.close(),
       () => db.close(),
+      () => control?.close(),
       () => dataDirLock.release(),
     ];
     // Every step runs even when one fails, so DuckDB (and the storage worker thread) is always closed.
@@ -191,13 +198,18 @@ async function buildLockedApp(config: Config, ctx: Context, dataDirLock: DataDir
   });
 
   try {
-    const orgs = new OrgStore(db, registry, ctx, {
+    control = await openControlPlane(config.dataDir);
+    const moved = await moveControlTables(db, control);
+    if (moved > 0) app.log.info({ rows: moved }, `moved orgs, credentials and tokens into ${CONTROL_FILE}`);
+    const orgs = new OrgStore(control, db, registry, ctx, {
       customFieldsOf: (org) => materializer.index.customFields(org),
       onProfileSettingsChanged: (org) => materializer.refreshOrg(org),
     });
     await orgs.load();
+    await migrate(db, await orgs.list());
     await materializer.loadAll();
     const contacts = new ContactStore(db, ctx);
+    tokens = new TokenStore(control, ctx, { onFlushError: (err) => app.log.warn({ err }, 'token lastUsedAt flush failed') });
     await tokens.load();
     triggers = new TriggerStore(db, ctx, {
       queriesDir: config.queriesDir,
@@ -235,7 +247,7 @@ async function buildLockedApp(config: Config, ctx: Context, dataDirLock: DataDir
     }
 
     app.decorate('audience', {
-      config, ctx, db, log, committer, compactor, orgs, metrics, health, storageWorker, adminKey, materializer, refresher, tokens, triggers, flows, runner, dispatcher, renderer,
+      config, ctx, db, control, log, committer, compactor, orgs, metrics, health, storageWorker, adminKey, materializer, refresher, tokens, triggers, flows, runner, dispatcher, renderer,
     });
 
     registerOpsRoutes(app, { health, log, metrics });
@@ -256,7 +268,7 @@ async function buildLockedApp(config: Config, ctx: Context, dataDirLock: DataDir
         registerOrgRoutes(admin, orgs);
         registerInspectRoutes(admin, db, orgs);
         registerImportRoutes(admin, { orgs, contacts, materializer });
-        registerTokenRoutes(admin, { tokens, orgs });
+        registerTokenRoutes(admin, { tokens: tokens!, orgs });
         registerTriggerRoutes(admin, { db, ctx, orgs, triggers: triggers!, timeoutMs: config.triggerTimeoutMs });
         registerFlowRoutes(admin, {
           db,

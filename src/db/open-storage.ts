@@ -1,7 +1,7 @@
 /**
  * Opens DuckDB and, for the compactor role, compaction: in the storage worker thread (STORAGE_THREAD=
  * worker, the default) or on this thread (main). Either way the rest of the service gets a Database
- * and a Compaction with the same behaviour; migrations run before anything else uses the file.
+ * and a Compaction with the same behaviour. The caller migrates the file (db/migrate.ts) before anything uses it.
  */
 import { join } from 'node:path';
 import { type CommitReport, Compactor, type Compaction } from '../compaction/compactor.js';
@@ -11,7 +11,6 @@ import { EmbeddedLog } from '../log/embedded-log.js';
 import type { LogBackend } from '../log/types.js';
 import type { Metrics } from '../ops/metrics.js';
 import { LocalDatabase } from './database.js';
-import { migrate } from './migrate.js';
 import type { Database } from './sql.js';
 import { StorageWorker } from './storage-client.js';
 import type { MetricUpdate, StorageWorkerData } from './storage-protocol.js';
@@ -39,7 +38,6 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
   const compacts = config.roles.includes('compactor');
   if (config.storageThread === 'main') {
     const db = await LocalDatabase.open(dbPath, { memoryLimit: config.duckdbMemoryLimit });
-    await migrate(db);
     const compaction = compacts
       ? new Compactor({ db, log, ctx, metrics, logger, afterCommit: async (report) => onCompacted(report) })
       : undefined;
@@ -66,7 +64,6 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
     onError: (details, message) => logger.error(details, message),
   });
   for (const append of early) worker.send({ type: 'log-appended', ...append });
-  await migrate(worker.db);
   return { db: worker.db, compaction: worker.compaction, worker };
 }
 

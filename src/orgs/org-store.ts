@@ -1,11 +1,16 @@
-/** Orgs and their partner credentials, persisted in DuckDB, mirrored into the PartnerRegistry. */
+/**
+ * Orgs and their partner credentials, persisted in the control plane (control/control-plane.ts),
+ * mirrored into the PartnerRegistry; each org's part of the data file (its trigger relations and the
+ * settings its profiles read) is kept in step.
+ */
 import type { Context } from '../context.js';
 import { type Database, tsParam } from '../db/database.js';
 import { ENVIRONMENTS, type Environment } from '../domain.js';
 import { AppError } from '../errors.js';
 import type { Org, OrgCreate, OrgPatch } from '../generated/org.js';
 import { DEFAULT_PROFILE_FIELDS } from '../profiles/profile-fields.js';
-import { ensureOrgRelations, RESERVED_SCHEMA_NAMES } from '../triggers/org-relations.js';
+import { prepareOrg } from '../db/migrate.js';
+import { RESERVED_SCHEMA_NAMES } from '../triggers/org-relations.js';
 import type { PartnerRegistry } from './partner-registry.js';
 import { randomBase62, sha256Hex } from './secrets.js';
 
@@ -56,7 +61,10 @@ export class OrgStore {
   private readonly cache = new Map<string, Org>();
 
   constructor(
+    /** The control plane. */
     private readonly db: Database,
+    /** The orgs' data (audience.duckdb). */
+    private readonly orgData: Database,
     private readonly registry: PartnerRegistry,
     private readonly ctx: Context,
     private readonly hooks: OrgStoreHooks = noHooks,
@@ -100,7 +108,6 @@ export class OrgStore {
         input.notFoundStatus ?? 404,
         now,
       ]);
-      await ensureOrgRelations(c, input.slug);
       for (const i of issued) {
         await c.run('INSERT INTO partner_credentials VALUES ($1, $2, $3, $4, $5, NULL)', [
           i.partnerId,
@@ -111,8 +118,11 @@ export class OrgStore {
         ]);
       }
     });
+    const org = await this.reload(input.slug);
+    // After the control plane's commit: should this fail, the next start prepares the org anyway.
+    await this.orgData.transaction((c) => prepareOrg(c, org));
     for (const i of issued) this.registry.set(i.partnerId, { org: input.slug, environment: i.env, secretHash: i.hash });
-    return { org: await this.reload(input.slug), credentials };
+    return { org, credentials };
   }
 
   /** The org's settings from memory (hot paths). */
@@ -167,6 +177,7 @@ export class OrgStore {
     );
     const updated = await this.reload(slug);
     if (patch.currencySymbol !== undefined && patch.currencySymbol !== current.currencySymbol) {
+      await this.orgData.transaction((c) => prepareOrg(c, updated));
       await this.hooks.onProfileSettingsChanged(slug);
     }
     return updated;

@@ -20,7 +20,7 @@ t.test('create returns the org and both credentials once; secrets are stored has
   }
   t.not(body.credentials.staging.partnerId, body.credentials.production.partnerId);
 
-  const rows = await h.app.audience.db.all<{ secret_hash: string }>('SELECT secret_hash FROM partner_credentials');
+  const rows = await h.app.audience.control.all<{ secret_hash: string }>('SELECT secret_hash FROM partner_credentials');
   const dump = JSON.stringify(rows);
   t.notOk(dump.includes(body.credentials.production.partnerSecret), 'plaintext secret not stored');
   t.ok(rows.every((r) => /^[0-9a-f]{64}$/.test(r.secret_hash)), 'SHA-256 hex stored');

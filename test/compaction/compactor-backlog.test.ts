@@ -50,7 +50,7 @@ t.test('batches read from a backlog are reported as such; the one that catches u
     await log.write(`record-${r}`, encodeRecord(entries));
   }
   const db = await LocalDatabase.open(join(dir, 'audience.duckdb'));
-  await migrate(db);
+  await migrate(db, []);
   const reports: CommitReport[] = [];
   const compactor = new Compactor({
     db,

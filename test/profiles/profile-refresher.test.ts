@@ -12,7 +12,7 @@ import { ProfileRefresher } from '../../src/profiles/profile-refresher.js';
 async function setup(t: Tap, backlogIntervalMs?: number) {
   const db = await LocalDatabase.open(':memory:');
   t.teardown(() => db.close());
-  await migrate(db);
+  await migrate(db, []);
   const materializer = new ProfileMaterializer(db, new ProfileIndex());
   const refreshed: string[][] = [];
   const realRefresh = materializer.refresh.bind(materializer);

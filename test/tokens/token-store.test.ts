@@ -39,7 +39,7 @@ async function setup(t: Tap, options: { script?: string[]; store?: TokenStoreOpt
   const clock = new ManualClock(Date.UTC(2026, 0, 1));
   const h = await startTestApp(t, { clock });
   const ctx = createContext({ clock, randomBytes: scriptedRandom(options.script ?? []) });
-  const db = h.app.audience.db;
+  const db = h.app.audience.control;
   const tokens = new TokenStore(db, ctx, options.store);
   await tokens.load();
   t.teardown(() => tokens.close());
