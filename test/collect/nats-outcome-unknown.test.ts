@@ -31,7 +31,7 @@ natsTest('an unacknowledged publish answers "may be stored" with its messageIds;
   const cred = await h.createOrg('acme');
   t.equal((await h.collect(customEvent(cred.production, { messageId: 'before' }))).statusCode, 200, 'accepted while NATS runs');
 
-  nats.freeze();
+  await nats.freeze();
   // 12 events as in the issue: half with the client's messageId, half with one the server assigns.
   const events = Array.from({ length: 12 }, (_, i) =>
     customEvent(cred.production, { clientId: `c-${i}`, ...(i % 2 === 0 ? { messageId: `frozen-${i}` } : {}) }),

@@ -4,7 +4,7 @@
  */
 import { freePort } from './free-port.js';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { createConnection } from 'node:net';
 import { join } from 'node:path';
@@ -27,7 +27,7 @@ export interface NatsServerHandle {
   /** Starts it again on the same port with the same store. */
   restart(): Promise<void>;
   /** SIGSTOP: the server stops answering but its TCP connections stay open (a wedged server). */
-  freeze(): void;
+  freeze(): Promise<void>;
   /** SIGCONT after `freeze`. */
   thaw(): void;
 }
@@ -93,13 +93,25 @@ export async function startNatsServer(t: Test, opts: { syncAlways?: boolean } = 
       signal('SIGKILL');
     },
     restart: start,
-    freeze() {
+    async freeze() {
       signal('SIGSTOP');
+      // The stop lands when each of the server's threads next enters the kernel: until /proc says
+      // stopped, a thread still running could answer one more PING.
+      for (let i = 0; i < 100 && child?.pid !== undefined && !isStopped(child.pid); i++) await new Promise((r) => setTimeout(r, 10));
     },
     thaw() {
       signal('SIGCONT');
     },
   };
+}
+
+/** Every thread of the process is stopped (state T in /proc/<pid>/task/<tid>/stat). */
+function isStopped(pid: number): boolean {
+  try {
+    return readdirSync(`/proc/${pid}/task`).every((tid) => /^\d+ \(.*\) T /.test(readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8')));
+  } catch {
+    return false;
+  }
 }
 
 export function hasNatsServerBinary(): boolean {

@@ -48,7 +48,7 @@ natsTest('NATS frozen (SIGSTOP): /readyz 503 within the check timeout, /healthz 
   const h = await startTestApp(t, { natsUrl: nats.url, dataDir });
   t.equal((await probe(h, '/readyz')).statusCode, 200, 'ready');
 
-  nats.freeze();
+  await nats.freeze();
   t.teardown(() => nats.thaw()); // so closing the app does not wait on a stopped server
   t.equal(h.app.audience.log.isAvailable(), true, 'the client still thinks it is connected: that alone would lie');
   const started = Date.now();
