@@ -153,7 +153,7 @@ async function triggerRunAt(bench: Bench, receiver: Receiver, storedEvents: numb
     await service.child.stop();
   }
   // 2. The history, straight into the file (nothing else has it open now).
-  const dbFile = join(dataDir, 'audience.duckdb');
+  const dbFile = join(dataDir, 'orgs', `${ORG}.duckdb`);
   const insertStarted = performance.now();
   await insertHistory(dbFile, storedEvents);
   const insertSeconds = round((performance.now() - insertStarted) / 1000, 1);

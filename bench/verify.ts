@@ -50,7 +50,7 @@ export interface DbCounts {
 }
 
 export async function countDuckDb(dataDir: string, org: string): Promise<DbCounts> {
-  const instance = await DuckDBInstance.create(join(dataDir, 'audience.duckdb'), { access_mode: 'READ_ONLY' });
+  const instance = await DuckDBInstance.create(join(dataDir, 'orgs', `${org}.duckdb`), { access_mode: 'READ_ONLY' });
   const connection = await instance.connect();
   try {
     const one = async (sql: string, params: string[] = []) => {

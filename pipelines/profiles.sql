@@ -1,5 +1,5 @@
 -- The contact profile (SPEC 6.1): one row per (org, contact e-mail).
--- Applied at start by src/db/migrate.ts. Served from memory: src/profiles/ materializes the rows of
+-- Applied when an org's file is opened (src/storage/migrate.ts). Served from memory: src/profiles/ materializes the rows of
 -- contacts that changed after each compaction batch, so a lookup never scans events.
 -- Sources: imported contacts, identify and registration traits (per field, the latest observation
 -- wins), complete_transaction events, flow sends (delivered sends are campaigns received, and delivered
@@ -79,7 +79,7 @@ CREATE OR REPLACE MACRO latest_value(old, old_at, new, new_at) AS
   CASE WHEN new IS NOT NULL AND (old IS NULL OR new_at >= old_at) THEN new ELSE old END;
 
 -- profiles_for(org_slug, emails, folded) computes the rows of some contacts (the filter reaches every
--- source scan), folded being folded_through(); the view profiles is every contact.
+-- source scan), folded being folded_through(); the view profiles (org_relations.sql) is every contact.
 CREATE OR REPLACE MACRO profiles_for(org_slug, emails, folded) AS TABLE
 WITH scoped_contacts AS (
   SELECT * FROM contacts
@@ -132,4 +132,3 @@ SELECT k.org,
   LEFT JOIN orders o ON o.org = k.org AND o.email = k.email
   LEFT JOIN sends s ON s.org = k.org AND s.email = k.email;
 
-CREATE OR REPLACE VIEW profiles AS SELECT * FROM profiles_for(NULL::VARCHAR, NULL::VARCHAR[], folded_through());

@@ -1,8 +1,8 @@
--- Storage layout of the orgs' data (SPEC 5), DATA_DIR/audience.duckdb. Applied at start by
--- src/db/migrate.ts, every statement idempotent. One DuckDB file holds every org's events, profiles and
--- flows; each row carries its org, and every read path filters by it. Orgs, partner credentials and
--- tokens are not here: they are the control plane (pipelines/control.sql, DATA_DIR/control.duckdb), which
--- untrusted trigger and segment SQL never runs against.
+-- Storage layout of one org's data (SPEC 5): DATA_DIR/orgs/<org>.duckdb, one file per org, holding its
+-- events, identities, quarantine, contacts, profile aggregates, triggers, flows and sends, and its own
+-- position in the event log. Applied when the file is opened (src/storage/migrate.ts), every statement
+-- idempotent. Rows keep their org column (the file was once shared by every org). Orgs, partner
+-- credentials and tokens are not here: they are the control plane (pipelines/control.sql).
 
 -- (No semicolons inside comments here: DuckDB splits statements before it strips comments.)
 -- The org settings that shape its data here (the currency symbol of total_lifetime_value_jde), copied

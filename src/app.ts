@@ -14,10 +14,12 @@ import type { Config } from './config.js';
 import { type Context, createContext } from './context.js';
 import { type DataDirLock, duckdbLockProblem, lockDataDir } from './data-dir-lock.js';
 import type { Database } from './db/database.js';
-import { openStorage } from './db/open-storage.js';
-import { migrate } from './db/migrate.js';
-import { CONTROL_FILE, moveControlTables, openControlPlane } from './control/control-plane.js';
-import type { StorageWorker } from './db/storage-client.js';
+import { openStorage, type Storage } from './storage/open-storage.js';
+import { writeOrgSettings } from './storage/migrate.js';
+import { openControlPlane } from './storage/control-plane.js';
+import type { OrgStorage } from './storage/org-storage.js';
+import { SINGLE_FILE, SPLIT_SUFFIX, splitSingleFile } from './storage/split-single-file.js';
+import type { StorageWorker } from './storage/storage-client.js';
 import { registerJsonBodyParser } from './http/json-body.js';
 import { loggerOptions } from './http/logger.js';
 import { httpTimeouts } from './http/timeouts.js';
@@ -59,8 +61,10 @@ const QUERIES_POLL_MS = 1000;
 export interface Audience {
   config: Config;
   ctx: Context;
-  /** The orgs' data (audience.duckdb): events, profiles, triggers, flows. */
-  db: Database;
+  /** Each org's database (DATA_DIR/orgs/<org>.duckdb): events, profiles, triggers, flows, sends. */
+  storage: OrgStorage;
+  /** Org databases open now, and the most open at once since start. */
+  poolStats: Storage['poolStats'];
   /** The control plane (control.duckdb): orgs, partner credentials, tokens. */
   control: Database;
   log: LogBackend;
@@ -121,6 +125,9 @@ async function buildLockedApp(config: Config, ctx: Context, dataDirLock: DataDir
   const roles = new Set(config.roles);
   const metrics = createMetrics();
   const adminKey = resolveAdminKey(config.adminKey, config.dataDir, ctx);
+  // A DATA_DIR from before per-org storage is split first, before anything opens its files.
+  const split = await splitSingleFile(config.dataDir);
+  if (split) app.log.info({ orgs: split.length }, `split ${SINGLE_FILE} into one database per org (the old file is kept as ${SINGLE_FILE}${SPLIT_SUFFIX})`);
   const log = await openLog({
     natsUrl: config.natsUrl,
     dataDir: config.dataDir,
@@ -128,7 +135,7 @@ async function buildLockedApp(config: Config, ctx: Context, dataDirLock: DataDir
     onTornTail: (tail) => app.log.warn({ tail }, 'embedded log: cut a torn tail left by a crash'),
   });
   // The refresher is made below; compaction only commits once started, at the end of the build.
-  const { db, compaction: compactor, worker: storageWorker } = await openStorage({
+  const storage = await openStorage({
     config,
     ctx,
     log,
@@ -139,17 +146,17 @@ async function buildLockedApp(config: Config, ctx: Context, dataDirLock: DataDir
     await log.close();
     throw error;
   });
+  const { orgs: orgData, compaction: compactor, worker: storageWorker } = storage;
   const committer = new GroupCommitter(log, {
     onWrite: (seconds) => metrics.logAppendSeconds.observe(seconds),
   });
-  const health = serviceHealth({ db, log, worker: storageWorker, dataDir: config.dataDir });
   const registry = new PartnerRegistry();
-  const materializer = new ProfileMaterializer(db, new ProfileIndex());
+  const materializer = new ProfileMaterializer(orgData, new ProfileIndex());
   let control: Database | undefined;
   let tokens: TokenStore | undefined;
   const refresher = new ProfileRefresher(materializer, (err) => app.log.error({ err }, 'profile refresh failed'));
   const signingKey = resolveWebhookSigningKey(config.webhookSigningKey, config.dataDir, ctx.randomBytes);
-  const flows = new FlowStore(db, ctx);
+  const flows = new FlowStore(orgData, ctx);
   let triggers: TriggerStore | undefined;
   let runner: FlowRunner | undefined;
   let dispatcher: SendDispatcher | undefined;
@@ -181,7 +188,7 @@ async function buildLockedApp(config: Config, ctx: Context, dataDirLock: DataDir
       () => refresher.settled(),
       () => tokens?.close(),
       () => log.close(),
-      () => db.close(),
+      () => storage.close(),
       () => control?.close(),
       () => dataDirLock.release(),
     ];
@@ -199,30 +206,31 @@ async function buildLockedApp(config: Config, ctx: Context, dataDirLock: DataDir
 
   try {
     control = await openControlPlane(config.dataDir);
-    const moved = await moveControlTables(db, control);
-    if (moved > 0) app.log.info({ rows: moved }, `moved orgs, credentials and tokens into ${CONTROL_FILE}`);
-    const orgs = new OrgStore(control, db, registry, ctx, {
+    const health = serviceHealth({ control, log, worker: storageWorker, dataDir: config.dataDir });
+    const orgs = new OrgStore(control, orgData, registry, ctx, {
       customFieldsOf: (org) => materializer.index.customFields(org),
       onProfileSettingsChanged: (org) => materializer.refreshOrg(org),
     });
     await orgs.load();
-    await migrate(db, await orgs.list());
-    await materializer.loadAll();
-    const contacts = new ContactStore(db, ctx);
+    // Each org's database is opened once for all of its loads (at most ORG_DATABASES_MAX_OPEN stay open).
+    const slugs = (await orgs.list()).map((org) => org.slug);
+    for (const org of await orgs.list()) await writeOrgSettings(orgData.org(org.slug), org);
+    await materializer.load(slugs);
+    const contacts = new ContactStore(orgData, ctx);
     tokens = new TokenStore(control, ctx, { onFlushError: (err) => app.log.warn({ err }, 'token lastUsedAt flush failed') });
     await tokens.load();
-    triggers = new TriggerStore(db, ctx, {
+    triggers = new TriggerStore(orgData, ctx, {
       queriesDir: config.queriesDir,
       logger: app.log,
       orgExists: (slug) => orgs.cached(slug) !== undefined,
       timeoutMs: config.triggerTimeoutMs,
     });
-    await triggers.load();
+    await triggers.load(slugs);
     await triggers.scan();
-    await flows.load();
+    await flows.load(slugs);
     if (channels && renderer) {
       dispatcher = new SendDispatcher({
-        db,
+        orgs: orgData,
         ctx,
         channels,
         policy: { maxAttempts: config.webhookMaxAttempts, baseDelayMs: config.webhookBackoffMs, maxDelayMs: 60 * 60 * 1000 },
@@ -231,7 +239,7 @@ async function buildLockedApp(config: Config, ctx: Context, dataDirLock: DataDir
         onDelivered: (org, emails) => refresher.enqueue(emails.map((email) => ({ org, email }))),
       });
       runner = new FlowRunner({
-        db,
+        orgs: orgData,
         ctx,
         flows,
         triggers,
@@ -247,7 +255,7 @@ async function buildLockedApp(config: Config, ctx: Context, dataDirLock: DataDir
     }
 
     app.decorate('audience', {
-      config, ctx, db, control, log, committer, compactor, orgs, metrics, health, storageWorker, adminKey, materializer, refresher, tokens, triggers, flows, runner, dispatcher, renderer,
+      config, ctx, storage: orgData, poolStats: storage.poolStats, control, log, committer, compactor, orgs, metrics, health, storageWorker, adminKey, materializer, refresher, tokens, triggers, flows, runner, dispatcher, renderer,
     });
 
     registerOpsRoutes(app, { health, log, metrics });
@@ -266,12 +274,12 @@ async function buildLockedApp(config: Config, ctx: Context, dataDirLock: DataDir
       await app.register(async (admin) => {
         admin.addHook('onRequest', adminAuth(adminKey.hash));
         registerOrgRoutes(admin, orgs);
-        registerInspectRoutes(admin, db, orgs);
+        registerInspectRoutes(admin, orgData, orgs);
         registerImportRoutes(admin, { orgs, contacts, materializer });
         registerTokenRoutes(admin, { tokens: tokens!, orgs });
-        registerTriggerRoutes(admin, { db, ctx, orgs, triggers: triggers!, timeoutMs: config.triggerTimeoutMs });
+        registerTriggerRoutes(admin, { storage: orgData, ctx, orgs, triggers: triggers!, timeoutMs: config.triggerTimeoutMs });
         registerFlowRoutes(admin, {
-          db,
+          storage: orgData,
           orgs,
           flows,
           triggers: triggers!,
@@ -287,7 +295,7 @@ async function buildLockedApp(config: Config, ctx: Context, dataDirLock: DataDir
     await compactor?.start();
     if (runner && dispatcher) {
       triggers.watch(QUERIES_POLL_MS);
-      await dispatcher.resumePending();
+      await dispatcher.resumePending(slugs);
       renderer?.start();
       runner.start();
     }

@@ -3,7 +3,7 @@
  * keys and JSON types, latest samples, and the quarantine with its reasons.
  */
 import type { FastifyInstance } from 'fastify';
-import type { Database } from '../db/database.js';
+import type { OrgStorage } from '../storage/org-storage.js';
 import { limitOf } from './route-params.js';
 import { isEnvironment } from '../domain.js';
 import { AppError } from '../errors.js';
@@ -35,17 +35,17 @@ function envFilter(env: string | undefined): string | null {
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
-export function registerInspectRoutes(app: FastifyInstance, db: Database, orgs: OrgStore): void {
+export function registerInspectRoutes(app: FastifyInstance, storage: OrgStorage, orgs: OrgStore): void {
   app.get<{ Params: { slug: string }; Querystring: Query }>('/admin/v1/orgs/:slug/events/types', { schema: query }, async (request) => {
     const org = (await orgs.get(request.params.slug)).slug;
     const env = envFilter(request.query.env);
-    const counts = await db.all<{ event_name: string; environment: string; n: bigint; last_seen: Date }>(
+    const counts = await storage.org(org).all<{ event_name: string; environment: string; n: bigint; last_seen: Date }>(
       `SELECT event_name, environment, count(*) AS n, max(received_at) AS last_seen
          FROM events WHERE org = $1 AND ($2::VARCHAR IS NULL OR environment = $2)
         GROUP BY ALL ORDER BY last_seen DESC`,
       [org, env],
     );
-    const keys = await db.all<PropertyKeyRow>(
+    const keys = await storage.org(org).all<PropertyKeyRow>(
       `WITH recent AS (
          SELECT event_name, environment, properties,
                 row_number() OVER (PARTITION BY event_name, environment ORDER BY received_at DESC) AS rn
@@ -71,7 +71,7 @@ export function registerInspectRoutes(app: FastifyInstance, db: Database, orgs: 
     const org = (await orgs.get(request.params.slug)).slug;
     const env = envFilter(request.query.env);
     const limit = limitOf(request.query.limit, 20, 500);
-    const rows = await db.all<{
+    const rows = await storage.org(org).all<{
       message_id: string;
       event_name: string;
       email: string | null;
@@ -103,7 +103,7 @@ export function registerInspectRoutes(app: FastifyInstance, db: Database, orgs: 
     const org = (await orgs.get(request.params.slug)).slug;
     const env = envFilter(request.query.env);
     const limit = limitOf(request.query.limit, 100, 1000);
-    const rows = await db.all<{ id: string; code: string; errors: string; environment: string; received_at: Date; raw: string }>(
+    const rows = await storage.org(org).all<{ id: string; code: string; errors: string; environment: string; received_at: Date; raw: string }>(
       `SELECT id, code, errors, environment, received_at, raw FROM quarantine
         WHERE org = $1 AND ($2::VARCHAR IS NULL OR environment = $2)
         ORDER BY quarantined_at DESC, received_at DESC LIMIT $3`,

@@ -1,17 +1,19 @@
 /**
- * The compactor: tails the event log from the position saved in DuckDB and writes events, pending
- * identities and quarantine rows (plan-batch.ts → write-batch.ts). The position lives in DuckDB, in
- * the same transaction as the rows, so there is no separate log ack to lose: exactly-once into DuckDB.
+ * The compactor: tails the event log and writes each org's events, pending identities and quarantine
+ * rows into that org's own database (plan-batch.ts → write-batch.ts). Each org's database holds its own
+ * log position, written in the same transaction as its rows, so every org is exactly-once by itself: a
+ * crash between two orgs' commits replays the batch, and each org skips the records it already holds.
+ * Reading restarts from the checkpoint (storage/checkpoint.ts), the position every org has reached.
  */
 import type { Context } from '../context.js';
-import type { Database } from '../db/database.js';
 import type { LogBackend, LogReader } from '../log/types.js';
 import { DEDUPE_WINDOW_MS, DedupeWindow, dedupeKey } from './dedupe-window.js';
 import { foldContactActivity } from './fold-contact-activity.js';
 import { IdentityMap, clientKey } from './identity-map.js';
-import { type PlanState, planBatch } from './plan-batch.js';
+import { type PlanState, type SeqEntry, entriesByOrg, planEntries } from './plan-batch.js';
 import { SeqWaiters } from './seq-waiters.js';
 import { CURSOR_NAME, writeBatch } from './write-batch.js';
+import type { Database } from '../db/sql.js';
 
 /**
  * Events per transaction: large enough for appender throughput, small enough that one commit stays in
@@ -70,24 +72,35 @@ export interface Compaction {
 }
 
 export interface CompactorDeps {
-  db: Database;
+  /** Each org's database. */
+  orgs: { org(slug: string): Database; slugs(): Promise<string[]> };
+  /** The position every org has reached (storage/checkpoint.ts). */
+  checkpoint: { read(): number; write(seq: number): void };
   log: Pick<LogBackend, 'openReader' | 'headSeq'>;
   ctx: Context;
   metrics: CompactorMetrics;
   logger: { error(details: object, message: string): void };
-  /** Runs after each commit, before waiters are told (e.g. queues the touched profiles for refresh). */
+  /** Runs after each batch, before waiters are told (e.g. queues the touched profiles for refresh). */
   afterCommit?: (report: CommitReport) => Promise<void>;
   /** Told the committed position whenever it may have moved (the storage worker reports it). */
   onProgress?: (seq: number) => void;
 }
 
+/** What the compactor keeps of one org between batches, loaded from the org's database. */
+interface OrgState {
+  plan: PlanState;
+  /** The log seq up to which the org's database holds its entries (its log_cursor). */
+  cursor: number;
+  lastVisibleAtMicros: bigint;
+  nextSweepAt: number;
+  nextFoldAt: number;
+}
+
 export class Compactor implements Compaction {
-  private state!: PlanState;
+  private readonly orgStates = new Map<string, Promise<OrgState>>();
   private reader: LogReader | undefined;
+  /** The checkpoint: every org holds its entries up to here. */
   private cursor = 0;
-  private lastVisibleAtMicros = 0n;
-  private nextSweepAt = 0;
-  private nextFoldAt = 0;
   /** performance.now() of the last read that returned records, and whether it filled its batch. */
   private lastBatchReadAt = 0;
   private behind = false;
@@ -130,13 +143,12 @@ export class Compactor implements Compaction {
         if (records.length > 0) this.lastBatchReadAt = performance.now();
         await this.commit(records);
       } catch (error) {
-        // State in memory may be ahead of DuckDB now: rebuild it from what was committed and replay.
-        this.deps.logger.error({ err: error }, 'compaction batch failed; replaying from the saved position');
+        // State in memory may be ahead of the databases now: rebuild it from what was committed and replay.
+        this.deps.logger.error({ err: error }, 'compaction batch failed; replaying from the saved positions');
         await this.reader?.close().catch(() => undefined);
         this.reader = undefined;
         await new Promise((r) => setTimeout(r, RETRY_AFTER_FAILURE_MS));
         await this.loadState().catch((e) => this.deps.logger.error({ err: e }, 'reloading compactor state failed'));
-        // The failed step may have come after COMMIT: the reloaded cursor can satisfy waiters.
         this.notifyWaiters();
       }
     }
@@ -144,29 +156,55 @@ export class Compactor implements Compaction {
 
   private async commit(records: Awaited<ReturnType<LogReader['read']>>): Promise<void> {
     const now = this.deps.ctx.clock.now();
-    if (records.length === 0 && !this.sweepDue(now)) return;
-    const plan = await planBatch(records, this.state);
-    const sweepExpired = this.sweepDue(now);
-    if (sweepExpired) this.nextSweepAt = now + SWEEP_INTERVAL_MS;
+    const byOrg = await entriesByOrg(records);
     if (records.length > 0) {
-      const entries = plan.events.length + plan.pending.length + plan.quarantine.length + plan.duplicates;
+      const entries = [...byOrg.values()].reduce((sum, list) => sum + list.length, 0);
       const observed = entries / records.length;
       this.entriesPerRecord = this.entriesPerRecord === undefined ? observed : 0.7 * this.entriesPerRecord + 0.3 * observed;
     }
-    if (records.length === 0) plan.lastSeq = this.cursor;
+    const lastSeq = records.length > 0 ? records[records.length - 1]!.seq : this.cursor;
+    const touched: CommitReport['touched'] = [];
+    for (const org of await this.orgsToWrite(byOrg, now)) {
+      touched.push(...(await this.commitOrg(org, byOrg.get(org) ?? [], lastSeq, now)));
+    }
+    if (lastSeq > this.cursor) this.deps.checkpoint.write(lastSeq);
+    this.cursor = lastSeq;
+    if (touched.length > 0) await this.runAfterCommit({ touched, backlog: this.behind });
+    if (records.length > 0) await this.updateLag();
+    this.notifyWaiters();
+  }
+
+  /** Orgs with entries in this batch, and orgs whose expired pending identities are due a sweep. */
+  private async orgsToWrite(byOrg: Map<string, unknown>, now: number): Promise<string[]> {
+    const orgs = new Set(byOrg.keys());
+    for (const [org, loading] of this.orgStates) {
+      if (sweepDue(await loading, now)) orgs.add(org);
+    }
+    return [...orgs];
+  }
+
+  /** One org's share of a batch, in one transaction of its database with its new position. */
+  private async commitOrg(org: string, batch: readonly SeqEntry[], lastSeq: number, now: number): Promise<CommitReport['touched']> {
+    const state = await this.stateOf(org);
+    // Records the org's database already holds (a batch replayed after a crash or failure) are skipped.
+    const entries = batch.filter((e) => e.seq > state.cursor);
+    const sweepExpired = sweepDue(state, now);
+    if (entries.length === 0 && !sweepExpired) return [];
+    const plan = await planEntries(entries, state.plan);
+    plan.lastSeq = entries.length > 0 ? lastSeq : state.cursor;
+    if (sweepExpired) state.nextSweepAt = now + SWEEP_INTERVAL_MS;
     const started = process.hrtime.bigint();
-    const outcome = await writeBatch(this.deps.db, plan, now, this.lastVisibleAtMicros, sweepExpired);
+    const db = this.deps.orgs.org(org);
+    const outcome = await writeBatch(db, plan, now, state.lastVisibleAtMicros, sweepExpired);
     this.deps.metrics.compactionBatchSeconds.observe(Number(process.hrtime.bigint() - started) / 1e9);
-    this.lastVisibleAtMicros = outcome.visibleAtMicros;
-    this.cursor = plan.lastSeq;
-    for (const key of outcome.pendingResolved) this.decrementPending(key);
+    state.lastVisibleAtMicros = outcome.visibleAtMicros;
+    state.cursor = plan.lastSeq;
+    for (const key of outcome.pendingResolved) decrementPending(state.plan, key);
     for (const q of outcome.quarantined) this.deps.metrics.eventsQuarantined.inc({ code: q.code });
     this.deps.metrics.duplicatesDropped.inc(plan.duplicates);
-    this.state.dedupe.prune(now);
-    if (outcome.events > 0 && now >= this.nextFoldAt) await this.fold(now);
-    if (outcome.touched.length > 0) await this.runAfterCommit({ touched: outcome.touched, backlog: this.behind });
-    await this.updateLag();
-    this.notifyWaiters();
+    state.plan.dedupe.prune(now);
+    if (outcome.events > 0 && now >= state.nextFoldAt) await this.fold(db, state, now);
+    return outcome.touched;
   }
 
   /** Under steady traffic, batches start MIN_COMMIT_INTERVAL_MS apart; a backlog is read at once. */
@@ -185,13 +223,13 @@ export class Compactor implements Compaction {
     }
   }
 
-  private async fold(now: number): Promise<void> {
+  private async fold(db: Database, state: OrgState, now: number): Promise<void> {
     const started = performance.now();
     try {
-      await this.deps.db.transaction(foldContactActivity);
-      this.nextFoldAt = now + Math.max(FOLD_INTERVAL_MS, (performance.now() - started) / FOLD_SHARE);
+      await db.transaction(foldContactActivity);
+      state.nextFoldAt = now + Math.max(FOLD_INTERVAL_MS, (performance.now() - started) / FOLD_SHARE);
     } catch (error) {
-      this.nextFoldAt = now + FOLD_INTERVAL_MS;
+      state.nextFoldAt = now + FOLD_INTERVAL_MS;
       // The batch is committed and profiles stay exact without the fold; the next one catches up.
       this.deps.logger.error({ err: error }, 'folding contact activity failed');
     }
@@ -211,58 +249,79 @@ export class Compactor implements Compaction {
     return Math.max(1, Math.min(MAX_RECORDS_PER_BATCH, Math.round(TARGET_EVENTS_PER_BATCH / this.entriesPerRecord)));
   }
 
-  /** Expired pending identities are looked for at most every SWEEP_INTERVAL_MS, and only if any exist. */
-  private sweepDue(now: number): boolean {
-    return this.state.pendingByClient.size > 0 && now >= this.nextSweepAt;
-  }
-
-  private decrementPending(key: string): void {
-    const left = (this.state.pendingByClient.get(key) ?? 1) - 1;
-    if (left > 0) this.state.pendingByClient.set(key, left);
-    else this.state.pendingByClient.delete(key);
-  }
-
   private notifyWaiters(): void {
     this.deps.onProgress?.(this.cursor);
     this.waiters.reached(this.cursor);
   }
 
+  /** The checkpoint, and the state of every org with a database (so expired pending rows are swept). */
   private async loadState(): Promise<void> {
-    const { db, ctx } = this.deps;
-    // Created once here, so each commit only updates it (write-batch.ts).
-    await db.run('INSERT OR IGNORE INTO log_cursor VALUES ($1, 0, NULL)', [CURSOR_NAME]);
-    const cursorRows = await db.all<{ seq: bigint; visible_us: bigint | null }>(
-      'SELECT seq, epoch_us(visible_at) AS visible_us FROM log_cursor WHERE name = $1',
-      [CURSOR_NAME],
-    );
-    this.cursor = Number(cursorRows[0]?.seq ?? 0n);
-    this.lastVisibleAtMicros = cursorRows[0]?.visible_us ?? 0n;
-
-    const dedupe = new DedupeWindow();
-    const since = BigInt(ctx.clock.now() - DEDUPE_WINDOW_MS);
-    const seen = await db.all<{ org: string; environment: string; message_id: string; seen_ms: bigint }>(
-      `SELECT org, environment, message_id, epoch_ms(received_at) AS seen_ms FROM events WHERE epoch_ms(received_at) > $1
-       UNION ALL
-       SELECT org, environment, message_id, epoch_ms(received_at) FROM pending_identity WHERE epoch_ms(received_at) > $1
-       ORDER BY seen_ms`,
-      [since],
-    );
-    for (const s of seen) dedupe.checkAndRecord(dedupeKey(s.org, s.environment, s.message_id), Number(s.seen_ms));
-
-    const identities = new IdentityMap();
-    const mappings = await db.all<{ org: string; environment: string; client_id: string; email: string; received_ms: bigint }>(
-      'SELECT org, environment, client_id, email, epoch_ms(received_at) AS received_ms FROM identify_mappings',
-    );
-    for (const m of mappings) {
-      identities.record({ org: m.org, environment: m.environment, clientId: m.client_id, email: m.email, receivedAt: Number(m.received_ms) });
-    }
-
-    const pendingByClient = new Map<string, number>();
-    const pending = await db.all<{ org: string; environment: string; client_id: string; n: bigint }>(
-      'SELECT org, environment, client_id, count(*) AS n FROM pending_identity GROUP BY ALL',
-    );
-    for (const p of pending) pendingByClient.set(clientKey(p.org, p.environment, p.client_id), Number(p.n));
-
-    this.state = { dedupe, identities, pendingByClient };
+    this.orgStates.clear();
+    this.cursor = this.deps.checkpoint.read();
+    for (const org of await this.deps.orgs.slugs()) await this.stateOf(org);
   }
+
+  private stateOf(org: string): Promise<OrgState> {
+    let loading = this.orgStates.get(org);
+    if (!loading) {
+      loading = loadOrgState(this.deps.orgs.org(org), this.deps.ctx.clock.now());
+      this.orgStates.set(org, loading);
+      loading.catch(() => this.orgStates.delete(org));
+    }
+    return loading;
+  }
+}
+
+/** Expired pending identities are looked for at most every SWEEP_INTERVAL_MS, and only if any exist. */
+function sweepDue(state: OrgState, now: number): boolean {
+  return state.plan.pendingByClient.size > 0 && now >= state.nextSweepAt;
+}
+
+function decrementPending(plan: PlanState, key: string): void {
+  const left = (plan.pendingByClient.get(key) ?? 1) - 1;
+  if (left > 0) plan.pendingByClient.set(key, left);
+  else plan.pendingByClient.delete(key);
+}
+
+async function loadOrgState(db: Database, now: number): Promise<OrgState> {
+  // Created once here, so each commit only updates it (write-batch.ts).
+  await db.run('INSERT OR IGNORE INTO log_cursor VALUES ($1, 0, NULL)', [CURSOR_NAME]);
+  const [cursor] = await db.all<{ seq: bigint; visible_us: bigint | null }>(
+    'SELECT seq, epoch_us(visible_at) AS visible_us FROM log_cursor WHERE name = $1',
+    [CURSOR_NAME],
+  );
+
+  const dedupe = new DedupeWindow();
+  const since = BigInt(now - DEDUPE_WINDOW_MS);
+  const seen = await db.all<{ org: string; environment: string; message_id: string; seen_ms: bigint }>(
+    `SELECT org, environment, message_id, epoch_ms(received_at) AS seen_ms FROM events WHERE epoch_ms(received_at) > $1
+     UNION ALL
+     SELECT org, environment, message_id, epoch_ms(received_at) FROM pending_identity WHERE epoch_ms(received_at) > $1
+     ORDER BY seen_ms`,
+    [since],
+  );
+  for (const s of seen) dedupe.checkAndRecord(dedupeKey(s.org, s.environment, s.message_id), Number(s.seen_ms));
+
+  const identities = new IdentityMap();
+  const mappings = await db.all<{ org: string; environment: string; client_id: string; email: string; received_ms: bigint }>(
+    'SELECT org, environment, client_id, email, epoch_ms(received_at) AS received_ms FROM identify_mappings',
+  );
+  for (const m of mappings) {
+    identities.record({ org: m.org, environment: m.environment, clientId: m.client_id, email: m.email, receivedAt: Number(m.received_ms) });
+  }
+
+  const pendingByClient = new Map<string, number>();
+  const pending = await db.all<{ org: string; environment: string; client_id: string; n: bigint }>(
+    'SELECT org, environment, client_id, count(*) AS n FROM pending_identity GROUP BY ALL',
+  );
+  for (const p of pending) pendingByClient.set(clientKey(p.org, p.environment, p.client_id), Number(p.n));
+
+  return {
+    plan: { dedupe, identities, pendingByClient },
+    cursor: Number(cursor?.seq ?? 0n),
+    lastVisibleAtMicros: cursor?.visible_us ?? 0n,
+    nextSweepAt: 0,
+    // Opening the database folded what was there (storage/migrate.ts): the next fold is due later.
+    nextFoldAt: now + FOLD_INTERVAL_MS,
+  };
 }

@@ -1,6 +1,6 @@
 /**
- * Decides, for one batch of log records in log order, what each entry becomes: an event row, a
- * pending row (waiting for identity), a quarantine row, or nothing (a duplicate). Outcomes are values.
+ * Decides, for one org's entries of a batch of log records in log order, what each becomes: an event
+ * row, a pending row (waiting for identity), a quarantine row, or nothing (a duplicate). Outcomes are values.
  */
 import type { DedupeWindow } from './dedupe-window.js';
 import { dedupeKey } from './dedupe-window.js';
@@ -54,15 +54,34 @@ export interface PlanState {
   pendingByClient: Map<string, number>;
 }
 
-export async function planBatch(records: StoredRecord[], state: PlanState): Promise<BatchPlan> {
+/** One log entry with the seq of the record that carried it. */
+export interface SeqEntry {
+  seq: number;
+  entry: LogEntry;
+}
+
+/** Decodes records into their entries, grouped by org, in log order. */
+export async function entriesByOrg(records: StoredRecord[]): Promise<Map<string, SeqEntry[]>> {
+  const byOrg = new Map<string, SeqEntry[]>();
+  let decoded = 0;
+  for (const record of records) {
+    for (const entry of decodeRecord(record.payload)) {
+      const entries = byOrg.get(entry.org);
+      if (entries) entries.push({ seq: record.seq, entry });
+      else byOrg.set(entry.org, [{ seq: record.seq, entry }]);
+      if (++decoded % YIELD_EVERY === 0) await yieldNow();
+    }
+  }
+  return byOrg;
+}
+
+/** One org's entries, in log order, planned against its state; `lastSeq` is the caller's to set. */
+export async function planEntries(entries: readonly SeqEntry[], state: PlanState): Promise<BatchPlan> {
   const plan: BatchPlan = { events: [], pending: [], quarantine: [], mappings: [], releases: [], duplicates: 0, lastSeq: 0 };
   let planned = 0;
-  for (const record of records) {
-    plan.lastSeq = record.seq;
-    for (const entry of decodeRecord(record.payload)) {
-      planEntry(entry, record.seq, state, plan);
-      if (++planned % YIELD_EVERY === 0) await yieldNow();
-    }
+  for (const { seq, entry } of entries) {
+    planEntry(entry, seq, state, plan);
+    if (++planned % YIELD_EVERY === 0) await yieldNow();
   }
   return plan;
 }

@@ -14,7 +14,7 @@ import {
   type DuckDBTimestampTZValue,
 } from '@duckdb/node-api';
 import { type AppendTarget, type Database, type Params, type Row, type RowAppender, type RowPage, type Sql, inTransaction } from './sql.js';
-import { MAX_ABANDONED, SandboxBusy, type UntrustedHandle, withDeadline } from './untrusted.js';
+import { SandboxBusy, UntrustedBudget, type UntrustedHandle, withDeadline } from './untrusted.js';
 import { YIELD_EVERY, yieldNow } from './yield-now.js';
 
 export type { Database, Params, Row, Sql } from './sql.js';
@@ -24,6 +24,10 @@ const CLOSE_WAIT_FOR_ABANDONED_MS = 30_000;
 
 export interface DatabaseOptions {
   memoryLimit?: string;
+  /** DuckDB's worker threads for this instance. Default: DuckDB's (the cores). */
+  threads?: number;
+  /** Shared by the instances of a process (see untrusted.ts). Default: one of its own. */
+  untrustedBudget?: UntrustedBudget;
 }
 
 export class LocalDatabase implements Database {
@@ -34,9 +38,10 @@ export class LocalDatabase implements Database {
   private constructor(
     private readonly instance: DuckDBInstance,
     private readonly connection: DuckDBConnection,
+    budget: UntrustedBudget,
   ) {
     this.sql = new LocalSql(connection);
-    this.untrustedConnections = new UntrustedConnections(instance);
+    this.untrustedConnections = new UntrustedConnections(instance, budget);
   }
 
   static async open(path: string, options: DatabaseOptions = {}): Promise<LocalDatabase> {
@@ -54,9 +59,10 @@ export class LocalDatabase implements Database {
       autoinstall_known_extensions: 'false',
       autoload_known_extensions: 'false',
       memory_limit: options.memoryLimit ?? '4GB',
+      ...(options.threads === undefined ? {} : { threads: String(options.threads) }),
       lock_configuration: 'true',
     });
-    return new LocalDatabase(instance, await instance.connect());
+    return new LocalDatabase(instance, await instance.connect(), options.untrustedBudget ?? new UntrustedBudget());
   }
 
   exclusive<T>(work: (connection: Sql) => Promise<T>): Promise<T> {
@@ -101,14 +107,16 @@ export class LocalDatabase implements Database {
 /** Connections for untrusted SQL: reused while they finish in time; see untrusted.ts. */
 class UntrustedConnections {
   private idle: DuckDBConnection[] = [];
-  private abandoned = 0;
   /** Abandoned connections still running, each settling once DuckDB returns and it is closed. */
   private readonly running = new Set<Promise<void>>();
 
-  constructor(private readonly instance: DuckDBInstance) {}
+  constructor(
+    private readonly instance: DuckDBInstance,
+    private readonly budget: UntrustedBudget,
+  ) {}
 
   async acquire(): Promise<UntrustedHandle> {
-    if (this.abandoned >= MAX_ABANDONED) throw new SandboxBusy();
+    if (this.budget.abandoned >= this.budget.max) throw new SandboxBusy();
     const connection = this.idle.pop() ?? (await this.instance.connect());
     const sql = new LocalSql(connection);
     return {
@@ -116,10 +124,10 @@ class UntrustedConnections {
       interrupt: () => connection.interrupt(),
       release: () => this.idle.push(connection),
       abandon: () => {
-        this.abandoned++;
+        this.budget.abandoned++;
         connection.interrupt();
         const closed = sql.settled().then(() => {
-          this.abandoned--;
+          this.budget.abandoned--;
           connection.closeSync();
         });
         this.running.add(closed);

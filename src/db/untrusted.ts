@@ -21,6 +21,15 @@ export class QueryTimeout extends Error {
   }
 }
 
+/**
+ * How many abandoned connections may exist at once, shared by every DuckDB instance of the process (one
+ * per org): each holds a thread of libuv's one pool.
+ */
+export class UntrustedBudget {
+  abandoned = 0;
+  constructor(readonly max = MAX_ABANDONED) {}
+}
+
 export class SandboxBusy extends Error {
   constructor(message = `${MAX_ABANDONED} untrusted queries are still running past their time limit`) {
     super(message);

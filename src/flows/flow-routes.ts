@@ -6,7 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import { limitOf, slugParams, slugSchema } from '../admin/route-params.js';
 import { parseIdentity } from '../audience/parse-identity.js';
 import { webhookSecretFor } from '../channels/webhook-signing.js';
-import type { Database } from '../db/database.js';
+import type { OrgStorage } from '../storage/org-storage.js';
 import { AppError } from '../errors.js';
 import type { OrgStore } from '../orgs/org-store.js';
 import type { ProfileIndex } from '../profiles/profile-index.js';
@@ -29,7 +29,7 @@ type ListQuery = { identity?: string; status?: string; limit?: string };
 export function registerFlowRoutes(
   app: FastifyInstance,
   deps: {
-    db: Database;
+    storage: OrgStorage;
     orgs: OrgStore;
     flows: FlowStore;
     triggers: TriggerStore;
@@ -40,7 +40,7 @@ export function registerFlowRoutes(
     signingKey: string;
   },
 ): void {
-  const { db, orgs, flows } = deps;
+  const { storage, orgs, flows } = deps;
   const check = async (org: string, body: unknown) => {
     // A trigger or segment file saved a moment ago counts as saved, not as the last poll saw it.
     const named = body as { trigger?: unknown; segmentFilter?: { segment?: unknown } } | null;
@@ -102,7 +102,7 @@ export function registerFlowRoutes(
       const org = await orgs.get(request.params.slug);
       flows.get(org.slug, request.params.id);
       const email = emailOf(org.slug, request.query.identity, deps.profiles);
-      const rows = await db.all(
+      const rows = await storage.org(org.slug).all(
         `SELECT send_id AS "sendId", email, event_id AS "eventId", variant, channel, status, attempts,
                 last_error AS "lastError", trigger_hash AS "triggerHash", created_at AS "createdAt", sent_at AS "sentAt"
            FROM flow_sends
@@ -122,7 +122,7 @@ export function registerFlowRoutes(
       flows.get(org.slug, request.params.id);
       const email = emailOf(org.slug, request.query.identity, deps.profiles);
       const rawIdentity = request.query.identity?.slice(request.query.identity.indexOf(':') + 1) ?? null;
-      const rows = await db.all<Record<string, unknown>>(
+      const rows = await storage.org(org.slug).all<Record<string, unknown>>(
         // A `sent` decision whose delivery then failed or was dead-lettered reads as failed.
         `SELECT d.event_id AS "eventId", d.identity, d.identity_type AS "identityType", d.email,
                 CASE WHEN d.outcome = 'sent' AND s.status IN ('failed', 'dead') THEN 'failed' ELSE d.outcome END AS outcome,

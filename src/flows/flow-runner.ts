@@ -13,7 +13,8 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Row, Sql } from '../db/sql.js';
 import { listValue } from '@duckdb/node-api';
 import type { Context } from '../context.js';
-import { type Database, microsParam, tsParam } from '../db/database.js';
+import { microsParam, tsParam } from '../db/database.js';
+import type { OrgStorage } from '../storage/org-storage.js';
 import { normalizeEmail } from '../domain.js';
 import type { Metrics } from '../ops/metrics.js';
 import { PeriodicTask } from '../periodic-task.js';
@@ -59,7 +60,7 @@ export class FlowRunner {
 
   constructor(
     private readonly deps: {
-      db: Database;
+      orgs: OrgStorage;
       ctx: Context;
       flows: FlowStore;
       triggers: TriggerStore;
@@ -145,7 +146,7 @@ export class FlowRunner {
       };
       // Templates render on the renderer's thread, within its limits; a template over them fails its row.
       const decisions = await renderDecisions(this.deps.renderer, read.rows.map((row) => decide(row, state)));
-      const committed = await this.deps.db.transaction(async (c) => {
+      const committed = await this.deps.orgs.org(org).transaction(async (c) => {
         // Runs of one flow are serialized here; the check keeps a second process or a restarted runner
         // from writing a window twice.
         if ((await this.cursorOf(c, org, id)) !== window.start) return false;
@@ -174,12 +175,12 @@ export class FlowRunner {
   private async nextWindow(flow: FlowRecord): Promise<{ start: bigint; end: bigint } | undefined> {
     const { org } = flow;
     const id = flow.definition.id;
-    const window = await this.deps.db.exclusive(async (c) => {
+    const window = await this.deps.orgs.org(org).exclusive(async (c) => {
       const start = await this.cursorOf(c, org, id);
       return start === undefined ? undefined : { start, end: await newestVisibleAt(c) };
     });
     if (!window || window.end > window.start) return window;
-    await this.deps.db.run('UPDATE flows SET last_run_at = $3, last_error = NULL WHERE org = $1 AND id = $2', [org, id, tsParam(this.deps.ctx.clock.now())]);
+    await this.deps.orgs.org(org).run('UPDATE flows SET last_run_at = $3, last_error = NULL WHERE org = $1 AND id = $2', [org, id, tsParam(this.deps.ctx.clock.now())]);
     return undefined;
   }
 
@@ -198,10 +199,11 @@ export class FlowRunner {
    * runs: every window still ends on a commit, so every event still falls in exactly one window.
    */
   private async readWindow(org: string, trigger: LiveQuery, segment: LiveQuery | undefined, start: bigint, end: bigint): Promise<WindowRead> {
-    const { db, timeoutMs, maxRows } = this.deps;
+    const { timeoutMs, maxRows } = this.deps;
+    const db = this.deps.orgs.org(org);
     const stopQueryTimer = this.deps.metrics.triggerQuerySeconds.startTimer();
     let upTo = end;
-    let page = await withSandbox(db, timeoutMs, (c) => runSandboxed(c, org, trigger.checked, windowOf(start, upTo), maxRows));
+    let page = await withSandbox(db, timeoutMs, (c) => runSandboxed(c, trigger.checked, windowOf(start, upTo), maxRows));
     while (page.truncated) {
       const split = await this.commitInside(org, start, upTo);
       if (split === undefined) {
@@ -211,19 +213,19 @@ export class FlowRunner {
         );
       }
       upTo = split;
-      page = await withSandbox(db, timeoutMs, (c) => runSandboxed(c, org, trigger.checked, windowOf(start, upTo), maxRows));
+      page = await withSandbox(db, timeoutMs, (c) => runSandboxed(c, trigger.checked, windowOf(start, upTo), maxRows));
     }
     stopQueryTimer();
     if (!segment) return { rows: page.rows, end: upTo };
     const segmentLimit = maxRows * SEGMENT_ROWS_PER_TRIGGER_ROW;
-    const members = await withSandbox(db, timeoutMs, (c) => runSandboxed(c, org, segment.checked, windowOf(start, upTo), segmentLimit));
+    const members = await withSandbox(db, timeoutMs, (c) => runSandboxed(c, segment.checked, windowOf(start, upTo), segmentLimit));
     if (members.truncated) throw new QueryFailed(`the segment returns more than ${segmentLimit} rows (${SEGMENT_ROWS_PER_TRIGGER_ROW} × TRIGGER_MAX_ROWS)`);
     return { rows: page.rows, end: upTo, segment: new Set(members.rows.map((r) => normalizeEmail(String(r.email ?? '')))) };
   }
 
   /** A commit (visible_at) of the org strictly inside (start, end): the latest in the first half, else the first one. */
   private async commitInside(org: string, start: bigint, end: bigint): Promise<bigint | undefined> {
-    const [row] = await this.deps.db.all<{ below: bigint | null; first: bigint | null }>(
+    const [row] = await this.deps.orgs.org(org).all<{ below: bigint | null; first: bigint | null }>(
       `SELECT epoch_us(max(visible_at) FILTER (WHERE visible_at <= $4)) AS below, epoch_us(min(visible_at)) AS first
          FROM events WHERE org = $1 AND visible_at > $2 AND visible_at < $3`,
       [org, microsParam(start), microsParam(end), microsParam(start + (end - start) / 2n)],
@@ -233,7 +235,7 @@ export class FlowRunner {
 
   private async usedKeys(org: string, flowId: string, eventIds: string[]): Promise<Set<string>> {
     if (eventIds.length === 0) return new Set();
-    const used = await this.deps.db.all<{ email: string; event_id: string }>(
+    const used = await this.deps.orgs.org(org).all<{ email: string; event_id: string }>(
       'SELECT email, event_id FROM flow_sends WHERE org = $1 AND flow_id = $2 AND event_id IN (SELECT unnest($3::VARCHAR[]))',
       [org, flowId, listValue(eventIds)],
     );
@@ -242,7 +244,7 @@ export class FlowRunner {
 
   private async lastEntries(org: string, flowId: string, emails: string[]): Promise<Map<string, number>> {
     if (emails.length === 0) return new Map();
-    const last = await this.deps.db.all<{ email: string; last_ms: bigint }>(
+    const last = await this.deps.orgs.org(org).all<{ email: string; last_ms: bigint }>(
       'SELECT email, epoch_ms(max(created_at)) AS last_ms FROM flow_sends WHERE org = $1 AND flow_id = $2 AND email IN (SELECT unnest($3::VARCHAR[])) GROUP BY email',
       [org, flowId, listValue(emails)],
     );
@@ -300,7 +302,7 @@ export class FlowRunner {
 
   private async fail(flow: FlowRecord, reason: string): Promise<RunSummary> {
     this.deps.logger.warn({ org: flow.org, flow: flow.definition.id, reason }, 'flow run did not run its window');
-    await this.deps.db.run('UPDATE flows SET last_run_at = $3, last_error = $4 WHERE org = $1 AND id = $2', [
+    await this.deps.orgs.org(flow.org).run('UPDATE flows SET last_run_at = $3, last_error = $4 WHERE org = $1 AND id = $2', [
       flow.org,
       flow.definition.id,
       tsParam(this.deps.ctx.clock.now()),

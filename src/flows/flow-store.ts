@@ -6,7 +6,8 @@
  */
 import type { Sql } from '../db/sql.js';
 import type { Context } from '../context.js';
-import { type Database, microsParam, tsParam } from '../db/database.js';
+import { microsParam, tsParam } from '../db/database.js';
+import type { OrgStorage } from '../storage/org-storage.js';
 import { AppError } from '../errors.js';
 import type { Flow, FlowDefinition } from '../generated/flow.js';
 
@@ -43,12 +44,15 @@ export class FlowStore {
   private readonly flows = new Map<string, FlowRecord>();
 
   constructor(
-    private readonly db: Database,
+    private readonly orgs: OrgStorage,
     private readonly ctx: Context,
   ) {}
 
-  async load(): Promise<void> {
-    for (const row of await this.db.all<FlowRow>(SELECT_FLOWS)) this.remember(fromRow(row));
+  /** The flows of these orgs, from each org's database. */
+  async load(slugs: readonly string[]): Promise<void> {
+    for (const slug of slugs) {
+      for (const row of await this.orgs.org(slug).all<FlowRow>(SELECT_FLOWS)) this.remember(fromRow(row));
+    }
   }
 
   list(org: string): FlowRecord[] {
@@ -68,7 +72,7 @@ export class FlowStore {
   async create(org: string, definition: FlowDefinition): Promise<FlowRecord> {
     if (this.flows.has(key(org, definition.id))) throw new AppError('flow_exists', `flow "${definition.id}" already exists`);
     const now = tsParam(this.ctx.clock.now());
-    await this.db.run("INSERT INTO flows VALUES ($1, $2, $3, 'draft', $4, $4, NULL, NULL, NULL, NULL)", [
+    await this.orgs.org(org).run("INSERT INTO flows VALUES ($1, $2, $3, 'draft', $4, $4, NULL, NULL, NULL, NULL)", [
       org,
       definition.id,
       JSON.stringify(definition),
@@ -80,7 +84,7 @@ export class FlowStore {
   /** Replaces the definition; a live flow uses it from its next run, its cursor unchanged. */
   async replace(org: string, definition: FlowDefinition): Promise<FlowRecord> {
     this.get(org, definition.id);
-    await this.db.run('UPDATE flows SET definition = $3, updated_at = $4 WHERE org = $1 AND id = $2', [
+    await this.orgs.org(org).run('UPDATE flows SET definition = $3, updated_at = $4 WHERE org = $1 AND id = $2', [
       org,
       definition.id,
       JSON.stringify(definition),
@@ -93,7 +97,7 @@ export class FlowStore {
     const flow = this.get(org, id);
     if (flow.status === 'live') return flow;
     const now = tsParam(this.ctx.clock.now());
-    await this.db.transaction(async (c) => {
+    await this.orgs.org(org).transaction(async (c) => {
       if (flow.status === 'draft') {
         // The go-live position: everything visible now is before the flow and never triggers it.
         const cursor = await newestVisibleAt(c);
@@ -113,13 +117,13 @@ export class FlowStore {
   async pause(org: string, id: string): Promise<FlowRecord> {
     const flow = this.get(org, id);
     if (flow.status !== 'live') return flow;
-    await this.db.run("UPDATE flows SET status = 'paused', updated_at = $3 WHERE org = $1 AND id = $2", [org, id, tsParam(this.ctx.clock.now())]);
+    await this.orgs.org(org).run("UPDATE flows SET status = 'paused', updated_at = $3 WHERE org = $1 AND id = $2", [org, id, tsParam(this.ctx.clock.now())]);
     return this.reload(org, id);
   }
 
   /** Re-reads one flow after a write (the runner's cursor advance included). */
   async reload(org: string, id: string): Promise<FlowRecord> {
-    const [row] = await this.db.all<FlowRow>(`${SELECT_FLOWS} WHERE org = $1 AND id = $2`, [org, id]);
+    const [row] = await this.orgs.org(org).all<FlowRow>(`${SELECT_FLOWS} WHERE org = $1 AND id = $2`, [org, id]);
     if (!row) throw new AppError('flow_not_found', `no flow "${id}" in org "${org}"`);
     return this.remember(fromRow(row));
   }

@@ -13,7 +13,8 @@ import { deliverWithRetries, type RetryPolicy } from '../channels/deliver-with-r
 import type { Channels } from '../channels/open-channels.js';
 import type { Delivery, DeliveryResult, RenderedMessage } from '../channels/types.js';
 import type { Context } from '../context.js';
-import { type Database, tsParam } from '../db/database.js';
+import { tsParam } from '../db/database.js';
+import type { OrgStorage } from '../storage/org-storage.js';
 import type { Metrics } from '../ops/metrics.js';
 
 export interface PendingSend {
@@ -52,7 +53,7 @@ export class SendDispatcher {
 
   constructor(
     private readonly deps: {
-      db: Database;
+      orgs: OrgStorage;
       ctx: Context;
       channels: Channels;
       policy: RetryPolicy;
@@ -63,15 +64,19 @@ export class SendDispatcher {
     },
   ) {}
 
-  /** Queues what an earlier process left pending (crash or shutdown mid-delivery). */
-  async resumePending(): Promise<number> {
-    const rows = await this.deps.db.all<{ send_id: string; org: string; flow_id: string; email: string; event_id: string; variant: string | null; content: string }>(
-      "SELECT send_id, org, flow_id, email, event_id, variant, content FROM flow_sends WHERE status = 'pending' ORDER BY created_at",
-    );
-    this.enqueue(
-      rows.map((r) => ({ sendId: r.send_id, org: r.org, flowId: r.flow_id, email: r.email, eventId: r.event_id, variant: r.variant, message: JSON.parse(r.content) as RenderedMessage })),
-    );
-    return rows.length;
+  /** Queues what an earlier process left pending in these orgs (crash or shutdown mid-delivery). */
+  async resumePending(slugs: readonly string[]): Promise<number> {
+    let resumed = 0;
+    for (const slug of slugs) {
+      const rows = await this.deps.orgs.org(slug).all<{ send_id: string; org: string; flow_id: string; email: string; event_id: string; variant: string | null; content: string }>(
+        "SELECT send_id, org, flow_id, email, event_id, variant, content FROM flow_sends WHERE status = 'pending' ORDER BY created_at",
+      );
+      this.enqueue(
+        rows.map((r) => ({ sendId: r.send_id, org: r.org, flowId: r.flow_id, email: r.email, eventId: r.event_id, variant: r.variant, message: JSON.parse(r.content) as RenderedMessage })),
+      );
+      resumed += rows.length;
+    }
+    return resumed;
   }
 
   enqueue(sends: PendingSend[]): void {
@@ -162,12 +167,18 @@ export class SendDispatcher {
   }
 
   private async flush(): Promise<void> {
-    const batch = this.finished;
+    const finished = this.finished;
     this.finished = [];
-    if (batch.length === 0) return;
+    const byOrg = new Map<string, Finished[]>();
+    for (const f of finished) byOrg.set(f.org, [...(byOrg.get(f.org) ?? []), f]);
+    for (const [org, batch] of byOrg) await this.record(org, batch);
+  }
+
+  /** One UPDATE per org database for the sends that finished. */
+  private async record(org: string, batch: Finished[]): Promise<void> {
     const statuses = batch.map((f) => f.result.kind);
     const reasons = batch.map((f) => (f.result.kind === 'delivered' ? null : f.result.reason));
-    await this.deps.db.run(
+    await this.deps.orgs.org(org).run(
       `UPDATE flow_sends AS s
           SET status = u.status, attempts = u.attempts, last_error = u.reason,
               sent_at = CASE WHEN u.status = 'delivered' THEN $5 END
@@ -182,9 +193,8 @@ export class SendDispatcher {
         tsParam(batch[batch.length - 1]!.at),
       ],
     );
-    const delivered = new Map<string, string[]>();
-    for (const f of batch) if (f.result.kind === 'delivered') delivered.set(f.org, [...(delivered.get(f.org) ?? []), f.email]);
-    for (const [org, emails] of delivered) this.deps.onDelivered(org, emails);
+    const delivered = batch.filter((f) => f.result.kind === 'delivered').map((f) => f.email);
+    if (delivered.length > 0) this.deps.onDelivered(org, delivered);
   }
 
   private wakeIdle(): void {

@@ -71,7 +71,7 @@ export interface Config {
    */
   triggerMaxRows: number;
   /**
-   * DUCKDB_MEMORY_LIMIT. Default: 4GB
+   * DUCKDB_MEMORY_LIMIT: memory of all open org databases together. Default: 4GB
    */
   duckdbMemoryLimit: string;
   /**
@@ -90,6 +90,18 @@ export interface Config {
    * HTTP_KEEP_ALIVE_TIMEOUT_MS: an idle keep-alive connection is closed after this time. Default: 72000
    */
   httpKeepAliveTimeoutMs: number;
+  /**
+   * ORG_DATABASES_MAX_OPEN: org databases (DATA_DIR/orgs/<org>.duckdb) open at once; each gets DUCKDB_MEMORY_LIMIT divided by this (at least 64 MiB). Default: 16
+   */
+  orgDatabasesMaxOpen: number;
+  /**
+   * ORG_DATABASE_THREADS: DuckDB threads of each open org database. Default: 1
+   */
+  orgDatabaseThreads: number;
+  /**
+   * ORG_DATABASE_IDLE_MS: an org database unused this long is closed. Default: 60000
+   */
+  orgDatabaseIdleMs: number;
   /**
    * STORAGE_THREAD: where DuckDB, compaction and profile queries run. worker (default) keeps them off the thread that answers HTTP; main runs everything on one thread (tests with an injected clock).
    */

@@ -1,13 +1,14 @@
 /** The checks this service's /readyz and /healthz run (health.ts says what each outcome means). */
 import type { Database } from '../db/sql.js';
-import type { StorageWorker } from '../db/storage-client.js';
+import type { StorageWorker } from '../storage/storage-client.js';
 import { EmbeddedLog } from '../log/embedded-log.js';
 import type { LogBackend } from '../log/types.js';
 import { diskCheck } from './disk-check.js';
 import { Health, type HealthCheck } from './health.js';
 
 export interface ServiceHealthDeps {
-  db: Database;
+  /** The control plane's DuckDB (the orgs' databases open and close on demand). */
+  control: Database;
   log: LogBackend;
   /** Absent with STORAGE_THREAD=main: DuckDB then runs on this thread, which answering proves alive. */
   worker: StorageWorker | undefined;
@@ -15,7 +16,7 @@ export interface ServiceHealthDeps {
 }
 
 export function serviceHealth(deps: ServiceHealthDeps): Health {
-  const { db, log, worker } = deps;
+  const { control, log, worker } = deps;
   const checks: HealthCheck[] = [];
   if (worker) {
     checks.push({
@@ -29,12 +30,12 @@ export function serviceHealth(deps: ServiceHealthDeps): Health {
   checks.push(
     {
       name: 'duckdb',
-      // DuckDB has one connection: a long statement (a trigger query, a compaction commit) makes this
-      // wait. Busy is not broken, so not fatal; readiness says so while it lasts.
+      // The control plane's DuckDB (orgs' databases open on demand): one connection, so a long statement
+      // makes this wait. Busy is not broken, so not fatal; readiness says so while it lasts.
       silence: 'DuckDB did not answer SELECT 1 (busy or stuck)',
       silenceIsFatal: false,
       run: async () => {
-        await db.all('SELECT 1');
+        await control.all('SELECT 1');
         return { ok: true };
       },
     },

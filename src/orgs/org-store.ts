@@ -1,7 +1,7 @@
 /**
- * Orgs and their partner credentials, persisted in the control plane (control/control-plane.ts),
- * mirrored into the PartnerRegistry; each org's part of the data file (its trigger relations and the
- * settings its profiles read) is kept in step.
+ * Orgs and their partner credentials, persisted in the control plane (storage/control-plane.ts),
+ * mirrored into the PartnerRegistry; the settings an org's own database needs (the currency symbol its
+ * profiles show) are written there on every change.
  */
 import type { Context } from '../context.js';
 import { type Database, tsParam } from '../db/database.js';
@@ -9,7 +9,8 @@ import { ENVIRONMENTS, type Environment } from '../domain.js';
 import { AppError } from '../errors.js';
 import type { Org, OrgCreate, OrgPatch } from '../generated/org.js';
 import { DEFAULT_PROFILE_FIELDS } from '../profiles/profile-fields.js';
-import { prepareOrg } from '../db/migrate.js';
+import { writeOrgSettings } from '../storage/migrate.js';
+import type { OrgStorage } from '../storage/org-storage.js';
 import { RESERVED_SCHEMA_NAMES } from '../triggers/org-relations.js';
 import type { PartnerRegistry } from './partner-registry.js';
 import { randomBase62, sha256Hex } from './secrets.js';
@@ -63,8 +64,8 @@ export class OrgStore {
   constructor(
     /** The control plane. */
     private readonly db: Database,
-    /** The orgs' data (audience.duckdb). */
-    private readonly orgData: Database,
+    /** The orgs' databases. */
+    private readonly storage: OrgStorage,
     private readonly registry: PartnerRegistry,
     private readonly ctx: Context,
     private readonly hooks: OrgStoreHooks = noHooks,
@@ -119,8 +120,8 @@ export class OrgStore {
       }
     });
     const org = await this.reload(input.slug);
-    // After the control plane's commit: should this fail, the next start prepares the org anyway.
-    await this.orgData.transaction((c) => prepareOrg(c, org));
+    // After the control plane's commit: should this fail, the next start writes the settings anyway.
+    await writeOrgSettings(this.storage.org(org.slug), org);
     for (const i of issued) this.registry.set(i.partnerId, { org: input.slug, environment: i.env, secretHash: i.hash });
     return { org, credentials };
   }
@@ -177,7 +178,7 @@ export class OrgStore {
     );
     const updated = await this.reload(slug);
     if (patch.currencySymbol !== undefined && patch.currencySymbol !== current.currencySymbol) {
-      await this.orgData.transaction((c) => prepareOrg(c, updated));
+      await writeOrgSettings(this.storage.org(slug), updated);
       await this.hooks.onProfileSettingsChanged(slug);
     }
     return updated;

@@ -3,12 +3,13 @@
  * A column left empty keeps the stored value; custom columns merge into the stored ones.
  */
 import type { Context } from '../context.js';
-import { type Database, tsParam } from '../db/database.js';
+import { tsParam } from '../db/database.js';
+import type { OrgStorage } from '../storage/org-storage.js';
 import { CONTACT_COLUMNS, type ContactRow } from './parse-contacts.js';
 
 export class ContactStore {
   constructor(
-    private readonly db: Database,
+    private readonly orgs: OrgStorage,
     private readonly ctx: Context,
   ) {}
 
@@ -16,7 +17,7 @@ export class ContactStore {
     // Later lines win over earlier lines for the same e-mail (one row per key in one INSERT).
     const latest = new Map(rows.map((r) => [r.email, r]));
     const now = tsParam(this.ctx.clock.now());
-    await this.db.transaction(async (c) => {
+    await this.orgs.org(org).transaction(async (c) => {
       await c.run(`CREATE OR REPLACE TEMP TABLE contact_import AS SELECT * FROM contacts LIMIT 0`);
       await c.append({ table: 'contact_import', catalog: 'temp' }, [...latest.values()], (a, row) => {
         a.appendVarchar(org);

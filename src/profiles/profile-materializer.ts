@@ -4,7 +4,7 @@
  */
 import { type DuckDBListValue, listValue } from '@duckdb/node-api';
 import { foldedThrough } from '../compaction/fold-contact-activity.js';
-import type { Database } from '../db/database.js';
+import type { OrgStorage } from '../storage/org-storage.js';
 import { YIELD_EVERY, yieldNow } from '../db/yield-now.js';
 import type { Profile, ProfileIndex } from './profile-index.js';
 
@@ -18,12 +18,13 @@ const WHOLE_ORG_THRESHOLD = 20_000;
 
 export class ProfileMaterializer {
   constructor(
-    private readonly db: Database,
+    private readonly orgs: OrgStorage,
     readonly index: ProfileIndex,
   ) {}
 
-  async loadAll(): Promise<void> {
-    await this.store(await this.profilesFor(null, null));
+  /** Every profile of these orgs (at start). */
+  async load(slugs: readonly string[]): Promise<void> {
+    for (const slug of slugs) await this.refreshOrg(slug);
   }
 
   async refreshOrg(org: string): Promise<void> {
@@ -47,8 +48,8 @@ export class ProfileMaterializer {
   }
 
   /** Rows of profiles_for; the fold position is read in the same session, so no fold runs in between. */
-  private profilesFor(org: string | null, emails: DuckDBListValue | null): Promise<Record<string, unknown>[]> {
-    return this.db.exclusive(async (c) =>
+  private profilesFor(org: string, emails: DuckDBListValue | null): Promise<Record<string, unknown>[]> {
+    return this.orgs.org(org).exclusive(async (c) =>
       c.all('SELECT * FROM profiles_for($1::VARCHAR, $2::VARCHAR[], $3::TIMESTAMPTZ)', [org, emails, await foldedThrough(c)]),
     );
   }

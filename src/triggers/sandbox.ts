@@ -1,5 +1,6 @@
 /**
- * The running half of the sandbox: checked SQL runs against one org's views, on an untrusted connection
+ * The running half of the sandbox: checked SQL runs in the org's own database (where only its data
+ * exists) against its views, on an untrusted connection
  * with a deadline (Database.untrusted), returning at most `maxRows` rows, streamed (a query returning 20
  * million rows once took the whole process down while its result was being turned into JS objects).
  * Memory is capped instance-wide (DUCKDB_MEMORY_LIMIT): a query over it fails alone with DuckDB's
@@ -9,7 +10,6 @@ import type { DuckDBValue } from '@duckdb/node-api';
 import { microsParam } from '../db/database.js';
 import type { Database, Row, RowPage, Sql } from '../db/sql.js';
 import { QueryTimeout, SandboxBusy } from '../db/untrusted.js';
-import { bindOrgRelations, unbindOrgRelations } from './org-relations.js';
 import { type CheckedSql, checkSql, type QueryKind, SqlRefused, TRIGGER_COLUMNS } from './sql-guard.js';
 
 /** A checked query that failed while running: interrupted, out of memory, or a runtime error. */
@@ -27,17 +27,14 @@ export function windowOf(start: bigint, end: bigint): Window {
   return { cursor_start_time: microsParam(start), cursor_end_time: microsParam(end) };
 }
 
-export async function runSandboxed(connection: Sql, org: string, query: CheckedSql, window: Window, maxRows: number): Promise<RowPage> {
+export async function runSandboxed(connection: Sql, query: CheckedSql, window: Window, maxRows: number): Promise<RowPage> {
   // Named parameters must be given exactly: pass only those the query uses.
   const params = Object.fromEntries(query.parameters.map((name) => [name, window[name as keyof Window]]));
-  await bindOrgRelations(connection, org);
   try {
     const page = await connection.read<Row>(query.sql, params, maxRows);
     return { rows: canonicalNames(page.rows, query.columns), truncated: page.truncated };
   } catch (error) {
     throw new QueryFailed(`the query failed: ${(error as Error).message.split('\n')[0]}`);
-  } finally {
-    await unbindOrgRelations(connection);
   }
 }
 

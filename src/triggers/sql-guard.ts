@@ -8,14 +8,13 @@
  *   scope, only allowed functions (function-rules.ts), only the two cursor parameters;
  * - a trigger uses both cursor placeholders, so every run and preview reads exactly its window;
  * - DuckDB prepares it against the org's views, which checks names and types and gives the columns.
- * The caller runs this on an untrusted connection with a deadline (Database.untrusted): preparing folds
- * constant expressions, which can take as long as the query author likes.
- * The instance-wide settings in db/database.ts are the second wall: even a check missed here cannot read
- * files, load extensions or change configuration.
+ * The caller runs this on an untrusted connection of the org's own database with a deadline
+ * (Database.untrusted): preparing folds constant expressions, which can take as long as the query
+ * author likes. The second wall holds alone: that database holds nothing of another org or of the control
+ * plane, and its instance reads no files, loads no extensions and has its configuration locked.
  */
 import type { Sql } from '../db/sql.js';
 import { functionRules } from './function-rules.js';
-import { bindOrgRelations, unbindOrgRelations } from './org-relations.js';
 import { bindPlaceholders, CURSOR_PARAMETERS } from './placeholders.js';
 import { checkText } from './sql-text.js';
 import { checkTree, SqlRefused } from './sql-tree.js';
@@ -49,7 +48,7 @@ export async function checkSql(connection: Sql, source: string, org: string, kin
         'e.g. WHERE ts > {cursor_start_time} AND ts <= {cursor_end_time}',
     );
   }
-  const columns = await prepareColumns(connection, sql, org);
+  const columns = await prepareColumns(connection, sql);
   checkColumns(columns, kind);
   return { sql, parameters, columns };
 }
@@ -71,14 +70,11 @@ async function parse(connection: Sql, sql: string): Promise<unknown[]> {
   return statements;
 }
 
-async function prepareColumns(connection: Sql, sql: string, org: string): Promise<string[]> {
-  await bindOrgRelations(connection, org);
+async function prepareColumns(connection: Sql, sql: string): Promise<string[]> {
   try {
     return await connection.columnNames(sql);
   } catch (error) {
     throw new SqlRefused(`the query does not bind: ${(error as Error).message.split('\n')[0]}`);
-  } finally {
-    await unbindOrgRelations(connection);
   }
 }
 

@@ -6,7 +6,7 @@
 import type { FastifyInstance } from 'fastify';
 import { slugParams, slugSchema } from '../admin/route-params.js';
 import type { Context } from '../context.js';
-import type { Database } from '../db/database.js';
+import type { OrgStorage } from '../storage/org-storage.js';
 import { AppError } from '../errors.js';
 import { microsToIso, newestVisibleAt } from '../flows/flow-store.js';
 import type { OrgStore } from '../orgs/org-store.js';
@@ -48,9 +48,9 @@ interface PreviewBody {
 
 export function registerTriggerRoutes(
   app: FastifyInstance,
-  deps: { db: Database; ctx: Context; orgs: OrgStore; triggers: TriggerStore; timeoutMs: number },
+  deps: { storage: OrgStorage; ctx: Context; orgs: OrgStore; triggers: TriggerStore; timeoutMs: number },
 ): void {
-  const { db, orgs, triggers } = deps;
+  const { storage, orgs, triggers } = deps;
 
   for (const [plural, kind] of Object.entries(KINDS)) {
     app.get<{ Params: { slug: string } }>(`/admin/v1/orgs/:slug/${plural}`, { schema: { params: slugParams } }, async (request) => {
@@ -100,12 +100,13 @@ export function registerTriggerRoutes(
           if (error instanceof SqlRefused) throw new AppError('invalid_trigger', error.reason, { members: { reason: error.reason } });
           throw error;
         }
+        const db = storage.org(org.slug);
         const end = body.to ? BigInt(Date.parse(body.to)) * 1000n : await db.exclusive(newestVisibleAt);
         const start = body.from ? BigInt(Date.parse(body.from)) * 1000n : end - BigInt(PREVIEW_DEFAULT_HOURS * 3600) * 1_000_000n;
         if (start >= end) throw new AppError('invalid_request', 'from must be before to: the window is (from, to]');
         const limit = body.limit ?? PREVIEW_DEFAULT_ROWS;
         try {
-          const page = await withSandbox(db, deps.timeoutMs, (c) => runSandboxed(c, org.slug, checked, windowOf(start, end), limit));
+          const page = await withSandbox(db, deps.timeoutMs, (c) => runSandboxed(c, checked, windowOf(start, end), limit));
           return {
             version: body.sql === undefined ? live!.version : null,
             window: { from: microsToIso(start), to: microsToIso(end) },

@@ -9,7 +9,8 @@ import { mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 
 import { join } from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Context } from '../context.js';
-import { type Database, tsParam } from '../db/database.js';
+import { tsParam } from '../db/database.js';
+import type { OrgStorage } from '../storage/org-storage.js';
 import { sha256Hex } from '../orgs/secrets.js';
 import { PeriodicTask } from '../periodic-task.js';
 import { checkUntrusted } from './sandbox.js';
@@ -68,7 +69,7 @@ export class TriggerStore {
   );
 
   constructor(
-    private readonly db: Database,
+    private readonly orgs: OrgStorage,
     private readonly ctx: Context,
     private readonly options: {
       queriesDir: string;
@@ -79,9 +80,10 @@ export class TriggerStore {
     },
   ) {}
 
-  /** Loads the recorded versions: the newest of each query, and its newest valid one re-checked as live. */
-  async load(): Promise<void> {
-    const rows = await this.db.all<VersionRow>('SELECT * FROM trigger_versions ORDER BY org, kind, name, version');
+  /** Loads these orgs' recorded versions: the newest of each query, and its newest valid one re-checked as live. */
+  async load(slugs: readonly string[]): Promise<void> {
+    const rows: VersionRow[] = [];
+    for (const slug of slugs) rows.push(...(await this.orgs.org(slug).all<VersionRow>('SELECT * FROM trigger_versions ORDER BY kind, name, version')));
     const lastValid = new Map<QueryState, VersionRow>();
     for (const row of rows) {
       const version = fromRow(row);
@@ -208,7 +210,7 @@ export class TriggerStore {
       error,
       committedAt: this.ctx.clock.now(),
     };
-    await this.db.run('INSERT INTO trigger_versions VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)', [
+    await this.orgs.org(org).run('INSERT INTO trigger_versions VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)', [
       org,
       kind,
       name,
@@ -230,7 +232,7 @@ export class TriggerStore {
 
   /** The guard on an untrusted connection, within TRIGGER_TIMEOUT_MS. */
   check(sql: string, org: string, kind: QueryKind): Promise<CheckedSql> {
-    return checkUntrusted(this.db, sql, org, kind, this.options.timeoutMs);
+    return checkUntrusted(this.orgs.org(org), sql, org, kind, this.options.timeoutMs);
   }
 
   private stateFor(org: string, kind: QueryKind, name: string, initial: QueryVersion): QueryState {

@@ -25,9 +25,9 @@ t.test('a valid batch is appended whole and answered with every messageId', asyn
   t.equal(ids[1], 'b-1');
   t.match(ids[0], /^[0-9a-f-]{36}$/, 'assigned when absent');
   await h.compacted();
-  const rows = await h.app.audience.db.all<{ n: bigint }>("SELECT count(*) AS n FROM events WHERE event_name = 'product_view'");
+  const rows = await h.db().all<{ n: bigint }>("SELECT count(*) AS n FROM events WHERE event_name = 'product_view'");
   t.equal(Number(rows[0]!.n), 50);
-  const [one] = await h.app.audience.db.all<{ raw: string }>("SELECT raw FROM events WHERE message_id = 'b-7'");
+  const [one] = await h.db().all<{ raw: string }>("SELECT raw FROM events WHERE message_id = 'b-7'");
   t.equal(JSON.parse(one!.raw).context.library.name, 'sdk', 'batch context applies to members');
 });
 
@@ -39,7 +39,7 @@ t.test('one invalid member rejects the whole batch; every member is quarantined'
   t.equal(res.statusCode, 412);
   t.same(res.json().errors, [{ path: '/batch/1/properties/productId', message: 'is required' }]);
   await h.compacted();
-  t.same(await h.app.audience.db.all('SELECT 1 FROM events'), [], 'nothing appended as an event');
+  t.same(await h.db().all('SELECT 1 FROM events'), [], 'nothing appended as an event');
   const q = (await h.admin('GET', '/admin/v1/orgs/acme/quarantine')).json().events as Array<{ code: string }>;
   t.same(q.map((e) => e.code).sort(), ['batch_rejected', 'batch_rejected', 'schema_violation']);
 });

@@ -11,7 +11,7 @@ t.test('a valid event is acknowledged with its messageId and lands in DuckDB onc
   t.same(res.json(), { messageId: 'm-1' });
   t.ok(res.headers['request-id'], 'Request-Id header');
   await h.compacted();
-  const rows = await h.app.audience.db.all<{ message_id: string; email: string; event_name: string; environment: string; raw: string }>(
+  const rows = await h.db().all<{ message_id: string; email: string; event_name: string; environment: string; raw: string }>(
     'SELECT message_id, email, event_name, environment, raw FROM events',
   );
   t.equal(rows.length, 1);
@@ -42,13 +42,13 @@ t.test('a retry with the same messageId is answered 200 and stored once (24 h de
   // The same messageId in the other environment is a different event.
   t.equal((await h.collect(customEvent(cred.staging, { messageId: 'dup-1' }))).statusCode, 200);
   await h.compacted();
-  const rows = await h.app.audience.db.all<{ environment: string }>("SELECT environment FROM events WHERE message_id = 'dup-1' ORDER BY 1");
+  const rows = await h.db().all<{ environment: string }>("SELECT environment FROM events WHERE message_id = 'dup-1' ORDER BY 1");
   t.same(rows.map((r) => r.environment), ['production', 'staging']);
   // After 24 h the id may be reused.
   clock.advance(2 * 3600 * 1000);
   t.equal((await h.collect(event)).statusCode, 200);
   await h.compacted();
-  const after = await h.app.audience.db.all("SELECT 1 FROM events WHERE message_id = 'dup-1' AND environment = 'production'");
+  const after = await h.db().all("SELECT 1 FROM events WHERE message_id = 'dup-1' AND environment = 'production'");
   t.equal(after.length, 2);
 });
 
@@ -61,7 +61,7 @@ t.test('event time is corrected for client clock skew', async (t) => {
   await h.collect(customEvent(cred.production, { messageId: 'skew', sentAt, timestamp: new Date(sentAt - 10_000).toISOString() }));
   await h.collect(customEvent(cred.production, { messageId: 'no-ts', sentAt }));
   await h.compacted();
-  const rows = await h.app.audience.db.all<{ message_id: string; received_at: Date; event_time: Date }>(
+  const rows = await h.db().all<{ message_id: string; received_at: Date; event_time: Date }>(
     'SELECT message_id, received_at, event_time FROM events ORDER BY message_id',
   );
   const byId = Object.fromEntries(rows.map((r) => [r.message_id, r]));
@@ -124,7 +124,7 @@ t.test('412: reasons only with context.debug; every rejected event is kept in qu
   t.ok(events.every((e) => e.code === 'schema_violation' && e.environment === 'production'));
   t.ok(events.some((e) => e.errors.some((x) => x.path === '/sneaky')), 'unknown member named in quarantine');
   t.ok(events.every((e) => !('partnerSecret' in e.raw)), 'secret removed from raw');
-  const stored = await h.app.audience.db.all('SELECT 1 FROM events');
+  const stored = await h.db().all('SELECT 1 FROM events');
   t.equal(stored.length, 0, 'nothing rejected reached the events table');
 });
 

@@ -22,7 +22,7 @@ const postText = (h: TestApp, url: string, payload: string, headers: Record<stri
 
 async function storedCounts(h: TestApp): Promise<{ events: number; quarantine: number }> {
   await h.compacted();
-  const [row] = await h.app.audience.db.all<{ events: bigint; quarantine: bigint }>(
+  const [row] = await h.db().all<{ events: bigint; quarantine: bigint }>(
     'SELECT (SELECT count(*) FROM events) AS events, (SELECT count(*) FROM quarantine) AS quarantine',
   );
   return { events: Number(row!.events), quarantine: Number(row!.quarantine) };
@@ -119,7 +119,7 @@ t.test('sentAt in seconds is refused with a reason that says milliseconds; the y
   t.match(micros.json().errors, [{ path: '/sentAt', message: /^must be epoch milliseconds, at most 4102444800000/ }], 'microseconds too');
 
   t.same(await storedCounts(h), { events: 0, quarantine: 4 }, 'no event stored; each kept in quarantine');
-  const [q] = await h.app.audience.db.all<{ errors: string }>("SELECT errors FROM quarantine WHERE raw->>'messageId' = 'y2083'");
+  const [q] = await h.db().all<{ errors: string }>("SELECT errors FROM quarantine WHERE raw->>'messageId' = 'y2083'");
   t.match(JSON.parse(q!.errors), [{ path: '/sentAt', message: /milliseconds/ }], 'the quarantine row says why');
 });
 
@@ -144,7 +144,7 @@ t.test('a clock skew over 24 h is recorded and not applied; a smaller one is cor
     await h.collect(event('day-exactly', day, clock.now() + day - 10_000)),
   ]) t.equal(res.statusCode, 200);
   await h.compacted();
-  const rows = await h.app.audience.db.all<{ message_id: string; received_at: Date; event_time: Date; clock_skew_ms: bigint | null }>(
+  const rows = await h.db().all<{ message_id: string; received_at: Date; event_time: Date; clock_skew_ms: bigint | null }>(
     'SELECT message_id, received_at, event_time, clock_skew_ms FROM events ORDER BY message_id',
   );
   const byId = Object.fromEntries(rows.map((r) => [r.message_id, r]));

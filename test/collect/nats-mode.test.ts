@@ -12,7 +12,7 @@ const natsTest = hasNatsServerBinary() ? t.test : t.skip;
 if (!hasNatsServerBinary()) t.comment('skipped: NATS mode tests need /usr/sbin/nats-server (a private server per test)');
 
 async function messageIds(h: TestApp): Promise<string[]> {
-  const rows = await h.app.audience.db.all<{ message_id: string }>('SELECT message_id FROM events ORDER BY 1');
+  const rows = await h.db().all<{ message_id: string }>('SELECT message_id FROM events ORDER BY 1');
   return rows.map((r) => r.message_id);
 }
 
@@ -42,7 +42,7 @@ natsTest('NATS mode: an acknowledged event goes through JetStream into DuckDB on
   t.ok((await h.app.audience.log.headSeq()) >= 1, 'records are in the stream');
 
   await h.compacted();
-  const rows = await h.app.audience.db.all<{ message_id: string; org: string; environment: string; email: string }>(
+  const rows = await h.db().all<{ message_id: string; org: string; environment: string; email: string }>(
     'SELECT message_id, org, environment, email FROM events ORDER BY message_id',
   );
   t.same(rows, [

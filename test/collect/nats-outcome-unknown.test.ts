@@ -16,7 +16,7 @@ const PUBLISH_TIMEOUT_MS = 400;
 
 async function storedIds(h: TestApp): Promise<Map<string, number>> {
   await h.compacted();
-  const rows = await h.app.audience.db.all<{ message_id: string; n: bigint }>(
+  const rows = await h.db().all<{ message_id: string; n: bigint }>(
     'SELECT message_id, count(*) AS n FROM events GROUP BY message_id',
   );
   return new Map(rows.map((r) => [r.message_id, Number(r.n)]));

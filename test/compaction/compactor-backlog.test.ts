@@ -9,8 +9,9 @@ import { join } from 'node:path';
 import t from 'tap';
 import { type CommitReport, Compactor } from '../../src/compaction/compactor.js';
 import { createContext } from '../../src/context.js';
-import { LocalDatabase } from '../../src/db/database.js';
-import { migrate } from '../../src/db/migrate.js';
+import { LogCheckpoint } from '../../src/storage/checkpoint.js';
+import { OrgDatabases } from '../../src/storage/org-databases.js';
+import { LocalOrgStorage } from '../../src/storage/org-storage.js';
 import { EmbeddedLog } from '../../src/log/embedded-log.js';
 import { encodeRecord } from '../../src/log/record-codec.js';
 import type { LogEntry } from '../../src/log/types.js';
@@ -49,11 +50,11 @@ t.test('batches read from a backlog are reported as such; the one that catches u
     const entries = Array.from({ length: EVENTS_PER_RECORD }, (_, i) => entry(r * EVENTS_PER_RECORD + i));
     await log.write(`record-${r}`, encodeRecord(entries));
   }
-  const db = await LocalDatabase.open(join(dir, 'audience.duckdb'));
-  await migrate(db, []);
+  const pool = new OrgDatabases(join(dir, 'orgs'), { maxOpen: 4, memoryLimit: '256MB', threads: 1, idleCloseMs: 60_000 });
   const reports: CommitReport[] = [];
   const compactor = new Compactor({
-    db,
+    orgs: new LocalOrgStorage(pool),
+    checkpoint: new LogCheckpoint(join(dir, 'orgs', 'log.checkpoint')),
     log,
     ctx: createContext(),
     metrics: createMetrics(),
@@ -66,7 +67,7 @@ t.test('batches read from a backlog are reported as such; the one that catches u
   await compactor.whenCompacted(RECORDS);
   await compactor.stop();
   await log.close();
-  await db.close();
+  await pool.close();
 
   t.ok(reports.length >= 2, `${reports.length} commits`);
   t.equal(reports[0]!.backlog, true, 'the first batch left records waiting');

@@ -17,7 +17,7 @@ async function setup(t: Tap) {
 }
 
 function emailsOf(h: TestApp) {
-  return h.app.audience.db
+  return h.db()
     .all<{ message_id: string; email: string | null }>("SELECT message_id, email FROM events WHERE event_type = 'track' ORDER BY message_id")
     .then((rows) => Object.fromEntries(rows.map((r) => [r.message_id, r.email])));
 }
@@ -33,7 +33,7 @@ t.test('an identify maps its clientId to the e-mail for 7 days', async (t) => {
   const emails = await emailsOf(h);
   t.equal(emails['e-within'], 'grace@example.com', 'resolved within 7 days');
   t.notOk('e-after' in emails, 'after 7 days the event waits for a new identify');
-  const pending = await h.app.audience.db.all("SELECT message_id FROM pending_identity");
+  const pending = await h.db().all("SELECT message_id FROM pending_identity");
   t.same(pending, [{ message_id: 'e-after' }]);
 });
 
@@ -57,8 +57,8 @@ t.test('a pending event is released by an identify within 7 days of it', async (
   await identify('c2', 'late@example.com', 'i1');
   await h.compacted();
   t.equal((await emailsOf(h)).p1, 'late@example.com', 'released with the identify e-mail');
-  t.same(await h.app.audience.db.all('SELECT 1 FROM pending_identity'), []);
-  const [row] = await h.app.audience.db.all<{ visible_at: Date; received_at: Date }>(
+  t.same(await h.db().all('SELECT 1 FROM pending_identity'), []);
+  const [row] = await h.db().all<{ visible_at: Date; received_at: Date }>(
     "SELECT visible_at, received_at FROM events WHERE message_id = 'p1'",
   );
   t.ok(row!.visible_at.getTime() > row!.received_at.getTime(), 'visible only from its release');
@@ -101,7 +101,7 @@ t.test('a batch of 1,200 identifies maps every clientId and releases their pendi
   });
   t.equal((await send(anonymous)).statusCode, 200);
   await h.compacted();
-  const [pending] = await h.app.audience.db.all<{ n: bigint }>('SELECT count(*) AS n FROM pending_identity');
+  const [pending] = await h.db().all<{ n: bigint }>('SELECT count(*) AS n FROM pending_identity');
   t.equal(pending!.n, 1200n, 'held back while unidentified');
 
   clock.advance(1000);
@@ -117,12 +117,12 @@ t.test('a batch of 1,200 identifies maps every clientId and releases their pendi
   await track('bulk-0', 'e-first');
   await track('bulk-1199', 'e-last');
   await h.compacted();
-  const [mapped] = await h.app.audience.db.all<{ n: bigint }>("SELECT count(*) AS n FROM identify_mappings WHERE client_id LIKE 'bulk-%'");
+  const [mapped] = await h.db().all<{ n: bigint }>("SELECT count(*) AS n FROM identify_mappings WHERE client_id LIKE 'bulk-%'");
   t.equal(mapped!.n, 1200n);
   const emails = await emailsOf(h);
   t.equal(emails['e-first'], 'bulk-0@example.com');
   t.equal(emails['e-last'], 'bulk-1199@example.com');
   const released = clients.filter((clientId, i) => emails[`p-${i}`] === `${clientId}@example.com`);
   t.equal(released.length, 1200, 'every pending event released with its own identify e-mail');
-  t.same(await h.app.audience.db.all('SELECT 1 FROM pending_identity'), []);
+  t.same(await h.db().all('SELECT 1 FROM pending_identity'), []);
 });

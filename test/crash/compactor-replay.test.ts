@@ -52,7 +52,7 @@ type Transaction = Database['transaction'];
 
 /** Makes the next compaction transaction fail once, `when` relative to its COMMIT; resolves when it did. */
 function failNextTransaction(h: TestApp, when: 'after-commit' | 'before-commit', onFail: () => void): Promise<void> {
-  const db = h.app.audience.db;
+  const db = h.db();
   const original: Transaction = db.transaction.bind(db);
   return new Promise((resolve) => {
     const injected = async (work: Parameters<Transaction>[0]) => {
@@ -79,7 +79,8 @@ for (const when of ['after-commit', 'before-commit'] as const) {
     const clock = new ManualClock(Date.UTC(2026, 0, 1));
     const h = await startTestApp(t, { clock });
     const cred = await h.createOrg('acme');
-    const { db, log, compactor } = h.app.audience;
+    const { log, compactor } = h.app.audience;
+    const db = h.db();
 
     // Past the 24 h dedupe window, a replayed record would be stored again: only the cursor can stop it.
     const failed = failNextTransaction(h, when, () => clock.advance(25 * HOUR));
@@ -167,7 +168,7 @@ t.test('kill -9 during compaction, 5 times: every acknowledged event exactly onc
   await server.stop();
 
   t.same(unexpected, [], 'no error answers');
-  const db = await LocalDatabase.open(join(dataDir, 'audience.duckdb'));
+  const db = await LocalDatabase.open(join(dataDir, 'orgs', 'replay.duckdb'));
   const rows = await rowCounts(db, 'replay');
   await db.close();
   const missing = [...acked].filter((id) => !rows.has(id));

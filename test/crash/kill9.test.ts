@@ -1,8 +1,11 @@
 /**
  * SPEC 4.3 "never 200 for an event that is not stored", under crashes: the real service (a child
- * process) takes events from 20 concurrent senders and is killed with SIGKILL while requests are in
- * flight, then restarted on the same DATA_DIR (and the same NATS stream). At the end every messageId
- * that was answered 200 must be in DuckDB exactly once, and no messageId may be there twice.
+ * process) takes events of three orgs from 20 concurrent senders and is killed with SIGKILL while
+ * requests are in flight (and the orgs' batches are being compacted, each into its own database), then
+ * restarted on the same DATA_DIR (and the same NATS stream). At the end every messageId that was
+ * answered 200 must be in its org's database exactly once, and no messageId may be there twice: each
+ * org's database holds its own log position, so a crash between two orgs' commits replays both from
+ * their own positions.
  * Ids whose request got no answer may or may not be stored.
  * Runs for the embedded log and for JetStream (a private nats-server, so the stream is this test's own).
  */
@@ -20,7 +23,7 @@ import {
 
 const ROUNDS = 3;
 const SENDERS = 20;
-const SLUG = 'crash';
+const SLUGS = ['crash_a', 'crash_b', 'crash_c'];
 
 interface Tally {
   acked: Set<string>;
@@ -36,13 +39,15 @@ interface Tally {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Fires events from SENDERS loops until the server is killed 200–600 ms in. */
-async function crashRound(server: ServerProcess, cred: Credential, round: number, tally: Tally): Promise<number> {
+async function crashRound(server: ServerProcess, creds: Credential[], round: number, tally: Tally): Promise<number> {
   let killed = false;
   let inFlight = 0;
   let n = 0;
-  const sender = async (): Promise<void> => {
+  const sender = async (index: number): Promise<void> => {
+    const org = index % creds.length;
+    const cred = creds[org]!;
     while (!killed) {
-      const messageId = `r${round}-${n++}`;
+      const messageId = `${SLUGS[org]}-r${round}-${n++}`;
       tally.sent++;
       inFlight++;
       try {
@@ -67,7 +72,7 @@ async function crashRound(server: ServerProcess, cred: Credential, round: number
       }
     }
   };
-  const senders = Array.from({ length: SENDERS }, sender);
+  const senders = Array.from({ length: SENDERS }, (_, index) => sender(index));
   await sleep(200 + Math.random() * 400);
   const atKill = inFlight;
   killed = true;
@@ -93,16 +98,17 @@ function event(cred: Credential, messageId: string): Record<string, unknown> {
 async function crashTest(t: Test, dataDir: string, env: Record<string, string>): Promise<void> {
   const serverEnv = { DATA_DIR: dataDir, ...env };
   let server = await spawnServer(t, serverEnv);
-  const cred = await createOrgOverHttp(server.url, SLUG);
+  const creds: Credential[] = [];
+  for (const slug of SLUGS) creds.push(await createOrgOverHttp(server.url, slug));
   const tally: Tally = { acked: new Set(), sent: 0, inFlightAtKill: 0, failedByKill: 0, unexpected: [] };
 
   for (let round = 1; round <= ROUNDS; round++) {
     const before = tally.acked.size;
-    const atKill = await crashRound(server, cred, round, tally);
+    const atKill = await crashRound(server, creds, round, tally);
     t.comment(`round ${round}: ${tally.acked.size - before} acknowledged, ${atKill} in flight at SIGKILL`);
     server = await spawnServer(t, serverEnv);
   }
-  await waitForCompaction(server.url, SLUG, cred);
+  for (const [i, slug] of SLUGS.entries()) await waitForCompaction(server.url, slug, creds[i]!);
   await server.stop();
 
   t.same(tally.unexpected.slice(0, 20), [], 'no errors or non-200 answers before a kill');
@@ -110,13 +116,20 @@ async function crashTest(t: Test, dataDir: string, env: Record<string, string>):
   t.ok(tally.failedByKill > 0, `requests failed because of the kills (${tally.failedByKill})`);
   t.ok(tally.acked.size >= ROUNDS * SENDERS, `${tally.acked.size} of ${tally.sent} events acknowledged`);
 
-  const db = await LocalDatabase.open(join(dataDir, 'audience.duckdb'));
-  const rows = await db.all<{ message_id: string; n: bigint }>(
-    `SELECT message_id, count(*) AS n FROM events WHERE org = $1 AND environment = 'production' AND message_id LIKE 'r%' GROUP BY 1`,
-    [SLUG],
-  );
-  await db.close();
-  const stored = new Map(rows.map((r) => [r.message_id, Number(r.n)]));
+  const stored = new Map<string, number>();
+  const misplaced: string[] = [];
+  for (const slug of SLUGS) {
+    const db = await LocalDatabase.open(join(dataDir, 'orgs', `${slug}.duckdb`));
+    const rows = await db.all<{ org: string; message_id: string; n: bigint }>(
+      `SELECT org, message_id, count(*) AS n FROM events WHERE environment = 'production' AND message_id LIKE 'crash%' GROUP BY ALL`,
+    );
+    await db.close();
+    for (const r of rows) {
+      if (!r.message_id.startsWith(`${slug}-`) || r.org !== slug) misplaced.push(`${r.message_id} in ${slug}`);
+      stored.set(r.message_id, Number(r.n));
+    }
+  }
+  t.same(misplaced.slice(0, 20), [], "every event is in its own org's database only");
   const missing = [...tally.acked].filter((id) => !stored.has(id));
   const twice = [...stored].filter(([, n]) => n > 1).map(([id, n]) => `${id} x${n}`);
   t.same(missing.slice(0, 20), [], `every acknowledged messageId is stored (${missing.length} missing)`);

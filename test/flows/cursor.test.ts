@@ -44,11 +44,11 @@ t.test('events committed during runs are each picked up by exactly one window', 
 
   t.equal(acked.length, SENDERS * PER_SENDER);
   t.ok(runs >= 4, `runs interleaved with commits (${runs} runs)`);
-  const decisions = await h.app.audience.db.all<{ event_id: string; n: bigint; outcomes: string }>(
+  const decisions = await h.db().all<{ event_id: string; n: bigint; outcomes: string }>(
     "SELECT event_id, count(*) AS n, string_agg(outcome, ',') AS outcomes FROM flow_decisions WHERE flow_id = 'f1' GROUP BY event_id",
   );
   t.equal(decisions.length, acked.length, 'every event was in a window');
   t.same(decisions.filter((d) => d.n !== 1n || d.outcomes !== 'sent'), [], 'each in exactly one window, sent once');
-  const windows = await h.app.audience.db.all<{ n: bigint }>("SELECT count(DISTINCT decided_at) AS n FROM flow_decisions WHERE flow_id = 'f1'");
+  const windows = await h.db().all<{ n: bigint }>("SELECT count(DISTINCT decided_at) AS n FROM flow_decisions WHERE flow_id = 'f1'");
   t.ok(Number(windows[0]!.n) > 1, `the events were spread over ${windows[0]!.n} windows`);
 });

@@ -3,6 +3,7 @@ import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { buildApp } from '../../src/app.js';
 import { type Config, readConfig } from '../../src/config.js';
 import { type Clock, createContext } from '../../src/context.js';
+import type { Database } from '../../src/db/sql.js';
 
 export const ADMIN_KEY = 'test-admin-key-0123456789abcdef';
 const adminHeaders = { authorization: `Bearer ${ADMIN_KEY}` };
@@ -19,6 +20,8 @@ export interface TestApp {
   createOrg(slug: string, extra?: object): Promise<OrgCredentials>;
   collect(body: unknown): Promise<LightMyRequestResponse>;
   batch(body: unknown): Promise<LightMyRequestResponse>;
+  /** One org's database (DATA_DIR/orgs/<org>.duckdb). */
+  db(org?: string): Database;
   /** Waits until everything appended so far is compacted into DuckDB and its profiles refreshed. */
   compacted(): Promise<void>;
   close(): Promise<void>;
@@ -81,6 +84,7 @@ export async function startTestApp(
       if (res.statusCode !== 201) throw new Error(`createOrg ${slug}: ${res.statusCode} ${res.body}`);
       return res.json().credentials as OrgCredentials;
     },
+    db: (org = 'acme') => app.audience.storage.org(org),
     collect: (body) => post('/http/v1/collect', body),
     batch: (body) => post('/http/v1/batch', body),
     async compacted() {

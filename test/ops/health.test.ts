@@ -138,6 +138,6 @@ t.test('disk full under the embedded log: collect 503, /readyz 503; space freed:
   t.equal((await probe(h, '/readyz')).statusCode, 200, '/readyz 200 once space is freed');
   t.equal((await h.collect(customEvent(cred.production, { messageId: 'after' }))).statusCode, 200, 'accepted again');
   await h.compacted();
-  const rows = await h.app.audience.db.all<{ message_id: string }>('SELECT message_id FROM events ORDER BY message_id');
+  const rows = await h.db().all<{ message_id: string }>('SELECT message_id FROM events ORDER BY message_id');
   t.same(rows.map((r) => r.message_id).sort(), [...accepted, 'after'].sort(), 'what was acknowledged is stored; what got 503 is not');
 });

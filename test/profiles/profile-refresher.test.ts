@@ -3,17 +3,16 @@
  * compaction batches and DuckDB stays free for compaction most of the time.
  */
 import t, { type Test as Tap } from 'tap';
-import { LocalDatabase } from '../../src/db/database.js';
-import { migrate } from '../../src/db/migrate.js';
+import { OrgDatabases } from '../../src/storage/org-databases.js';
+import { LocalOrgStorage } from '../../src/storage/org-storage.js';
 import { type ContactKey, ProfileMaterializer } from '../../src/profiles/profile-materializer.js';
 import { ProfileIndex } from '../../src/profiles/profile-index.js';
 import { ProfileRefresher } from '../../src/profiles/profile-refresher.js';
 
 async function setup(t: Tap, backlogIntervalMs?: number) {
-  const db = await LocalDatabase.open(':memory:');
-  t.teardown(() => db.close());
-  await migrate(db, []);
-  const materializer = new ProfileMaterializer(db, new ProfileIndex());
+  const pool = new OrgDatabases(t.testdir(), { maxOpen: 2, memoryLimit: '256MB', threads: 1, idleCloseMs: 60_000 });
+  t.teardown(() => pool.close());
+  const materializer = new ProfileMaterializer(new LocalOrgStorage(pool), new ProfileIndex());
   const refreshed: string[][] = [];
   const realRefresh = materializer.refresh.bind(materializer);
   materializer.refresh = async (keys: ContactKey[]) => {

@@ -46,7 +46,7 @@ const window = { cursor_start_time: timestampTZValue(0n), cursor_end_time: times
 
 async function run(h: TestApp, sql: string, options: { maxRows?: number; timeoutMs?: number; org?: string } = {}) {
   const checked = await check(h, sql, 'trigger', options.org ?? 'acme');
-  return withSandbox(h.app.audience.db, options.timeoutMs ?? 5000, (c) => runSandboxed(c, options.org ?? 'acme', checked, window, options.maxRows ?? 1000));
+  return withSandbox(h.db(options.org ?? 'acme'), options.timeoutMs ?? 5000, (c) => runSandboxed(c, checked, window, options.maxRows ?? 1000));
 }
 
 t.test('placeholders are bound outside literals and comments only', async (t) => {
@@ -67,11 +67,11 @@ t.test('the reference trigger SQL runs unchanged, sees production events of its 
   t.match(JSON.parse(rows[0]!.event_raw as string), { properties: { eventName: 'booking_completed' } });
   const again = await run(h, REFERENCE.replace('acme.event_triggers', 'event_triggers'));
   t.same(again.rows.map((r) => r.event_id), rows.map((r) => r.event_id), 'unqualified event_triggers is the same org view');
-  const empty = await withSandbox(h.app.audience.db, 5000, (c) =>
-    runSandboxed(c, 'acme', checked, { cursor_start_time: window.cursor_end_time, cursor_end_time: window.cursor_end_time }, 10),
+  const empty = await withSandbox(h.db(), 5000, (c) =>
+    runSandboxed(c, checked, { cursor_start_time: window.cursor_end_time, cursor_end_time: window.cursor_end_time }, 10),
   );
   t.equal(empty.rows.length, 0, 'the window bounds the rows');
-  t.same(await h.app.audience.db.all('SELECT view_name FROM duckdb_views() WHERE temporary AND NOT internal'), [], 'no temporary view outlives a run');
+  t.same(await h.db().all('SELECT view_name FROM duckdb_views() WHERE temporary AND NOT internal'), [], 'no temporary view outlives a run');
 });
 
 t.test('each forbidden construct is refused before anything runs', async (t) => {
@@ -139,7 +139,7 @@ t.test('each forbidden construct is refused before anything runs', async (t) => 
   t.ok(await check(h, `WITH RECURSIVE r AS (SELECT 1 AS n UNION ALL SELECT n + 1 FROM r WHERE n < 3) SELECT ${SIX} FROM event_triggers, r WHERE ${WINDOW}`), 'a recursive CTE reads itself in its recursive part');
   t.ok(await check(h, `WITH event_triggers AS (SELECT * FROM event_triggers WHERE ${WINDOW}) SELECT ${SIX} FROM event_triggers`), 'a CTE named like the org view reads the org view');
   t.ok(await check(h, `SELECT ${SIX} FROM event_triggers WHERE ${WINDOW} AND identity IN (SELECT email_address FROM profiles) AND event_id IN (SELECT * FROM (VALUES ('a'), ('b')))`), 'subqueries and VALUES are fine');
-  const [row] = await h.app.audience.db.all<{ n: bigint }>("SELECT count(*) AS n FROM events WHERE org = 'acme'");
+  const [row] = await h.db().all<{ n: bigint }>("SELECT count(*) AS n FROM events WHERE org = 'acme'");
   t.equal(row!.n, 2n, 'nothing was deleted by the refused DML');
 });
 
@@ -233,6 +233,6 @@ t.test('a check that cannot be interrupted answers at its deadline and does not 
 
 t.test('the instance refuses file access and configuration changes even outside the guard', async (t) => {
   const h = await setup(t);
-  await t.rejects(h.app.audience.db.all("SELECT * FROM read_text('/etc/passwd')"), /file system operations are disabled|Permission/);
-  await t.rejects(h.app.audience.db.run('SET enable_external_access = true'), /configuration has been locked|Cannot change/);
+  await t.rejects(h.db().all("SELECT * FROM read_text('/etc/passwd')"), /file system operations are disabled|Permission/);
+  await t.rejects(h.db().run('SET enable_external_access = true'), /configuration has been locked|Cannot change/);
 });

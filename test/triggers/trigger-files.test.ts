@@ -41,7 +41,7 @@ t.test('a changed file is live for the next run; an invalid change leaves the ol
   const hashes = new Set(sends.map((s: { triggerHash: string }) => s.triggerHash));
   t.equal(hashes.size, 2, 'each send records the hash of the version that fired it');
   t.ok(hashes.has(v1));
-  const versions = await h.app.audience.db.all<{ version: number; status: string }>("SELECT version, status FROM trigger_versions WHERE name = 'booking_completed' ORDER BY version");
+  const versions = await h.db().all<{ version: number; status: string }>("SELECT version, status FROM trigger_versions WHERE name = 'booking_completed' ORDER BY version");
   t.same(versions.map((v) => [v.version, v.status]), [[1, 'valid'], [2, 'valid'], [3, 'invalid']]);
 });
 
@@ -71,7 +71,7 @@ t.test('PUT writes the file or answers 422 with the reason; preview runs without
   const missing = await h.admin('POST', '/admin/v1/orgs/acme/triggers/nope/preview', {});
   t.equal(missing.statusCode, 404);
   t.equal((await h.admin('GET', '/admin/v1/orgs/acme/flows')).json().flows.length, 0);
-  t.equal(await h.app.audience.db.all('SELECT * FROM flow_sends').then((r) => r.length), 0, 'nothing sent');
+  t.equal(await h.db().all('SELECT * FROM flow_sends').then((r) => r.length), 0, 'nothing sent');
 });
 
 t.test('trigger SQL of one org cannot name another org', async (t) => {

@@ -1,23 +1,32 @@
 /** Messages between the main thread (storage-client.ts) and the storage worker (storage-worker.ts). */
 import type { CommitReport } from '../compaction/compactor.js';
 import type { FrameLayout } from '../log/embedded-tail.js';
-import type { AppendTarget } from './sql.js';
-import type { WireCell, WireParams } from './value-codec.js';
+import type { AppendTarget } from '../db/sql.js';
+import type { OrgDatabaseLimits } from './org-databases.js';
+import type { WireCell, WireParams } from '../db/value-codec.js';
 
 export interface StorageWorkerData {
-  dbPath: string;
-  memoryLimit: string;
+  /** DATA_DIR/orgs: one DuckDB file per org. */
+  orgsDir: string;
+  limits: OrgDatabaseLimits;
+  /** Where the compactor keeps the log position every org has reached (checkpoint.ts). */
+  checkpointFile: string;
   /** How the worker's compactor reads the log; absent when this process does not compact. */
   log?: { kind: 'jetstream'; natsUrl: string } | { kind: 'embedded'; layout: FrameLayout };
 }
 
-/** A call that waits for its reply. `session` names a held connection (Database.exclusive). */
+/**
+ * A call that waits for its reply. `db` names the org whose database it uses; `session` a connection
+ * held across calls (Database.exclusive, transaction, untrusted).
+ */
 export type Call =
-  | { op: 'open'; untrusted?: boolean }
+  | { op: 'open'; db: string; untrusted?: boolean }
   | { op: 'release'; session: number }
   | { op: 'abandon'; session: number }
   | { op: 'read'; session: number; sql: string; params: WireParams; maxRows: number }
-  | { op: 'all' | 'run'; sql: string; params: WireParams; session?: number }
+  | ({ op: 'all' | 'run'; sql: string; params: WireParams } & ({ db: string } | { session: number }))
+  | { op: 'slugs' }
+  | { op: 'pool' }
   | { op: 'append'; session: number; target: AppendTarget; rows: WireCell[][] }
   | { op: 'columns'; session: number; sql: string }
   | { op: 'compactor.start' }

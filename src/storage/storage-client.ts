@@ -7,11 +7,12 @@
 import type { Worker } from 'node:worker_threads';
 import type { CommitReport, Compaction } from '../compaction/compactor.js';
 import { SeqWaiters } from '../compaction/seq-waiters.js';
-import { type AppendTarget, type Database, type Params, type Row, type RowAppender, type RowPage, type Sql, inTransaction } from './sql.js';
-import { SandboxBusy, withDeadline } from './untrusted.js';
+import { type AppendTarget, type Database, type Params, type Row, type RowAppender, type RowPage, type Sql, inTransaction } from '../db/sql.js';
+import { SandboxBusy, withDeadline } from '../db/untrusted.js';
 import type { Call, FromWorker, MetricUpdate, StorageWorkerData, ToWorker } from './storage-protocol.js';
-import { paramsToWire, recordRows } from './value-codec.js';
+import { paramsToWire, recordRows } from '../db/value-codec.js';
 import { spawnWorker } from '../spawn-worker.js';
+import type { OrgStorage } from './org-storage.js';
 
 export interface StorageEvents {
   /** A compaction commit wrote events (before its progress is reported). */
@@ -20,19 +21,33 @@ export interface StorageEvents {
   onError(details: object, message: string): void;
 }
 
-export class StorageWorker {
-  readonly db: Database;
+export class StorageWorker implements OrgStorage {
   readonly compaction: WorkerCompaction | undefined;
   private nextId = 1;
   private readonly pending = new Map<number, { resolve: (value: unknown) => void; reject: (error: Error) => void }>();
   private stopped: Error | undefined;
+  private readonly handles = new Map<string, Database>();
 
   private constructor(
     private readonly worker: Worker,
     compacts: boolean,
   ) {
-    this.db = new WorkerDatabase(this);
     this.compaction = compacts ? new WorkerCompaction(this) : undefined;
+  }
+
+  org(slug: string): Database {
+    let handle = this.handles.get(slug);
+    if (!handle) this.handles.set(slug, (handle = new WorkerDatabase(this, slug)));
+    return handle;
+  }
+
+  slugs(): Promise<string[]> {
+    return this.call<string[]>({ op: 'slugs' });
+  }
+
+  /** Org databases open now, and the most open at once since start. */
+  poolStats(): Promise<{ open: number; highWater: number }> {
+    return this.call({ op: 'pool' });
   }
 
   static async start(data: StorageWorkerData, events: StorageEvents): Promise<StorageWorker> {
@@ -137,10 +152,13 @@ export class StorageWorker {
 }
 
 class WorkerDatabase implements Database {
-  constructor(private readonly worker: StorageWorker) {}
+  constructor(
+    private readonly worker: StorageWorker,
+    private readonly slug: string,
+  ) {}
 
   async exclusive<T>(work: (connection: Sql) => Promise<T>): Promise<T> {
-    const session = await this.worker.call<number>({ op: 'open' });
+    const session = await this.worker.call<number>({ op: 'open', db: this.slug });
     try {
       return await work(new WorkerSql(this.worker, session));
     } finally {
@@ -153,7 +171,7 @@ class WorkerDatabase implements Database {
   }
 
   async untrusted<T>(timeoutMs: number, work: (connection: Sql) => Promise<T>): Promise<T> {
-    const session = await this.worker.call<number>({ op: 'open', untrusted: true });
+    const session = await this.worker.call<number>({ op: 'open', db: this.slug, untrusted: true });
     const ignore = () => undefined;
     const handle = {
       sql: new WorkerSql(this.worker, session),
@@ -165,16 +183,15 @@ class WorkerDatabase implements Database {
   }
 
   all<T = Row>(sql: string, params: Params = []): Promise<T[]> {
-    return this.worker.call<T[]>({ op: 'all', sql, params: paramsToWire(params) });
+    return this.worker.call<T[]>({ op: 'all', db: this.slug, sql, params: paramsToWire(params) });
   }
 
   run(sql: string, params: Params = []): Promise<void> {
-    return this.worker.call({ op: 'run', sql, params: paramsToWire(params) });
+    return this.worker.call({ op: 'run', db: this.slug, sql, params: paramsToWire(params) });
   }
 
-  close(): Promise<void> {
-    return this.worker.close();
-  }
+  /** The worker's pool closes org databases; one org's handle does not. */
+  async close(): Promise<void> {}
 }
 
 class WorkerSql implements Sql {

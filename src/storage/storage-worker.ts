@@ -1,5 +1,6 @@
 /**
- * The storage worker thread: owns the DuckDB file and, when this process compacts, the compactor.
+ * The storage worker thread: owns the orgs' DuckDB databases (org-databases.ts) and, when this process
+ * compacts, the compactor.
  * Why a thread: compaction (planning, appenders, commits) and profile queries cost more main-thread
  * time per event than answering the collect request itself; here they use the second core instead of
  * delaying HTTP answers. The main thread reaches DuckDB through storage-client.ts with the same
@@ -11,10 +12,12 @@ import { createContext } from '../context.js';
 import { EmbeddedTail } from '../log/embedded-tail.js';
 import { JetStreamLog } from '../log/jetstream-log.js';
 import type { LogBackend } from '../log/types.js';
-import { LocalDatabase } from './database.js';
-import type { Sql } from './sql.js';
+import type { Sql } from '../db/sql.js';
+import { LogCheckpoint } from './checkpoint.js';
+import { OrgDatabases } from './org-databases.js';
+import { LocalOrgStorage } from './org-storage.js';
 import type { Call, FromWorker, StorageWorkerData, ToWorker } from './storage-protocol.js';
-import { paramsFromWire, replayCells } from './value-codec.js';
+import { paramsFromWire, replayCells } from '../db/value-codec.js';
 
 type CompactorLog = Pick<LogBackend, 'openReader' | 'headSeq'> & { close(): Promise<void> };
 
@@ -22,7 +25,8 @@ const port = parentPort!;
 const data = workerData as StorageWorkerData;
 const post = (message: FromWorker): void => port.postMessage(message);
 
-const db = await LocalDatabase.open(data.dbPath, { memoryLimit: data.memoryLimit });
+const pool = new OrgDatabases(data.orgsDir, data.limits);
+const orgs = new LocalOrgStorage(pool);
 /** Connections lent to the main thread, by session id, until it releases (or abandons) them. */
 const sessions = new Map<number, { sql: Sql; release: () => void; abandon?: () => void }>();
 let nextSession = 1;
@@ -59,20 +63,30 @@ async function handle(call: Call): Promise<unknown> {
   switch (call.op) {
     case 'open': {
       const id = nextSession++;
+      const lease = await pool.lease(call.db);
       if (call.untrusted) {
-        const handle = await db.acquireUntrusted();
-        sessions.set(id, { sql: handle.sql, release: handle.release, abandon: handle.abandon });
+        const handle = await lease.db.acquireUntrusted().catch((error: unknown) => {
+          lease.release();
+          throw error;
+        });
+        sessions.set(id, {
+          sql: handle.sql,
+          release: () => (handle.release(), lease.release()),
+          abandon: () => (handle.abandon(), lease.release()),
+        });
         return id;
       }
       // Resolves once this session holds the connection; the exclusive section lasts until 'release'.
       return new Promise<number>((opened) => {
-        void db.exclusive(
-          (sql) =>
-            new Promise<void>((release) => {
-              sessions.set(id, { sql, release });
-              opened(id);
-            }),
-        );
+        void lease.db
+          .exclusive(
+            (sql) =>
+              new Promise<void>((release) => {
+                sessions.set(id, { sql, release });
+                opened(id);
+              }),
+          )
+          .finally(() => lease.release());
       });
     }
     case 'release':
@@ -87,7 +101,7 @@ async function handle(call: Call): Promise<unknown> {
       return session(call.session).read(call.sql, paramsFromWire(call.params), call.maxRows);
     case 'all':
     case 'run': {
-      const sql = call.session === undefined ? db : session(call.session);
+      const sql = 'session' in call ? session(call.session) : orgs.org(call.db);
       const params = paramsFromWire(call.params);
       return call.op === 'all' ? sql.all(call.sql, params) : sql.run(call.sql, params);
     }
@@ -95,11 +109,16 @@ async function handle(call: Call): Promise<unknown> {
       return session(call.session).append(call.target, call.rows, replayCells);
     case 'columns':
       return session(call.session).columnNames(call.sql);
+    case 'slugs':
+      return pool.slugs();
+    case 'pool':
+      return { open: pool.openCount, highWater: pool.highWater };
     case 'compactor.start': {
       if (!data.log) throw new Error('this process does not compact');
       compactorLog = await openCompactorLog();
       compactor = new Compactor({
-        db,
+        orgs,
+        checkpoint: new LogCheckpoint(data.checkpointFile),
         log: compactorLog,
         ctx: createContext(),
         metrics,
@@ -120,7 +139,7 @@ async function handle(call: Call): Promise<unknown> {
     case 'close':
       await compactor?.stop();
       await compactorLog?.close();
-      await db.close();
+      await pool.close();
       return undefined; // the main thread terminates this thread once it has the reply
   }
 }

@@ -7,15 +7,21 @@ import { join } from 'node:path';
 import { listValue } from '@duckdb/node-api';
 import t from 'tap';
 import { tsParam } from '../../src/db/database.js';
-import { StorageWorker } from '../../src/db/storage-client.js';
+import { StorageWorker } from '../../src/storage/storage-client.js';
 
-async function startWorker(t: { testdir(): string; teardown(fn: () => unknown): void }): Promise<StorageWorker> {
+/** The worker, and the database of one org, 'acme', through it. */
+async function startWorker(t: { testdir(): string; teardown(fn: () => unknown): void }) {
+  const dir = t.testdir();
   const worker = await StorageWorker.start(
-    { dbPath: join(t.testdir(), 'worker.duckdb'), memoryLimit: '1GB' },
+    {
+      orgsDir: join(dir, 'orgs'),
+      limits: { maxOpen: 4, memoryLimit: '256MB', threads: 1, idleCloseMs: 60_000 },
+      checkpointFile: join(dir, 'orgs', 'log.checkpoint'),
+    },
     { onCompacted: () => {}, onMetric: () => {}, onError: () => {} },
   );
   t.teardown(() => worker.close());
-  return worker;
+  return { worker, db: worker.org('acme') };
 }
 
 t.test('parameters and appended cells keep their types across the thread boundary', async (t) => {
