@@ -28,7 +28,7 @@ import { generateRequestId, registerRequestIdHeader } from './http/request-id.js
 import { GroupCommitter } from './log/group-commit.js';
 import { openLog } from './log/open-log.js';
 import type { LogBackend } from './log/types.js';
-import { type Metrics, createMetrics } from './ops/metrics.js';
+import { type Metrics, createMetrics, registerOrgDatabasesGauge } from './ops/metrics.js';
 import type { Health } from './ops/health.js';
 import { registerOpsRoutes } from './ops/ops-routes.js';
 import { serviceHealth } from './ops/service-health.js';
@@ -147,6 +147,7 @@ async function buildLockedApp(config: Config, ctx: Context, dataDirLock: DataDir
     throw error;
   });
   const { orgs: orgData, compaction: compactor, worker: storageWorker } = storage;
+  registerOrgDatabasesGauge(metrics, storage.poolStats);
   const committer = new GroupCommitter(log, {
     onWrite: (seconds) => metrics.logAppendSeconds.observe(seconds),
   });

@@ -86,3 +86,17 @@ export function createMetrics() {
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;
+
+/** audience_org_databases_open, read from the pool when scraped (it lives where DuckDB does). */
+export function registerOrgDatabasesGauge(metrics: Metrics, poolStats: () => Promise<{ open: number; highWater: number }>): void {
+  new Gauge({
+    name: 'audience_org_databases_open',
+    help: 'Org databases (DATA_DIR/orgs/<org>.duckdb) open now; at most ORG_DATABASES_MAX_OPEN',
+    registers: [metrics.registry],
+    async collect() {
+      // A dead storage worker must not fail the whole scrape: /healthz reports it.
+      const stats = await poolStats().catch(() => undefined);
+      if (stats) this.set(stats.open);
+    },
+  });
+}
