@@ -28,7 +28,7 @@ import { generateRequestId, registerRequestIdHeader } from './http/request-id.js
 import { GroupCommitter } from './log/group-commit.js';
 import { openLog } from './log/open-log.js';
 import type { LogBackend } from './log/types.js';
-import { type Metrics, createMetrics, registerOrgDatabasesGauge } from './ops/metrics.js';
+import { type Metrics, applyMetric, createMetrics, registerOrgDatabasesGauge } from './ops/metrics.js';
 import type { Health } from './ops/health.js';
 import { registerOpsRoutes } from './ops/ops-routes.js';
 import { serviceHealth } from './ops/service-health.js';
@@ -140,6 +140,7 @@ async function buildLockedApp(config: Config, ctx: Context, dataDirLock: DataDir
     ctx,
     log,
     metrics,
+    onMetric: (update) => applyMetric(metrics, update),
     logger: app.log,
     onCompacted: (report) => refresher.enqueue(report.touched, { backlog: report.backlog }),
   }).catch(async (error) => {

@@ -23,7 +23,8 @@ import type { ProfileIndex } from '../profiles/profile-index.js';
 import { QueryFailed, runSandboxed, windowOf, withSandbox } from '../triggers/sandbox.js';
 import type { LiveQuery, TriggerStore } from '../triggers/trigger-store.js';
 import { type Decision, decide, resolveEmail, type RunState, sendKey } from './decide.js';
-import { type FlowRecord, type FlowStore, newestVisibleAt } from './flow-store.js';
+import { newestVisibleAt } from '../compaction/visible-at.js';
+import type { FlowRecord, FlowStore } from './flow-store.js';
 import type { PendingSend, SendDispatcher } from './send-dispatcher.js';
 import { renderDecisions, type TemplateRenderer } from './template-renderer.js';
 

@@ -4,10 +4,10 @@
  * never messages for events that became visible before it (SPEC 8). Pausing keeps the cursor: a
  * resumed flow catches up on the events that arrived while it was paused.
  */
-import type { Sql } from '../db/sql.js';
 import type { Context } from '../context.js';
 import { microsParam, tsParam } from '../db/database.js';
 import type { OrgStorage } from '../storage/org-storage.js';
+import { microsToIso, newestVisibleAt } from '../compaction/visible-at.js';
 import { AppError } from '../errors.js';
 import type { Flow, FlowDefinition } from '../generated/flow.js';
 
@@ -134,12 +134,6 @@ export class FlowStore {
   }
 }
 
-/** The newest visible_at (epoch µs) in this transaction's snapshot; 0 when nothing is stored. */
-export async function newestVisibleAt(c: Sql): Promise<bigint> {
-  const [row] = await c.all<{ newest: bigint | null }>('SELECT epoch_us(max(visible_at)) AS newest FROM events');
-  return row?.newest ?? 0n;
-}
-
 export function toApiFlow(flow: FlowRecord): Flow {
   const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
   return {
@@ -152,13 +146,6 @@ export function toApiFlow(flow: FlowRecord): Flow {
     lastRunAt: iso(flow.lastRunAt),
     lastError: flow.lastError,
   };
-}
-
-/** ISO 8601 with the microseconds visible_at has (Date keeps only milliseconds). */
-export function microsToIso(micros: bigint): string {
-  const ms = micros / 1000n;
-  const rest = String(micros % 1000n).padStart(3, '0');
-  return new Date(Number(ms)).toISOString().replace('Z', `${rest}Z`);
 }
 
 function key(org: string, id: string): string {

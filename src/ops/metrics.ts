@@ -1,5 +1,6 @@
 /** Prometheus metrics (SPEC 9), one registry per app instance (no module-level singletons). */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { MetricUpdate } from '../storage/storage-protocol.js';
 
 export function createMetrics() {
   const registry = new Registry();
@@ -99,4 +100,18 @@ export function registerOrgDatabasesGauge(metrics: Metrics, poolStats: () => Pro
       if (stats) this.set(stats.open);
     },
   });
+}
+
+/** A metric update the storage worker's compactor sent, applied to this thread's registry. */
+export function applyMetric(metrics: Metrics, update: MetricUpdate): void {
+  switch (update.metric) {
+    case 'compactionBatchSeconds':
+      return metrics.compactionBatchSeconds.observe(update.seconds);
+    case 'eventsQuarantined':
+      return metrics.eventsQuarantined.inc({ code: update.code });
+    case 'duplicatesDropped':
+      return metrics.duplicatesDropped.inc(update.count);
+    case 'compactionLag':
+      return metrics.compactionLag.set(update.records);
+  }
 }

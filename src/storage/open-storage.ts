@@ -4,12 +4,11 @@
  * rest of the service gets one Database per org and a Compaction with the same behaviour.
  */
 import { join } from 'node:path';
-import { type CommitReport, Compactor, type Compaction } from '../compaction/compactor.js';
+import { type CommitReport, Compactor, type Compaction, type CompactorMetrics } from '../compaction/compactor.js';
 import type { Config } from '../config.js';
 import { type Context, systemClock } from '../context.js';
 import { EmbeddedLog } from '../log/embedded-log.js';
 import type { LogBackend } from '../log/types.js';
-import type { Metrics } from '../ops/metrics.js';
 import { CHECKPOINT_FILE, LogCheckpoint } from './checkpoint.js';
 import { type OrgDatabaseLimits, OrgDatabases, ORGS_DIR } from './org-databases.js';
 import { LocalOrgStorage, type OrgStorage } from './org-storage.js';
@@ -33,14 +32,16 @@ export interface StorageOptions {
   config: Config;
   ctx: Context;
   log: LogBackend;
-  metrics: Metrics;
+  /** The compactor's metrics (in the storage worker, its updates arrive as messages: onMetric). */
+  metrics: CompactorMetrics;
+  onMetric(update: MetricUpdate): void;
   logger: { error(details: object, message: string): void };
   /** A compaction commit wrote events (their contacts' profiles need a refresh). */
   onCompacted: (report: CommitReport) => void;
 }
 
 export async function openStorage(options: StorageOptions): Promise<Storage> {
-  const { config, ctx, log, metrics, logger, onCompacted } = options;
+  const { config, ctx, log, metrics, onMetric, logger, onCompacted } = options;
   const orgsDir = join(config.dataDir, ORGS_DIR);
   const checkpointFile = join(orgsDir, CHECKPOINT_FILE);
   const limits = orgDatabaseLimits(config);
@@ -76,7 +77,7 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
   }
   const started = await StorageWorker.start(data, {
     onCompacted,
-    onMetric: (update) => applyMetric(metrics, update),
+    onMetric,
     onError: (details, message) => logger.error(details, message),
   });
   worker = started;
@@ -101,17 +102,4 @@ const UNITS: Record<string, number> = { KB: 1e3, MB: 1e6, GB: 1e9, TB: 1e12, KIB
 function bytesOf(limit: string): number {
   const [, amount, unit] = /^([0-9.]+)\s*([A-Za-z]+)$/.exec(limit.trim()) ?? [];
   return Number(amount) * (UNITS[(unit ?? '').toUpperCase()] ?? 1);
-}
-
-function applyMetric(metrics: Metrics, update: MetricUpdate): void {
-  switch (update.metric) {
-    case 'compactionBatchSeconds':
-      return metrics.compactionBatchSeconds.observe(update.seconds);
-    case 'eventsQuarantined':
-      return metrics.eventsQuarantined.inc({ code: update.code });
-    case 'duplicatesDropped':
-      return metrics.duplicatesDropped.inc(update.count);
-    case 'compactionLag':
-      return metrics.compactionLag.set(update.records);
-  }
 }

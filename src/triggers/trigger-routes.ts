@@ -8,7 +8,7 @@ import { slugParams, slugSchema } from '../admin/route-params.js';
 import type { Context } from '../context.js';
 import type { OrgStorage } from '../storage/org-storage.js';
 import { AppError } from '../errors.js';
-import { microsToIso, newestVisibleAt } from '../flows/flow-store.js';
+import { microsToIso, newestVisibleAt } from '../compaction/visible-at.js';
 import type { OrgStore } from '../orgs/org-store.js';
 import { jsonRow } from './json-row.js';
 import { QueryFailed, runSandboxed, windowOf, withSandbox } from './sandbox.js';
