@@ -79,7 +79,7 @@ export function readConfig(env: NodeJS.ProcessEnv): Config {
     triggerMaxRows: integer('TRIGGER_MAX_ROWS', env.TRIGGER_MAX_ROWS, 100_000),
     duckdbMemoryLimit: env.DUCKDB_MEMORY_LIMIT || '4GB',
     orgDatabasesMaxOpen: integer('ORG_DATABASES_MAX_OPEN', env.ORG_DATABASES_MAX_OPEN, 16),
-    orgDatabaseThreads: integer('ORG_DATABASE_THREADS', env.ORG_DATABASE_THREADS, 1),
+    orgDatabaseThreads: integer('ORG_DATABASE_THREADS', env.ORG_DATABASE_THREADS, 2),
     orgDatabaseIdleMs: integer('ORG_DATABASE_IDLE_MS', env.ORG_DATABASE_IDLE_MS, 60_000),
     storageThread: env.STORAGE_THREAD || 'worker',
     natsPublishTimeoutMs: integer('NATS_PUBLISH_TIMEOUT_MS', env.NATS_PUBLISH_TIMEOUT_MS, 5_000),

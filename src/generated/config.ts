@@ -95,7 +95,7 @@ export interface Config {
    */
   orgDatabasesMaxOpen: number;
   /**
-   * ORG_DATABASE_THREADS: DuckDB threads of each open org database. Default: 1
+   * ORG_DATABASE_THREADS: DuckDB threads of each open org database. Default: 2
    */
   orgDatabaseThreads: number;
   /**
