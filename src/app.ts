@@ -13,10 +13,10 @@ import type { Compaction } from './compaction/compactor.js';
 import type { Config } from './config.js';
 import { type Context, createContext } from './context.js';
 import { type DataDirLock, duckdbLockProblem, lockDataDir } from './data-dir-lock.js';
-import type { Database } from './db/database.js';
 import { openStorage, type Storage } from './storage/open-storage.js';
 import { writeOrgSettings } from './storage/migrate.js';
-import { openControlPlane } from './storage/control-plane.js';
+import { openControl } from './control/open-control.js';
+import { type ControlDocuments, orgKey, tokensKey } from './control/types.js';
 import type { OrgStorage } from './storage/org-storage.js';
 import { SINGLE_FILE, SPLIT_SUFFIX, splitSingleFile } from './storage/split-single-file.js';
 import type { StorageWorker } from './storage/storage-client.js';
@@ -65,8 +65,8 @@ export interface Audience {
   storage: OrgStorage;
   /** Org databases open now, and the most open at once since start. */
   poolStats: Storage['poolStats'];
-  /** The control plane (control.duckdb): orgs, partner credentials, tokens. */
-  control: Database;
+  /** The control plane: orgs, partner credentials, tokens (control.duckdb, or a KV bucket in NATS mode). */
+  control: ControlDocuments;
   log: LogBackend;
   committer: GroupCommitter;
   compactor: Compaction | undefined;
@@ -154,7 +154,7 @@ async function buildLockedApp(config: Config, ctx: Context, dataDirLock: DataDir
   });
   const registry = new PartnerRegistry();
   const materializer = new ProfileMaterializer(orgData, new ProfileIndex());
-  let control: Database | undefined;
+  let control: ControlDocuments | undefined;
   let tokens: TokenStore | undefined;
   const refresher = new ProfileRefresher(materializer, (err) => app.log.error({ err }, 'profile refresh failed'));
   const signingKey = resolveWebhookSigningKey(config.webhookSigningKey, config.dataDir, ctx.randomBytes);
@@ -207,29 +207,44 @@ async function buildLockedApp(config: Config, ctx: Context, dataDirLock: DataDir
   });
 
   try {
-    control = await openControlPlane(config.dataDir);
+    control = await openControl(config);
     const health = serviceHealth({ control, log, worker: storageWorker, dataDir: config.dataDir });
-    const orgs = new OrgStore(control, orgData, registry, ctx, {
+    const orgs = new OrgStore(control, registry, ctx, {
       customFieldsOf: (org) => materializer.index.customFields(org),
-      onProfileSettingsChanged: (org) => materializer.refreshOrg(org),
+      onListenerError: (err) => app.log.error({ err }, 'applying an org change failed'),
     });
-    await orgs.load();
-    // Each org's database is opened once for all of its loads (at most ORG_DATABASES_MAX_OPEN stay open).
-    const slugs = (await orgs.list()).map((org) => org.slug);
-    for (const org of await orgs.list()) await writeOrgSettings(orgData.org(org.slug), org);
-    await materializer.load(slugs);
     const contacts = new ContactStore(orgData, ctx);
     tokens = new TokenStore(control, ctx, { onFlushError: (err) => app.log.warn({ err }, 'token lastUsedAt flush failed') });
-    await tokens.load();
+    const tokenStore = tokens;
+    await control.watch((entry) => {
+      if (entry.key.startsWith(orgKey(''))) void orgs.apply(entry);
+      else if (entry.key.startsWith(tokensKey(''))) tokenStore.apply(entry);
+    });
+    // Every org present now is loaded below; orgs created or changed from here on reach their database here.
+    orgs.onChange(async (org, previous) => {
+      if (previous?.currencySymbol === org.currencySymbol) return;
+      await writeOrgSettings(orgData.org(org.slug), org);
+      if (previous) await materializer.refreshOrg(org.slug);
+    });
+    tokens.start();
     triggers = new TriggerStore(orgData, ctx, {
       queriesDir: config.queriesDir,
       logger: app.log,
       orgExists: (slug) => orgs.cached(slug) !== undefined,
       timeoutMs: config.triggerTimeoutMs,
     });
-    await triggers.load(slugs);
+    // One pass per org, so its database is opened once for everything loaded from it (with more orgs
+    // than ORG_DATABASES_MAX_OPEN, a pass per store would open each database once per store). The
+    // settings are written again in case a crash came between the control plane and the org's database.
+    const orgList = await orgs.list();
+    const slugs = orgList.map((org) => org.slug);
+    for (const org of orgList) {
+      await writeOrgSettings(orgData.org(org.slug), org);
+      await materializer.refreshOrg(org.slug);
+      await triggers.load(org.slug);
+      await flows.load(org.slug);
+    }
     await triggers.scan();
-    await flows.load(slugs);
     if (channels && renderer) {
       dispatcher = new SendDispatcher({
         orgs: orgData,

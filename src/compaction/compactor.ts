@@ -162,9 +162,11 @@ export class Compactor implements Compaction {
       const observed = entries / records.length;
       this.entriesPerRecord = this.entriesPerRecord === undefined ? observed : 0.7 * this.entriesPerRecord + 0.3 * observed;
     }
+    const orgs = await this.orgsToWrite(byOrg, now);
+    if (records.length === 0 && orgs.length === 0) return;
     const lastSeq = records.length > 0 ? records[records.length - 1]!.seq : this.cursor;
     const touched: CommitReport['touched'] = [];
-    for (const org of await this.orgsToWrite(byOrg, now)) {
+    for (const org of orgs) {
       touched.push(...(await this.commitOrg(org, byOrg.get(org) ?? [], lastSeq, now)));
     }
     if (lastSeq > this.cursor) this.deps.checkpoint.write(lastSeq);

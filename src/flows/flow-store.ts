@@ -48,11 +48,9 @@ export class FlowStore {
     private readonly ctx: Context,
   ) {}
 
-  /** The flows of these orgs, from each org's database. */
-  async load(slugs: readonly string[]): Promise<void> {
-    for (const slug of slugs) {
-      for (const row of await this.orgs.org(slug).all<FlowRow>(SELECT_FLOWS)) this.remember(fromRow(row));
-    }
+  /** An org's flows, from its database. */
+  async load(org: string): Promise<void> {
+    for (const row of await this.orgs.org(org).all<FlowRow>(SELECT_FLOWS)) this.remember(fromRow(row));
   }
 
   list(org: string): FlowRecord[] {

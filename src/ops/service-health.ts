@@ -1,5 +1,5 @@
 /** The checks this service's /readyz and /healthz run (health.ts says what each outcome means). */
-import type { Database } from '../db/sql.js';
+import type { ControlDocuments } from '../control/types.js';
 import type { StorageWorker } from '../storage/storage-client.js';
 import { EmbeddedLog } from '../log/embedded-log.js';
 import type { LogBackend } from '../log/types.js';
@@ -7,8 +7,8 @@ import { diskCheck } from './disk-check.js';
 import { Health, type HealthCheck } from './health.js';
 
 export interface ServiceHealthDeps {
-  /** The control plane's DuckDB (the orgs' databases open and close on demand). */
-  control: Database;
+  /** The control plane (the orgs' databases open and close on demand). */
+  control: ControlDocuments;
   log: LogBackend;
   /** Absent with STORAGE_THREAD=main: DuckDB then runs on this thread, which answering proves alive. */
   worker: StorageWorker | undefined;
@@ -29,15 +29,12 @@ export function serviceHealth(deps: ServiceHealthDeps): Health {
   }
   checks.push(
     {
-      name: 'duckdb',
-      // The control plane's DuckDB (orgs' databases open on demand): one connection, so a long statement
+      name: control.kind === 'duckdb' ? 'duckdb' : 'control',
+      // Embedded: the control plane's DuckDB answers SELECT 1 on its one connection, so a long statement
       // makes this wait. Busy is not broken, so not fatal; readiness says so while it lasts.
-      silence: 'DuckDB did not answer SELECT 1 (busy or stuck)',
+      silence: control.kind === 'duckdb' ? 'DuckDB did not answer SELECT 1 (busy or stuck)' : 'NATS (control plane) did not answer a ping',
       silenceIsFatal: false,
-      run: async () => {
-        await control.all('SELECT 1');
-        return { ok: true };
-      },
+      run: () => control.health(),
     },
     {
       name: 'log',

@@ -1,16 +1,17 @@
 /**
- * Orgs and their partner credentials, persisted in the control plane (storage/control-plane.ts),
- * mirrored into the PartnerRegistry; the settings an org's own database needs (the currency symbol its
- * profiles show) are written there on every change.
+ * Orgs and their partner credentials: one control document per org (control/documents.ts), kept in
+ * memory from the control plane's watch and mirrored into the PartnerRegistry. A change made by any
+ * process reaches every process through `apply`; listeners (the storage roles: an org database's settings,
+ * its profiles) hear each change once, in order.
  */
+import { changeDocument, createDocument } from '../control/change-document.js';
+import type { OrgDocument } from '../control/documents.js';
+import { type ControlDocuments, type ControlEntry, ControlConflictError, orgKey } from '../control/types.js';
 import type { Context } from '../context.js';
-import { type Database, tsParam } from '../db/database.js';
 import { ENVIRONMENTS, type Environment } from '../domain.js';
 import { AppError } from '../errors.js';
 import type { Org, OrgCreate, OrgPatch } from '../generated/org.js';
 import { DEFAULT_PROFILE_FIELDS } from '../profiles/profile-fields.js';
-import { writeOrgSettings } from '../storage/migrate.js';
-import type { OrgStorage } from '../storage/org-storage.js';
 import { RESERVED_SCHEMA_NAMES } from '../triggers/org-relations.js';
 import type { PartnerRegistry } from './partner-registry.js';
 import { randomBase62, sha256Hex } from './secrets.js';
@@ -22,181 +23,140 @@ export interface PartnerCredential {
 
 export type CredentialPair = Record<Environment, PartnerCredential>;
 
-interface OrgRow {
-  slug: string;
-  name: string;
-  audience_api: boolean;
-  rate_limit: number;
-  currency_symbol: string;
-  content_fields: string;
-  not_found_status: number;
-  created_at: Date;
-  updated_at: Date;
-}
+/** Told of every org created or changed (previous: undefined for a new org), here or on another process. */
+export type OrgListener = (org: Org, previous: Org | undefined) => Promise<void>;
 
-function toOrg(row: OrgRow): Org {
-  return {
-    slug: row.slug,
-    name: row.name,
-    audienceApi: row.audience_api,
-    rateLimit: row.rate_limit,
-    currencySymbol: row.currency_symbol,
-    contentFields: JSON.parse(row.content_fields) as string[],
-    notFoundStatus: row.not_found_status as Org['notFoundStatus'],
-    createdAt: row.created_at.toISOString(),
-    updatedAt: row.updated_at.toISOString(),
-  };
-}
-
-export interface OrgStoreHooks {
+export interface OrgStoreOptions {
   /** Imported custom columns of the org: valid content fields besides the defaults. */
-  customFieldsOf(org: string): ReadonlySet<string>;
-  /** Called after a change that alters materialized profiles (the currency symbol). */
-  onProfileSettingsChanged(org: string): Promise<void>;
+  customFieldsOf?(org: string): ReadonlySet<string>;
+  /** A listener failed on a change made by another process (nobody waits for it). */
+  onListenerError?(error: unknown): void;
 }
-
-const noHooks: OrgStoreHooks = { customFieldsOf: () => new Set(), onProfileSettingsChanged: async () => {} };
 
 export class OrgStore {
   /** Every org in memory: the read API checks its org's settings on each request. */
-  private readonly cache = new Map<string, Org>();
+  private readonly documents = new Map<string, { document: OrgDocument; revision: number }>();
+  private readonly listeners: OrgListener[] = [];
+  /** Listeners run one change at a time, in the order the changes were applied. */
+  private told: Promise<void> = Promise.resolve();
 
   constructor(
-    /** The control plane. */
-    private readonly db: Database,
-    /** The orgs' databases. */
-    private readonly storage: OrgStorage,
+    private readonly control: ControlDocuments,
     private readonly registry: PartnerRegistry,
     private readonly ctx: Context,
-    private readonly hooks: OrgStoreHooks = noHooks,
+    private readonly options: OrgStoreOptions = {},
   ) {}
 
-  /** Fills the org cache and the partner registry from DuckDB at start. */
-  async load(): Promise<void> {
-    for (const org of await this.list()) this.cache.set(org.slug, org);
-    const rows = await this.db.all<{ partner_id: string; org: string; environment: Environment; secret_hash: string }>(
-      'SELECT partner_id, org, environment, secret_hash FROM partner_credentials',
-    );
-    for (const r of rows) {
-      this.registry.set(r.partner_id, { org: r.org, environment: r.environment, secretHash: r.secret_hash });
+  onChange(listener: OrgListener): void {
+    this.listeners.push(listener);
+  }
+
+  /**
+   * Takes in an org document from the control plane's watch or from a write of this process. A revision
+   * already seen is ignored. Resolves once the listeners have heard of it.
+   */
+  apply(entry: ControlEntry): Promise<void> {
+    const slug = entry.key.slice(orgKey('').length);
+    const known = this.documents.get(slug);
+    if (known && known.revision >= entry.revision) return this.told;
+    const document = entry.value as OrgDocument;
+    this.documents.set(slug, { document, revision: entry.revision });
+    for (const env of ENVIRONMENTS) {
+      const credential = document.credentials[env];
+      this.registry.set(credential.partnerId, { org: slug, environment: env, secretHash: credential.secretHash });
     }
+    const previous = known?.document.org;
+    this.told = this.told.then(async () => {
+      for (const listener of this.listeners) {
+        try {
+          await listener(document.org, previous);
+        } catch (error) {
+          this.options.onListenerError?.(error);
+        }
+      }
+    });
+    return this.told;
   }
 
   async create(input: OrgCreate): Promise<{ org: Org; credentials: CredentialPair }> {
-    const now = tsParam(this.ctx.clock.now());
+    if (RESERVED_SCHEMA_NAMES.has(input.slug)) {
+      throw new AppError('invalid_request', `slug "${input.slug}" is reserved: trigger SQL names it as a schema`);
+    }
+    const now = this.ctx.clock.now();
     const contentFields = input.contentFields ?? [...DEFAULT_PROFILE_FIELDS];
     assertKnownFields(contentFields, new Set());
     const credentials = {} as CredentialPair;
-    const issued: Array<{ env: Environment; partnerId: string; hash: string }> = [];
+    const document: OrgDocument = {
+      org: {
+        slug: input.slug,
+        name: input.name,
+        audienceApi: input.audienceApi ?? false,
+        rateLimit: input.rateLimit ?? 50,
+        currencySymbol: input.currencySymbol ?? '$',
+        contentFields,
+        notFoundStatus: input.notFoundStatus ?? 404,
+        createdAt: new Date(now).toISOString(),
+        updatedAt: new Date(now).toISOString(),
+      },
+      credentials: {} as OrgDocument['credentials'],
+    };
     for (const env of ENVIRONMENTS) {
-      const cred = { partnerId: 'pk_' + randomBase62(this.ctx, 20), partnerSecret: 'ps_' + randomBase62(this.ctx, 40) };
-      credentials[env] = cred;
-      issued.push({ env, partnerId: cred.partnerId, hash: sha256Hex(cred.partnerSecret) });
+      const credential = { partnerId: 'pk_' + randomBase62(this.ctx, 20), partnerSecret: 'ps_' + randomBase62(this.ctx, 40) };
+      credentials[env] = credential;
+      document.credentials[env] = { partnerId: credential.partnerId, secretHash: sha256Hex(credential.partnerSecret), createdAt: now, rotatedAt: null };
     }
-    await this.db.transaction(async (c) => {
-      const existing = await c.all('SELECT 1 FROM orgs WHERE slug = $1', [input.slug]);
-      if (existing.length > 0) throw new AppError('org_exists', `org "${input.slug}" already exists`);
-      if (RESERVED_SCHEMA_NAMES.has(input.slug)) {
-        throw new AppError('invalid_request', `slug "${input.slug}" is reserved: trigger SQL names it as a schema`);
-      }
-      await c.run('INSERT INTO orgs VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)', [
-        input.slug,
-        input.name,
-        input.audienceApi ?? false,
-        input.rateLimit ?? 50,
-        input.currencySymbol ?? '$',
-        JSON.stringify(contentFields),
-        input.notFoundStatus ?? 404,
-        now,
-      ]);
-      for (const i of issued) {
-        await c.run('INSERT INTO partner_credentials VALUES ($1, $2, $3, $4, $5, NULL)', [
-          i.partnerId,
-          input.slug,
-          i.env,
-          i.hash,
-          now,
-        ]);
-      }
+    const entry = await createDocument(this.control, orgKey(input.slug), document).catch((error: unknown) => {
+      throw error instanceof ControlConflictError ? new AppError('org_exists', `org "${input.slug}" already exists`) : error;
     });
-    const org = await this.reload(input.slug);
-    // After the control plane's commit: should this fail, the next start writes the settings anyway.
-    await writeOrgSettings(this.storage.org(org.slug), org);
-    for (const i of issued) this.registry.set(i.partnerId, { org: input.slug, environment: i.env, secretHash: i.hash });
-    return { org, credentials };
+    await this.apply(entry);
+    return { org: document.org, credentials };
   }
 
   /** The org's settings from memory (hot paths). */
   cached(slug: string): Org | undefined {
-    return this.cache.get(slug);
+    return this.documents.get(slug)?.document.org;
   }
 
   async get(slug: string): Promise<Org> {
-    const org = this.cache.get(slug);
+    const org = this.cached(slug);
     if (!org) throw new AppError('org_not_found', `no org "${slug}"`);
     return org;
   }
 
-  private async reload(slug: string): Promise<Org> {
-    const rows = await this.db.all<OrgRow>('SELECT * FROM orgs WHERE slug = $1', [slug]);
-    const org = toOrg(rows[0]!);
-    this.cache.set(slug, org);
-    return org;
-  }
-
   async list(): Promise<Org[]> {
-    return (await this.db.all<OrgRow>('SELECT * FROM orgs ORDER BY slug')).map(toOrg);
+    return [...this.documents.values()].map((d) => d.document.org).sort((a, b) => (a.slug < b.slug ? -1 : a.slug > b.slug ? 1 : 0));
   }
 
   async partnerIds(slug: string): Promise<Record<Environment, { partnerId: string }>> {
-    const rows = await this.db.all<{ partner_id: string; environment: Environment }>(
-      'SELECT partner_id, environment FROM partner_credentials WHERE org = $1',
-      [slug],
-    );
-    const out = {} as Record<Environment, { partnerId: string }>;
-    for (const r of rows) out[r.environment] = { partnerId: r.partner_id };
-    return out;
+    const credentials = this.documents.get(slug)?.document.credentials;
+    if (!credentials) throw new AppError('org_not_found', `no org "${slug}"`);
+    return { staging: { partnerId: credentials.staging.partnerId }, production: { partnerId: credentials.production.partnerId } };
   }
 
   async patch(slug: string, patch: OrgPatch): Promise<Org> {
-    const current = await this.get(slug);
-    if (patch.contentFields) assertKnownFields(patch.contentFields, this.hooks.customFieldsOf(slug));
-    const next = { ...current, ...patch };
-    await this.db.run(
-      `UPDATE orgs SET name = $2, audience_api = $3, rate_limit = $4, currency_symbol = $5,
-         content_fields = $6, not_found_status = $7, updated_at = $8 WHERE slug = $1`,
-      [
-        slug,
-        next.name,
-        next.audienceApi,
-        next.rateLimit,
-        next.currencySymbol,
-        JSON.stringify(next.contentFields),
-        next.notFoundStatus,
-        tsParam(this.ctx.clock.now()),
-      ],
-    );
-    const updated = await this.reload(slug);
-    if (patch.currencySymbol !== undefined && patch.currencySymbol !== current.currencySymbol) {
-      await writeOrgSettings(this.storage.org(slug), updated);
-      await this.hooks.onProfileSettingsChanged(slug);
-    }
-    return updated;
+    await this.get(slug);
+    if (patch.contentFields) assertKnownFields(patch.contentFields, this.options.customFieldsOf?.(slug) ?? new Set());
+    const updatedAt = new Date(this.ctx.clock.now()).toISOString();
+    const entry = await changeDocument<OrgDocument>(this.control, orgKey(slug), (current) => {
+      if (!current) throw new AppError('org_not_found', `no org "${slug}"`);
+      return { ...current, org: { ...current.org, ...patch, updatedAt } };
+    });
+    await this.apply(entry);
+    return (entry.value as OrgDocument).org;
   }
 
-  /** A new secret for the environment's partnerId; the old secret stops working at once. */
+  /** A new secret for the environment's partnerId; the old secret stops working at once (on every process once watched). */
   async rotate(slug: string, environment: Environment): Promise<PartnerCredential> {
     await this.get(slug);
     const partnerSecret = 'ps_' + randomBase62(this.ctx, 40);
-    const hash = sha256Hex(partnerSecret);
-    const rows = await this.db.all<{ partner_id: string }>(
-      `UPDATE partner_credentials SET secret_hash = $3, rotated_at = $4
-        WHERE org = $1 AND environment = $2 RETURNING partner_id`,
-      [slug, environment, hash, tsParam(this.ctx.clock.now())],
-    );
-    const partnerId = rows[0]!.partner_id;
-    this.registry.set(partnerId, { org: slug, environment, secretHash: hash });
-    return { partnerId, partnerSecret };
+    const rotatedAt = this.ctx.clock.now();
+    const entry = await changeDocument<OrgDocument>(this.control, orgKey(slug), (current) => {
+      if (!current) throw new AppError('org_not_found', `no org "${slug}"`);
+      const credential = { ...current.credentials[environment], secretHash: sha256Hex(partnerSecret), rotatedAt };
+      return { ...current, credentials: { ...current.credentials, [environment]: credential } };
+    });
+    await this.apply(entry);
+    return { partnerId: (entry.value as OrgDocument).credentials[environment].partnerId, partnerSecret };
   }
 }
 

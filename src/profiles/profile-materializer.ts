@@ -22,11 +22,7 @@ export class ProfileMaterializer {
     readonly index: ProfileIndex,
   ) {}
 
-  /** Every profile of these orgs (at start). */
-  async load(slugs: readonly string[]): Promise<void> {
-    for (const slug of slugs) await this.refreshOrg(slug);
-  }
-
+  /** Every profile of the org (at start, and after a change of the settings its profiles show). */
   async refreshOrg(org: string): Promise<void> {
     await this.store(await this.profilesFor(org, null));
   }

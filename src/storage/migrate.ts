@@ -9,7 +9,10 @@ import { pipelinesDir } from '../paths.js';
 import { foldContactActivity } from '../compaction/fold-contact-activity.js';
 import type { Database } from '../db/sql.js';
 
-const ORG_SCHEMA = ['storage.sql', 'profiles.sql', 'org_relations.sql'];
+/** The statements of an org's database schema, in order: tables, then the macros and views over them. */
+export function orgSchemaSql(): string[] {
+  return ['storage.sql', 'profiles.sql', 'org_relations.sql'].map((file) => readFileSync(join(pipelinesDir, file), 'utf8'));
+}
 
 /** What of an org's settings its data needs (the control plane has them all). */
 export interface OrgSettings {
@@ -19,7 +22,7 @@ export interface OrgSettings {
 
 export async function applyOrgSchema(db: Database): Promise<void> {
   await db.transaction(async (c) => {
-    for (const file of ORG_SCHEMA) await c.run(readFileSync(join(pipelinesDir, file), 'utf8'));
+    for (const sql of orgSchemaSql()) await c.run(sql);
     // Whatever is not folded yet (a store from before the aggregates, events loaded in bulk) is folded
     // now, so the first profile computations after opening do not each read it.
     await foldContactActivity(c);

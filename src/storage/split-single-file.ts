@@ -9,12 +9,12 @@
  * audience.duckdb.pre-orgs (kept: delete it once satisfied). A crash before the moves leaves the old
  * layout, and the split starts over; a crash between them is finished by the next start.
  */
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
-import { pipelinesDir } from '../paths.js';
 import { CHECKPOINT_FILE, LogCheckpoint } from './checkpoint.js';
-import { CONTROL_FILE } from './control-plane.js';
+import { CONTROL_FILE } from '../control/duckdb-documents.js';
+import { orgSchemaSql } from './migrate.js';
 import { ORGS_DIR } from './org-databases.js';
 
 export const SINGLE_FILE = 'audience.duckdb';
@@ -25,7 +25,6 @@ const CONTROL_TABLES = ['orgs', 'partner_credentials', 'audience_tokens'];
 const ORG_TABLES = ['events', 'identify_mappings', 'pending_identity', 'quarantine', 'contact_activity', 'contact_orders', 'contacts', 'trigger_versions', 'flows', 'flow_sends', 'flow_decisions'];
 /** Tables that were one per file: every org's file gets a copy. */
 const SHARED_TABLES = ['log_cursor', 'contact_activity_folded'];
-const ORG_SCHEMA = ['storage.sql', 'profiles.sql', 'org_relations.sql'];
 
 /** The orgs split out, or undefined when DATA_DIR has no single file to split. */
 export async function splitSingleFile(dataDir: string): Promise<string[] | undefined> {
@@ -59,16 +58,15 @@ async function copyInto(single: string, staging: string): Promise<string[]> {
     if (!present.has('orgs')) throw new Error(`${single} has no orgs table: it is not a store this version can split`);
 
     await c.run(`ATTACH ${literal(join(staging, CONTROL_FILE))} AS control`);
-    await c.run('USE control');
-    await c.run(readFileSync(join(pipelinesDir, 'control.sql'), 'utf8'));
-    for (const table of CONTROL_TABLES.filter((t) => present.has(t))) await c.run(`INSERT INTO control.main.${table} BY NAME SELECT * FROM old.main.${table}`);
+    // Copied as tables; the control plane turns them into documents when it opens (migrate-control-tables.ts).
+    for (const table of CONTROL_TABLES.filter((t) => present.has(t))) await c.run(`CREATE TABLE control.main.${table} AS SELECT * FROM old.main.${table}`);
 
     const orgs = await rows<{ slug: string; currency_symbol: string }>(c, 'SELECT slug, currency_symbol FROM old.main.orgs ORDER BY slug');
     for (const org of orgs) {
       // Slugs matched ^[a-z][a-z0-9_]{1,39}$ when created: safe as a catalog name and in a file name.
       await c.run(`ATTACH ${literal(join(staging, ORGS_DIR, `${org.slug}.duckdb`))} AS org_${org.slug}`);
       await c.run(`USE org_${org.slug}`);
-      for (const file of ORG_SCHEMA) await c.run(readFileSync(join(pipelinesDir, file), 'utf8'));
+      for (const sql of orgSchemaSql()) await c.run(sql);
       for (const table of ORG_TABLES.filter((t) => present.has(t))) {
         await c.run(`INSERT INTO org_${org.slug}.main.${table} BY NAME SELECT * FROM old.main.${table} WHERE org = $1`, [org.slug]);
       }

@@ -1,18 +1,20 @@
 /**
- * Audience API tokens (SPEC 3), persisted in DuckDB and mirrored in memory for authentication.
- * Changes (create, revoke) are DuckDB transactions first, so the pool limit holds even when two admin
- * calls race (Database serializes every statement); the mirror is updated after each commit.
- * Authentication never touches DuckDB: `lastUsedAt` is kept in memory and flushed by a timer.
+ * Audience API tokens (SPEC 3): one control document per org holding all its tokens (control/documents.ts),
+ * so the pool of 10 active tokens holds when two processes create at once (compare-and-set on the
+ * document). Every process keeps the tokens in memory from the control plane's watch, so a token created
+ * or revoked on one `api` process is in force on the others as soon as they see the change.
+ * Authentication never waits on the control plane: `lastUsedAt` is kept in memory and flushed by a timer.
  */
+import { changeDocument } from '../control/change-document.js';
+import type { TokensDocument } from '../control/documents.js';
+import { type ControlDocuments, type ControlEntry, tokensKey } from '../control/types.js';
 import type { Context } from '../context.js';
-import type { DuckDBValue } from '@duckdb/node-api';
-import { type Database, tsParam } from '../db/database.js';
 import { normalizeEmail } from '../domain.js';
 import { AppError } from '../errors.js';
 import type { Token, TokenCreate, TokenIssued } from '../generated/token.js';
 import { randomBase62, sha256Hex } from '../orgs/secrets.js';
 import { hasValidChecksum, issueToken } from './token-format.js';
-import { type TokenRecord, type TokenRow, activeSql, fromRow, isActive, toView } from './token-record.js';
+import { type TokenRecord, isActive, toView } from './token-record.js';
 
 /** SPEC 3: up to 10 active tokens per org, so tokens can be rotated with overlap. */
 export const TOKEN_POOL_SIZE = 10;
@@ -21,7 +23,7 @@ export type AuthFailureReason = 'missing' | 'malformed' | 'unknown' | 'revoked' 
 export type AuthResult = { ok: true; org: string; tokenId: string } | { ok: false; reason: AuthFailureReason };
 
 export interface TokenStoreOptions {
-  /** How often `lastUsedAt` values kept in memory are written to DuckDB. Default: 30000 (ms) */
+  /** How often `lastUsedAt` values kept in memory are written to the control plane. Default: 30000 (ms) */
   flushIntervalMs?: number;
   /** Called when a timed flush fails (the values stay pending for the next one). Default: ignore */
   onFlushError?: (error: unknown) => void;
@@ -30,29 +32,40 @@ export interface TokenStoreOptions {
 export class TokenStore {
   private readonly byHash = new Map<string, TokenRecord>();
   private readonly byId = new Map<string, TokenRecord>();
-  /** Ids whose in-memory `lastUsedAt` is newer than DuckDB's. */
+  /** Revision of each org's tokens document taken in. */
+  private readonly revisions = new Map<string, number>();
+  /** Ids whose in-memory `lastUsedAt` is newer than the control plane's. */
   private readonly unflushed = new Set<string>();
   private flushTail: Promise<void> = Promise.resolve();
   private timer: NodeJS.Timeout | undefined;
 
   constructor(
-    private readonly db: Database,
+    private readonly control: ControlDocuments,
     private readonly ctx: Context,
     private readonly options: TokenStoreOptions = {},
   ) {}
 
-  /** Fills the in-memory index from DuckDB and starts the `lastUsedAt` flush timer. Call once at start. */
-  async load(): Promise<void> {
-    const rows = await this.db.all<TokenRow>('SELECT * FROM audience_tokens');
-    this.byHash.clear();
-    this.byId.clear();
-    for (const row of rows) this.remember(fromRow(row));
-    if (!this.timer) {
-      this.timer = setInterval(() => {
-        this.flush().catch((error: unknown) => this.options.onFlushError?.(error));
-      }, this.options.flushIntervalMs ?? 30_000);
-      // The timer must never keep the process alive; close() does the final flush.
-      this.timer.unref();
+  /** Starts the `lastUsedAt` flush timer. Call once at start. */
+  start(): void {
+    if (this.timer) return;
+    this.timer = setInterval(() => {
+      this.flush().catch((error: unknown) => this.options.onFlushError?.(error));
+    }, this.options.flushIntervalMs ?? 30_000);
+    // The timer must never keep the process alive; close() does the final flush.
+    this.timer.unref();
+  }
+
+  /**
+   * Takes in an org's tokens document from the control plane's watch or from a write of this process; a
+   * revision already seen is ignored. A use seen here and not yet flushed keeps its newer `lastUsedAt`.
+   */
+  apply(entry: ControlEntry): void {
+    const org = entry.key.slice(tokensKey('').length);
+    if ((this.revisions.get(org) ?? 0) >= entry.revision) return;
+    this.revisions.set(org, entry.revision);
+    for (const stored of (entry.value as TokensDocument).tokens) {
+      const local = this.byId.get(stored.id)?.lastUsedAt ?? null;
+      this.remember({ ...stored, lastUsedAt: latest(stored.lastUsedAt, local) });
     }
   }
 
@@ -77,32 +90,20 @@ export class TokenStore {
       revokedAt: null,
       lastUsedAt: null,
     };
-    await this.db.transaction(async (c) => {
-      const [counted] = await c.all<{ n: bigint }>(
-        `SELECT count(*) AS n FROM audience_tokens WHERE org = $1 AND ${activeSql('$2')}`,
-        [org, tsParam(now)],
-      );
-      const active = Number(counted?.n ?? 0);
+    await this.change(org, (tokens) => {
+      const active = tokens.filter((r) => isActive(r, now)).length;
       if (active >= TOKEN_POOL_SIZE) {
         throw new AppError('token_pool_full', `org "${org}" has ${active} active tokens (at most ${TOKEN_POOL_SIZE}); revoke one first`);
       }
-      await c.run(
-        `INSERT INTO audience_tokens (id, org, token_hash, last3, created_by, label, created_at, expires_at, revoked_at, last_used_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULL, NULL)`,
-        [record.id, org, record.hash, record.last3, record.createdBy, record.label, tsParam(now), expiresAt === null ? null : tsParam(expiresAt)],
-      );
+      return [...tokens, record];
     });
-    this.remember(record);
     const view = toView(record);
     return { id: view.id, token, last3: view.last3, createdBy: view.createdBy, createdAt: view.createdAt, expiresAt: view.expiresAt };
   }
 
   /** Every token of the org, oldest first, revoked and expired ones included (with their times). */
   list(org: string): Token[] {
-    return [...this.byId.values()]
-      .filter((r) => r.org === org)
-      .sort((a, b) => a.createdAt - b.createdAt || a.id.localeCompare(b.id))
-      .map(toView);
+    return this.recordsOf(org).map(toView);
   }
 
   /**
@@ -110,7 +111,7 @@ export class TokenStore {
    * changes nothing and returns an empty list (DELETE is idempotent). An expired token can be revoked.
    */
   async revokeById(org: string, id: string): Promise<Token[]> {
-    return this.revokeMatching(org, 'id = $2', [id], (found) => {
+    return this.revokeMatching(org, (r) => r.id === id, (found) => {
       if (found.length === 0) throw new AppError('token_not_found', `org "${org}" has no token ${id}`);
       return found.filter((r) => r.revokedAt === null);
     });
@@ -118,7 +119,8 @@ export class TokenStore {
 
   /** Revokes the one active token ending in `last3`; 409 when several match, 404 when none does. */
   async revokeByLast3(org: string, last3: string): Promise<Token[]> {
-    return this.revokeMatching(org, `last3 = $2 AND ${activeSql('$3')}`, [last3, tsParam(this.ctx.clock.now())], (found) => {
+    const now = this.ctx.clock.now();
+    return this.revokeMatching(org, (r) => r.last3 === last3 && isActive(r, now), (found) => {
       if (found.length === 0) throw new AppError('token_not_found', `org "${org}" has no active token ending in ${last3}`);
       if (found.length > 1) {
         throw new AppError('token_ambiguous', `${found.length} active tokens end in ${last3}; revoke by id`, {
@@ -131,10 +133,10 @@ export class TokenStore {
 
   /** Revokes every active token of that creator (e.g. someone leaving); none is not an error. */
   async revokeByCreator(org: string, email: string): Promise<Token[]> {
-    const now = tsParam(this.ctx.clock.now());
-    return this.revokeMatching(org, `created_by = $2 AND ${activeSql('$3')}`, [normalizeEmail(email), now], (found) => found);
+    const now = this.ctx.clock.now();
+    const createdBy = normalizeEmail(email);
+    return this.revokeMatching(org, (r) => r.createdBy === createdBy && isActive(r, now), (found) => found);
   }
-
   /**
    * Checks a presented token. The checksum is verified before any lookup, so typos and made-up tokens
    * cost no hash and no map access.
@@ -157,67 +159,74 @@ export class TokenStore {
     return { ok: true, org: record.org, tokenId: record.id };
   }
 
-  /** Writes pending `lastUsedAt` values to DuckDB (one transaction). Flushes never overlap. */
+  /** Writes pending `lastUsedAt` values to the control plane. Flushes never overlap. */
   flush(): Promise<void> {
     const run = this.flushTail.then(() => this.writeLastUsed());
     this.flushTail = run.catch(() => undefined);
     return run;
   }
 
-  /** Stops the timer and does the final flush. Call before the database closes. */
+  /** Stops the timer and does the final flush. Call before the control plane closes. */
   async close(): Promise<void> {
     clearInterval(this.timer);
     this.timer = undefined;
     await this.flush();
   }
 
+  /** Writes each org's pending `lastUsedAt` values into its tokens document, keeping the latest of any process's. */
   private async writeLastUsed(): Promise<void> {
     if (this.unflushed.size === 0) return;
     const ids = [...this.unflushed];
     this.unflushed.clear();
+    const used = new Map<string, number>();
+    for (const id of ids) {
+      const record = this.byId.get(id);
+      if (record?.lastUsedAt != null) used.set(id, record.lastUsedAt);
+    }
+    const orgs = new Set(ids.map((id) => this.byId.get(id)?.org).filter((org) => org !== undefined));
     try {
-      await this.db.transaction(async (c) => {
-        for (const id of ids) {
-          const usedAt = this.byId.get(id)?.lastUsedAt;
-          if (usedAt != null) await c.run('UPDATE audience_tokens SET last_used_at = $2 WHERE id = $1', [id, tsParam(usedAt)]);
-        }
-      });
+      for (const org of orgs) {
+        await this.change(org, (tokens) => tokens.map((r) => (used.has(r.id) ? { ...r, lastUsedAt: latest(r.lastUsedAt, used.get(r.id)!) } : r)));
+      }
     } catch (error) {
       for (const id of ids) this.unflushed.add(id);
       throw error;
     }
   }
 
-  /** In one transaction: the org's tokens matching `where`, `pick` chooses (or throws), those are revoked. */
+  /** In one compare-and-set of the org's document: `pick` chooses among the matching tokens (or throws), those are revoked. */
   private async revokeMatching(
     org: string,
-    where: string,
-    params: DuckDBValue[],
+    matches: (record: TokenRecord) => boolean,
     pick: (found: TokenRecord[]) => TokenRecord[],
   ): Promise<Token[]> {
     const now = this.ctx.clock.now();
-    const revoked = await this.db.transaction(async (c) => {
-      const rows = await c.all<TokenRow>(`SELECT * FROM audience_tokens WHERE org = $1 AND ${where} ORDER BY created_at, id`, [org, ...params]);
-      const found = rows.map(fromRow);
-      const chosen = pick(found);
-      for (const r of chosen) {
-        await c.run('UPDATE audience_tokens SET revoked_at = $2 WHERE id = $1', [r.id, tsParam(now)]);
-      }
-      return chosen.map((r) => r.id);
+    let revoked = new Set<string>();
+    await this.change(org, (tokens) => {
+      revoked = new Set(pick(tokens.filter(matches)).map((r) => r.id));
+      return tokens.map((r) => (revoked.has(r.id) ? { ...r, revokedAt: now } : r));
     });
-    const views: Token[] = [];
-    for (const id of revoked) {
-      const record = this.byId.get(id);
-      if (!record) continue;
-      record.revokedAt = now;
-      views.push(toView(record));
-    }
-    return views;
+    return this.recordsOf(org).filter((r) => revoked.has(r.id)).map(toView);
+  }
+
+  /** Changes the org's tokens document (compare-and-set, retried) and takes the result in at once. */
+  private async change(org: string, next: (tokens: TokenRecord[]) => TokenRecord[]): Promise<void> {
+    const entry = await changeDocument<TokensDocument>(this.control, tokensKey(org), (current) => ({ tokens: next(current?.tokens ?? []) }));
+    this.apply(entry);
+  }
+
+  private recordsOf(org: string): TokenRecord[] {
+    return [...this.byId.values()].filter((r) => r.org === org).sort((a, b) => a.createdAt - b.createdAt || a.id.localeCompare(b.id));
   }
 
   private remember(record: TokenRecord): void {
+    const old = this.byId.get(record.id);
+    if (old) this.byHash.delete(old.hash);
     this.byHash.set(record.hash, record);
     this.byId.set(record.id, record);
   }
 }
 
+function latest(a: number | null, b: number | null): number | null {
+  return a === null ? b : b === null ? a : Math.max(a, b);
+}

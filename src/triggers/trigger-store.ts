@@ -80,20 +80,21 @@ export class TriggerStore {
     },
   ) {}
 
-  /** Loads these orgs' recorded versions: the newest of each query, and its newest valid one re-checked as live. */
-  async load(slugs: readonly string[]): Promise<void> {
-    const rows: VersionRow[] = [];
-    for (const slug of slugs) rows.push(...(await this.orgs.org(slug).all<VersionRow>('SELECT * FROM trigger_versions ORDER BY kind, name, version')));
+  /** Loads an org's recorded versions: the newest of each query, and its newest valid one re-checked as live. */
+  async load(org: string): Promise<void> {
+    const rows = await this.orgs.org(org).all<VersionRow>('SELECT * FROM trigger_versions ORDER BY kind, name, version');
+    const loaded = new Set<QueryState>();
     const lastValid = new Map<QueryState, VersionRow>();
     for (const row of rows) {
       const version = fromRow(row);
       const state = this.stateFor(row.org, row.kind, row.name, version);
       state.latest = version;
+      loaded.add(state);
       if (row.status === 'valid') lastValid.set(state, row);
     }
     // The file normally holds the live version (PUT writes only valid ones); if it holds a refused one,
     // the first scan records that once more.
-    for (const state of this.states.values()) state.fileHash = lastValid.get(state)?.hash ?? state.latest.hash;
+    for (const state of loaded) state.fileHash = lastValid.get(state)?.hash ?? state.latest.hash;
     for (const [state, row] of lastValid) {
       try {
         const checked = await this.check(row.sql, state.org, state.kind);

@@ -4,6 +4,9 @@ import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { buildApp } from '../../src/app.js';
 import { readConfig } from '../../src/config.js';
+import type { OrgDocument } from '../../src/control/documents.js';
+import { orgKey } from '../../src/control/types.js';
+import { sha256Hex } from '../../src/orgs/secrets.js';
 import { DEFAULT_PROFILE_FIELDS } from '../../src/profiles/profile-fields.js';
 import { customEvent, startTestApp } from '../helpers/app.js';
 
@@ -20,10 +23,13 @@ t.test('create returns the org and both credentials once; secrets are stored has
   }
   t.not(body.credentials.staging.partnerId, body.credentials.production.partnerId);
 
-  const rows = await h.app.audience.control.all<{ secret_hash: string }>('SELECT secret_hash FROM partner_credentials');
-  const dump = JSON.stringify(rows);
+  const stored = (await h.app.audience.control.get(orgKey('acme')))!.value as OrgDocument;
+  const dump = JSON.stringify(stored);
   t.notOk(dump.includes(body.credentials.production.partnerSecret), 'plaintext secret not stored');
-  t.ok(rows.every((r) => /^[0-9a-f]{64}$/.test(r.secret_hash)), 'SHA-256 hex stored');
+  t.notOk(dump.includes(body.credentials.staging.partnerSecret), 'plaintext secret not stored');
+  for (const env of ['staging', 'production'] as const) {
+    t.equal(stored.credentials[env].secretHash, sha256Hex(body.credentials[env].partnerSecret), 'SHA-256 hex stored');
+  }
 
   const got = await h.admin('GET', '/admin/v1/orgs/acme');
   t.equal(got.statusCode, 200);

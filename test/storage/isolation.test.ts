@@ -6,6 +6,8 @@
  */
 import { join } from 'node:path';
 import t from 'tap';
+import type { OrgDocument, TokensDocument } from '../../src/control/documents.js';
+import { orgKey, tokensKey } from '../../src/control/types.js';
 import { customEvent, startTestApp } from '../helpers/app.js';
 
 t.test('with the guard switched off, org A reaches no row of org B and no secret hash', async (t) => {
@@ -20,16 +22,18 @@ t.test('with the guard switched off, org A reaches no row of org B and no secret
   const trigger = "SELECT identity, identity_type, ts, event_type, event_id, event_raw FROM event_triggers WHERE event_id <> 'beta-trigger-marker' AND ts > {cursor_start_time} AND ts <= {cursor_end_time}";
   t.equal((await h.admin('PUT', '/admin/v1/orgs/beta/triggers/beta_only', { sql: trigger })).statusCode, 200);
   const { control } = h.app.audience;
-  const hashes = [
-    ...(await control.all<{ v: string }>('SELECT secret_hash AS v FROM partner_credentials')),
-    ...(await control.all<{ v: string }>('SELECT token_hash AS v FROM audience_tokens')),
-  ].map((r) => r.v);
+  const hashes: string[] = [];
+  for (const org of ['acme', 'beta']) {
+    const stored = (await control.get(orgKey(org)))!.value as OrgDocument;
+    hashes.push(stored.credentials.staging.secretHash, stored.credentials.production.secretHash);
+    hashes.push(...((await control.get(tokensKey(org)))!.value as TokensDocument).tokens.map((tok) => tok.hash));
+  }
   t.equal(hashes.length, 6);
   const markers = ['beta-secret', 'beta-staging', 'beta-trigger-marker', beta.production.partnerId, beta.staging.partnerId, ...hashes];
 
   const dataDir = h.dataDir;
   const files = [join(dataDir, 'orgs', 'beta.duckdb'), join(dataDir, 'control.duckdb'), join(dataDir, 'log', 'events.log')];
-  const internal = ['events', 'pending_identity', 'identify_mappings', 'quarantine', 'contacts', 'contact_activity', 'trigger_versions', 'flows', 'flow_sends', 'flow_decisions', 'orgs', 'partner_credentials', 'audience_tokens'];
+  const internal = ['events', 'pending_identity', 'identify_mappings', 'quarantine', 'contacts', 'contact_activity', 'trigger_versions', 'flows', 'flow_sends', 'flow_decisions', 'orgs', 'partner_credentials', 'audience_tokens', 'control_documents'];
   const escapes = [
     ...internal.map((table) => `WITH ${table} AS (SELECT * FROM ${table}) SELECT * FROM ${table}`),
     ...internal.map((table) => `SELECT * FROM beta.main.${table}`),

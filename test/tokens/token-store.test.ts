@@ -5,8 +5,10 @@
 import t from 'tap';
 import { randomBytes } from 'node:crypto';
 import Fastify from 'fastify';
-import { ManualClock, createContext } from '../../src/context.js';
-import { tsParam } from '../../src/db/database.js';
+import { changeDocument } from '../../src/control/change-document.js';
+import type { TokensDocument } from '../../src/control/documents.js';
+import { type ControlDocuments, tokensKey } from '../../src/control/types.js';
+import { type Context, ManualClock, createContext } from '../../src/context.js';
 import { registerProblemHandlers } from '../../src/http/problem.js';
 import { sha256Hex } from '../../src/orgs/secrets.js';
 import { compileRouteSchema } from '../../src/schemas.js';
@@ -35,13 +37,26 @@ function scriptedRandom(strings: string[]): (size: number) => Buffer {
   };
 }
 
+/** A second token store on the app's control plane, fed by its own watch like another process's. */
+async function watchedStore(control: ControlDocuments, ctx: Context, options?: TokenStoreOptions): Promise<TokenStore> {
+  const tokens = new TokenStore(control, ctx, options);
+  await control.watch((entry) => {
+    if (entry.key.startsWith(tokensKey(''))) tokens.apply(entry);
+  });
+  tokens.start();
+  return tokens;
+}
+
+async function waitFor(condition: () => boolean): Promise<void> {
+  for (let i = 0; i < 200 && !condition(); i++) await new Promise((r) => setTimeout(r, 10));
+}
+
 async function setup(t: Tap, options: { script?: string[]; store?: TokenStoreOptions } = {}) {
   const clock = new ManualClock(Date.UTC(2026, 0, 1));
   const h = await startTestApp(t, { clock });
   const ctx = createContext({ clock, randomBytes: scriptedRandom(options.script ?? []) });
-  const db = h.app.audience.control;
-  const tokens = new TokenStore(db, ctx, options.store);
-  await tokens.load();
+  const control = h.app.audience.control;
+  const tokens = await watchedStore(control, ctx, options.store);
   t.teardown(() => tokens.close());
 
   const admin = Fastify();
@@ -63,10 +78,11 @@ async function setup(t: Tap, options: { script?: string[]; store?: TokenStoreOpt
     if (res.statusCode !== 201) throw new Error(`create token: ${res.statusCode} ${res.body}`);
     return res.json() as { id: string; token: string; last3: string; createdBy: string; createdAt: string; expiresAt: string | null };
   };
-  const dump = () => db.all<Record<string, unknown>>('SELECT * FROM audience_tokens ORDER BY created_at, id');
+  /** The org's tokens as the control plane stores them. */
+  const dump = async (slug = 'acme') => ((await control.get(tokensKey(slug)))?.value as TokensDocument | undefined)?.tokens ?? [];
 
   await h.createOrg('acme');
-  return { h, clock, ctx, db, tokens, call, create, dump };
+  return { h, clock, ctx, control, tokens, call, create, dump };
 }
 
 t.test('create shows the token once; only its SHA-256 is stored', async (t) => {
@@ -88,8 +104,8 @@ t.test('create shows the token once; only its SHA-256 is stored', async (t) => {
   t.equal(rows.length, 1);
   t.notOk(JSON.stringify(rows).includes(issued.token), 'plaintext token not stored');
   t.notOk(JSON.stringify(rows).includes(issued.token.slice(4, 34)), 'nor its random part');
-  t.equal(rows[0]!.token_hash, sha256Hex(issued.token));
-  t.match(rows[0]!.token_hash, /^[0-9a-f]{64}$/);
+  t.equal(rows[0]!.hash, sha256Hex(issued.token));
+  t.match(rows[0]!.hash, /^[0-9a-f]{64}$/);
 
   clock.advance(1000);
   const expiring = await create({ createdBy: 'dev@acme.com', expiresAt: '2026-02-01T00:00:00+01:00' });
@@ -256,7 +272,7 @@ t.test('revoke by creator revokes all of their active tokens', async (t) => {
 });
 
 t.test('authenticate: missing, malformed, unknown, revoked, expired', async (t) => {
-  const { create, tokens, clock, db, ctx } = await setup(t);
+  const { create, tokens, clock, control, ctx } = await setup(t);
   const ok = await create();
   const expiring = await create({ createdBy: 'ops@acme.com', expiresAt: new Date(clock.now() + HOUR).toISOString() });
   const now = clock.now();
@@ -268,12 +284,13 @@ t.test('authenticate: missing, malformed, unknown, revoked, expired', async (t) 
 
   // A typo is refused by the checksum before any lookup: even a stored hash of the typo does not match.
   const typo = ok.token.slice(0, 10) + (ok.token[10] === 'a' ? 'b' : 'a') + ok.token.slice(11);
-  await db.run(
-    `INSERT INTO audience_tokens (id, org, token_hash, last3, created_by, created_at)
-     VALUES ('tok_typo000000000000', 'acme', $1, $2, 'ops@acme.com', $3)`,
-    [sha256Hex(typo), typo.slice(-3), tsParam(now)],
-  );
-  await tokens.load();
+  await changeDocument<TokensDocument>(control, tokensKey('acme'), (current) => ({
+    tokens: [
+      ...(current?.tokens ?? []),
+      { id: 'tok_typo000000000000', org: 'acme', hash: sha256Hex(typo), last3: typo.slice(-3), createdBy: 'ops@acme.com', label: null, createdAt: now, expiresAt: null, revokedAt: null, lastUsedAt: null },
+    ],
+  }));
+  await waitFor(() => tokens.list('acme').some((r) => r.id === 'tok_typo000000000000'));
   t.same(tokens.authenticate(typo, now), { ok: false, reason: 'malformed' });
 
   t.ok(tokens.authenticate(expiring.token, now + HOUR - 1).ok, 'valid until expiresAt');
@@ -283,7 +300,7 @@ t.test('authenticate: missing, malformed, unknown, revoked, expired', async (t) 
 });
 
 t.test('lastUsedAt is kept in memory and flushed, not written per request; it survives a reload', async (t) => {
-  const { create, tokens, clock, db, ctx, call } = await setup(t);
+  const { create, tokens, clock, control, ctx, call, dump } = await setup(t);
   const tok = await create();
   clock.advance(5000);
   const usedAt = clock.now();
@@ -292,36 +309,34 @@ t.test('lastUsedAt is kept in memory and flushed, not written per request; it su
   t.equal(accepted, 100);
   t.equal(tokens.authenticate(tok.token, usedAt - 1000).ok, true, 'an older use does not move it back');
 
-  const stored = async () => (await db.all<{ last_used_at: Date | null }>('SELECT last_used_at FROM audience_tokens'))[0]!.last_used_at;
+  const stored = async () => (await dump())[0]!.lastUsedAt;
   t.equal(await stored(), null, 'no write per request');
   t.equal((await call('GET', '/admin/v1/orgs/acme/tokens')).json().tokens[0].lastUsedAt, new Date(usedAt).toISOString(), 'listed from memory');
 
   await tokens.flush();
-  t.equal((await stored())?.getTime(), usedAt, 'flushed');
+  t.equal(await stored(), usedAt, 'flushed');
 
   await tokens.revokeById('acme', tok.id);
-  const reloaded = new TokenStore(db, ctx);
-  await reloaded.load();
+  const reloaded = await watchedStore(control, ctx);
   t.teardown(() => reloaded.close());
   t.match(reloaded.list('acme'), [{ id: tok.id, lastUsedAt: new Date(usedAt).toISOString(), revokedAt: new Date(usedAt).toISOString() }]);
   t.same(reloaded.authenticate(tok.token, clock.now()), { ok: false, reason: 'revoked' });
 });
 
 t.test('close() and the timer flush lastUsedAt', async (t) => {
-  const { create, tokens, clock, db, ctx } = await setup(t);
+  const { create, tokens, clock, control, ctx, dump } = await setup(t);
   const tok = await create();
-  const stored = async () => (await db.all<{ last_used_at: Date | null }>('SELECT last_used_at FROM audience_tokens'))[0]!.last_used_at;
+  const stored = async () => (await dump())[0]!.lastUsedAt;
 
   tokens.authenticate(tok.token, clock.now());
   await tokens.close();
-  t.equal((await stored())?.getTime(), clock.now(), 'close flushes');
+  t.equal(await stored(), clock.now(), 'close flushes');
 
-  const timed = new TokenStore(db, ctx, { flushIntervalMs: 20 });
-  await timed.load();
+  const timed = await watchedStore(control, ctx, { flushIntervalMs: 20 });
   t.teardown(() => timed.close());
   clock.advance(1000);
   t.ok(timed.authenticate(tok.token, clock.now()).ok);
   const deadline = Date.now() + 2000;
-  while ((await stored())?.getTime() !== clock.now() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
-  t.equal((await stored())?.getTime(), clock.now(), 'the timer flushes');
+  while ((await stored()) !== clock.now() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+  t.equal(await stored(), clock.now(), 'the timer flushes');
 });

@@ -1,0 +1,37 @@
+/** The shapes of the control plane's documents (types.ts: `orgKey`, `tokensKey`). Times are epoch ms. */
+import type { Environment } from '../domain.js';
+import type { Org } from '../generated/org.js';
+
+/** `org.<slug>`: the org's settings and both partner credentials, written together so a create is atomic. */
+export interface OrgDocument {
+  org: Org;
+  credentials: Record<Environment, StoredCredential>;
+}
+
+/** Only the SHA-256 of a partner secret is kept. */
+export interface StoredCredential {
+  partnerId: string;
+  secretHash: string;
+  createdAt: number;
+  rotatedAt: number | null;
+}
+
+/** `tokens.<slug>`: every token of the org, revoked and expired ones included, so the pool rule holds in one document. */
+export interface TokensDocument {
+  tokens: StoredToken[];
+}
+
+/** Only the SHA-256 of a token is kept, plus its last 3 characters so people can recognise it. */
+export interface StoredToken {
+  id: string;
+  org: string;
+  hash: string;
+  last3: string;
+  createdBy: string;
+  label: string | null;
+  createdAt: number;
+  expiresAt: number | null;
+  revokedAt: number | null;
+  /** Written from memory at most every 30 s per process and at shutdown, never per request. */
+  lastUsedAt: number | null;
+}

@@ -1,0 +1,10 @@
+/** Picks the control plane's backend: a JetStream KV bucket in NATS mode, else DATA_DIR/control.duckdb. */
+import type { Config } from '../config.js';
+import { DuckDbDocuments } from './duckdb-documents.js';
+import { KvDocuments } from './kv-documents.js';
+import type { ControlDocuments } from './types.js';
+
+export function openControl(config: Pick<Config, 'natsUrl' | 'dataDir'>): Promise<ControlDocuments> {
+  if (config.natsUrl) return KvDocuments.open({ servers: config.natsUrl });
+  return DuckDbDocuments.open(config.dataDir);
+}
