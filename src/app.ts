@@ -16,6 +16,7 @@ import { type DataDirLock, duckdbLockProblem, lockDataDir } from './data-dir-loc
 import { openStorage, type Storage } from './storage/open-storage.js';
 import { writeOrgSettings } from './storage/migrate.js';
 import { openControl } from './control/open-control.js';
+import { ownsOrg } from './storage/shard.js';
 import { type ControlDocuments, orgKey, tokensKey } from './control/types.js';
 import type { OrgStorage } from './storage/org-storage.js';
 import { SINGLE_FILE, SPLIT_SUFFIX, splitSingleFile } from './storage/split-single-file.js';
@@ -132,6 +133,7 @@ async function buildLockedApp(config: Config, ctx: Context, dataDirLock: DataDir
     natsUrl: config.natsUrl,
     dataDir: config.dataDir,
     publishTimeoutMs: config.natsPublishTimeoutMs,
+    replicas: config.natsStreamReplicas,
     onTornTail: (tail) => app.log.warn({ tail }, 'embedded log: cut a torn tail left by a crash'),
   });
   // The refresher is made below; compaction only commits once started, at the end of the build.
@@ -220,9 +222,11 @@ async function buildLockedApp(config: Config, ctx: Context, dataDirLock: DataDir
       if (entry.key.startsWith(orgKey(''))) void orgs.apply(entry);
       else if (entry.key.startsWith(tokensKey(''))) tokenStore.apply(entry);
     });
+    // The orgs whose databases this process keeps (SHARD); every org with the default 0/1.
+    const owned = (slug: string) => ownsOrg(config.shard, slug);
     // Every org present now is loaded below; orgs created or changed from here on reach their database here.
     orgs.onChange(async (org, previous) => {
-      if (previous?.currencySymbol === org.currencySymbol) return;
+      if (!owned(org.slug) || previous?.currencySymbol === org.currencySymbol) return;
       await writeOrgSettings(orgData.org(org.slug), org);
       if (previous) await materializer.refreshOrg(org.slug);
     });
@@ -230,13 +234,13 @@ async function buildLockedApp(config: Config, ctx: Context, dataDirLock: DataDir
     triggers = new TriggerStore(orgData, ctx, {
       queriesDir: config.queriesDir,
       logger: app.log,
-      orgExists: (slug) => orgs.cached(slug) !== undefined,
+      orgExists: (slug) => owned(slug) && orgs.cached(slug) !== undefined,
       timeoutMs: config.triggerTimeoutMs,
     });
     // One pass per org, so its database is opened once for everything loaded from it (with more orgs
     // than ORG_DATABASES_MAX_OPEN, a pass per store would open each database once per store). The
     // settings are written again in case a crash came between the control plane and the org's database.
-    const orgList = await orgs.list();
+    const orgList = (await orgs.list()).filter((org) => owned(org.slug));
     const slugs = orgList.map((org) => org.slug);
     for (const org of orgList) {
       await writeOrgSettings(orgData.org(org.slug), org);

@@ -5,6 +5,7 @@
  */
 import type { Config } from './generated/config.js';
 import { validatorFor } from './schemas.js';
+import { type Shard, SINGLE_SHARD, parseShard } from './storage/shard.js';
 
 export type { Config };
 
@@ -34,6 +35,8 @@ const variableOf: Record<keyof Config, string> = {
   orgDatabaseIdleMs: 'ORG_DATABASE_IDLE_MS',
   storageThread: 'STORAGE_THREAD',
   natsPublishTimeoutMs: 'NATS_PUBLISH_TIMEOUT_MS',
+  natsStreamReplicas: 'NATS_STREAM_REPLICAS',
+  shard: 'SHARD',
   httpHeadersTimeoutMs: 'HTTP_HEADERS_TIMEOUT_MS',
   httpRequestTimeoutMs: 'HTTP_REQUEST_TIMEOUT_MS',
   httpKeepAliveTimeoutMs: 'HTTP_KEEP_ALIVE_TIMEOUT_MS',
@@ -57,6 +60,13 @@ function boolean(name: string, raw: string | undefined, fallback: boolean): bool
   if (raw === 'true' || raw === '1') return true;
   if (raw === 'false' || raw === '0') return false;
   throw new ConfigError(`${name} must be true or false, got "${raw}"`);
+}
+
+function shard(raw: string | undefined): Shard {
+  if (raw === undefined || raw === '') return SINGLE_SHARD;
+  const parsed = parseShard(raw);
+  if (!parsed) throw new ConfigError(`SHARD must be <i>/<n> with 0 <= i < n (e.g. 0/2), got "${raw}"`);
+  return parsed;
 }
 
 function optional(raw: string | undefined): string | undefined {
@@ -83,6 +93,8 @@ export function readConfig(env: NodeJS.ProcessEnv): Config {
     orgDatabaseIdleMs: integer('ORG_DATABASE_IDLE_MS', env.ORG_DATABASE_IDLE_MS, 60_000),
     storageThread: env.STORAGE_THREAD || 'worker',
     natsPublishTimeoutMs: integer('NATS_PUBLISH_TIMEOUT_MS', env.NATS_PUBLISH_TIMEOUT_MS, 5_000),
+    natsStreamReplicas: integer('NATS_STREAM_REPLICAS', env.NATS_STREAM_REPLICAS, 1),
+    shard: shard(env.SHARD),
     // Slow-body clients (a byte now and then) hold a connection until the request timeout: 30 s still
     // lets a 500 KB batch arrive at ~17 KB/s. Headers come first and are small: 10 s.
     httpHeadersTimeoutMs: integer('HTTP_HEADERS_TIMEOUT_MS', env.HTTP_HEADERS_TIMEOUT_MS, 10_000),

@@ -14,6 +14,7 @@ import { type PlanState, type SeqEntry, entriesByOrg, planEntries } from './plan
 import { SeqWaiters } from './seq-waiters.js';
 import { CURSOR_NAME, writeBatch } from './write-batch.js';
 import type { Database } from '../db/sql.js';
+import { type Shard, ownsOrg } from '../storage/shard.js';
 
 /**
  * Events per transaction: large enough for appender throughput, small enough that one commit stays in
@@ -77,6 +78,8 @@ export interface CompactorDeps {
   /** The position every org has reached (storage/checkpoint.ts). */
   checkpoint: { read(): number; write(seq: number): void };
   log: Pick<LogBackend, 'openReader' | 'headSeq'>;
+  /** The orgs this process compacts; other orgs' records are skipped (unread where the log keeps records per org). */
+  shard: Shard;
   ctx: Context;
   metrics: CompactorMetrics;
   logger: { error(details: object, message: string): void };
@@ -156,7 +159,9 @@ export class Compactor implements Compaction {
 
   private async commit(records: Awaited<ReturnType<LogReader['read']>>): Promise<void> {
     const now = this.deps.ctx.clock.now();
-    const byOrg = await entriesByOrg(records);
+    const { shard } = this.deps;
+    const owned = (org: string) => ownsOrg(shard, org);
+    const byOrg = await entriesByOrg(records.filter((r) => r.org === undefined || owned(r.org)), owned);
     if (records.length > 0) {
       const entries = [...byOrg.values()].reduce((sum, list) => sum + list.length, 0);
       const observed = entries / records.length;

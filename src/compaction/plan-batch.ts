@@ -61,11 +61,12 @@ export interface SeqEntry {
 }
 
 /** Decodes records into their entries, grouped by org, in log order. */
-export async function entriesByOrg(records: StoredRecord[]): Promise<Map<string, SeqEntry[]>> {
+export async function entriesByOrg(records: StoredRecord[], owned: (org: string) => boolean = () => true): Promise<Map<string, SeqEntry[]>> {
   const byOrg = new Map<string, SeqEntry[]>();
   let decoded = 0;
   for (const record of records) {
     for (const entry of decodeRecord(record.payload)) {
+      if (!owned(entry.org)) continue;
       const entries = byOrg.get(entry.org);
       if (entries) entries.push({ seq: record.seq, entry });
       else byOrg.set(entry.org, [{ seq: record.seq, entry }]);

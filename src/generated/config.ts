@@ -103,6 +103,17 @@ export interface Config {
    */
   orgDatabaseIdleMs: number;
   /**
+   * SHARD=<i>/<n> on a storage process (roles compactor, flows): it owns the orgs whose slug hashes (32-bit FNV-1a of the UTF-8 slug) to i modulo n, each in its own DATA_DIR. Default: 0/1 (every org)
+   */
+  shard: {
+    index: number;
+    count: number;
+  };
+  /**
+   * NATS_STREAM_REPLICAS: copies of the event stream and the control-plane KV bucket when they are created (3 on a 3-node cluster). Default: 1
+   */
+  natsStreamReplicas: number;
+  /**
    * STORAGE_THREAD: where DuckDB, compaction and profile queries run. worker (default) keeps them off the thread that answers HTTP; main runs everything on one thread (tests with an injected clock).
    */
   storageThread: 'worker' | 'main';

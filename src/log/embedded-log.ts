@@ -40,6 +40,8 @@ export interface EmbeddedLogOptions {
 
 export class EmbeddedLog implements LogBackend {
   readonly kind = 'embedded';
+  /** One file, read whole by the one process that owns DATA_DIR. */
+  readonly perOrg = false;
   private readonly signal = new AppendSignal();
   private closing = false;
   private closed = false;

@@ -23,47 +23,59 @@ export interface AppendObserver {
   onWrite(seconds: number, entries: number): void;
 }
 
+/**
+ * One queue per org where the backend keeps records per org (JetStream: a subject per org, so a storage
+ * shard reads only its orgs' records), else one queue: each queue's writes are grouped as above, and
+ * queues of different orgs write concurrently.
+ */
 export class GroupCommitter {
-  private queue: Pending[] = [];
-  /** The drain loop while it runs; undefined when idle. */
-  private draining: Promise<void> | undefined;
+  private readonly queues = new Map<string, Queue>();
 
   constructor(
     private readonly backend: LogBackend,
     private readonly observer: AppendObserver = { onWrite: () => {} },
   ) {}
 
-  /** Resolves once every entry is durable in the log; rejects (nothing of this call stored) otherwise. */
+  /** Resolves once every entry is durable in the log; rejects (nothing of this call stored) otherwise. All entries are of one org. */
   append(entries: LogEntry[]): Promise<void> {
     const bytes = entries.reduce((sum, e) => sum + e.body.length + 64, 0);
+    const org = this.backend.perOrg ? (entries[0]?.org ?? '') : '';
+    let queue = this.queues.get(org);
+    if (!queue) this.queues.set(org, (queue = { org, pending: [], draining: undefined }));
+    const target = queue;
     return new Promise((resolve, reject) => {
-      this.queue.push({ entries, bytes, resolve, reject });
-      this.kick();
+      target.pending.push({ entries, bytes, resolve, reject });
+      this.kick(target);
     });
   }
 
-  /** Starts the drain loop unless it runs. An append that lands after the loop's last check but before
-   *  it settled is picked up by the re-check on settling. */
-  private kick(): void {
-    if (this.draining) return;
-    this.draining = this.drain().finally(() => {
-      this.draining = undefined;
-      if (this.queue.length > 0) this.kick();
+  /** Starts the queue's drain loop unless it runs. An append that lands after the loop's last check but
+   *  before it settled is picked up by the re-check on settling; an idle queue is dropped. */
+  private kick(queue: Queue): void {
+    if (queue.draining) return;
+    queue.draining = this.drain(queue).finally(() => {
+      queue.draining = undefined;
+      if (queue.pending.length > 0) this.kick(queue);
+      else this.queues.delete(queue.org);
     });
   }
 
   /** Waits until everything queued so far has been written (graceful shutdown). */
   async flush(): Promise<void> {
-    while (this.draining) await this.draining;
+    for (;;) {
+      const running = [...this.queues.values()].map((q) => q.draining).filter((d) => d !== undefined);
+      if (running.length === 0) return;
+      await Promise.all(running);
+    }
   }
 
-  private async drain(): Promise<void> {
-    while (this.queue.length > 0) {
-      const group = this.takeGroup();
+  private async drain(queue: Queue): Promise<void> {
+    while (queue.pending.length > 0) {
+      const group = takeGroup(queue.pending);
       const entries = group.flatMap((p) => p.entries);
       const started = process.hrtime.bigint();
       try {
-        await this.backend.write(randomUUID(), encodeRecord(entries));
+        await this.backend.write(randomUUID(), encodeRecord(entries), queue.org || undefined);
         this.observer.onWrite(Number(process.hrtime.bigint() - started) / 1e9, entries.length);
         for (const p of group) p.resolve();
       } catch (error) {
@@ -72,15 +84,23 @@ export class GroupCommitter {
     }
   }
 
-  private takeGroup(): Pending[] {
-    let bytes = 0;
-    let count = 0;
-    while (count < this.queue.length) {
-      const next = this.queue[count]!;
-      if (count > 0 && bytes + next.bytes > MAX_RECORD_BYTES) break;
-      bytes += next.bytes;
-      count++;
-    }
-    return this.queue.splice(0, count);
+}
+
+interface Queue {
+  org: string;
+  pending: Pending[];
+  /** The drain loop while it runs; undefined when idle. */
+  draining: Promise<void> | undefined;
+}
+
+function takeGroup(queue: Pending[]): Pending[] {
+  let bytes = 0;
+  let count = 0;
+  while (count < queue.length) {
+    const next = queue[count]!;
+    if (count > 0 && bytes + next.bytes > MAX_RECORD_BYTES) break;
+    bytes += next.bytes;
+    count++;
   }
+  return queue.splice(0, count);
 }

@@ -1,5 +1,6 @@
 /**
- * The JetStream log: records are messages on one subject of one file-backed stream.
+ * The JetStream log: records are messages of one file-backed stream, each on its org's subject
+ * (`audience.events.<org>`), so a storage shard can tell its orgs' records from the subject alone.
  * Durability is the publish ack; dedupe is JetStream's own (`msgID` within `duplicate_window`).
  * Connection status is tracked so that, while NATS is down, `isAvailable()` says so and writes fail at
  * once instead of waiting out the publish timeout.
@@ -26,6 +27,8 @@ export interface JetStreamLogOptions {
   subject?: string;
   /** Upper bound on one acknowledged write; beyond it the write's outcome is unknown. Default: 5000 */
   publishTimeoutMs?: number;
+  /** Copies of each record when the stream is created (1, or 3 on a cluster). Default: 1 */
+  replicas?: number;
 }
 
 export const DEFAULT_STREAM = 'AUDIENCE_EVENTS';
@@ -39,6 +42,7 @@ const DRAIN_TIMEOUT_MS = 2_000;
 
 export class JetStreamLog implements LogBackend {
   readonly kind = 'jetstream';
+  readonly perOrg = true;
   private connected = true;
   private closing = false;
   /** Rejects when the current connection drops: in-flight writes race it to fail fast. */
@@ -69,7 +73,7 @@ export class JetStreamLog implements LogBackend {
     }
     try {
       const jsm = await jetstreamManager(nc);
-      await ensureStream(jsm, stream, subject);
+      await ensureStream(jsm, stream, subject, options.replicas ?? 1);
       const timeout = options.publishTimeoutMs ?? DEFAULT_PUBLISH_TIMEOUT_MS;
       return new JetStreamLog(nc, jetstream(nc), jsm, stream, subject, timeout);
     } catch (error) {
@@ -78,11 +82,12 @@ export class JetStreamLog implements LogBackend {
     }
   }
 
-  async write(recordId: string, payload: Uint8Array): Promise<WriteResult> {
+  async write(recordId: string, payload: Uint8Array, org?: string): Promise<WriteResult> {
     if (!this.isAvailable()) throw new LogUnavailableError('NATS is not connected');
     try {
       const ack = await Promise.race([
-        this.js.publish(this.subject, payload, {
+        // Slugs match ^[a-z][a-z0-9_]{1,39}$: one subject token, never a wildcard.
+        this.js.publish(org === undefined ? this.subject : `${this.subject}.${org}`, payload, {
           msgID: recordId,
           timeout: this.publishTimeoutMs,
           // Refuses the write if some other stream has taken over the subject.
@@ -158,15 +163,23 @@ export class JetStreamLog implements LogBackend {
   }
 }
 
-async function ensureStream(jsm: JetStreamManager, name: string, subject: string): Promise<void> {
+/**
+ * The stream takes `<subject>` (records written before subjects per org, still read) and `<subject>.>`;
+ * a stream from before gains the second at start.
+ */
+async function ensureStream(jsm: JetStreamManager, name: string, subject: string, replicas: number): Promise<void> {
+  const subjects = [subject, `${subject}.>`];
   try {
-    await jsm.streams.info(name);
+    const { config } = await jsm.streams.info(name);
+    if (!subjects.every((s) => config.subjects?.includes(s))) {
+      await jsm.streams.update(name, { ...config, subjects: [...new Set([...(config.subjects ?? []), ...subjects])] });
+    }
     return;
   } catch (error) {
     if (!(error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamNotFound)) throw error;
   }
   try {
-    await jsm.streams.add({ name, subjects: [subject], storage: StorageType.File, duplicate_window: DUPLICATE_WINDOW_NS });
+    await jsm.streams.add({ name, subjects, storage: StorageType.File, duplicate_window: DUPLICATE_WINDOW_NS, num_replicas: replicas });
   } catch (error) {
     // Another instance may have created it between our info and add; then it exists and all is well.
     await jsm.streams.info(name).catch(() => Promise.reject(error));

@@ -57,6 +57,7 @@ export class JetStreamReader implements LogReader {
     const deadline = Date.now() + waitMs;
     const appended = new AppendSignal();
     let watch: Subscription | undefined;
+    let legacy: Subscription | undefined;
     let woken = false;
     try {
       for (;;) {
@@ -68,7 +69,8 @@ export class JetStreamReader implements LogReader {
         const left = deadline - Date.now();
         if (left <= 0) return [];
         if (watch === undefined && this.deps.log.isAvailable()) {
-          watch = this.deps.nc.subscribe(this.deps.subject, { callback: () => appended.notify() });
+          watch = this.deps.nc.subscribe(`${this.deps.subject}.>`, { callback: () => appended.notify() });
+          legacy = this.deps.nc.subscribe(this.deps.subject, { callback: () => appended.notify() });
           // Once the server has the subscription, count again: a publish just before it is not lost.
           await this.deps.nc.flush();
           continue;
@@ -81,6 +83,7 @@ export class JetStreamReader implements LogReader {
       throw new LogUnavailableError('JetStream read failed', { cause: error });
     } finally {
       watch?.unsubscribe();
+      legacy?.unsubscribe();
     }
   }
 
@@ -109,7 +112,11 @@ export class JetStreamReader implements LogReader {
     this.consumer ??= await this.deps.js.consumers.get(this.deps.stream, { opt_start_seq: this.position + 1 });
     const messages = await this.consumer.fetch({ max_messages: count, expires: FETCH_EXPIRES_MS });
     const records: StoredRecord[] = [];
-    for await (const message of messages) records.push({ seq: message.seq, payload: message.data });
+    const prefix = `${this.deps.subject}.`;
+    for await (const message of messages) {
+      const org = message.subject.startsWith(prefix) ? message.subject.slice(prefix.length) : undefined;
+      records.push(org === undefined ? { seq: message.seq, payload: message.data } : { seq: message.seq, payload: message.data, org });
+    }
     // Only now: a fetch that failed halfway is retried from the old cursor, so nothing is skipped.
     if (records.length > 0) this.position = records[records.length - 1]!.seq;
     return records;

@@ -10,6 +10,8 @@ export interface OpenLogOptions {
   dataDir: string;
   /** JetStream only: how long a publish waits for its ack. */
   publishTimeoutMs?: number;
+  /** JetStream only: copies of each record when the stream is created. */
+  replicas?: number;
   /** Embedded log only: told when a torn tail was cut off on open (worth a warning in the service log). */
   onTornTail?: (tail: TornTail) => void;
 }
@@ -19,6 +21,7 @@ export async function openLog(options: OpenLogOptions): Promise<LogBackend> {
     return JetStreamLog.open({
       servers: options.natsUrl,
       ...(options.publishTimeoutMs !== undefined ? { publishTimeoutMs: options.publishTimeoutMs } : {}),
+      ...(options.replicas !== undefined ? { replicas: options.replicas } : {}),
     });
   }
   return EmbeddedLog.open(join(options.dataDir, 'log'), { onTornTail: options.onTornTail });

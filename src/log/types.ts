@@ -25,6 +25,8 @@ export interface LogEntry {
 export interface StoredRecord {
   seq: number;
   payload: Uint8Array;
+  /** The one org of every entry in the record, where the backend keeps records per org (JetStream subjects). */
+  org?: string;
 }
 
 export interface WriteResult {
@@ -35,6 +37,8 @@ export interface WriteResult {
 
 export interface LogBackend {
   readonly kind: 'embedded' | 'jetstream';
+  /** Records are written per org (`write`'s `org`), so a reader can skip other orgs' records unread. */
+  readonly perOrg: boolean;
   /**
    * Stores one record. Resolves only once the record is durable (fsync / JetStream ack).
    * A record whose id was written within the dedupe window is not stored again.
@@ -42,7 +46,7 @@ export interface LogBackend {
    * reached, or it refused the write), and with `LogOutcomeUnknownError` when it was sent but not
    * confirmed (it may be stored).
    */
-  write(recordId: string, payload: Uint8Array): Promise<WriteResult>;
+  write(recordId: string, payload: Uint8Array, org?: string): Promise<WriteResult>;
   /** Replays records with seq > afterSeq, in order. */
   openReader(afterSeq: number): Promise<LogReader>;
   /** Highest stored seq (0 when empty). */

@@ -50,7 +50,7 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
     const pool = new OrgDatabases(orgsDir, limits);
     const orgs = new LocalOrgStorage(pool);
     const compaction = compacts
-      ? new Compactor({ orgs, checkpoint: new LogCheckpoint(checkpointFile), log, ctx, metrics, logger, afterCommit: async (report) => onCompacted(report) })
+      ? new Compactor({ orgs, checkpoint: new LogCheckpoint(checkpointFile), log, shard: config.shard, ctx, metrics, logger, afterCommit: async (report) => onCompacted(report) })
       : undefined;
     return {
       orgs,
@@ -65,7 +65,7 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
   let worker: StorageWorker | undefined;
   /** Appends made while the worker starts, reported once it runs (nothing is listening yet, but cheap to be sure). */
   const early: Array<{ offset: number; end: number }> = [];
-  const data: StorageWorkerData = { orgsDir, limits, checkpointFile };
+  const data: StorageWorkerData = { orgsDir, limits, checkpointFile, shard: config.shard };
   if (compacts && log instanceof EmbeddedLog) {
     const layout = log.share((offset, end) => {
       if (worker) worker.send({ type: 'log-appended', offset, end });

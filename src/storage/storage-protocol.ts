@@ -3,6 +3,7 @@ import type { CommitReport } from '../compaction/compactor.js';
 import type { FrameLayout } from '../log/embedded-tail.js';
 import type { AppendTarget } from '../db/sql.js';
 import type { OrgDatabaseLimits } from './org-databases.js';
+import type { Shard } from './shard.js';
 import type { WireCell, WireParams } from '../db/value-codec.js';
 
 export interface StorageWorkerData {
@@ -11,6 +12,8 @@ export interface StorageWorkerData {
   limits: OrgDatabaseLimits;
   /** Where the compactor keeps the log position every org has reached (checkpoint.ts). */
   checkpointFile: string;
+  /** The orgs this process compacts (SHARD). */
+  shard: Shard;
   /** How the worker's compactor reads the log; absent when this process does not compact. */
   log?: { kind: 'jetstream'; natsUrl: string } | { kind: 'embedded'; layout: FrameLayout };
 }

@@ -120,6 +120,7 @@ async function handle(call: Call): Promise<unknown> {
         orgs,
         checkpoint: new LogCheckpoint(data.checkpointFile),
         log: compactorLog,
+        shard: data.shard,
         ctx: createContext(),
         metrics,
         logger: { error: (details, message) => post({ type: 'log', level: 'error', details: plain(details), message }) },

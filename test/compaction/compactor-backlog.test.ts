@@ -7,6 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
+import { SINGLE_SHARD } from '../../src/storage/shard.js';
 import { type CommitReport, Compactor } from '../../src/compaction/compactor.js';
 import { createContext } from '../../src/context.js';
 import { LogCheckpoint } from '../../src/storage/checkpoint.js';
@@ -56,6 +57,7 @@ t.test('batches read from a backlog are reported as such; the one that catches u
     orgs: new LocalOrgStorage(pool),
     checkpoint: new LogCheckpoint(join(dir, 'orgs', 'log.checkpoint')),
     log,
+    shard: SINGLE_SHARD,
     ctx: createContext(),
     metrics: createMetrics(),
     logger: { error: (details) => t.fail(`compactor error ${JSON.stringify(details)}`) },

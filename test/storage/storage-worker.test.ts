@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { listValue } from '@duckdb/node-api';
 import t from 'tap';
 import { tsParam } from '../../src/db/database.js';
+import { SINGLE_SHARD } from '../../src/storage/shard.js';
 import { StorageWorker } from '../../src/storage/storage-client.js';
 
 /** The worker, and the database of one org, 'acme', through it. */
@@ -17,6 +18,7 @@ async function startWorker(t: { testdir(): string; teardown(fn: () => unknown): 
       orgsDir: join(dir, 'orgs'),
       limits: { maxOpen: 4, memoryLimit: '256MB', threads: 1, idleCloseMs: 60_000 },
       checkpointFile: join(dir, 'orgs', 'log.checkpoint'),
+      shard: SINGLE_SHARD,
     },
     { onCompacted: () => {}, onMetric: () => {}, onError: () => {} },
   );
