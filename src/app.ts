@@ -1,92 +1,64 @@
 /**
- * Builds the whole service as one Fastify instance. server.ts only reads config and listens; tests
- * build the same app with their own config and context and call inject() or listen on port 0.
+ * Builds the whole service as one Fastify instance from the roles ROLES names. server.ts only reads
+ * config and listens; tests build the same app with their own config and context and call inject() or
+ * listen on port 0.
+ *
+ * Every process has the core: the HTTP server, the control plane (orgs, credentials, tokens: watched,
+ * so a change made anywhere is in force here) and health. On top of it, each role is a unit with its own
+ * start and close (src/roles/): `collector` (collect and batch), `api` (the Audience API and the admin
+ * API), and storage (`compactor`, `flows`: the org databases, in one unit since both read them). Only
+ * the storage unit opens DuckDB; a process without it opens no database.
  */
-import { join } from 'node:path';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
-import { adminAuth } from './admin/admin-auth.js';
-import { registerContactsRoute } from './audience/contacts-route.js';
-import { registerInspectRoutes } from './admin/inspect-routes.js';
-import { registerOrgRoutes } from './admin/org-routes.js';
-import { registerCollectRoutes } from './collect/collect-routes.js';
-import type { Compaction } from './compaction/compactor.js';
 import type { Config } from './config.js';
 import { type Context, createContext } from './context.js';
-import { type DataDirLock, duckdbLockProblem, lockDataDir } from './data-dir-lock.js';
-import { openStorage, type Storage } from './storage/open-storage.js';
-import { writeOrgSettings } from './storage/migrate.js';
 import { openControl } from './control/open-control.js';
-import { ownsOrg } from './storage/shard.js';
 import { type ControlDocuments, orgKey, tokensKey } from './control/types.js';
-import type { OrgStorage } from './storage/org-storage.js';
-import { SINGLE_FILE, SPLIT_SUFFIX, splitSingleFile } from './storage/split-single-file.js';
-import type { StorageWorker } from './storage/storage-client.js';
+import { type DataDirLock, duckdbLockProblem, lockDataDir } from './data-dir-lock.js';
 import { registerJsonBodyParser } from './http/json-body.js';
 import { loggerOptions } from './http/logger.js';
-import { httpTimeouts } from './http/timeouts.js';
 import { registerProblemHandlers } from './http/problem.js';
 import { generateRequestId, registerRequestIdHeader } from './http/request-id.js';
-import { GroupCommitter } from './log/group-commit.js';
+import { httpTimeouts } from './http/timeouts.js';
+import type { GroupCommitter } from './log/group-commit.js';
 import { openLog } from './log/open-log.js';
 import type { LogBackend } from './log/types.js';
-import { type Metrics, applyMetric, createMetrics, registerOrgDatabasesGauge } from './ops/metrics.js';
 import type { Health } from './ops/health.js';
+import { type Metrics, createMetrics } from './ops/metrics.js';
 import { registerOpsRoutes } from './ops/ops-routes.js';
 import { serviceHealth } from './ops/service-health.js';
 import { type AdminKey, resolveAdminKey } from './orgs/admin-key.js';
 import { OrgStore } from './orgs/org-store.js';
 import { PartnerRegistry } from './orgs/partner-registry.js';
-import { ContactStore } from './profiles/contact-store.js';
-import { registerImportRoutes } from './profiles/import-routes.js';
+import { ProfileFeed } from './profiles/profile-feed.js';
 import { ProfileIndex } from './profiles/profile-index.js';
-import { ProfileMaterializer } from './profiles/profile-materializer.js';
-import { ProfileRefresher } from './profiles/profile-refresher.js';
-import { GcraLimiter } from './ratelimit/gcra-limiter.js';
+import { registerApiRole } from './roles/api-role.js';
+import { registerCollectorRole } from './roles/collector-role.js';
+import { type StorageRole, openStorageRole, runSteps } from './roles/storage-role.js';
 import { compileRouteSchema } from './schemas.js';
-import { registerTokenRoutes } from './tokens/token-routes.js';
+import { SINGLE_FILE, SPLIT_SUFFIX, splitSingleFile } from './storage/split-single-file.js';
 import { TokenStore } from './tokens/token-store.js';
-import { openChannels } from './channels/open-channels.js';
-import { resolveWebhookSigningKey } from './channels/webhook-signing.js';
-import { FlowRunner } from './flows/flow-runner.js';
-import { registerFlowRoutes } from './flows/flow-routes.js';
-import { FlowStore } from './flows/flow-store.js';
-import { SendDispatcher } from './flows/send-dispatcher.js';
-import { TemplateRenderer } from './flows/template-renderer.js';
-import { registerTriggerRoutes } from './triggers/trigger-routes.js';
-import { TriggerStore } from './triggers/trigger-store.js';
-
-/** How often QUERIES_DIR is read for changed trigger and segment files. */
-const QUERIES_POLL_MS = 1000;
 
 /** What the service holds, for server.ts (shutdown, start-up message) and tests. */
 export interface Audience {
   config: Config;
   ctx: Context;
-  /** Each org's database (DATA_DIR/orgs/<org>.duckdb): events, profiles, triggers, flows, sends. */
-  storage: OrgStorage;
-  /** Org databases open now, and the most open at once since start. */
-  poolStats: Storage['poolStats'];
   /** The control plane: orgs, partner credentials, tokens (control.duckdb, or a KV bucket in NATS mode). */
   control: ControlDocuments;
-  log: LogBackend;
-  committer: GroupCommitter;
-  compactor: Compaction | undefined;
   orgs: OrgStore;
+  tokens: TokenStore;
+  /** The profiles this process serves and flows read: its own orgs', and in NATS mode every org's from the profile feed. */
+  profiles: ProfileIndex;
   metrics: Metrics;
   /** What /readyz and /healthz report. */
   health: Health;
-  /** The storage worker thread, when DuckDB runs in one (STORAGE_THREAD=worker). */
-  storageWorker: StorageWorker | undefined;
   adminKey: AdminKey;
-  materializer: ProfileMaterializer;
-  refresher: ProfileRefresher;
-  tokens: TokenStore;
-  triggers: TriggerStore;
-  flows: FlowStore;
-  /** Present when ROLES includes flows. */
-  runner: FlowRunner | undefined;
-  dispatcher: SendDispatcher | undefined;
-  renderer: TemplateRenderer | undefined;
+  /** The event log; absent on a NATS-mode process with neither collector nor storage role. */
+  log: LogBackend | undefined;
+  /** Present with the collector role. */
+  committer: GroupCommitter | undefined;
+  /** Present with the compactor or flows role: the org databases and everything above them. */
+  storage: StorageRole | undefined;
 }
 
 declare module 'fastify' {
@@ -95,19 +67,27 @@ declare module 'fastify' {
   }
 }
 
+/** The roles that keep org databases. */
+export function hasStorageRole(config: Pick<Config, 'roles'>): boolean {
+  return config.roles.includes('compactor') || config.roles.includes('flows');
+}
+
 export async function buildApp(config: Config, ctx: Context = createContext()): Promise<FastifyInstance> {
-  // Before anything in DATA_DIR is opened (the embedded log first): a second process must not touch it.
-  const dataDirLock = lockDataDir(config.dataDir);
+  // The embedded log and the org databases live in DATA_DIR: a second process must not touch them. A
+  // NATS-mode collector or api process keeps nothing there, so any number can share a machine.
+  const usesDataDir = hasStorageRole(config) || config.natsUrl === undefined;
+  // Before anything in DATA_DIR is opened (the embedded log first).
+  const dataDirLock = usesDataDir ? lockDataDir(config.dataDir) : undefined;
   try {
     return await buildLockedApp(config, ctx, dataDirLock);
   } catch (error) {
     // A failed build has closed what it opened (or opened nothing); the lock is released last.
-    dataDirLock.release();
+    dataDirLock?.release();
     throw duckdbLockProblem(error, config.dataDir) ?? error;
   }
 }
 
-async function buildLockedApp(config: Config, ctx: Context, dataDirLock: DataDirLock): Promise<FastifyInstance> {
+async function buildLockedApp(config: Config, ctx: Context, dataDirLock: DataDirLock | undefined): Promise<FastifyInstance> {
   const app = Fastify({
     logger: loggerOptions(config.logLevel),
     // Two log lines per event would cost ~15% of collect throughput; requests are logged at debug.
@@ -126,200 +106,75 @@ async function buildLockedApp(config: Config, ctx: Context, dataDirLock: DataDir
   const roles = new Set(config.roles);
   const metrics = createMetrics();
   const adminKey = resolveAdminKey(config.adminKey, config.dataDir, ctx);
-  // A DATA_DIR from before per-org storage is split first, before anything opens its files.
-  const split = await splitSingleFile(config.dataDir);
-  if (split) app.log.info({ orgs: split.length }, `split ${SINGLE_FILE} into one database per org (the old file is kept as ${SINGLE_FILE}${SPLIT_SUFFIX})`);
-  const log = await openLog({
-    natsUrl: config.natsUrl,
-    dataDir: config.dataDir,
-    publishTimeoutMs: config.natsPublishTimeoutMs,
-    replicas: config.natsStreamReplicas,
-    onTornTail: (tail) => app.log.warn({ tail }, 'embedded log: cut a torn tail left by a crash'),
-  });
-  // The refresher is made below; compaction only commits once started, at the end of the build.
-  const storage = await openStorage({
-    config,
-    ctx,
-    log,
-    metrics,
-    onMetric: (update) => applyMetric(metrics, update),
-    logger: app.log,
-    onCompacted: (report) => refresher.enqueue(report.touched, { backlog: report.backlog }),
-  }).catch(async (error) => {
-    await log.close();
-    throw error;
-  });
-  const { orgs: orgData, compaction: compactor, worker: storageWorker } = storage;
-  registerOrgDatabasesGauge(metrics, storage.poolStats);
-  const committer = new GroupCommitter(log, {
-    onWrite: (seconds) => metrics.logAppendSeconds.observe(seconds),
-  });
-  const registry = new PartnerRegistry();
-  const materializer = new ProfileMaterializer(orgData, new ProfileIndex());
   let control: ControlDocuments | undefined;
   let tokens: TokenStore | undefined;
-  const refresher = new ProfileRefresher(materializer, (err) => app.log.error({ err }, 'profile refresh failed'));
-  const signingKey = resolveWebhookSigningKey(config.webhookSigningKey, config.dataDir, ctx.randomBytes);
-  const flows = new FlowStore(orgData, ctx);
-  let triggers: TriggerStore | undefined;
-  let runner: FlowRunner | undefined;
-  let dispatcher: SendDispatcher | undefined;
-  // Message templates render on their own worker thread (flows role only).
-  const renderer = roles.has('flows') ? new TemplateRenderer() : undefined;
-  const channels = roles.has('flows')
-    ? openChannels({
-        dataDir: config.dataDir,
-        ...(config.smtpUrl ? { smtpUrl: config.smtpUrl } : {}),
-        allowPrivate: config.webhookAllowPrivate,
-        timeoutMs: config.webhookTimeoutMs,
-        signingKey,
-        clock: ctx.clock,
-      })
-    : undefined;
-  // Shutdown order: stop taking requests (Fastify) → stop polling trigger files, let a running flow run
-  // finish, stop deliveries (sends waiting for a retry stay pending for the next start) → flush pending
-  // appends → finish the compaction batch → flush token use times → close the log → close DuckDB. Registered before anything else can
-  // fail, so a failed start closes what it opened.
-  app.addHook('onClose', async () => {
-    const steps = [
-      () => triggers?.stopWatching(),
-      () => runner?.close(),
-      () => renderer?.close(),
-      () => dispatcher?.close(),
-      () => channels?.close(),
-      () => committer.flush(),
-      () => compactor?.stop(),
-      () => refresher.settled(),
+  let log: LogBackend | undefined;
+  let feed: ProfileFeed | undefined;
+  let storage: StorageRole | undefined;
+  let committer: GroupCommitter | undefined;
+  // Shutdown order: stop taking requests (Fastify) → stop flows (trigger polling, the running flow run,
+  // deliveries: sends waiting for a retry stay pending for the next start) → flush pending appends →
+  // finish the compaction batch and its profile refreshes → flush token use times → close the log →
+  // close DuckDB → close the control plane. Registered before anything else can fail, so a failed start
+  // closes what it opened; every step runs even when one fails, so DuckDB is always closed.
+  app.addHook('onClose', () =>
+    runSteps([
+      () => storage?.stopFlows(),
+      () => committer?.flush(),
+      () => storage?.stopCompaction(),
       () => tokens?.close(),
-      () => log.close(),
-      () => storage.close(),
+      () => feed?.close(),
+      () => log?.close(),
+      () => storage?.close(),
       () => control?.close(),
-      () => dataDirLock.release(),
-    ];
-    // Every step runs even when one fails, so DuckDB (and the storage worker thread) is always closed.
-    let failure: unknown;
-    for (const step of steps) {
-      try {
-        await step();
-      } catch (error) {
-        failure ??= error;
-      }
-    }
-    if (failure !== undefined) throw failure;
-  });
+      () => dataDirLock?.release(),
+    ]),
+  );
 
   try {
+    // A DATA_DIR from before per-org storage is split first, before anything opens its files.
+    const split = dataDirLock ? await splitSingleFile(config.dataDir) : undefined;
+    if (split) app.log.info({ orgs: split.length }, `split ${SINGLE_FILE} into one database per org (the old file is kept as ${SINGLE_FILE}${SPLIT_SUFFIX})`);
+
     control = await openControl(config);
-    const health = serviceHealth({ control, log, worker: storageWorker, dataDir: config.dataDir });
+    const registry = new PartnerRegistry();
+    const profiles = new ProfileIndex();
     const orgs = new OrgStore(control, registry, ctx, {
-      customFieldsOf: (org) => materializer.index.customFields(org),
+      customFieldsOf: (org) => profiles.customFields(org),
       onListenerError: (err) => app.log.error({ err }, 'applying an org change failed'),
     });
-    const contacts = new ContactStore(orgData, ctx);
-    tokens = new TokenStore(control, ctx, { onFlushError: (err) => app.log.warn({ err }, 'token lastUsedAt flush failed') });
-    const tokenStore = tokens;
+    const tokenStore = new TokenStore(control, ctx, { onFlushError: (err) => app.log.warn({ err }, 'token lastUsedAt flush failed') });
+    tokens = tokenStore;
     await control.watch((entry) => {
       if (entry.key.startsWith(orgKey(''))) void orgs.apply(entry);
       else if (entry.key.startsWith(tokensKey(''))) tokenStore.apply(entry);
     });
-    // The orgs whose databases this process keeps (SHARD); every org with the default 0/1.
-    const owned = (slug: string) => ownsOrg(config.shard, slug);
-    // Every org present now is loaded below; orgs created or changed from here on reach their database here.
-    orgs.onChange(async (org, previous) => {
-      if (!owned(org.slug) || previous?.currencySymbol === org.currencySymbol) return;
-      await writeOrgSettings(orgData.org(org.slug), org);
-      if (previous) await materializer.refreshOrg(org.slug);
-    });
-    tokens.start();
-    triggers = new TriggerStore(orgData, ctx, {
-      queriesDir: config.queriesDir,
-      logger: app.log,
-      orgExists: (slug) => owned(slug) && orgs.cached(slug) !== undefined,
-      timeoutMs: config.triggerTimeoutMs,
-    });
-    // One pass per org, so its database is opened once for everything loaded from it (with more orgs
-    // than ORG_DATABASES_MAX_OPEN, a pass per store would open each database once per store). The
-    // settings are written again in case a crash came between the control plane and the org's database.
-    const orgList = (await orgs.list()).filter((org) => owned(org.slug));
-    const slugs = orgList.map((org) => org.slug);
-    for (const org of orgList) {
-      await writeOrgSettings(orgData.org(org.slug), org);
-      await materializer.refreshOrg(org.slug);
-      await triggers.load(org.slug);
-      await flows.load(org.slug);
-    }
-    await triggers.scan();
-    if (channels && renderer) {
-      dispatcher = new SendDispatcher({
-        orgs: orgData,
-        ctx,
-        channels,
-        policy: { maxAttempts: config.webhookMaxAttempts, baseDelayMs: config.webhookBackoffMs, maxDelayMs: 60 * 60 * 1000 },
-        metrics,
-        logger: app.log,
-        onDelivered: (org, emails) => refresher.enqueue(emails.map((email) => ({ org, email }))),
-      });
-      runner = new FlowRunner({
-        orgs: orgData,
-        ctx,
-        flows,
-        triggers,
-        profiles: materializer.index,
-        dispatcher,
-        renderer,
-        metrics,
-        logger: app.log,
-        timeoutMs: config.triggerTimeoutMs,
-        maxRows: config.triggerMaxRows,
-        refreshProfiles: (keys) => refresher.enqueue(keys),
+
+    if (roles.has('collector') || hasStorageRole(config)) {
+      log = await openLog({
+        natsUrl: config.natsUrl,
+        dataDir: config.dataDir,
+        publishTimeoutMs: config.natsPublishTimeoutMs,
+        replicas: config.natsStreamReplicas,
+        onTornTail: (tail) => app.log.warn({ tail }, 'embedded log: cut a torn tail left by a crash'),
       });
     }
+    if (config.natsUrl && (roles.has('api') || hasStorageRole(config))) {
+      feed = await ProfileFeed.open({ servers: config.natsUrl, replicas: config.natsStreamReplicas }, (err) => app.log.error({ err }, 'publishing a profile failed'));
+    }
+    if (hasStorageRole(config)) storage = await openStorageRole({ config, ctx, log: log!, metrics, orgs, profiles, feed, logger: app.log });
 
-    app.decorate('audience', {
-      config, ctx, storage: orgData, poolStats: storage.poolStats, control, log, committer, compactor, orgs, metrics, health, storageWorker, adminKey, materializer, refresher, tokens, triggers, flows, runner, dispatcher, renderer,
-    });
-
+    const health = serviceHealth({ control, log, worker: storage?.storage.worker, dataDir: config.dataDir, usesDataDir: dataDirLock !== undefined });
+    app.decorate('audience', { config, ctx, control, orgs, tokens, profiles, metrics, health, adminKey, log, committer, storage });
     registerOpsRoutes(app, { health, log, metrics });
-    if (roles.has('collector')) registerCollectRoutes(app, { ctx, registry, log: committer, metrics });
+    if (roles.has('collector')) app.audience.committer = committer = registerCollectorRole(app, { ctx, log: log!, registry, metrics });
     if (roles.has('api')) {
-      registerContactsRoute(app, {
-        ctx,
-        tokens,
-        orgs,
-        profiles: materializer.index,
-        // Two limiters, so a flood of failed authentications cannot evict the orgs' keys.
-        orgLimiter: new GcraLimiter(),
-        authLimiter: new GcraLimiter(),
-        metrics,
-      });
-      await app.register(async (admin) => {
-        admin.addHook('onRequest', adminAuth(adminKey.hash));
-        registerOrgRoutes(admin, orgs);
-        registerInspectRoutes(admin, orgData, orgs);
-        registerImportRoutes(admin, { orgs, contacts, materializer });
-        registerTokenRoutes(admin, { tokens: tokens!, orgs });
-        registerTriggerRoutes(admin, { storage: orgData, ctx, orgs, triggers: triggers!, timeoutMs: config.triggerTimeoutMs });
-        registerFlowRoutes(admin, {
-          storage: orgData,
-          orgs,
-          flows,
-          triggers: triggers!,
-          runner,
-          profiles: materializer.index,
-          webhookAllowPrivate: config.webhookAllowPrivate,
-          smtpConfigured: config.smtpUrl !== undefined,
-          signingKey,
-        });
-      });
+      await registerApiRole(app, { config, ctx, metrics, adminKey, orgs, tokens, profiles, storage });
+      // Profiles of the orgs another shard keeps come from the feed; this process's own are materialized here.
+      if (feed && !(storage && config.shard.count === 1)) await feed.follow(profiles, (org) => storage?.owns(org) ?? false);
     }
-
-    await compactor?.start();
-    if (runner && dispatcher) {
-      triggers.watch(QUERIES_POLL_MS);
-      await dispatcher.resumePending(slugs);
-      renderer?.start();
-      runner.start();
-    }
+    tokens.start();
+    await storage?.start();
   } catch (error) {
     await app.close();
     throw error;

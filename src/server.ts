@@ -29,7 +29,7 @@ async function main(): Promise<void> {
     await app.close();
     stop(`cannot listen on ${config.host}:${config.port} (${error.code}); set PORT or HOST`);
   });
-  app.log.info({ log: log.kind, roles: config.roles, dataDir: config.dataDir }, 'audience is ready');
+  app.log.info({ log: log?.kind ?? 'none', roles: config.roles, ...(log?.kind === 'jetstream' ? {} : { dataDir: config.dataDir }) }, 'audience is ready');
 
   let closing = false;
   const shutdown = (signal: string) => {

@@ -11,7 +11,7 @@ import type { Metrics } from './metrics.js';
 /** Probers poll anyway; this only tells a client that reads Retry-After not to hammer. */
 const RETRY_AFTER_SECONDS = '1';
 
-export function registerOpsRoutes(app: FastifyInstance, deps: { health: Health; log: LogBackend; metrics: Metrics }): void {
+export function registerOpsRoutes(app: FastifyInstance, deps: { health: Health; log: LogBackend | undefined; metrics: Metrics }): void {
   app.get('/healthz', async () => {
     const report = await deps.health.probe();
     if (!report.live) {
@@ -35,7 +35,7 @@ export function registerOpsRoutes(app: FastifyInstance, deps: { health: Health; 
         headers: { 'Retry-After': RETRY_AFTER_SECONDS },
       });
     }
-    return { status: 'ready', log: deps.log.kind, checks: report.checks };
+    return { status: 'ready', ...(deps.log ? { log: deps.log.kind } : {}), checks: report.checks };
   });
 
   app.get('/metrics', async (_request, reply) => {

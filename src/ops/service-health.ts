@@ -9,10 +9,13 @@ import { Health, type HealthCheck } from './health.js';
 export interface ServiceHealthDeps {
   /** The control plane (the orgs' databases open and close on demand). */
   control: ControlDocuments;
-  log: LogBackend;
+  /** Absent on an `api` process in NATS mode (no collector, no storage). */
+  log: LogBackend | undefined;
   /** Absent with STORAGE_THREAD=main: DuckDB then runs on this thread, which answering proves alive. */
   worker: StorageWorker | undefined;
   dataDir: string;
+  /** Whether this process writes DATA_DIR (embedded log, org databases): only then is its disk checked. */
+  usesDataDir: boolean;
 }
 
 export function serviceHealth(deps: ServiceHealthDeps): Health {
@@ -36,13 +39,15 @@ export function serviceHealth(deps: ServiceHealthDeps): Health {
       silenceIsFatal: false,
       run: () => control.health(),
     },
-    {
+  );
+  if (log) {
+    checks.push({
       name: 'log',
       silence: log.kind === 'jetstream' ? 'NATS did not answer a ping' : 'the embedded log did not answer',
       silenceIsFatal: false,
       run: () => log.health(),
-    },
-    diskCheck(log instanceof EmbeddedLog ? [deps.dataDir, log.directory] : [deps.dataDir]),
-  );
+    });
+  }
+  if (deps.usesDataDir) checks.push(diskCheck(log instanceof EmbeddedLog ? [deps.dataDir, log.directory] : [deps.dataDir]));
   return new Health(checks);
 }

@@ -20,6 +20,8 @@ export class ProfileMaterializer {
   constructor(
     private readonly orgs: OrgStorage,
     readonly index: ProfileIndex,
+    /** Also told of every profile (NATS mode: published for the `api` processes). */
+    private readonly publish?: (org: string, profile: Profile, customFields: string[]) => Promise<void>,
   ) {}
 
   /** Every profile of the org (at start, and after a change of the settings its profiles show). */
@@ -56,7 +58,9 @@ export class ProfileMaterializer {
     for (const row of rows) {
       const { org, custom_fields: custom, ...fields } = row;
       const customFields = typeof custom === 'string' ? (JSON.parse(custom) as Record<string, unknown>) : {};
-      this.index.upsert(org as string, toProfile(fields, customFields), Object.keys(customFields));
+      const profile = toProfile(fields, customFields);
+      this.index.upsert(org as string, profile, Object.keys(customFields));
+      if (this.publish) await this.publish(org as string, profile, Object.keys(customFields));
       if (++stored % YIELD_EVERY === 0) await yieldNow();
     }
   }

@@ -84,13 +84,13 @@ export async function startTestApp(
       if (res.statusCode !== 201) throw new Error(`createOrg ${slug}: ${res.statusCode} ${res.body}`);
       return res.json().credentials as OrgCredentials;
     },
-    db: (org = 'acme') => app.audience.storage.org(org),
+    db: (org = 'acme') => app.audience.storage!.storage.orgs.org(org),
     collect: (body) => post('/http/v1/collect', body),
     batch: (body) => post('/http/v1/batch', body),
     async compacted() {
-      const { log, compactor, refresher } = app.audience;
-      await compactor!.whenCompacted(await log.headSeq());
-      await refresher.settled();
+      const { log, storage } = app.audience;
+      await storage!.storage.compaction!.whenCompacted(await log!.headSeq());
+      await storage!.refresher.settled();
     },
     close,
   };

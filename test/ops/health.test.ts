@@ -18,7 +18,7 @@ t.test('storage worker thread dead: /readyz and /healthz answer 503 naming it', 
   t.equal((await probe(h, '/readyz')).statusCode, 200, 'ready while the worker runs');
   t.equal((await probe(h, '/healthz')).statusCode, 200, 'alive while the worker runs');
 
-  await h.app.audience.storageWorker!.terminate();
+  await h.app.audience.storage!.storage.worker!.terminate();
 
   // Probers poll concurrently and often: every one of them gets the truth, none a 500.
   const answers = await Promise.all(Array.from({ length: 20 }, () => probe(h, '/readyz')));
@@ -50,7 +50,7 @@ natsTest('NATS frozen (SIGSTOP): /readyz 503 within the check timeout, /healthz 
 
   await nats.freeze();
   t.teardown(() => nats.thaw()); // so closing the app does not wait on a stopped server
-  t.equal(h.app.audience.log.isAvailable(), true, 'the client still thinks it is connected: that alone would lie');
+  t.equal(h.app.audience.log!.isAvailable(), true, 'the client still thinks it is connected: that alone would lie');
   const started = Date.now();
   const answers = await Promise.all(Array.from({ length: 10 }, () => probe(h, '/readyz')));
   const elapsed = Date.now() - started;

@@ -1,0 +1,98 @@
+/**
+ * Profiles across processes (NATS mode): storage shards publish each profile they materialize to a KV
+ * bucket keyed by org and e-mail hash, and `api` processes follow the bucket into their serving index. A
+ * new replica loads every current profile from it at start, then each change as it is written. The
+ * e-mail itself is only inside the value, never in a key (keys show up in NATS tooling and logs).
+ */
+import { jetstream } from '@nats-io/jetstream';
+import { type KV, Kvm } from '@nats-io/kv';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { type Profile, type ProfileIndex, emailHash } from './profile-index.js';
+
+export interface ProfileFeedOptions {
+  servers: string;
+  /** Default: `audience_profiles`. */
+  bucket?: string;
+  replicas: number;
+}
+
+/** One profile as published: the fields, and which of them are imported custom columns. */
+interface FeedValue {
+  profile: Profile;
+  customFields: string[];
+}
+
+export const DEFAULT_PROFILES_BUCKET = 'audience_profiles';
+/** Publishes of one refresh in flight at once: enough to pipeline, few enough to bound memory. */
+const MAX_IN_FLIGHT = 256;
+
+export class ProfileFeed {
+  private readonly inFlight = new Set<Promise<unknown>>();
+  private watcher: { stop(): void } | undefined;
+
+  private constructor(
+    private readonly nc: NatsConnection,
+    private readonly kv: KV,
+    private readonly onError: (error: unknown) => void,
+  ) {}
+
+  static async open(options: ProfileFeedOptions, onError: (error: unknown) => void): Promise<ProfileFeed> {
+    const nc = await connect({ servers: options.servers.split(',').map((s) => s.trim()), maxReconnectAttempts: -1 });
+    try {
+      const kvm = new Kvm(jetstream(nc));
+      const bucket = options.bucket ?? DEFAULT_PROFILES_BUCKET;
+      const existing = await kvm.open(bucket);
+      const exists = await existing.status().then(() => true, () => false);
+      // One value per key: the newest profile is all a replica needs.
+      const kv = exists ? existing : await kvm.create(bucket, { history: 1, replicas: options.replicas });
+      return new ProfileFeed(nc, kv, onError);
+    } catch (error) {
+      await nc.close();
+      throw error;
+    }
+  }
+
+  /**
+   * Queues the profile for publishing; resolves once few enough are in flight. A failed publish is
+   * reported, not thrown: the shard republishes every profile it owns at its next start.
+   */
+  async publish(org: string, profile: Profile, customFields: string[]): Promise<void> {
+    const value: FeedValue = { profile, customFields };
+    const put = this.kv.put(`${org}.${emailHash(profile.email_address as string)}`, JSON.stringify(value)).catch(this.onError);
+    this.inFlight.add(put);
+    void put.finally(() => this.inFlight.delete(put));
+    if (this.inFlight.size >= MAX_IN_FLIGHT) await Promise.race(this.inFlight);
+  }
+
+  /** Waits for every queued publish. */
+  async flushed(): Promise<void> {
+    while (this.inFlight.size > 0) await Promise.all(this.inFlight);
+  }
+
+  /** Loads every profile into `index`, then follows changes; orgs for which `skip` is true are left out. */
+  async follow(index: ProfileIndex, skip: (org: string) => boolean): Promise<void> {
+    const head = (await this.kv.status()).streamInfo.state.last_seq;
+    const watcher = await this.kv.watch();
+    this.watcher = watcher;
+    await new Promise<void>((loaded, failed) => {
+      if (head === 0) loaded();
+      void (async () => {
+        for await (const entry of watcher) {
+          const org = entry.key.slice(0, entry.key.indexOf('.'));
+          if (entry.operation === 'PUT' && !skip(org)) {
+            const { profile, customFields } = entry.json<FeedValue>();
+            index.upsert(org, Object.freeze(profile), customFields);
+          }
+          if (entry.revision >= head) loaded();
+        }
+        failed(new Error('the profile feed watch ended'));
+      })().catch(failed);
+    });
+  }
+
+  async close(): Promise<void> {
+    await this.flushed();
+    this.watcher?.stop();
+    if (!this.nc.isClosed()) await this.nc.close();
+  }
+}

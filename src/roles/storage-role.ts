@@ -1,0 +1,214 @@
+/**
+ * The storage role (ROLES compactor and/or flows): the databases of the orgs this process owns (SHARD),
+ * compaction of their events, their profiles, triggers and flows. The only role that opens DuckDB.
+ * `start` loads the owned orgs and sets everything going; the stop steps run in app.ts's close order.
+ */
+import type { FastifyBaseLogger } from 'fastify';
+import type { Config } from '../config.js';
+import type { Context } from '../context.js';
+import { openChannels } from '../channels/open-channels.js';
+import { resolveWebhookSigningKey } from '../channels/webhook-signing.js';
+import { FlowRunner } from '../flows/flow-runner.js';
+import { FlowStore } from '../flows/flow-store.js';
+import { SendDispatcher } from '../flows/send-dispatcher.js';
+import { TemplateRenderer } from '../flows/template-renderer.js';
+import type { LogBackend } from '../log/types.js';
+import { type Metrics, applyMetric, registerOrgDatabasesGauge } from '../ops/metrics.js';
+import type { OrgStore } from '../orgs/org-store.js';
+import { ContactStore } from '../profiles/contact-store.js';
+import type { ProfileFeed } from '../profiles/profile-feed.js';
+import type { ProfileIndex } from '../profiles/profile-index.js';
+import { ProfileMaterializer } from '../profiles/profile-materializer.js';
+import { ProfileRefresher } from '../profiles/profile-refresher.js';
+import { writeOrgSettings } from '../storage/migrate.js';
+import { openStorage, type Storage } from '../storage/open-storage.js';
+import { ownsOrg } from '../storage/shard.js';
+import { SINGLE_FILE, SPLIT_SUFFIX, splitSingleFile } from '../storage/split-single-file.js';
+import { TriggerStore } from '../triggers/trigger-store.js';
+
+/** How often QUERIES_DIR is read for changed trigger and segment files. */
+const QUERIES_POLL_MS = 1000;
+
+export interface StorageRoleDeps {
+  config: Config;
+  ctx: Context;
+  log: LogBackend;
+  metrics: Metrics;
+  orgs: OrgStore;
+  /** The process's serving index: this role keeps its orgs' profiles in it. */
+  profiles: ProfileIndex;
+  /** NATS mode: every materialized profile is published for the `api` processes. */
+  feed: ProfileFeed | undefined;
+  logger: FastifyBaseLogger;
+}
+
+export interface StorageRole {
+  storage: Storage;
+  /** The orgs whose databases this process keeps (SHARD); every org with the default 0/1. */
+  owns(slug: string): boolean;
+  materializer: ProfileMaterializer;
+  refresher: ProfileRefresher;
+  contacts: ContactStore;
+  triggers: TriggerStore;
+  flows: FlowStore;
+  /** Present with the flows role. */
+  runner: FlowRunner | undefined;
+  dispatcher: SendDispatcher | undefined;
+  renderer: TemplateRenderer | undefined;
+  signingKey: string;
+  /** Loads the owned orgs (settings, profiles, triggers, flows), then starts compaction and flows. */
+  start(): Promise<void>;
+  /** Stops polling trigger files, lets a running flow run finish, stops deliveries (retries stay pending). */
+  stopFlows(): Promise<void>;
+  /** Finishes the compaction batch and the profile refreshes it queued, and their publishing. */
+  stopCompaction(): Promise<void>;
+  /** Closes the databases (the storage worker thread). */
+  close(): Promise<void>;
+}
+
+export async function openStorageRole(deps: StorageRoleDeps): Promise<StorageRole> {
+  const { config, logger } = deps;
+  // A DATA_DIR from before per-org storage is split first, before anything opens its files.
+  const split = await splitSingleFile(config.dataDir);
+  if (split) logger.info({ orgs: split.length }, `split ${SINGLE_FILE} into one database per org (the old file is kept as ${SINGLE_FILE}${SPLIT_SUFFIX})`);
+  // The refresher is made below; compaction only commits once started.
+  const storage = await openStorage({
+    config,
+    ctx: deps.ctx,
+    log: deps.log,
+    metrics: deps.metrics,
+    onMetric: (update) => applyMetric(deps.metrics, update),
+    logger,
+    onCompacted: (report) => role?.refresher.enqueue(report.touched, { backlog: report.backlog }),
+  });
+  let role: StorageRole | undefined;
+  try {
+    role = assemble(deps, storage);
+    return role;
+  } catch (error) {
+    await storage.close();
+    throw error;
+  }
+}
+
+/** Everything above the databases; nothing here opens a file or a connection until `start`. */
+function assemble(deps: StorageRoleDeps, storage: Storage): StorageRole {
+  const { config, ctx, metrics, orgs, logger } = deps;
+  registerOrgDatabasesGauge(metrics, storage.poolStats);
+  const orgData = storage.orgs;
+  const owns = (slug: string) => ownsOrg(config.shard, slug);
+  const feed = deps.feed;
+  const materializer = new ProfileMaterializer(orgData, deps.profiles, feed ? (org, profile, custom) => feed.publish(org, profile, custom) : undefined);
+  const refresher = new ProfileRefresher(materializer, (err) => logger.error({ err }, 'profile refresh failed'));
+  const signingKey = resolveWebhookSigningKey(config.webhookSigningKey, config.dataDir, ctx.randomBytes);
+  const flows = new FlowStore(orgData, ctx);
+  const triggers = new TriggerStore(orgData, ctx, {
+    queriesDir: config.queriesDir,
+    logger,
+    orgExists: (slug) => owns(slug) && orgs.cached(slug) !== undefined,
+    timeoutMs: config.triggerTimeoutMs,
+  });
+  const flowsRole = config.roles.includes('flows');
+  // Message templates render on their own worker thread.
+  const renderer = flowsRole ? new TemplateRenderer() : undefined;
+  const channels = flowsRole
+    ? openChannels({
+        dataDir: config.dataDir,
+        ...(config.smtpUrl ? { smtpUrl: config.smtpUrl } : {}),
+        allowPrivate: config.webhookAllowPrivate,
+        timeoutMs: config.webhookTimeoutMs,
+        signingKey,
+        clock: ctx.clock,
+      })
+    : undefined;
+  const dispatcher = channels
+    ? new SendDispatcher({
+        orgs: orgData,
+        ctx,
+        channels,
+        policy: { maxAttempts: config.webhookMaxAttempts, baseDelayMs: config.webhookBackoffMs, maxDelayMs: 60 * 60 * 1000 },
+        metrics,
+        logger,
+        onDelivered: (org, emails) => refresher.enqueue(emails.map((email) => ({ org, email }))),
+      })
+    : undefined;
+  const runner =
+    dispatcher && renderer
+      ? new FlowRunner({
+          orgs: orgData,
+          ctx,
+          flows,
+          triggers,
+          profiles: deps.profiles,
+          dispatcher,
+          renderer,
+          metrics,
+          logger,
+          timeoutMs: config.triggerTimeoutMs,
+          maxRows: config.triggerMaxRows,
+          refreshProfiles: (keys) => refresher.enqueue(keys),
+        })
+      : undefined;
+
+  return {
+    storage,
+    owns,
+    materializer,
+    refresher,
+    contacts: new ContactStore(orgData, ctx),
+    triggers,
+    flows,
+    runner,
+    dispatcher,
+    renderer,
+    signingKey,
+    async start() {
+      // Orgs created or changed from here on reach their database through the org store's watch.
+      orgs.onChange(async (org, previous) => {
+        if (!owns(org.slug) || previous?.currencySymbol === org.currencySymbol) return;
+        await writeOrgSettings(orgData.org(org.slug), org);
+        if (previous) await materializer.refreshOrg(org.slug);
+      });
+      // One pass per org, so its database is opened once for everything loaded from it (with more orgs
+      // than ORG_DATABASES_MAX_OPEN, a pass per store would open each database once per store). The
+      // settings are written again in case a crash came between the control plane and the org's database.
+      const owned = (await orgs.list()).filter((org) => owns(org.slug));
+      for (const org of owned) {
+        await writeOrgSettings(orgData.org(org.slug), org);
+        await materializer.refreshOrg(org.slug);
+        await triggers.load(org.slug);
+        await flows.load(org.slug);
+      }
+      await triggers.scan();
+      await storage.compaction?.start();
+      if (runner && dispatcher) {
+        triggers.watch(QUERIES_POLL_MS);
+        await dispatcher.resumePending(owned.map((org) => org.slug));
+        renderer?.start();
+        runner.start();
+      }
+    },
+    async stopFlows() {
+      await runSteps([() => triggers.stopWatching(), () => runner?.close(), () => renderer?.close(), () => dispatcher?.close(), () => channels?.close()]);
+    },
+    async stopCompaction() {
+      await storage.compaction?.stop();
+      await refresher.settled();
+      await feed?.flushed();
+    },
+    close: () => storage.close(),
+  };
+}
+
+/** Runs every step even when one fails (so each resource is released); throws the first failure. */
+export async function runSteps(steps: Array<() => unknown>): Promise<void> {
+  let failure: unknown;
+  for (const step of steps) {
+    try {
+      await step();
+    } catch (error) {
+      failure ??= error;
+    }
+  }
+  if (failure !== undefined) throw failure;
+}
