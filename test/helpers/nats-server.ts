@@ -3,17 +3,16 @@
  * server must not be touched). Uses Debian's binary; each server gets its own port, config and store.
  */
 import { freePort } from './free-port.js';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { canConnect, isStopped, natsProcess, serverVersionAtLeast } from './nats-process.js';
+import { existsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
-import { createConnection } from 'node:net';
 import { join } from 'node:path';
 import type { Test } from 'tap';
 
-const NATS_SERVER = '/usr/sbin/nats-server';
+export { hasNatsServerBinary } from './nats-process.js';
+
 /** `sync_interval` arrived in nats-server 2.10; older servers refuse a config that has it. */
-const SYNC_INTERVAL_SINCE: [number, number] = [2, 10];
-const START_TIMEOUT_MS = 10_000;
+export const SYNC_INTERVAL_SINCE: [number, number] = [2, 10];
 
 export interface NatsServerHandle {
   url: string;
@@ -52,70 +51,34 @@ export async function startNatsServer(t: Test, opts: { syncAlways?: boolean } = 
     ].join('\n'),
   );
 
-  let child: ChildProcess | undefined;
-  let exited: Promise<void> = Promise.resolve();
-  const start = async (): Promise<void> => {
-    await exited;
-    const proc = spawn(NATS_SERVER, ['-c', config], { stdio: ['ignore', 'ignore', 'pipe'] });
-    let stderr = '';
-    proc.stderr?.on('data', (chunk: Buffer) => {
-      stderr = (stderr + chunk.toString()).slice(-4000);
-    });
-    exited = new Promise((resolve) => proc.once('exit', () => resolve()));
-    child = proc;
-    const deadline = Date.now() + START_TIMEOUT_MS;
-    while (!(await canConnect('127.0.0.1', port, 200))) {
-      if (proc.exitCode !== null || Date.now() > deadline) {
-        proc.kill('SIGKILL');
-        throw new Error(`nats-server did not start on port ${port}:\n${stderr}`);
-      }
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-  };
-  const signal = (name: NodeJS.Signals): void => {
-    if (child && child.exitCode === null && child.signalCode === null) child.kill(name);
-  };
-
-  await start();
+  const proc = natsProcess(config, port);
+  await proc.start();
   t.teardown(async () => {
-    signal('SIGKILL');
-    await exited;
+    proc.signal('SIGKILL');
+    await proc.exited();
   });
   return {
     url: `nats://127.0.0.1:${port}`,
     port,
     syncAlways,
     async stop() {
-      signal('SIGTERM');
-      await exited;
+      proc.signal('SIGTERM');
+      await proc.exited();
     },
     kill9() {
-      signal('SIGKILL');
+      proc.signal('SIGKILL');
     },
-    restart: start,
+    restart: proc.start,
     async freeze() {
-      signal('SIGSTOP');
+      proc.signal('SIGSTOP');
       // The stop lands when each of the server's threads next enters the kernel: until /proc says
       // stopped, a thread still running could answer one more PING.
-      for (let i = 0; i < 100 && child?.pid !== undefined && !isStopped(child.pid); i++) await new Promise((r) => setTimeout(r, 10));
+      for (let i = 0; i < 100 && proc.pid() !== undefined && !isStopped(proc.pid()!); i++) await new Promise((r) => setTimeout(r, 10));
     },
     thaw() {
-      signal('SIGCONT');
+      proc.signal('SIGCONT');
     },
   };
-}
-
-/** Every thread of the process is stopped (state T in /proc/<pid>/task/<tid>/stat). */
-function isStopped(pid: number): boolean {
-  try {
-    return readdirSync(`/proc/${pid}/task`).every((tid) => /^\d+ \(.*\) T /.test(readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8')));
-  } catch {
-    return false;
-  }
-}
-
-export function hasNatsServerBinary(): boolean {
-  return existsSync(NATS_SERVER);
 }
 
 /** The machine's NATS (NATS_URL or the default port) if something accepts connections there within 1 s. */
@@ -129,24 +92,3 @@ export function natsUrl(): string {
   return process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
 }
 
-function canConnect(host: string, port: number, timeoutMs: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = createConnection({ host, port });
-    const done = (ok: boolean): void => {
-      socket.destroy();
-      resolve(ok);
-    };
-    socket.setTimeout(timeoutMs, () => done(false));
-    socket.once('connect', () => done(true));
-    socket.once('error', () => done(false));
-  });
-}
-
-
-function serverVersionAtLeast([major, minor]: [number, number]): boolean {
-  const out = spawnSync(NATS_SERVER, ['--version'], { encoding: 'utf8' }).stdout ?? '';
-  const match = /v(\d+)\.(\d+)/.exec(out);
-  if (!match) return false;
-  const [have, haveMinor] = [Number(match[1]), Number(match[2])];
-  return have > major || (have === major && haveMinor >= minor);
-}
