@@ -7,6 +7,7 @@
 import { JetStreamApiCodes, JetStreamApiError, jetstream } from '@nats-io/jetstream';
 import { type KV, Kvm, type KvEntry } from '@nats-io/kv';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { followKv } from '../nats/follow-kv.js';
 import { type ControlDocuments, type ControlEntry, ControlConflictError, ControlUnavailableError } from './types.js';
 
 export interface KvDocumentsOptions {
@@ -57,20 +58,12 @@ export class KvDocuments implements ControlDocuments {
   }
 
   async watch(onEntry: (entry: ControlEntry) => void): Promise<void> {
-    // The newest revision now: once the watcher has delivered it, the documents present at the call are in.
-    const head = await this.call(async () => (await this.kv.status()).streamInfo.state.last_seq);
-    const watcher = await this.call(() => this.kv.watch());
-    this.watchers.push(watcher);
-    await new Promise<void>((loaded, failed) => {
-      if (head === 0) loaded();
-      void (async () => {
-        for await (const entry of watcher) {
-          if (entry.operation === 'PUT') onEntry(toEntry(entry));
-          if (entry.revision >= head) loaded();
-        }
-        failed(new ControlUnavailableError('the control plane watch ended'));
-      })().catch((error: unknown) => failed(new ControlUnavailableError('the control plane watch failed', { cause: error })));
-    });
+    const follower = await this.call(() =>
+      followKv(this.kv, (entry) => {
+        if (entry.operation === 'PUT') onEntry(toEntry(entry));
+      }),
+    );
+    this.watchers.push(follower);
   }
 
   async get(key: string): Promise<ControlEntry | undefined> {

@@ -7,6 +7,7 @@
 import { jetstream } from '@nats-io/jetstream';
 import { type KV, Kvm } from '@nats-io/kv';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { type KvFollower, followKv } from '../nats/follow-kv.js';
 import { type Profile, type ProfileIndex, emailHash } from './profile-index.js';
 
 export interface ProfileFeedOptions {
@@ -28,7 +29,7 @@ const MAX_IN_FLIGHT = 256;
 
 export class ProfileFeed {
   private readonly inFlight = new Set<Promise<unknown>>();
-  private watcher: { stop(): void } | undefined;
+  private follower: KvFollower | undefined;
 
   private constructor(
     private readonly nc: NatsConnection,
@@ -71,28 +72,21 @@ export class ProfileFeed {
 
   /** Loads every profile into `index`, then follows changes; orgs for which `skip` is true are left out. */
   async follow(index: ProfileIndex, skip: (org: string) => boolean): Promise<void> {
-    const head = (await this.kv.status()).streamInfo.state.last_seq;
-    const watcher = await this.kv.watch();
-    this.watcher = watcher;
-    await new Promise<void>((loaded, failed) => {
-      if (head === 0) loaded();
-      void (async () => {
-        for await (const entry of watcher) {
-          const org = entry.key.slice(0, entry.key.indexOf('.'));
-          if (entry.operation === 'PUT' && !skip(org)) {
-            const { profile, customFields } = entry.json<FeedValue>();
-            index.upsert(org, Object.freeze(profile), customFields);
-          }
-          if (entry.revision >= head) loaded();
-        }
-        failed(new Error('the profile feed watch ended'));
-      })().catch(failed);
-    });
+    this.follower = await followKv(
+      this.kv,
+      (entry) => {
+        const org = entry.key.slice(0, entry.key.indexOf('.'));
+        if (entry.operation !== 'PUT' || skip(org)) return;
+        const { profile, customFields } = entry.json<FeedValue>();
+        index.upsert(org, Object.freeze(profile), customFields);
+      },
+      this.onError,
+    );
   }
 
   async close(): Promise<void> {
     await this.flushed();
-    this.watcher?.stop();
+    this.follower?.stop();
     if (!this.nc.isClosed()) await this.nc.close();
   }
 }
