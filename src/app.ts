@@ -136,7 +136,7 @@ async function buildLockedApp(config: Config, ctx: Context, dataDirLock: DataDir
     const split = dataDirLock ? await splitSingleFile(config.dataDir) : undefined;
     if (split) app.log.info({ orgs: split.length }, `split ${SINGLE_FILE} into one database per org (the old file is kept as ${SINGLE_FILE}${SPLIT_SUFFIX})`);
 
-    control = await openControl(config);
+    control = await openControl(config, dataDirLock !== undefined);
     const registry = new PartnerRegistry();
     const profiles = new ProfileIndex();
     const orgs = new OrgStore(control, registry, ctx, {
