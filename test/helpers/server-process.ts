@@ -31,7 +31,7 @@ export interface ServerProcess {
   stderr(): string;
 }
 
-export async function spawnServer(t: Tap, env: Record<string, string>): Promise<ServerProcess> {
+export async function spawnServer(t: Tap, env: Record<string, string>, options: { startTimeoutMs?: number } = {}): Promise<ServerProcess> {
   const port = await freePort();
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
     cwd: ROOT,
@@ -64,7 +64,8 @@ export async function spawnServer(t: Tap, env: Record<string, string>): Promise<
   t.teardown(kill9);
 
   const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + START_TIMEOUT_MS;
+  const startTimeoutMs = options.startTimeoutMs ?? START_TIMEOUT_MS;
+  const deadline = Date.now() + startTimeoutMs;
   for (;;) {
     if (!alive()) {
       const { code, signal } = await exited;
@@ -73,7 +74,7 @@ export async function spawnServer(t: Tap, env: Record<string, string>): Promise<
     if (await healthy(url)) break;
     if (Date.now() > deadline) {
       await kill9();
-      throw new Error(`audience server not healthy on ${url} within ${START_TIMEOUT_MS} ms:\n${stderr}`);
+      throw new Error(`audience server not healthy on ${url} within ${startTimeoutMs} ms:\n${stderr}`);
     }
     await new Promise((resolve) => setTimeout(resolve, 50));
   }

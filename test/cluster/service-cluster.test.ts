@@ -1,0 +1,189 @@
+/**
+ * The many-process layout of `npm run cluster` as real processes: a 3-node nats-server cluster (R3),
+ * 2 collectors, 2 `api` processes and 2 storage shards (SHARD=0/2, 1/2). Checks what the issue asks:
+ * events through both collectors for orgs on both shards stored exactly once; a token created on one
+ * `api` process works on the other within 1 s and a revoked one is refused there within 1 s; and kill -9
+ * of a collector, a shard and a nats-server during load loses no acknowledged event, repeats none, and
+ * lookups keep answering from the surviving `api` process.
+ *
+ * "Stored exactly once" is read from the profile: every event is a complete_transaction of revenue 1
+ * for one contact per org, so its `order_count` is the number of distinct events stored.
+ */
+import { join } from 'node:path';
+import t from 'tap';
+import { shardOf } from '../../src/storage/shard.js';
+import { ADMIN_KEY, type ServerProcess, spawnServer } from '../helpers/server-process.js';
+import { hasNatsServerBinary, startNatsCluster } from '../helpers/nats-cluster.js';
+
+/** Each org's one contact, whose order_count counts its stored events. */
+const buyer = (org: string) => `buyer@${org}.example`;
+
+interface OrgUnderTest {
+  slug: string;
+  partner: { partnerId: string; partnerSecret: string };
+  token: string;
+}
+
+if (!hasNatsServerBinary()) {
+  t.test('service cluster', { skip: 'nats-server binary not installed' }, () => {});
+} else {
+  t.test('2 collectors, 2 api processes, 2 shards on a 3-node cluster', async (t) => {
+    const root = t.testdir();
+    const cluster = await startNatsCluster(t);
+    const common = { NATS_URL: cluster.urls, NATS_STREAM_REPLICAS: '3', QUERIES_DIR: join(root, 'queries'), LOG_LEVEL: 'warn' };
+    const shardEnv = (index: number) => ({ ...common, ROLES: 'compactor,flows', SHARD: `${index}/2`, DATA_DIR: join(root, `shard-${index}`) });
+    const shards: ServerProcess[] = [];
+    for (const index of [0, 1]) shards.push(await spawnServer(t, shardEnv(index)));
+    const apis: ServerProcess[] = [];
+    for (const i of [1, 2]) apis.push(await spawnServer(t, { ...common, ROLES: 'api', DATA_DIR: join(root, `api-${i}`) }));
+    const collectors: ServerProcess[] = [];
+    for (const i of [1, 2]) collectors.push(await spawnServer(t, { ...common, ROLES: 'collector', DATA_DIR: join(root, `collector-${i}`) }));
+
+    // One org on each shard, created on api-1.
+    const orgs: OrgUnderTest[] = [];
+    for (const index of [0, 1]) {
+      const slug = ['alpha', 'bravo', 'charlie', 'delta', 'echo', 'foxtrot'].find((s) => shardOf(s, 2) === index && !orgs.some((o) => o.slug === s))!;
+      const created = await admin(apis[0]!, 'POST', '/admin/v1/orgs', { slug, name: slug, audienceApi: true, rateLimit: 1000 });
+      t.equal(created.status, 201, `org ${slug} (shard ${index}) created on api-1`);
+      orgs.push({ slug, partner: (created.body as { credentials: { production: OrgUnderTest['partner'] } }).credentials.production, token: '' });
+    }
+
+    await t.test('a token made on api-1 works on api-2 within 1 s, and a revoked one is refused there within 1 s', async (t) => {
+      for (const org of orgs) {
+        const made = await admin(apis[0]!, 'POST', `/admin/v1/orgs/${org.slug}/tokens`, { createdBy: 'ops@example.com' });
+        t.equal(made.status, 201);
+        org.token = (made.body as { token: string }).token;
+        const accepted = await within(1000, async () => (await lookup(apis[1]!, org, 'nobody@example.com')).status !== 401);
+        t.ok(accepted, `${org.slug}: the new token is accepted on api-2 within 1 s`);
+      }
+      const spare = await admin(apis[0]!, 'POST', `/admin/v1/orgs/${orgs[0]!.slug}/tokens`, { createdBy: 'leaver@example.com' });
+      const spareOrg = { ...orgs[0]!, token: (spare.body as { token: string }).token };
+      t.ok(await within(1000, async () => (await lookup(apis[1]!, spareOrg, 'nobody@example.com')).status !== 401));
+      t.equal((await admin(apis[0]!, 'POST', `/admin/v1/orgs/${orgs[0]!.slug}/tokens/revoke`, { createdBy: 'leaver@example.com' })).status, 200);
+      const refused = await within(1000, async () => (await lookup(apis[1]!, spareOrg, 'nobody@example.com')).status === 401);
+      t.ok(refused, 'the revoked token is refused on api-2 within 1 s');
+    });
+
+    await t.test('events through both collectors for orgs on both shards are stored exactly once', async (t) => {
+      for (const org of orgs) {
+        for (let i = 0; i < 20; i++) {
+          const body = purchase(org, `first-${i}`);
+          t.equal((await collect(collectors[i % 2]!, body)).status, 200);
+          if (i % 5 === 0) t.equal((await collect(collectors[(i + 1) % 2]!, body)).status, 200, 'a retry through the other collector');
+        }
+      }
+      for (const org of orgs) {
+        const counted = await within(20_000, async () => (await orderCount(apis[1]!, org)) === 20);
+        t.ok(counted, `${org.slug}: order_count 20 on api-2 (every event once, compacted by shard ${shardOf(org.slug, 2)})`);
+      }
+    });
+
+    await t.test('kill -9 of a collector, a shard and a nats-server during load: nothing lost, nothing twice, lookups answer', async (t) => {
+      const acknowledged = new Map<string, Set<string>>(orgs.map((o) => [o.slug, new Set()]));
+      const lookupFailures: number[] = [];
+      let stop = false;
+      let sent = 0;
+      const load = (async () => {
+        while (!stop) {
+          const org = orgs[sent % 2]!;
+          const id = `load-${sent++}`;
+          // A client retries a failed send with the same messageId through any collector until it is acknowledged.
+          for (let attempt = 0; !stop || attempt === 0; attempt++) {
+            const via = collectors[(sent + attempt) % 2]!;
+            const res = await collect(via, purchase(org, id)).catch(() => ({ status: 0 }));
+            if (res.status === 200) {
+              acknowledged.get(org.slug)!.add(id);
+              break;
+            }
+            await sleep(100);
+          }
+          await sleep(10);
+        }
+      })();
+      const lookups = (async () => {
+        while (!stop) {
+          const res = await lookup(apis[1]!, orgs[0]!, buyer(orgs[0]!.slug)).catch(() => ({ status: 0 }));
+          if (res.status !== 200) lookupFailures.push(res.status);
+          await sleep(20);
+        }
+      })();
+
+      await sleep(1500);
+      await collectors[0]!.kill9();
+      const victimShard = shardOf(orgs[0]!.slug, 2);
+      await shards[victimShard]!.kill9();
+      cluster.nodes[2].kill9();
+      await sleep(3000);
+      // A start during the cluster's leader elections waits out their JetStream timeouts (4–9 s each on 2.9).
+      const restartedAt = Date.now();
+      shards[victimShard] = await spawnServer(t, { ...shardEnv(victimShard), LOG_LEVEL: 'info' }, { startTimeoutMs: 90_000 });
+      t.comment(`the shard was healthy again ${Date.now() - restartedAt} ms after its restart`);
+      await cluster.nodes[2].restart();
+      await sleep(1500);
+      stop = true;
+      await Promise.all([load, lookups]);
+
+      t.same(lookupFailures, [], 'every lookup on api-2 answered 200 throughout');
+      for (const org of orgs) {
+        const expected = 20 + acknowledged.get(org.slug)!.size;
+        t.ok(acknowledged.get(org.slug)!.size > 0, `${org.slug}: events were acknowledged during the load`);
+        const counted = await within(30_000, async () => (await orderCount(apis[1]!, org)) === expected);
+        t.ok(counted, `${org.slug}: order_count ${expected} = every acknowledged event once (got ${await orderCount(apis[1]!, org)})`);
+      }
+    });
+  });
+}
+
+function purchase(org: OrgUnderTest, messageId: string): object {
+  return {
+    ...org.partner,
+    clientId: 'buyer',
+    sentAt: Date.now(),
+    messageId,
+    type: 'track',
+    event: 'complete_transaction',
+    properties: { transactionId: messageId, revenue: 1, cartItems: [{ productId: 'p', variant: 'v', quantity: 1 }] },
+    traits: { email: buyer(org.slug) },
+  };
+}
+
+async function collect(server: ServerProcess, body: object): Promise<{ status: number }> {
+  const res = await fetch(`${server.url}/http/v1/collect`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), signal: AbortSignal.timeout(10_000) });
+  await res.arrayBuffer();
+  return { status: res.status };
+}
+
+async function admin(server: ServerProcess, method: string, path: string, body?: unknown): Promise<{ status: number; body: unknown }> {
+  const res = await fetch(`${server.url}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${ADMIN_KEY}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  return { status: res.status, body: await res.json() };
+}
+
+async function lookup(server: ServerProcess, org: OrgUnderTest, email: string): Promise<{ status: number; body: unknown }> {
+  const res = await fetch(`${server.url}/audience/v2/contacts?identity=email:${encodeURIComponent(email)}`, {
+    headers: { authorization: `Bearer ${org.token}`, accept: 'application/json' },
+    signal: AbortSignal.timeout(5000),
+  });
+  return { status: res.status, body: await res.json() };
+}
+
+async function orderCount(server: ServerProcess, org: OrgUnderTest): Promise<number | undefined> {
+  const res = await lookup(server, org, buyer(org.slug));
+  return res.status === 200 ? (res.body as { contact: { order_count: number } }).contact.order_count : undefined;
+}
+
+async function within(ms: number, check: () => Promise<boolean>): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    if (await check().catch(() => false)) return true;
+    if (Date.now() > deadline) return false;
+    await sleep(20);
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
