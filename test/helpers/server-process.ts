@@ -12,7 +12,7 @@ export { ADMIN_KEY };
 
 /** The repository root (cwd of the child: tsx and src/ are resolved from there). */
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const START_TIMEOUT_MS = 15_000;
+const START_TIMEOUT_MS = 30_000;
 const STOP_TIMEOUT_MS = 15_000;
 
 interface Tap {
