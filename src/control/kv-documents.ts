@@ -4,9 +4,10 @@
  * in force on all of them as soon as their watchers see it. Compare-and-set is KV's own: `create` with
  * no previous revision, `update` with the revision read.
  */
-import { JetStreamApiCodes, JetStreamApiError, jetstream } from '@nats-io/jetstream';
-import { type KV, Kvm, type KvEntry } from '@nats-io/kv';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream';
+import type { KV, KvEntry } from '@nats-io/kv';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { connectNats, openBucket } from '../nats/nats-client.js';
 import { followKv } from '../nats/follow-kv.js';
 import { type ControlDocuments, type ControlEntry, ControlConflictError, ControlUnavailableError } from './types.js';
 
@@ -38,18 +39,12 @@ export class KvDocuments implements ControlDocuments {
   static async open(options: KvDocumentsOptions): Promise<KvDocuments> {
     let nc: NatsConnection;
     try {
-      nc = await connect({ servers: options.servers.split(',').map((s) => s.trim()), maxReconnectAttempts: -1 });
+      nc = await connectNats(options.servers);
     } catch (error) {
       throw new ControlUnavailableError(`cannot connect to NATS at ${options.servers}`, { cause: error });
     }
     try {
-      const timeout = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-      const kvm = new Kvm(jetstream(nc, { timeout }));
-      const bucket = options.bucket ?? DEFAULT_BUCKET;
-      // An existing bucket is used as it is (an operator may have changed its replicas); else it is made.
-      const existing = await kvm.open(bucket, { timeout });
-      const exists = await existing.status().then(() => true, () => false);
-      const kv = exists ? existing : await kvm.create(bucket, { history: HISTORY, replicas: options.replicas ?? 1, timeout });
+      const kv = await openBucket(nc, options.bucket ?? DEFAULT_BUCKET, { history: HISTORY, replicas: options.replicas ?? 1, timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS });
       return new KvDocuments(nc, kv);
     } catch (error) {
       await nc.close();

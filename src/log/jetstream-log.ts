@@ -14,7 +14,8 @@ import {
   type JetStreamClient,
   type JetStreamManager,
 } from '@nats-io/jetstream';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { connectNats } from '../nats/nats-client.js';
 import { JetStreamReader } from './jetstream-reader.js';
 import { LogOutcomeUnknownError, LogUnavailableError, type LogBackend, type LogHealth, type LogReader, type WriteResult } from './types.js';
 
@@ -66,8 +67,7 @@ export class JetStreamLog implements LogBackend {
     const subject = options.subject ?? DEFAULT_SUBJECT;
     let nc: NatsConnection;
     try {
-      // Reconnect forever: after a NATS restart the service recovers without being restarted itself.
-      nc = await connect({ servers: options.servers.split(',').map((s) => s.trim()), maxReconnectAttempts: -1 });
+      nc = await connectNats(options.servers);
     } catch (error) {
       throw new LogUnavailableError(`cannot connect to NATS at ${options.servers}`, { cause: error });
     }

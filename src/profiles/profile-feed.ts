@@ -4,9 +4,9 @@
  * new replica loads every current profile from it at start, then each change as it is written. The
  * e-mail itself is only inside the value, never in a key (keys show up in NATS tooling and logs).
  */
-import { jetstream } from '@nats-io/jetstream';
-import { type KV, Kvm } from '@nats-io/kv';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import type { KV } from '@nats-io/kv';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { connectNats, openBucket } from '../nats/nats-client.js';
 import { type KvFollower, followKv } from '../nats/follow-kv.js';
 import { type Profile, type ProfileIndex, emailHash } from './profile-index.js';
 
@@ -38,14 +38,10 @@ export class ProfileFeed {
   ) {}
 
   static async open(options: ProfileFeedOptions, onError: (error: unknown) => void): Promise<ProfileFeed> {
-    const nc = await connect({ servers: options.servers.split(',').map((s) => s.trim()), maxReconnectAttempts: -1 });
+    const nc = await connectNats(options.servers);
     try {
-      const kvm = new Kvm(jetstream(nc));
-      const bucket = options.bucket ?? DEFAULT_PROFILES_BUCKET;
-      const existing = await kvm.open(bucket);
-      const exists = await existing.status().then(() => true, () => false);
       // One value per key: the newest profile is all a replica needs.
-      const kv = exists ? existing : await kvm.create(bucket, { history: 1, replicas: options.replicas });
+      const kv = await openBucket(nc, options.bucket ?? DEFAULT_PROFILES_BUCKET, { history: 1, replicas: options.replicas });
       return new ProfileFeed(nc, kv, onError);
     } catch (error) {
       await nc.close();

@@ -1,0 +1,20 @@
+/** The service's NATS connections and KV buckets. An existing bucket is used as it is (an operator may have changed its replicas), else it is made. */
+import { jetstream } from '@nats-io/jetstream';
+import { type KV, Kvm } from '@nats-io/kv';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+
+export async function openBucket(nc: NatsConnection, name: string, options: { history: number; replicas: number; timeoutMs?: number }): Promise<KV> {
+  const timeout = options.timeoutMs;
+  const kvm = new Kvm(timeout === undefined ? jetstream(nc) : jetstream(nc, { timeout }));
+  const existing = await kvm.open(name, timeout === undefined ? {} : { timeout });
+  const exists = await existing.status().then(
+    () => true,
+    () => false,
+  );
+  return exists ? existing : kvm.create(name, { history: options.history, replicas: options.replicas, ...(timeout === undefined ? {} : { timeout }) });
+}
+
+/** A connection that reconnects forever: after a NATS restart the service recovers without a restart of its own. */
+export function connectNats(servers: string): Promise<NatsConnection> {
+  return connect({ servers: servers.split(',').map((s) => s.trim()), maxReconnectAttempts: -1 });
+}
