@@ -40,7 +40,7 @@ import { registerImportRoutes } from './profiles/import-routes.js';
 import { ProfileIndex } from './profiles/profile-index.js';
 import { ProfileMaterializer } from './profiles/profile-materializer.js';
 import { ProfileRefresher } from './profiles/profile-refresher.js';
-import { GcraLimiter } from './ratelimit/gcra-limiter.js';
+import { openRateLimiters, type RateLimiters } from './ratelimit/open-rate-limiters.js';
 import { compileRouteSchema } from './schemas.js';
 import { registerTokenRoutes } from './tokens/token-routes.js';
 import { TokenStore } from './tokens/token-store.js';
@@ -161,6 +161,7 @@ async function buildLockedApp(config: Config, ctx: Context, dataDirLock: DataDir
   const flows = new FlowStore(orgData, ctx);
   let triggers: TriggerStore | undefined;
   let runner: FlowRunner | undefined;
+  let rateLimiters: RateLimiters | undefined;
   let dispatcher: SendDispatcher | undefined;
   // Message templates render on their own worker thread (flows role only).
   const renderer = roles.has('flows') ? new TemplateRenderer() : undefined;
@@ -181,6 +182,7 @@ async function buildLockedApp(config: Config, ctx: Context, dataDirLock: DataDir
   app.addHook('onClose', async () => {
     const steps = [
       () => triggers?.stopWatching(),
+      () => rateLimiters?.close(),
       () => runner?.close(),
       () => renderer?.close(),
       () => dispatcher?.close(),
@@ -263,14 +265,14 @@ async function buildLockedApp(config: Config, ctx: Context, dataDirLock: DataDir
     registerOpsRoutes(app, { health, log, metrics });
     if (roles.has('collector')) registerCollectRoutes(app, { ctx, registry, log: committer, metrics });
     if (roles.has('api')) {
+      rateLimiters = await openRateLimiters({ redisUrl: config.redisUrl, keyPrefix: config.redisKeyPrefix, metrics, logger: app.log, clock: ctx.clock });
       registerContactsRoute(app, {
         ctx,
         tokens,
         orgs,
         profiles: materializer.index,
-        // Two limiters, so a flood of failed authentications cannot evict the orgs' keys.
-        orgLimiter: new GcraLimiter(),
-        authLimiter: new GcraLimiter(),
+        orgLimiter: rateLimiters.org,
+        authLimiter: rateLimiters.auth,
         metrics,
       });
       await app.register(async (admin) => {

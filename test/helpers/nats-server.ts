@@ -3,10 +3,10 @@
  * server must not be touched). Uses Debian's binary; each server gets its own port, config and store.
  */
 import { freePort } from './free-port.js';
+import { canConnect, isStopped } from './probes.js';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
-import { createConnection } from 'node:net';
 import { join } from 'node:path';
 import type { Test } from 'tap';
 
@@ -105,15 +105,6 @@ export async function startNatsServer(t: Test, opts: { syncAlways?: boolean } = 
   };
 }
 
-/** Every thread of the process is stopped (state T in /proc/<pid>/task/<tid>/stat). */
-function isStopped(pid: number): boolean {
-  try {
-    return readdirSync(`/proc/${pid}/task`).every((tid) => /^\d+ \(.*\) T /.test(readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8')));
-  } catch {
-    return false;
-  }
-}
-
 export function hasNatsServerBinary(): boolean {
   return existsSync(NATS_SERVER);
 }
@@ -128,20 +119,6 @@ export async function natsUrlIfReachable(): Promise<string | undefined> {
 export function natsUrl(): string {
   return process.env.NATS_URL ?? 'nats://127.0.0.1:4222';
 }
-
-function canConnect(host: string, port: number, timeoutMs: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = createConnection({ host, port });
-    const done = (ok: boolean): void => {
-      socket.destroy();
-      resolve(ok);
-    };
-    socket.setTimeout(timeoutMs, () => done(false));
-    socket.once('connect', () => done(true));
-    socket.once('error', () => done(false));
-  });
-}
-
 
 function serverVersionAtLeast([major, minor]: [number, number]): boolean {
   const out = spawnSync(NATS_SERVER, ['--version'], { encoding: 'utf8' }).stdout ?? '';
