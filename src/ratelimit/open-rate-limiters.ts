@@ -27,7 +27,10 @@ const CLIENT_OPTIONS: RedisOptions = {
   enableOfflineQueue: false,
   maxRetriesPerRequest: 0,
   autoResendUnfulfilledCommands: false,
-  commandTimeout: REDIS_COMMAND_TIMEOUT_MS,
+  // A Redis that keeps the connection open but stops answering (stuck, stopped, black-holed) is dropped
+  // after 2 s of silence with commands pending, which fails them and starts reconnecting; otherwise
+  // they would pile up until TCP keep-alive gives up, minutes later.
+  socketTimeout: 2000,
   connectTimeout: REDIS_CONNECT_TIMEOUT_MS,
   // ioredis 6 backs off to 5 s; 1 s at most lets a restarted Redis be used again within ~2 s.
   retryStrategy: (attempt) => Math.min(100 * attempt, 1000),
@@ -70,7 +73,7 @@ export async function openRateLimiters(options: RateLimitersOptions): Promise<Ra
   const liveApiProcesses = options.liveApiProcesses ?? (() => 1);
   const limiter = (policy: string): RateLimiter =>
     new FallbackLimiter({
-      shared: new RedisGcraLimiter(redis, `${options.keyPrefix}:ratelimit:${policy}:`),
+      shared: new RedisGcraLimiter(redis, `${options.keyPrefix}:ratelimit:${policy}:`, REDIS_COMMAND_TIMEOUT_MS),
       availability,
       liveApiProcesses,
       onLocalDecision: () => metrics.rateLimitFallback.inc({ policy }),
