@@ -32,6 +32,7 @@ import { OrgStore } from './orgs/org-store.js';
 import { PartnerRegistry } from './orgs/partner-registry.js';
 import { ProfileFeed } from './profiles/profile-feed.js';
 import { ProfileIndex } from './profiles/profile-index.js';
+import { type RateLimiters, openRateLimiters } from './ratelimit/open-rate-limiters.js';
 import { registerApiRole } from './roles/api-role.js';
 import { registerCollectorRole } from './roles/collector-role.js';
 import { type StorageRole, openStorageRole, runSteps } from './roles/storage-role.js';
@@ -112,6 +113,7 @@ async function buildLockedApp(config: Config, ctx: Context, dataDirLock: DataDir
   let feed: ProfileFeed | undefined;
   let storage: StorageRole | undefined;
   let committer: GroupCommitter | undefined;
+  let rateLimiters: RateLimiters | undefined;
   // Shutdown order: stop taking requests (Fastify) → stop flows (trigger polling, the running flow run,
   // deliveries: sends waiting for a retry stay pending for the next start) → flush pending appends →
   // finish the compaction batch and its profile refreshes → flush token use times → close the log →
@@ -120,6 +122,7 @@ async function buildLockedApp(config: Config, ctx: Context, dataDirLock: DataDir
   app.addHook('onClose', () =>
     runSteps([
       () => storage?.stopFlows(),
+      () => rateLimiters?.close(),
       () => committer?.flush(),
       () => storage?.stopCompaction(),
       () => tokens?.close(),
@@ -169,7 +172,8 @@ async function buildLockedApp(config: Config, ctx: Context, dataDirLock: DataDir
     registerOpsRoutes(app, { health, log, metrics });
     if (roles.has('collector')) app.audience.committer = committer = registerCollectorRole(app, { ctx, log: log!, registry, metrics });
     if (roles.has('api')) {
-      await registerApiRole(app, { config, ctx, metrics, adminKey, orgs, tokens, profiles, storage });
+      rateLimiters = await openRateLimiters({ redisUrl: config.redisUrl, keyPrefix: config.redisKeyPrefix, metrics, logger: app.log, clock: ctx.clock });
+      await registerApiRole(app, { config, ctx, metrics, adminKey, orgs, tokens, profiles, rateLimiters, storage });
       // Profiles of the orgs another shard keeps come from the feed; this process's own are materialized here.
       if (feed && !(storage && config.shard.count === 1)) await feed.follow(profiles, (org) => storage?.owns(org) ?? false);
     }

@@ -40,6 +40,8 @@ const variableOf: Record<keyof Config, string> = {
   httpHeadersTimeoutMs: 'HTTP_HEADERS_TIMEOUT_MS',
   httpRequestTimeoutMs: 'HTTP_REQUEST_TIMEOUT_MS',
   httpKeepAliveTimeoutMs: 'HTTP_KEEP_ALIVE_TIMEOUT_MS',
+  redisUrl: 'REDIS_URL',
+  redisKeyPrefix: 'REDIS_KEY_PREFIX',
 };
 
 export class ConfigError extends Error {
@@ -102,6 +104,7 @@ export function readConfig(env: NodeJS.ProcessEnv): Config {
     // Fastify's own default: above the 60 s idle timeout of common load balancers, so the balancer closes
     // an idle connection first and never reuses one the service is closing.
     httpKeepAliveTimeoutMs: integer('HTTP_KEEP_ALIVE_TIMEOUT_MS', env.HTTP_KEEP_ALIVE_TIMEOUT_MS, 72_000),
+    redisKeyPrefix: env.REDIS_KEY_PREFIX || 'audience',
   };
   const natsUrl = optional(env.NATS_URL);
   if (natsUrl) candidate.natsUrl = natsUrl;
@@ -111,6 +114,8 @@ export function readConfig(env: NodeJS.ProcessEnv): Config {
   if (smtpUrl) candidate.smtpUrl = smtpUrl;
   const webhookSigningKey = optional(env.WEBHOOK_SIGNING_KEY);
   if (webhookSigningKey) candidate.webhookSigningKey = webhookSigningKey;
+  const redisUrl = optional(env.REDIS_URL);
+  if (redisUrl) candidate.redisUrl = redisUrl;
 
   const validate = validatorFor<Config>('config.schema.json');
   if (!validate(candidate)) {
@@ -122,6 +127,10 @@ export function readConfig(env: NodeJS.ProcessEnv): Config {
   // Node refuses a headers timeout longer than the request timeout; say so in our terms.
   if (candidate.httpHeadersTimeoutMs > candidate.httpRequestTimeoutMs) {
     throw new ConfigError('HTTP_HEADERS_TIMEOUT_MS is invalid: must be at most HTTP_REQUEST_TIMEOUT_MS');
+  }
+  // The schema's "uri" format accepts a port over 65535, which the Redis client would only refuse later.
+  if (candidate.redisUrl !== undefined && !URL.canParse(candidate.redisUrl)) {
+    throw new ConfigError('REDIS_URL is invalid: not a URL (redis://host:port[/db])');
   }
   return candidate;
 }

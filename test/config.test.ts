@@ -7,6 +7,8 @@ t.test('defaults', async (t) => {
   t.match(c, { port: 8080, host: '127.0.0.1', dataDir: './data', queriesDir: './queries', logLevel: 'info', webhookAllowPrivate: false });
   t.same(c.roles, ['collector', 'compactor', 'api', 'flows']);
   t.notOk(c.natsUrl);
+  t.notOk(c.redisUrl, 'no REDIS_URL: rate limits per process');
+  t.equal(c.redisKeyPrefix, 'audience');
   t.match(c, { natsPublishTimeoutMs: 5000, httpHeadersTimeoutMs: 10000, httpRequestTimeoutMs: 30000, httpKeepAliveTimeoutMs: 72000 });
 });
 
@@ -23,9 +25,20 @@ t.test('a bad value stops start-up naming the variable', async (t) => {
     [{ HTTP_REQUEST_TIMEOUT_MS: 'soon' }, /^HTTP_REQUEST_TIMEOUT_MS/],
     [{ HTTP_KEEP_ALIVE_TIMEOUT_MS: '0' }, /^HTTP_KEEP_ALIVE_TIMEOUT_MS/],
     [{ HTTP_HEADERS_TIMEOUT_MS: '20000', HTTP_REQUEST_TIMEOUT_MS: '10000' }, /^HTTP_HEADERS_TIMEOUT_MS is invalid: must be at most HTTP_REQUEST_TIMEOUT_MS/],
+    [{ REDIS_URL: 'localhost:6379' }, /^REDIS_URL is invalid/],
+    [{ REDIS_URL: 'http://127.0.0.1:6379' }, /^REDIS_URL is invalid/],
+    [{ REDIS_URL: 'redis://[::1' }, /^REDIS_URL is invalid/],
+    [{ REDIS_URL: 'redis://127.0.0.1:99999' }, /^REDIS_URL is invalid: not a URL/],
+    [{ REDIS_KEY_PREFIX: 'has space' }, /^REDIS_KEY_PREFIX is invalid/],
   ];
   for (const [env, message] of cases) {
     t.throws(() => readConfig(env), { name: 'ConfigError', message }, JSON.stringify(env));
   }
   t.ok(new ConfigError('x') instanceof Error);
+});
+
+t.test('REDIS_URL: redis:// or rediss://, with credentials and a database number', async (t) => {
+  for (const url of ['redis://127.0.0.1:6379', 'rediss://user:secret@cache.internal:6380/2']) t.equal(readConfig({ REDIS_URL: url }).redisUrl, url);
+  t.equal(readConfig({ REDIS_URL: '' }).redisUrl, undefined, 'empty is unset');
+  t.equal(readConfig({ REDIS_KEY_PREFIX: 'audience-eu:prod' }).redisKeyPrefix, 'audience-eu:prod');
 });

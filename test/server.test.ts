@@ -34,6 +34,14 @@ t.test('NATS_URL where no NATS answers', async (t) => {
   t.notOk(existsSync(join(dataDir, LOCK_FILE)), 'the lock is released');
 });
 
+t.test('a malformed REDIS_URL stops start-up naming it', async (t) => {
+  const dataDir = t.testdir();
+  const run = await start({ DATA_DIR: dataDir, PORT: String(await freePort()), REDIS_URL: 'localhost:6379' });
+  t.equal(run.code, 1);
+  t.match(run.stderr, /^audience: REDIS_URL is invalid: [^\n]+\n$/);
+  t.notOk(existsSync(join(dataDir, LOCK_FILE)), 'nothing was opened');
+});
+
 t.test('PORT already taken by another program', async (t) => {
   const dataDir = t.testdir();
   const taken = createServer();

@@ -114,6 +114,14 @@ export interface Config {
    */
   natsStreamReplicas: number;
   /**
+   * REDIS_URL: redis://host:6379 (rediss:// for TLS). The org and failed-auth rate limits become one budget across all api processes. Unset: each process limits on its own.
+   */
+  redisUrl?: string;
+  /**
+   * REDIS_KEY_PREFIX: start of every Redis key of this deployment, so several deployments can share one Redis. Default: audience
+   */
+  redisKeyPrefix: string;
+  /**
    * STORAGE_THREAD: where DuckDB, compaction and profile queries run. worker (default) keeps them off the thread that answers HTTP; main runs everything on one thread (tests with an injected clock).
    */
   storageThread: 'worker' | 'main';

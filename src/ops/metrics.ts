@@ -53,6 +53,17 @@ export function createMetrics() {
       labelNames: ['policy'] as const,
       registers: [registry],
     }),
+    rateLimitFallback: new Counter({
+      name: 'audience_rate_limit_fallback_total',
+      help: 'Rate-limit decisions made with this process\'s share because Redis (REDIS_URL) did not answer, by policy',
+      labelNames: ['policy'] as const,
+      registers: [registry],
+    }),
+    rateLimitShared: new Gauge({
+      name: 'audience_rate_limit_shared',
+      help: '1 while rate limits are one budget shared through Redis (REDIS_URL); 0 without REDIS_URL or while Redis does not answer',
+      registers: [registry],
+    }),
     compactionBatchSeconds: new Histogram({
       name: 'audience_compaction_batch_seconds',
       help: 'Duration of one compaction transaction',

@@ -1,16 +1,8 @@
 /**
- * Rate limiting contracts. The in-memory GCRA (gcra-limiter.ts) serves one process; the interface
- * allows a Promise so a shared Redis-backed limiter can replace it when several API processes serve one
- * org. That implementation runs the same GCRA atomically as a Lua script (EVALSHA) on one key per
- * limited thing holding its TAT (theoretical arrival time, epoch ms):
- *
- *   tat = max(tonumber(GET key) or now, now)
- *   if tat - tau > now then return {denied, retryAfter = tat - tau - now, reset = tat - now}
- *   SET key (tat + T) PX ceil(tat + T - now)     -- the expiry is the idle-key eviction
- *   return {allowed, remaining = floor((now + tau - (tat + T)) / T) + 1, reset = tat + T - now}
- *
- * with T = 1000 / ratePerSecond and tau = (burst - 1) * T. `now` should come from Redis `TIME` so that
- * API processes with skewed clocks agree.
+ * Rate limiting contracts. The in-memory GCRA (gcra-limiter.ts) serves one process; with REDIS_URL the
+ * same GCRA runs atomically in Redis (gcra-script.ts, redis-gcra-limiter.ts) so every API process draws
+ * on one budget, and fallback-limiter.ts decides with this process's share while Redis cannot answer.
+ * open-rate-limiters.ts picks between them; the interface allows a Promise for the Redis round trip.
  */
 
 export interface RatePolicy {

@@ -18,7 +18,7 @@ import type { AdminKey } from '../orgs/admin-key.js';
 import type { OrgStore } from '../orgs/org-store.js';
 import { registerImportRoutes } from '../profiles/import-routes.js';
 import type { ProfileIndex } from '../profiles/profile-index.js';
-import { GcraLimiter } from '../ratelimit/gcra-limiter.js';
+import type { RateLimiters } from '../ratelimit/open-rate-limiters.js';
 import { registerTokenRoutes } from '../tokens/token-routes.js';
 import type { TokenStore } from '../tokens/token-store.js';
 import { registerTriggerRoutes } from '../triggers/trigger-routes.js';
@@ -32,6 +32,8 @@ export interface ApiRoleDeps {
   orgs: OrgStore;
   tokens: TokenStore;
   profiles: ProfileIndex;
+  /** Per org and per failing client address: in memory, or one budget across processes with REDIS_URL. */
+  rateLimiters: RateLimiters;
   /** Present when this process also keeps org databases. */
   storage: StorageRole | undefined;
   /**
@@ -48,9 +50,8 @@ export async function registerApiRole(app: FastifyInstance, deps: ApiRoleDeps): 
     tokens,
     orgs,
     profiles,
-    // Two limiters, so a flood of failed authentications cannot evict the orgs' keys.
-    orgLimiter: new GcraLimiter(),
-    authLimiter: new GcraLimiter(),
+    orgLimiter: deps.rateLimiters.org,
+    authLimiter: deps.rateLimiters.auth,
     metrics,
   });
   await app.register(async (admin) => {

@@ -2,9 +2,9 @@
  * One nats-server child process from a config file, startable again after it exits: the part that
  * nats-server.ts (one server) and nats-cluster.ts (three nodes) share.
  */
+import { canConnect, isStopped } from './probes.js';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { createConnection } from 'node:net';
+import { existsSync } from 'node:fs';
 
 export const NATS_SERVER = '/usr/sbin/nats-server';
 const START_TIMEOUT_MS = 10_000;
@@ -54,28 +54,6 @@ export function hasNatsServerBinary(): boolean {
   return existsSync(NATS_SERVER);
 }
 
-/** Every thread of the process is stopped (state T in /proc/<pid>/task/<tid>/stat). */
-export function isStopped(pid: number): boolean {
-  try {
-    return readdirSync(`/proc/${pid}/task`).every((tid) => /^\d+ \(.*\) T /.test(readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8')));
-  } catch {
-    return false;
-  }
-}
-
-export function canConnect(host: string, port: number, timeoutMs: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = createConnection({ host, port });
-    const done = (ok: boolean): void => {
-      socket.destroy();
-      resolve(ok);
-    };
-    socket.setTimeout(timeoutMs, () => done(false));
-    socket.once('connect', () => done(true));
-    socket.once('error', () => done(false));
-  });
-}
-
 export function serverVersionAtLeast([major, minor]: [number, number]): boolean {
   const out = spawnSync(NATS_SERVER, ['--version'], { encoding: 'utf8' }).stdout ?? '';
   const match = /v(\d+)\.(\d+)/.exec(out);
@@ -83,3 +61,5 @@ export function serverVersionAtLeast([major, minor]: [number, number]): boolean 
   const [have, haveMinor] = [Number(match[1]), Number(match[2])];
   return have > major || (have === major && haveMinor >= minor);
 }
+
+export { canConnect, isStopped };

@@ -1,0 +1,48 @@
+/**
+ * The shared (Redis) limiter, or this process's share of the budget when Redis cannot answer. Never
+ * throws and never allows without limit: a failed or timed-out call is decided by an in-memory GCRA
+ * holding the policy divided by the API processes this process knows of, so together they stay within
+ * the org's rate while Redis is gone.
+ */
+import { GcraLimiter } from './gcra-limiter.js';
+import type { RedisAvailability } from './redis-availability.js';
+import type { RateDecision, RateLimiter, RatePolicy } from './types.js';
+
+export interface FallbackLimiterDeps {
+  shared: RateLimiter;
+  availability: RedisAvailability;
+  /** Live API processes this one knows of (itself included); anything below 1 counts as 1. */
+  liveApiProcesses: () => number;
+  /** Called once per decision made locally (the fallback counter). */
+  onLocalDecision: () => void;
+}
+
+export class FallbackLimiter implements RateLimiter {
+  private readonly local = new GcraLimiter();
+
+  constructor(private readonly deps: FallbackLimiterDeps) {}
+
+  async consume(key: string, policy: RatePolicy, nowMs: number): Promise<RateDecision> {
+    const { shared, availability } = this.deps;
+    if (availability.shouldAsk(nowMs)) {
+      try {
+        const decision = await shared.consume(key, policy, nowMs);
+        availability.succeeded();
+        return decision;
+      } catch (error) {
+        availability.failed(nowMs, error);
+      }
+    }
+    this.deps.onLocalDecision();
+    return this.local.consume(key, processShare(policy, this.deps.liveApiProcesses()), nowMs);
+  }
+}
+
+/**
+ * One process's part of a policy shared by `processes`. The burst is rounded down (at least 1), so the
+ * processes' bursts together never exceed the policy's; the rate divides exactly.
+ */
+export function processShare(policy: RatePolicy, processes: number): RatePolicy {
+  const n = Number.isFinite(processes) && processes >= 1 ? Math.floor(processes) : 1;
+  return { ratePerSecond: policy.ratePerSecond / n, burst: Math.max(1, Math.floor(policy.burst / n)) };
+}
