@@ -14,6 +14,7 @@ import t from 'tap';
 import { shardOf } from '../../src/storage/shard.js';
 import { ADMIN_KEY, type ServerProcess, spawnServer } from '../helpers/server-process.js';
 import { hasNatsServerBinary, startNatsCluster } from '../helpers/nats-cluster.js';
+import { redisUrlIfReachable, uniquePrefix } from '../helpers/redis-server.js';
 
 /** Each org's one contact, whose order_count counts its stored events. */
 const buyer = (org: string) => `buyer@${org}.example`;
@@ -31,11 +32,13 @@ if (!hasNatsServerBinary()) {
     const root = t.testdir();
     const cluster = await startNatsCluster(t);
     const common = { NATS_URL: cluster.urls, NATS_STREAM_REPLICAS: '3', QUERIES_DIR: join(root, 'queries'), LOG_LEVEL: 'warn' };
+    const redis = await redisUrlIfReachable();
+    const redisEnv: Record<string, string> = redis ? { REDIS_URL: redis, REDIS_KEY_PREFIX: uniquePrefix() } : {};
     const shardEnv = (index: number) => ({ ...common, ROLES: 'compactor,flows', SHARD: `${index}/2`, DATA_DIR: join(root, `shard-${index}`) });
     const shards: ServerProcess[] = [];
     for (const index of [0, 1]) shards.push(await spawnServer(t, shardEnv(index)));
     const apis: ServerProcess[] = [];
-    for (const i of [1, 2]) apis.push(await spawnServer(t, { ...common, ROLES: 'api', DATA_DIR: join(root, `api-${i}`) }));
+    for (const i of [1, 2]) apis.push(await spawnServer(t, { ...common, ...redisEnv, ROLES: 'api', DATA_DIR: join(root, `api-${i}`) }));
     const collectors: ServerProcess[] = [];
     for (const i of [1, 2]) collectors.push(await spawnServer(t, { ...common, ROLES: 'collector', DATA_DIR: join(root, `collector-${i}`) }));
 
@@ -62,6 +65,25 @@ if (!hasNatsServerBinary()) {
       t.equal((await admin(apis[0]!, 'POST', `/admin/v1/orgs/${orgs[0]!.slug}/tokens/revoke`, { createdBy: 'leaver@example.com' })).status, 200);
       const refused = await within(1000, async () => (await lookup(apis[1]!, spareOrg, 'nobody@example.com')).status === 401);
       t.ok(refused, 'the revoked token is refused on api-2 within 1 s');
+    });
+
+    await t.test('the two api processes share one org budget (REDIS_URL)', { skip: redis ? false : 'Redis not reachable at 127.0.0.1:6379' }, async (t) => {
+      const rate = 100;
+      const made = await admin(apis[0]!, 'POST', '/admin/v1/orgs', { slug: 'limited', name: 'limited', audienceApi: true, rateLimit: rate });
+      t.equal(made.status, 201);
+      const token = ((await admin(apis[0]!, 'POST', '/admin/v1/orgs/limited/tokens', { createdBy: 'ops@example.com' })).body as { token: string }).token;
+      const org = { slug: 'limited', partner: { partnerId: '', partnerSecret: '' }, token };
+      t.ok(await within(1000, async () => (await lookup(apis[1]!, org, 'nobody@example.com')).status === 404), 'the token works on both');
+      await sleep(1100); // the probe above drew from the budget: let it refill
+      const started = Date.now();
+      const answers = await Promise.all(Array.from({ length: 300 }, (_, i) => lookup(apis[i % 2]!, org, 'nobody@example.com')));
+      const seconds = (Date.now() - started) / 1000;
+      const allowed = answers.filter((a) => a.status === 404).length;
+      const limited = answers.filter((a) => a.status === 429).length;
+      t.equal(allowed + limited, 300, 'every answer is a lookup or a 429');
+      // One budget of `rate` (±10 %), plus what refills at `rate`/s while the burst is answered.
+      t.ok(allowed >= rate * 0.9 && allowed <= rate * 1.1 + rate * seconds, `${allowed} of 300 allowed over ${seconds.toFixed(2)} s (one budget of ${rate}, not ${rate} per process)`);
+      t.ok(answers.some((a, i) => i % 2 === 0 && a.status === 404) && answers.some((a, i) => i % 2 === 1 && a.status === 404), 'both processes allowed some');
     });
 
     await t.test('events through both collectors for orgs on both shards are stored exactly once', async (t) => {
