@@ -22,6 +22,10 @@ if (!hasNatsServerBinary()) {
 
   t.test('GET with a query string: status, content-type and body bytes as the shard answers them', async (t) => {
     const f = await startRelay(t, nats.url);
+    // What crosses NATS: a listener beside the shard (no reply, it is no queue member) sees the message.
+    const crossed: string[] = [];
+    const spy = f.shardNc.subscribe('audience.admin.acme', { callback: (_err, msg) => void crossed.push(...(msg.headers?.keys() ?? [])) });
+    await f.shardNc.flush();
     const url = '/admin/v1/orgs/acme/events/samples?type=caf%C3%A9&type=%F0%9F%98%80&limit=5&q=a%20b+c&empty=';
     const { relayed, direct } = await both(f, { url, headers: { ...AUTH, accept: 'application/json', cookie: 'session=1', 'x-forwarded-for': '10.0.0.1' } });
     t.equal(relayed.statusCode, 200);
@@ -35,6 +39,8 @@ if (!hasNatsServerBinary()) {
     t.equal(body.headers.accept, 'application/json');
     t.notOk('cookie' in body.headers, 'cookies stay on the api process');
     t.notOk('x-forwarded-for' in body.headers, 'forwarding headers stay on the api process');
+    spy.unsubscribe();
+    t.same(crossed.sort(), ['Audience-Method', 'Audience-Request-Id', 'Audience-Url', 'Http-accept', 'Http-authorization'], 'nothing else crosses NATS');
     t.match(relayed.headers['request-id'], /^api-/, "the api process's Request-Id");
   });
 
@@ -103,6 +109,31 @@ if (!hasNatsServerBinary()) {
     t.equal(noKey.statusCode, 401);
     t.equal(noKey.json().code, 'invalid_admin_key');
     t.equal(f.shardCalls(), before, 'checked on the api process before relaying');
+  });
+
+  t.test('an api process without org databases: relay-only routes answer like the real ones', async (t) => {
+    const f = await startRelay(t, nats.url);
+    for (const request of [
+      { url: '/admin/v1/orgs/acme/events/samples?limit=5', headers: { ...AUTH, accept: 'application/json' } },
+      { method: 'POST' as const, url: '/admin/v1/orgs/acme/flows', headers: AUTH, payload: { id: 'welcome', name: 'Grüße' } },
+      { method: 'PUT' as const, url: '/admin/v1/orgs/acme/triggers/t1', headers: AUTH, payload: { sql: 'x' } },
+      { method: 'POST' as const, url: '/admin/v1/orgs/acme/flows/welcome/pause', headers: AUTH },
+      { url: '/admin/v1/orgs/acme/flows/welcome/nothing-here', headers: AUTH },
+    ]) {
+      const viaApi = await f.api.inject(request);
+      const viaBare = await f.bare.inject(request);
+      t.equal(viaBare.statusCode, viaApi.statusCode, `${request.method ?? 'GET'} ${request.url}`);
+      t.equal(viaBare.headers['content-type'], viaApi.headers['content-type']);
+      if (viaApi.statusCode < 400) t.same(viaBare.rawPayload, viaApi.rawPayload);
+      else t.equal(viaBare.json().code, viaApi.json().code);
+    }
+    const head = await f.bare.inject({ method: 'HEAD', url: '/admin/v1/orgs/acme/quarantine', headers: AUTH });
+    t.equal(head.statusCode, 200);
+    t.equal(head.headers['x-total-count'], '3');
+    t.equal((await f.bare.inject({ url: '/admin/v1/orgs/acme/tokens', headers: AUTH })).json().answeredBy, 'bare', 'tokens stay local');
+    t.equal((await f.bare.inject({ url: '/admin/v1/orgs/acme/events/samples', headers: { authorization: 'Bearer nope' } })).statusCode, 401);
+    t.equal((await f.bare.inject({ url: '/admin/v1/orgs/ghost/quarantine', headers: AUTH })).json().code, 'shard_unavailable');
+    t.equal((await f.bare.inject({ url: '/admin/v1/orgs/a.b/quarantine', headers: AUTH })).json().code, 'invalid_request');
   });
 
   t.test('the shard advertises itself as a NATS micro service, one endpoint per org', async (t) => {

@@ -10,6 +10,7 @@ import type { Test } from 'tap';
 import { adminAuth } from '../../src/admin/admin-auth.js';
 import { serveOrgAdmin, type OrgAdminServer } from '../../src/cluster/serve-org-admin.js';
 import { relayOrgAdmin } from '../../src/cluster/relay-org-admin.js';
+import { registerRelayRoutes } from '../../src/cluster/relay-routes.js';
 import { AppError } from '../../src/errors.js';
 import { registerJsonBodyParser } from '../../src/http/json-body.js';
 import { registerProblemHandlers } from '../../src/http/problem.js';
@@ -24,6 +25,8 @@ export const SERVED = ['acme', 'beta'];
 export interface RelayFixture {
   shard: FastifyInstance;
   api: FastifyInstance;
+  /** An api process with no org databases: relay-only routes (registerRelayRoutes) and the token route. */
+  bare: FastifyInstance;
   server: OrgAdminServer;
   /** The shard's NATS connection, and one for a test's own NATS requests. */
   shardNc: NatsConnection;
@@ -55,12 +58,20 @@ export async function startRelay(t: Test, natsUrl: string, options: { timeoutMs?
   });
   await api.ready();
 
+  const bare = testApp('bare');
+  await bare.register(async (admin) => {
+    admin.addHook('onRequest', adminAuth(sha256Hex(ADMIN_KEY)));
+    registerRelayRoutes(admin, { nc: apiNc, ...options });
+    admin.get('/admin/v1/orgs/:slug/tokens', async () => ({ answeredBy: 'bare' }));
+  });
+  await bare.ready();
+
   t.teardown(async () => {
     release();
     await server.close();
-    await Promise.all([api.close(), shard.close(), shardNc.close(), apiNc.close()]);
+    await Promise.all([api.close(), bare.close(), shard.close(), shardNc.close(), apiNc.close()]);
   });
-  return { shard, api, server, shardNc, apiNc, shardCalls: () => calls, release: () => release() };
+  return { shard, api, bare, server, shardNc, apiNc, shardCalls: () => calls, release: () => release() };
 }
 
 function testApp(side: string): FastifyInstance {
