@@ -125,6 +125,14 @@ if (!hasNatsServerBinary()) {
     t.equal(chunked.statusCode, 413);
     t.equal(chunked.json().code, 'payload_too_large');
     t.equal(f.shardCalls(), before, 'the shard saw neither');
+    // Over a real socket, both ways, and the connection still answers afterwards.
+    const base = await f.api.listen({ host: '127.0.0.1', port: 0 });
+    for (const chunkedUpload of [false, true]) {
+      const r = await post(`${base}/admin/v1/orgs/acme/contacts/import`, big, chunkedUpload);
+      t.equal(r.status, 413, chunkedUpload ? 'chunked over HTTP' : 'Content-Length over HTTP');
+      t.equal(r.code, 'payload_too_large');
+    }
+    t.equal((await get(`${base}/admin/v1/orgs/acme/events/samples`)).status, 200);
     // Just under the limit goes through (the headers count against max_payload too).
     const fits = Buffer.alloc(maxPayload - 1024, 'a');
     const ok = await f.api.inject({ method: 'POST', url: '/admin/v1/orgs/acme/contacts/import', headers: { ...AUTH, 'content-type': 'text/csv' }, payload: fits });
@@ -148,15 +156,32 @@ if (!hasNatsServerBinary()) {
 
 /** A GET over real HTTP with the path exactly as written (no dot-segment resolution). */
 function get(url: string): Promise<{ status: number; code?: string }> {
-  const { host, port, pathname } = new URL(url.replace(/\/admin\/.*$/, ''));
+  const { hostname, port } = new URL(url);
   const path = url.slice(url.indexOf('/admin/'));
   return new Promise((resolve, reject) => {
-    const req = httpRequest({ host: host.split(':')[0], port, path: pathname === '/' ? path : path, headers: AUTH }, (res) => {
+    const req = httpRequest({ host: hostname, port, path, headers: AUTH }, (res) => {
       let text = '';
       res.on('data', (chunk: Buffer) => (text += chunk.toString()));
       res.on('end', () => resolve({ status: res.statusCode ?? 0, code: text ? (JSON.parse(text) as { code?: string }).code : undefined }));
     });
     req.on('error', reject);
+    req.end();
+  });
+}
+
+/** A POST over real HTTP, with Content-Length or chunked, written in 64 KB pieces. */
+function post(url: string, body: Buffer, chunked: boolean): Promise<{ status: number; code?: string }> {
+  const { hostname, port, pathname } = new URL(url);
+  const headers = { ...AUTH, 'content-type': 'text/csv', ...(chunked ? {} : { 'content-length': String(body.length) }) };
+  return new Promise((resolve, reject) => {
+    const req = httpRequest({ host: hostname, port, path: pathname, method: 'POST', headers }, (res) => {
+      let text = '';
+      res.on('data', (chunk: Buffer) => (text += chunk.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, code: (JSON.parse(text) as { code?: string }).code }));
+    });
+    // The server may answer and close before the whole body is written.
+    req.on('error', (error: NodeJS.ErrnoException) => (error.code === 'EPIPE' || error.code === 'ECONNRESET' ? undefined : reject(error)));
+    for (let at = 0; at < body.length; at += 64 * 1024) req.write(body.subarray(at, at + 64 * 1024));
     req.end();
   });
 }
