@@ -38,6 +38,8 @@ export const errorCatalog = {
   invalid_flow: { status: 422, title: 'Flow definition refused' },
   flow_not_found: { status: 404, title: 'No such flow' },
   flow_exists: { status: 409, title: 'A flow with this id already exists' },
+  shard_unavailable: { status: 503, title: 'The storage shard that owns the org did not answer' },
+  shard_answer_too_large: { status: 502, title: "The owning shard's answer is too large to relay" },
 } as const satisfies Record<string, { status: number; title: string }>;
 
 export type ErrorCode = keyof typeof errorCatalog;

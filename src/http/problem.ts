@@ -16,20 +16,21 @@ const fastifyCodes: Record<string, ErrorCode> = {
 };
 
 export function sendProblem(reply: FastifyReply, request: FastifyRequest, error: AppError): FastifyReply {
-  const status = error.status;
   for (const [name, value] of Object.entries(error.extra.headers ?? {})) reply.header(name, value);
-  return reply
-    .code(status)
-    .type('application/problem+json')
-    .send({
-      type: `https://audience.dev/problems/${error.code}`,
-      title: errorCatalog[error.code].title,
-      status,
-      detail: error.detail ?? errorCatalog[error.code].title,
-      code: error.code,
-      requestId: request.id,
-      ...error.extra.members,
-    });
+  return reply.code(error.status).type('application/problem+json').send(problemBody(error, request.id));
+}
+
+/** The problem+json body of an error; also built without a reply (answers relayed over NATS). */
+export function problemBody(error: AppError, requestId: string): Record<string, unknown> {
+  return {
+    type: `https://audience.dev/problems/${error.code}`,
+    title: errorCatalog[error.code].title,
+    status: error.status,
+    detail: error.detail ?? errorCatalog[error.code].title,
+    code: error.code,
+    requestId,
+    ...error.extra.members,
+  };
 }
 
 export function toAppError(error: FastifyError | Error): AppError {

@@ -1,0 +1,54 @@
+/**
+ * Which admin calls go to the shard that owns the org, and on which NATS subject. One subject per org
+ * (`audience.admin.<slug>`): while no process serves the org there is no subscriber, so a request gets
+ * NATS "no responders" at once instead of waiting for its timeout.
+ */
+
+export const ADMIN_SUBJECT_PREFIX = 'audience.admin';
+
+/** schemas/org.schema.json's slug: no `.`, `*`, `>` or space, so a slug is always one literal subject token. */
+const SLUG = /^[a-z][a-z0-9_]{1,39}$/;
+
+/**
+ * The first path segment after `/admin/v1/orgs/<slug>/` of the routes that read or write the org's
+ * database (src/admin/inspect-routes.ts, src/profiles/import-routes.ts, src/triggers/trigger-routes.ts,
+ * src/flows/flow-routes.ts). Org CRUD and tokens live in the control plane and are answered where they
+ * arrive. test/cluster/admin-subject.test.ts checks this list against the routes those files register.
+ */
+export const ORG_DATABASE_SECTIONS: ReadonlySet<string> = new Set([
+  'events',
+  'quarantine',
+  'contacts',
+  'triggers',
+  'segments',
+  'flows',
+  'webhook-secret',
+]);
+
+const ORGS_PREFIX = '/admin/v1/orgs/';
+
+export function isSlug(value: string): boolean {
+  return SLUG.test(value);
+}
+
+/** The org's admin subject; undefined for anything that is not a slug, so no input can form a wildcard. */
+export function adminSubject(slug: string): string | undefined {
+  return isSlug(slug) ? `${ADMIN_SUBJECT_PREFIX}.${slug}` : undefined;
+}
+
+/**
+ * The org of an org-database admin path (`/admin/v1/orgs/<slug>/<section>…`, query string allowed),
+ * undefined for any other path. Works on a route pattern too (`/admin/v1/orgs/:slug/flows/:id` gives
+ * `:slug`). The slug segment is percent-decoded the way the router decodes it.
+ */
+export function orgOfDatabasePath(url: string): string | undefined {
+  const path = url.split('?', 1)[0]!;
+  if (!path.startsWith(ORGS_PREFIX)) return undefined;
+  const [slugSegment, section] = path.slice(ORGS_PREFIX.length).split('/', 2);
+  if (slugSegment === undefined || section === undefined || !ORG_DATABASE_SECTIONS.has(section)) return undefined;
+  try {
+    return decodeURIComponent(slugSegment);
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,72 @@
+/**
+ * A relayed admin request, answered by the shard's own Fastify app through `inject()`: the same routes,
+ * schemas, error handler and admin-key hook as over HTTP. The admin key is checked here first as well,
+ * so a NATS client without it reaches no route even if the app were wired without `adminAuth`.
+ */
+import type { FastifyBaseLogger, FastifyInstance, HTTPMethods } from 'fastify';
+import { AppError } from '../errors.js';
+import { bearerToken } from '../http/bearer.js';
+import { problemBody } from '../http/problem.js';
+import { matchesHash } from '../orgs/secrets.js';
+import { orgOfDatabasePath } from './admin-subject.js';
+import type { RelayAnswer, RelayRequest } from './relay-message.js';
+
+export interface ReplayDeps {
+  app: FastifyInstance;
+  adminKeyHash: string;
+  logger: FastifyBaseLogger;
+}
+
+/** Replays `request` (undefined: the message was no relay request) for the org `slug` serves. */
+export async function replayRequest(deps: ReplayDeps, slug: string, request: RelayRequest | undefined): Promise<RelayAnswer> {
+  if (!request) return problemAnswer(new AppError('invalid_request', 'not an admin relay request'), '');
+  const key = bearerToken(request.headers.authorization) ?? '';
+  if (!matchesHash(key, deps.adminKeyHash)) {
+    return problemAnswer(
+      new AppError('invalid_admin_key', 'Send Authorization: Bearer <ADMIN_KEY>.', {
+        headers: { 'WWW-Authenticate': 'Bearer realm="audience-admin"' },
+      }),
+      request.requestId,
+    );
+  }
+  // The subject names the org; a URL for another org or outside the org-database routes (tokens,
+  // org CRUD, collect, metrics) is not this endpoint's to answer.
+  if (orgOfDatabasePath(request.url) !== slug) {
+    return problemAnswer(new AppError('invalid_request', `not an org-database admin path of org ${slug}`), request.requestId);
+  }
+  const response = await deps.app.inject({
+    method: request.method as HTTPMethods,
+    url: request.url,
+    headers: request.headers,
+    ...(request.body.byteLength > 0 ? { payload: Buffer.from(request.body.buffer, request.body.byteOffset, request.body.byteLength) } : {}),
+  });
+  const shardRequestId = String(response.headers['request-id'] ?? '');
+  const ids = { relayedRequestId: request.requestId, requestId: shardRequestId, status: response.statusCode };
+  if (response.statusCode >= 500) deps.logger.warn(ids, 'relayed admin request failed');
+  else deps.logger.debug(ids, 'relayed admin request');
+  const body = withRequestId(response.headers['content-type'], response.rawPayload, request.requestId);
+  return { status: response.statusCode, headers: response.headers as RelayAnswer['headers'], body };
+}
+
+export function problemAnswer(error: AppError, requestId: string): RelayAnswer {
+  return {
+    status: error.status,
+    headers: { ...error.extra.headers, 'content-type': 'application/problem+json; charset=utf-8' },
+    body: Buffer.from(JSON.stringify(problemBody(error, requestId))),
+  };
+}
+
+/**
+ * A problem body names the request it answers; the client knows the api process's Request-Id, so the
+ * shard's own id (in its logs, next to `relayedRequestId`) is replaced by it.
+ */
+function withRequestId(contentType: unknown, body: Buffer, requestId: string): Buffer {
+  if (typeof contentType !== 'string' || !contentType.startsWith('application/problem+json') || requestId === '') return body;
+  try {
+    const problem: unknown = JSON.parse(body.toString('utf8'));
+    if (typeof problem !== 'object' || problem === null || !('requestId' in problem)) return body;
+    return Buffer.from(JSON.stringify({ ...problem, requestId }));
+  } catch {
+    return body;
+  }
+}

@@ -1,0 +1,55 @@
+/**
+ * Subjects are only ever built from slugs, and the list of relayed sections matches the routes the
+ * org-database route files register (a route added there without its section would be answered by an
+ * api process that has no database).
+ */
+import t from 'tap';
+import Fastify from 'fastify';
+import { registerInspectRoutes } from '../../src/admin/inspect-routes.js';
+import { registerOrgRoutes } from '../../src/admin/org-routes.js';
+import { adminSubject, isSlug, orgOfDatabasePath } from '../../src/cluster/admin-subject.js';
+import { registerFlowRoutes } from '../../src/flows/flow-routes.js';
+import { registerImportRoutes } from '../../src/profiles/import-routes.js';
+import { registerTokenRoutes } from '../../src/tokens/token-routes.js';
+import { registerTriggerRoutes } from '../../src/triggers/trigger-routes.js';
+
+t.test('a subject is built from a slug and nothing else', async (t) => {
+  t.equal(adminSubject('acme'), 'audience.admin.acme');
+  t.equal(adminSubject('a1_b2'), 'audience.admin.a1_b2');
+  t.equal(adminSubject('a'.repeat(40)), `audience.admin.${'a'.repeat(40)}`);
+  for (const hostile of ['', 'a', '..', '.', '*', '>', 'a.b', 'a.*', 'a.>', 'a b', 'a\tb', 'a\r\nb', 'A', 'Acme', '1a', '_a', 'a-b', 'a'.repeat(41), 'café', 'a\u0000']) {
+    t.equal(adminSubject(hostile), undefined, JSON.stringify(hostile));
+    t.notOk(isSlug(hostile));
+  }
+});
+
+t.test('the org of an org-database path, undefined for every other path', async (t) => {
+  t.equal(orgOfDatabasePath('/admin/v1/orgs/acme/events/samples?limit=5'), 'acme');
+  t.equal(orgOfDatabasePath('/admin/v1/orgs/%61cme/flows'), 'acme', 'decoded like the router decodes it');
+  t.equal(orgOfDatabasePath('/admin/v1/orgs/:slug/flows/:id/sends'), ':slug');
+  for (const path of ['/admin/v1/orgs', '/admin/v1/orgs/acme', '/admin/v1/orgs/acme/', '/admin/v1/orgs/acme/tokens', '/admin/v1/orgs/acme/partner-keys/staging/rotate', '/v1/collect', '/metrics', '/admin/v1/orgs/%E0%A4%A/flows', '/admin/v1/orgs/acme?x=/flows']) {
+    t.equal(orgOfDatabasePath(path), undefined, path);
+  }
+});
+
+t.test('the relayed sections are exactly the org-database route files’ routes', async (t) => {
+  const routesOf = (register: (app: ReturnType<typeof Fastify>) => void): string[] => {
+    const app = Fastify();
+    const urls: string[] = [];
+    app.addHook('onRoute', (route) => void urls.push(`${route.method} ${route.url}`));
+    register(app);
+    return urls;
+  };
+  const deps = {} as never;
+  const orgDatabase = [
+    ...routesOf((app) => registerInspectRoutes(app, deps, deps)),
+    ...routesOf((app) => registerImportRoutes(app, deps)),
+    ...routesOf((app) => registerTriggerRoutes(app, deps)),
+    ...routesOf((app) => registerFlowRoutes(app, deps)),
+  ];
+  t.ok(orgDatabase.length >= 15, `${orgDatabase.length} routes`);
+  for (const route of orgDatabase) t.equal(orgOfDatabasePath(route.split(' ')[1]!), ':slug', `${route} is relayed`);
+  const controlPlane = [...routesOf((app) => registerOrgRoutes(app, deps)), ...routesOf((app) => registerTokenRoutes(app, deps))];
+  t.ok(controlPlane.length >= 5, `${controlPlane.length} routes`);
+  for (const route of controlPlane) t.equal(orgOfDatabasePath(route.split(' ')[1]!), undefined, `${route} is answered locally`);
+});
