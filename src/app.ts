@@ -33,7 +33,10 @@ import { PartnerRegistry } from './orgs/partner-registry.js';
 import { ProfileFeed } from './profiles/profile-feed.js';
 import { ProfileIndex } from './profiles/profile-index.js';
 import { type RateLimiters, openRateLimiters } from './ratelimit/open-rate-limiters.js';
-import { registerApiRole } from './roles/api-role.js';
+import { registerAdminApi, registerAudienceApi } from './roles/api-role.js';
+import { type OrgAdminServer, serveOrgAdmin } from './cluster/serve-org-admin.js';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { connectNats } from './nats/nats-client.js';
 import { registerCollectorRole } from './roles/collector-role.js';
 import { type StorageRole, openStorageRole, runSteps } from './roles/storage-role.js';
 import { compileRouteSchema } from './schemas.js';
@@ -114,13 +117,18 @@ async function buildLockedApp(config: Config, ctx: Context, dataDirLock: DataDir
   let storage: StorageRole | undefined;
   let committer: GroupCommitter | undefined;
   let rateLimiters: RateLimiters | undefined;
-  // Shutdown order: stop taking requests (Fastify) → stop flows (trigger polling, the running flow run,
+  /** NATS mode, api or storage role: admin calls relayed between processes. */
+  let adminNats: NatsConnection | undefined;
+  let orgAdmin: OrgAdminServer | undefined;
+  // Shutdown order: stop taking requests (Fastify, then relayed admin calls) → stop flows (trigger polling, the running flow run,
   // deliveries: sends waiting for a retry stay pending for the next start) → flush pending appends →
   // finish the compaction batch and its profile refreshes → flush token use times → close the log →
   // close DuckDB → close the control plane. Registered before anything else can fail, so a failed start
   // closes what it opened; every step runs even when one fails, so DuckDB is always closed.
   app.addHook('onClose', () =>
     runSteps([
+      () => orgAdmin?.close(),
+      () => adminNats?.close(),
       () => storage?.stopFlows(),
       () => rateLimiters?.close(),
       () => committer?.flush(),
@@ -171,11 +179,29 @@ async function buildLockedApp(config: Config, ctx: Context, dataDirLock: DataDir
     app.decorate('audience', { config, ctx, control, orgs, tokens, profiles, metrics, health, adminKey, log, committer, storage });
     registerOpsRoutes(app, { health, log, metrics });
     if (roles.has('collector')) app.audience.committer = committer = registerCollectorRole(app, { ctx, log: log!, registry, metrics });
+    if (config.natsUrl && (roles.has('api') || storage)) adminNats = await connectNats(config.natsUrl);
     if (roles.has('api')) {
       rateLimiters = await openRateLimiters({ redisUrl: config.redisUrl, keyPrefix: config.redisKeyPrefix, metrics, logger: app.log, clock: ctx.clock });
-      await registerApiRole(app, { config, ctx, metrics, adminKey, orgs, tokens, profiles, rateLimiters, storage });
+      registerAudienceApi(app, { ctx, metrics, orgs, tokens, profiles, rateLimiters });
+    }
+    if (roles.has('api') || adminNats) {
+      await registerAdminApi(app, { config, ctx, adminKey, orgs, tokens, profiles, storage, relay: adminNats, withOrgRoutes: roles.has('api') });
+    }
+    if (roles.has('api') && feed && !(storage && config.shard.count === 1)) {
       // Profiles of the orgs another shard keeps come from the feed; this process's own are materialized here.
-      if (feed && !(storage && config.shard.count === 1)) await feed.follow(profiles, (org) => storage?.owns(org) ?? false);
+      await feed.follow(profiles, (org) => storage?.owns(org) ?? false);
+    }
+    if (storage && adminNats) {
+      // The shard answers admin calls relayed for its orgs once the app is ready (inject() needs it).
+      const nc = adminNats;
+      const shard = storage;
+      app.addHook('onReady', async () => {
+        orgAdmin = await serveOrgAdmin({ nc, app, owned: shard.owns, adminKeyHash: adminKey.hash });
+        for (const org of await orgs.list()) await orgAdmin.addOrg(org.slug);
+      });
+      orgs.onChange(async (org, previous) => {
+        if (!previous) await orgAdmin?.addOrg(org.slug);
+      });
     }
     tokens.start();
     await storage?.start();

@@ -124,6 +124,9 @@ export function readConfig(env: NodeJS.ProcessEnv): Config {
     const variable = variableOf[member] ?? 'configuration';
     throw new ConfigError(`${variable} is invalid: ${first?.message ?? 'bad value'}`);
   }
+  if (candidate.shard.count > 1 && candidate.natsUrl === undefined) {
+    throw new ConfigError('SHARD is invalid: storage shards share the events of one JetStream stream; set NATS_URL, or leave SHARD unset (0/1)');
+  }
   // Node refuses a headers timeout longer than the request timeout; say so in our terms.
   if (candidate.httpHeadersTimeoutMs > candidate.httpRequestTimeoutMs) {
     throw new ConfigError('HTTP_HEADERS_TIMEOUT_MS is invalid: must be at most HTTP_REQUEST_TIMEOUT_MS');

@@ -21,7 +21,6 @@ export const errorCatalog = {
   unhealthy: { status: 503, title: 'The process cannot recover without a restart' },
   log_outcome_unknown: { status: 503, title: 'The event log did not confirm the write in time' },
   control_unavailable: { status: 503, title: 'The control plane is out of reach' },
-  shard_unavailable: { status: 503, title: 'The storage shard that keeps this org cannot be reached' },
   invalid_token: { status: 401, title: 'Missing, malformed, unknown, revoked or expired token' },
   audience_api_not_enabled: { status: 403, title: 'The Audience API is not enabled for this org' },
   rate_limited: { status: 429, title: 'Too many requests' },

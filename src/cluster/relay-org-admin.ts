@@ -26,6 +26,8 @@ export interface RelayOrgAdminOptions {
   nc: NatsConnection;
   /** Whether this process answers the org itself (it owns the org's database). */
   isLocal(slug: string): boolean;
+  /** Whether the org exists (the control plane, which every process has): an unknown org is a 404 here, not a relay. */
+  orgExists(slug: string): boolean;
   timeoutMs?: number;
 }
 
@@ -39,6 +41,7 @@ export function relayOrgAdmin(options: RelayOrgAdminOptions) {
     // The route's own schema would refuse it too, but only later: no subject is built from a non-slug.
     if (subject === undefined) throw new AppError('invalid_request', 'slug must match ^[a-z][a-z0-9_]{1,39}$');
     if (isLocal(slug)) return undefined;
+    if (!options.orgExists(slug)) throw new AppError('org_not_found', `no org "${slug}"`);
 
     const headers = encodeRequest({ method: request.method, url: request.url, requestId: request.id }, request.headers);
     const maxPayload = nc.info?.max_payload ?? DEFAULT_MAX_PAYLOAD;

@@ -33,7 +33,7 @@ natsTest('real admin routes answered through the relay as the app answers them',
   registerRequestIdHeader(api);
   await api.register(async (admin) => {
     admin.addHook('onRequest', adminAuth(sha256Hex(ADMIN_KEY)));
-    registerRelayRoutes(admin, { nc: apiNc });
+    registerRelayRoutes(admin, { nc: apiNc, orgExists: () => true });
   });
   t.teardown(async () => {
     await server.close();

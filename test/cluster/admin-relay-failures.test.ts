@@ -9,7 +9,7 @@ import t from 'tap';
 import type { Msg } from '@nats-io/transport-node';
 import { decodeAnswer, encodeRequest } from '../../src/cluster/relay-message.js';
 import { hasNatsServerBinary, startNatsServer } from '../helpers/nats-server.js';
-import { ADMIN_KEY, AUTH, startRelay } from '../helpers/admin-relay.js';
+import { ADMIN_KEY, AUTH, UNKNOWN_ORG, startRelay } from '../helpers/admin-relay.js';
 
 if (!hasNatsServerBinary()) {
   t.comment('skipped: the admin relay tests need /usr/sbin/nats-server');
@@ -29,6 +29,20 @@ if (!hasNatsServerBinary()) {
       t.equal(r.headers['retry-after'], '1');
       t.ok(ms < 1000, `answered in ${ms.toFixed(0)} ms`);
     }
+  });
+
+  t.test('an org the control plane does not know: 404 org_not_found on both kinds of api process, nothing published', async (t) => {
+    const f = await startRelay(t, nats.url, { timeoutMs: 10_000 });
+    const published: string[] = [];
+    const watch = f.apiNc.subscribe(`audience.admin.${UNKNOWN_ORG}`, { callback: (_e, m) => void published.push(m.subject) });
+    t.teardown(() => watch.unsubscribe());
+    for (const app of [f.api, f.bare]) {
+      const r = await app.inject({ url: `/admin/v1/orgs/${UNKNOWN_ORG}/events/samples`, headers: AUTH });
+      t.equal(r.statusCode, 404);
+      t.equal(r.json().code, 'org_not_found');
+    }
+    await f.apiNc.flush();
+    t.same(published, [], 'nothing was relayed');
   });
 
   t.test('a shard that closes: its orgs answer 503 at once; removeOrg stops one org, the others stay served', async (t) => {

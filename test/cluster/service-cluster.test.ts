@@ -6,6 +6,10 @@
  * of a collector, a shard and a nats-server during load loses no acknowledged event, repeats none, and
  * lookups keep answering from the surviving `api` process.
  *
+ * Admin calls that need an org's database are made on an `api` process and answered by the owning shard
+ * (relayed over NATS); a flow on each org sends a webhook per purchase, and no send key reaches the
+ * receiver twice, across the kills included.
+ *
  * "Stored exactly once" is read from the profile: every event is a complete_transaction of revenue 1
  * for one contact per org, so its `order_count` is the number of distinct events stored.
  */
@@ -15,6 +19,7 @@ import { shardOf } from '../../src/storage/shard.js';
 import { ADMIN_KEY, type ServerProcess, spawnServer } from '../helpers/server-process.js';
 import { hasNatsServerBinary, startNatsCluster } from '../helpers/nats-cluster.js';
 import { redisUrlIfReachable, uniquePrefix } from '../helpers/redis-server.js';
+import { type Receiver, startReceiver } from '../helpers/http-receiver.js';
 
 /** Each org's one contact, whose order_count counts its stored events. */
 const buyer = (org: string) => `buyer@${org}.example`;
@@ -34,7 +39,9 @@ if (!hasNatsServerBinary()) {
     const common = { NATS_URL: cluster.urls, NATS_STREAM_REPLICAS: '3', QUERIES_DIR: join(root, 'queries'), LOG_LEVEL: 'warn' };
     const redis = await redisUrlIfReachable();
     const redisEnv: Record<string, string> = redis ? { REDIS_URL: redis, REDIS_KEY_PREFIX: uniquePrefix() } : {};
-    const shardEnv = (index: number) => ({ ...common, ROLES: 'compactor,flows', SHARD: `${index}/2`, DATA_DIR: join(root, `shard-${index}`) });
+    const shardEnv = (index: number) => ({ ...common, ROLES: 'compactor,flows', SHARD: `${index}/2`, DATA_DIR: join(root, `shard-${index}`), WEBHOOK_ALLOW_PRIVATE: 'true' });
+    const receiver = await startReceiver();
+    t.teardown(() => receiver.close());
     const shards: ServerProcess[] = [];
     for (const index of [0, 1]) shards.push(await spawnServer(t, shardEnv(index)));
     const apis: ServerProcess[] = [];
@@ -67,6 +74,21 @@ if (!hasNatsServerBinary()) {
       t.ok(refused, 'the revoked token is refused on api-2 within 1 s');
     });
 
+    await t.test('admin calls on an org database are answered by its shard through either api process; a flow on each org sends', async (t) => {
+      for (const org of orgs) {
+        const put = await admin(apis[1]!, 'PUT', `/admin/v1/orgs/${org.slug}/triggers/purchases`, { sql: PURCHASE_TRIGGER });
+        t.equal(put.status, 200, `${org.slug}: trigger committed through api-2 on shard ${shardOf(org.slug, 2)}`);
+        const flow = await admin(apis[0]!, 'POST', `/admin/v1/orgs/${org.slug}/flows`, thanksFlow(receiver, org.slug));
+        t.equal(flow.status, 201, `${org.slug}: flow created through api-1`);
+        t.equal((await admin(apis[1]!, 'POST', `/admin/v1/orgs/${org.slug}/flows/thanks/start`)).status, 200, 'started through api-2');
+        const listed = await admin(apis[0]!, 'GET', `/admin/v1/orgs/${org.slug}/triggers`);
+        t.equal(listed.status, 200);
+        t.match(listed.body, { triggers: [{ name: 'purchases' }] }, 'the trigger is listed through api-1');
+      }
+      const nobody = await admin(apis[0]!, 'GET', '/admin/v1/orgs/nosuch/events/types');
+      t.equal(nobody.status, 404, 'an unknown org is a 404, not a relay');
+    });
+
     await t.test('the two api processes share one org budget (REDIS_URL)', { skip: redis ? false : 'Redis not reachable at 127.0.0.1:6379' }, async (t) => {
       const rate = 100;
       const made = await admin(apis[0]!, 'POST', '/admin/v1/orgs', { slug: 'limited', name: 'limited', audienceApi: true, rateLimit: rate });
@@ -97,6 +119,10 @@ if (!hasNatsServerBinary()) {
       for (const org of orgs) {
         const counted = await within(20_000, async () => (await orderCount(apis[1]!, org)) === 20);
         t.ok(counted, `${org.slug}: order_count 20 on api-2 (every event once, compacted by shard ${shardOf(org.slug, 2)})`);
+        const samples = await admin(apis[0]!, 'GET', `/admin/v1/orgs/${org.slug}/events/samples?env=production&eventType=complete_transaction&limit=100`);
+        t.equal((samples.body as { events: unknown[] }).events.length, 20, `${org.slug}: 20 samples, read from its shard through api-1`);
+        const sent = await within(20_000, async () => webhooksFor(receiver, org).size === 20);
+        t.ok(sent, `${org.slug}: the flow sent one webhook per purchase`);
       }
     });
 
@@ -151,9 +177,36 @@ if (!hasNatsServerBinary()) {
         t.ok(acknowledged.get(org.slug)!.size > 0, `${org.slug}: events were acknowledged during the load`);
         const counted = await within(30_000, async () => (await orderCount(apis[1]!, org)) === expected);
         t.ok(counted, `${org.slug}: order_count ${expected} = every acknowledged event once (got ${await orderCount(apis[1]!, org)})`);
+        const sent = await within(30_000, async () => webhooksFor(receiver, org).size === expected);
+        t.ok(sent, `${org.slug}: one webhook per stored purchase (${webhooksFor(receiver, org).size} of ${expected})`);
       }
+      const ids = receiver.received.map((r) => r.headers['webhook-id']);
+      t.equal(new Set(ids).size, ids.length, `no send key was sent twice (${ids.length} webhooks)`);
     });
   });
+}
+
+const PURCHASE_TRIGGER = `SELECT identity, identity_type, ts, event_type, event_id, event_raw
+FROM event_triggers WHERE event_type = 'complete_transaction' AND ts > {cursor_start_time} AND ts <= {cursor_end_time}`;
+
+/** Named after its org, which the webhook body carries. */
+function thanksFlow(receiver: Receiver, org: string): object {
+  return {
+    id: 'thanks',
+    name: org,
+    category: 'triggered',
+    entry: 'when_contact_triggers_event',
+    trigger: 'purchases',
+    scheduleSeconds: 1,
+    reentry: 'every_event',
+    message: { channel: 'webhook', url: `${receiver.url}/hook`, template: { body: '{"org": {{ flow.name | json }}, "event": {{ event.event_id | json }}}' } },
+  };
+}
+
+/** The events the org's flow sent a webhook for (each once if nothing was sent twice). */
+function webhooksFor(receiver: Receiver, org: OrgUnderTest): Set<string> {
+  const events = receiver.received.map((r) => JSON.parse(r.body) as { org: string; event: string }).filter((b) => b.org === org.slug);
+  return new Set(events.map((b) => b.event));
 }
 
 function purchase(org: OrgUnderTest, messageId: string): object {

@@ -17,6 +17,9 @@ import { registerProblemHandlers } from '../../src/http/problem.js';
 import { registerRequestIdHeader } from '../../src/http/request-id.js';
 import { sha256Hex } from '../../src/orgs/secrets.js';
 
+/** An org the control plane does not know: refused with a 404 before anything is relayed. */
+export const UNKNOWN_ORG = 'unknown_org';
+
 export const ADMIN_KEY = 'relay-test-admin-key-0123456789';
 export const AUTH = { authorization: `Bearer ${ADMIN_KEY}` };
 /** Orgs the shard serves; `home` is the api process's own; nobody serves `ghost`. */
@@ -53,7 +56,7 @@ export async function startRelay(t: Test, natsUrl: string, options: { timeoutMs?
   const api = testApp('api');
   await api.register(async (admin) => {
     admin.addHook('onRequest', adminAuth(sha256Hex(ADMIN_KEY)));
-    admin.addHook('onRequest', relayOrgAdmin({ nc: apiNc, isLocal: (slug) => slug === 'home', ...options }));
+    admin.addHook('onRequest', relayOrgAdmin({ nc: apiNc, isLocal: (slug) => slug === 'home', orgExists: (slug) => slug !== UNKNOWN_ORG, ...options }));
     registerRoutes(admin, 'api', () => {}, Promise.resolve());
   });
   await api.ready();
@@ -61,7 +64,7 @@ export async function startRelay(t: Test, natsUrl: string, options: { timeoutMs?
   const bare = testApp('bare');
   await bare.register(async (admin) => {
     admin.addHook('onRequest', adminAuth(sha256Hex(ADMIN_KEY)));
-    registerRelayRoutes(admin, { nc: apiNc, ...options });
+    registerRelayRoutes(admin, { nc: apiNc, orgExists: (slug) => slug !== UNKNOWN_ORG, ...options });
     admin.get('/admin/v1/orgs/:slug/tokens', async () => ({ answeredBy: 'bare' }));
   });
   await bare.ready();
