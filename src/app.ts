@@ -35,6 +35,7 @@ import { ProfileIndex } from './profiles/profile-index.js';
 import { type RateLimiters, openRateLimiters } from './ratelimit/open-rate-limiters.js';
 import { registerAdminApi, registerAudienceApi } from './roles/api-role.js';
 import { type OrgAdminServer, serveOrgAdmin } from './cluster/serve-org-admin.js';
+import { type ApiPresence, announceApi } from './cluster/api-presence.js';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { connectNats } from './nats/nats-client.js';
 import { registerCollectorRole } from './roles/collector-role.js';
@@ -120,6 +121,7 @@ async function buildLockedApp(config: Config, ctx: Context, dataDirLock: DataDir
   /** NATS mode, api or storage role: admin calls relayed between processes. */
   let adminNats: NatsConnection | undefined;
   let orgAdmin: OrgAdminServer | undefined;
+  let presence: ApiPresence | undefined;
   // Shutdown order: stop taking requests (Fastify, then relayed admin calls) → stop flows (trigger polling, the running flow run,
   // deliveries: sends waiting for a retry stay pending for the next start) → flush pending appends →
   // finish the compaction batch and its profile refreshes → flush token use times → close the log →
@@ -128,6 +130,7 @@ async function buildLockedApp(config: Config, ctx: Context, dataDirLock: DataDir
   app.addHook('onClose', () =>
     runSteps([
       () => orgAdmin?.close(),
+      () => presence?.close(),
       () => adminNats?.close(),
       () => storage?.stopFlows(),
       () => rateLimiters?.close(),
@@ -181,7 +184,17 @@ async function buildLockedApp(config: Config, ctx: Context, dataDirLock: DataDir
     if (roles.has('collector')) app.audience.committer = committer = registerCollectorRole(app, { ctx, log: log!, registry, metrics });
     if (config.natsUrl && (roles.has('api') || storage)) adminNats = await connectNats(config.natsUrl);
     if (roles.has('api')) {
-      rateLimiters = await openRateLimiters({ redisUrl: config.redisUrl, keyPrefix: config.redisKeyPrefix, metrics, logger: app.log, clock: ctx.clock });
+      // The live api processes (NATS mode): while Redis is out of reach, each limits an org to its share.
+      if (adminNats) presence = await announceApi(adminNats, (err) => app.log.warn({ err }, 'counting the live api processes failed'));
+      const live = presence;
+      rateLimiters = await openRateLimiters({
+        redisUrl: config.redisUrl,
+        keyPrefix: config.redisKeyPrefix,
+        metrics,
+        logger: app.log,
+        clock: ctx.clock,
+        ...(live ? { liveApiProcesses: () => live.live() } : {}),
+      });
       registerAudienceApi(app, { ctx, metrics, orgs, tokens, profiles, rateLimiters });
     }
     if (roles.has('api') || adminNats) {

@@ -12,6 +12,12 @@ t.test('defaults', async (t) => {
   t.match(c, { natsPublishTimeoutMs: 5000, httpHeadersTimeoutMs: 10000, httpRequestTimeoutMs: 30000, httpKeepAliveTimeoutMs: 72000 });
 });
 
+t.test('SHARD and NATS_STREAM_REPLICAS', async (t) => {
+  t.same(readConfig({}).shard, { index: 0, count: 1 }, 'every org by default');
+  t.same(readConfig({ SHARD: '1/3', NATS_URL: 'nats://127.0.0.1:4222' }).shard, { index: 1, count: 3 });
+  t.equal(readConfig({ NATS_STREAM_REPLICAS: '3' }).natsStreamReplicas, 3);
+});
+
 t.test('a bad value stops start-up naming the variable', async (t) => {
   const cases: Array<[Record<string, string>, RegExp]> = [
     [{ PORT: 'eighty' }, /^PORT/],
@@ -30,6 +36,10 @@ t.test('a bad value stops start-up naming the variable', async (t) => {
     [{ REDIS_URL: 'redis://[::1' }, /^REDIS_URL is invalid/],
     [{ REDIS_URL: 'redis://127.0.0.1:99999' }, /^REDIS_URL is invalid: not a URL/],
     [{ REDIS_KEY_PREFIX: 'has space' }, /^REDIS_KEY_PREFIX is invalid/],
+    [{ SHARD: '2/2', NATS_URL: 'nats://127.0.0.1:4222' }, /^SHARD must be <i>\/<n>/],
+    [{ SHARD: 'one', NATS_URL: 'nats://127.0.0.1:4222' }, /^SHARD must be <i>\/<n>/],
+    [{ SHARD: '0/2' }, /^SHARD is invalid: .*set NATS_URL/],
+    [{ NATS_STREAM_REPLICAS: '7' }, /^NATS_STREAM_REPLICAS/],
   ];
   for (const [env, message] of cases) {
     t.throws(() => readConfig(env), { name: 'ConfigError', message }, JSON.stringify(env));
