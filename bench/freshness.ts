@@ -11,6 +11,8 @@ import { type Contact, seededRandom } from './contacts.js';
 
 export interface FreshnessOptions {
   url: string;
+  /** Where profiles are looked up, when not `url` (another process: the cluster freshness). */
+  apiUrl?: string;
   token: string;
   credentials: Credentials;
   contacts: Contact[];
@@ -76,7 +78,7 @@ export async function measureFreshness(o: FreshnessOptions): Promise<Freshness> 
       failed++;
       return;
     }
-    const lookup = `${o.url}/audience/v2/contacts?identity=${encodeURIComponent(`email:${contact.email}`)}&fields=first_name`;
+    const lookup = `${o.apiUrl ?? o.url}/audience/v2/contacts?identity=${encodeURIComponent(`email:${contact.email}`)}&fields=first_name`;
     const headers = { authorization: `Bearer ${o.token}`, accept: 'application/json' };
     for (;;) {
       const poll = await fetch(lookup, { headers });

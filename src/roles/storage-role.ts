@@ -192,9 +192,7 @@ function assemble(deps: StorageRoleDeps, storage: Storage): StorageRole {
       await runSteps([() => triggers.stopWatching(), () => runner?.close(), () => renderer?.close(), () => dispatcher?.close(), () => channels?.close()]);
     },
     async stopCompaction() {
-      await storage.compaction?.stop();
-      await refresher.settled();
-      await feed?.flushed();
+      await runSteps([() => storage.compaction?.stop(), () => refresher.settled(), () => feed?.flushed()]);
     },
     close: () => storage.close(),
   };
