@@ -4,6 +4,7 @@ import { buildApp } from './app.js';
 import { ConfigError, readConfig } from './config.js';
 import { DataDirInUseError } from './data-dir-lock.js';
 import { LogUnavailableError } from './log/types.js';
+import { ControlUnavailableError } from './control/types.js';
 
 async function main(): Promise<void> {
   let config;
@@ -19,7 +20,9 @@ async function main(): Promise<void> {
   const app = await buildApp(config).catch((error: unknown) => {
     // An operator's mistake, not a bug: say what is wrong in one line, without a stack.
     if (error instanceof DataDirInUseError) stop(error.message);
-    if (error instanceof LogUnavailableError) stop(`${error.message} (NATS_URL); start NATS or unset NATS_URL for the embedded log`);
+    if (error instanceof LogUnavailableError || error instanceof ControlUnavailableError) {
+      stop(`${error.message} (NATS_URL); start NATS or unset NATS_URL for the embedded log`);
+    }
     throw error;
   });
   const { adminKey, log } = app.audience;
