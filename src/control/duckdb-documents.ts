@@ -85,7 +85,14 @@ export class DuckDbDocuments implements ControlDocuments {
       return next;
     });
     this.revision = entry.revision;
-    for (const watcher of this.watchers) watcher(entry);
+    // The write is committed: a watcher that cannot take it in must not make the writer think it failed.
+    for (const watcher of this.watchers) {
+      try {
+        watcher(entry);
+      } catch {
+        // A receiver that cannot take in a document (a malformed one) keeps what it had; the commit stands.
+      }
+    }
     return entry;
   }
 }

@@ -21,6 +21,9 @@ import { hasNatsServerBinary, startNatsCluster } from '../helpers/nats-cluster.j
 import { redisUrlIfReachable, uniquePrefix } from '../helpers/redis-server.js';
 import { type Receiver, startReceiver } from '../helpers/http-receiver.js';
 
+// Nine processes start on two cores, and a shard restarts during a leader election: ~60 s quiet, more under load.
+t.setTimeout(300_000);
+
 /** Each org's one contact, whose order_count counts its stored events. */
 const buyer = (org: string) => `buyer@${org}.example`;
 

@@ -9,6 +9,8 @@ import { BOOKING_TRIGGER, putQuery, runFlow, startFlow } from '../helpers/flows.
 const ORGS = 200;
 const MAX_OPEN = 8;
 const EVENTS_PER_ORG = 3;
+// 200 orgs' databases opened and closed through a pool of 8: ~70 s on a quiet 2-core machine, more under load.
+t.setTimeout(300_000);
 
 t.test(`${ORGS} orgs with at most ${MAX_OPEN} databases open: every event stored, lookups and flows work`, async (t) => {
   const h = await startTestApp(t, { config: { orgDatabasesMaxOpen: MAX_OPEN, orgDatabaseIdleMs: 1000 } });
