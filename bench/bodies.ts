@@ -14,6 +14,9 @@ const TS = '\u0001'.repeat(13); // sentAt, epoch ms
 const SEQ = '\u0002'.repeat(10); // request number (part of messageId)
 const ID = '\u0003'.repeat(6); // identity number (clientId and e-mail)
 
+/** The placeholders of a template's text (singleEventText), for load generators that fill them in themselves (bench/wrk.ts). */
+export const PLACEHOLDERS = { sentAt: TS, sequence: SEQ, identity: ID } as const;
+
 export interface Credentials {
   partnerId: string;
   partnerSecret: string;
@@ -34,6 +37,12 @@ function eventMembers(tag: string, member: number): string {
     `"traits":{"email":"User-${ID}@Example.com","firstName":"Ada","lastName":"Lovelace"},` +
     `"properties":{"eventName":"booking_completed","properties":{"city":"Lisbon","nights":3,"value":412.5,"currency":"EUR"}}`
   );
+}
+
+/** The text of a /http/v1/collect body with its PLACEHOLDERS (BodyTemplate.single fills them per request). */
+export function singleEventText(credentials: Credentials, tag: string): string {
+  const creds = `"partnerId":${JSON.stringify(credentials.partnerId)},"partnerSecret":${JSON.stringify(credentials.partnerSecret)}`;
+  return `{${creds},${eventMembers(tag, 0)}}`;
 }
 
 interface Slot {
@@ -70,8 +79,7 @@ export class BodyTemplate {
 
   /** A single event as POSTed to /http/v1/collect. */
   static single(credentials: Credentials, tag: string): BodyTemplate {
-    const creds = `"partnerId":${JSON.stringify(credentials.partnerId)},"partnerSecret":${JSON.stringify(credentials.partnerSecret)}`;
-    return new BodyTemplate(`{${creds},${eventMembers(tag, 0)}}`, 1);
+    return new BodyTemplate(singleEventText(credentials, tag), 1);
   }
 
   /** A /http/v1/batch body of `size` members (events without credentials). */

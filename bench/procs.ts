@@ -51,14 +51,40 @@ export interface Exit {
   signal: NodeJS.Signals | null;
 }
 
+export interface ExecOptions {
+  env?: NodeJS.ProcessEnv;
+  cwd?: string;
+  logFile: string;
+  /** taskset's CPU list (e.g. "0", "2-15"): the process and its threads run only there. */
+  cpus?: string;
+  /** Its own process group, signalled whole: for a shell whose child must not outlive it. */
+  group?: boolean;
+}
+
+/** Every child still running: killed when the bench exits, however it exits (a failure, Ctrl-C, SIGTERM). */
+const live = new Set<Child>();
+process.once('exit', () => {
+  for (const child of live) child.kill();
+});
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    console.error(`bench: ${signal}, stopping ${live.size} child process(es)`);
+    // process.exit runs the exit hook above.
+    process.exit(128 + (signal === 'SIGINT' ? 2 : 15));
+  });
+}
+
 export class Child {
   readonly exited: Promise<Exit>;
+  /** Resolves once the process has exited and everything it printed is in the log file. */
+  flushed: Promise<void> = Promise.resolve();
   private exit: Exit | undefined;
 
   private constructor(
     readonly name: string,
     private readonly proc: ChildProcess,
     readonly logFile: string,
+    private readonly group: boolean,
   ) {
     this.exited = new Promise((resolve) => {
       proc.once('exit', (code, signal) => {
@@ -69,16 +95,48 @@ export class Child {
   }
 
   /** Starts `node <nodeArgs> <script>` with stdout and stderr appended to `logFile`. */
-  static start(name: string, script: string, options: { env: NodeJS.ProcessEnv; cwd: string; logFile: string; nodeArgs?: string[] }): Child {
+  static start(name: string, script: string, options: ExecOptions & { nodeArgs?: string[] }): Child {
+    return Child.exec(name, process.execPath, [...(options.nodeArgs ?? []), script], options);
+  }
+
+  /**
+   * Starts any command with stdout and stderr appended to `logFile`; with `cpus` it runs under
+   * `taskset -c <cpus>` (taskset execs the command, so the pid and /proc figures are the command's).
+   */
+  static exec(name: string, command: string, args: string[], options: ExecOptions): Child {
     const out = createWriteStream(options.logFile, { flags: 'a' });
-    const proc = spawn(process.execPath, [...(options.nodeArgs ?? []), script], {
-      cwd: options.cwd,
-      env: options.env,
+    const [file, argv] = options.cpus ? ['taskset', ['-c', options.cpus, command, ...args]] : [command, args];
+    const proc = spawn(file, argv, {
+      ...(options.cwd ? { cwd: options.cwd } : {}),
+      env: options.env ?? process.env,
       stdio: ['ignore', 'pipe', 'pipe'],
+      detached: options.group === true,
     });
     proc.stdout!.pipe(out, { end: false });
     proc.stderr!.pipe(out, { end: false });
-    return new Child(name, proc, options.logFile);
+    const child = new Child(name, proc, options.logFile, options.group === true);
+    // 'close' comes after both pipes have ended; then the file gets the last bytes.
+    child.flushed = new Promise((resolve) => proc.once('close', () => out.end(resolve)));
+    live.add(child);
+    void child.exited.then(() => live.delete(child));
+    return child;
+  }
+
+  /** SIGKILL now, without waiting (the exit hook above). */
+  kill(): void {
+    if (this.running) this.signal('SIGKILL');
+  }
+
+  private signal(signal: NodeJS.Signals): void {
+    if (!this.group) {
+      this.proc.kill(signal);
+      return;
+    }
+    try {
+      process.kill(-this.pid, signal);
+    } catch {
+      // The group is gone already.
+    }
   }
 
   get pid(): number {
@@ -100,11 +158,11 @@ export class Child {
   /** SIGTERM, then SIGKILL if it has not exited within `timeoutMs`. */
   async stop(timeoutMs = 60_000): Promise<Exit & { killed: boolean }> {
     if (!this.running) return { ...this.exit!, killed: false };
-    this.proc.kill('SIGTERM');
+    this.signal('SIGTERM');
     const timer = new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), timeoutMs).unref());
     const outcome = await Promise.race([this.exited, timer]);
     if (outcome !== 'timeout') return { ...outcome, killed: false };
-    this.proc.kill('SIGKILL');
+    this.signal('SIGKILL');
     return { ...(await this.exited), killed: true };
   }
 
@@ -152,13 +210,15 @@ export async function waitQuiet(
   timeoutMs: number,
   /** CPU seconds of our own processes (not counted: the service may still be compacting). */
   ownCpu: () => number = () => 0,
+  /** What is measured instead of the machine less ours (e.g. our own processes, to wait for them to settle). */
+  busyCpu: () => number = () => machineCpuSeconds().busy - ownCpu() - selfCpuSeconds(),
 ): Promise<{ waitedMs: number; busyCores: number }> {
   const started = performance.now();
   for (;;) {
-    const a = machineCpuSeconds().busy - ownCpu() - selfCpuSeconds();
+    const a = busyCpu();
     const t = performance.now();
     await new Promise((r) => setTimeout(r, 1000));
-    const b = machineCpuSeconds().busy - ownCpu() - selfCpuSeconds();
+    const b = busyCpu();
     const busyCores = (b - a) / ((performance.now() - t) / 1000);
     const waitedMs = Math.round(performance.now() - started);
     if (busyCores < maxCores || waitedMs > timeoutMs) return { waitedMs, busyCores: Math.max(0, Math.round(busyCores * 100) / 100) };

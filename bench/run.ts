@@ -14,31 +14,41 @@
  *   flows    trigger run time over a window of 10,000 new events with 1M and 10M events stored, event
  *            accepted → webhook received latency with a 1 s schedule, webhook sends/s against bare POST
  *            req/s (bench/flows.ts; bare's req/s from the bare phase if it ran)
- * Servers run compiled (dist/), each in its own process; the load generator runs in this process.
+ *   scale    the many-process layout on a private nats-server: collect through 1 and 2 `collector`
+ *            processes, lookups through 1 and 2 `api` processes, bare POST and GET with 1 and 2, each
+ *            process pinned to its own core, loaded by wrk (bench/scale.ts; installs wrk if missing)
+ * Servers run compiled (dist/), each in its own process; the load generator runs in this process (the
+ * scale phase's wrk in its own).
  * Writes bench/results/collect.json (only a complete run of bare,drain,collect,batch with default
  * settings) and bench/results/audience.json (the audience phase with default settings); other runs write
- * bench/results/partial-*.json.tmp; bench/results/flows.json (the flows phase with default settings).
+ * bench/results/partial-*.json.tmp; bench/results/flows.json (the flows phase with default settings);
+ * bench/results/scale.json (the scale phase with default settings).
  *
- *   npm run bench                                 everything (~8 min, of which flows ~4.5)
- *   npm run bench -- --only collect               some phases: bare,drain,collect,batch,audience,flows (comma-separated)
+ *   npm run bench                                 everything (~16 min, of which flows ~4.5, scale ~8)
+ *   npm run bench -- --only collect               some phases: bare,drain,collect,batch,audience,flows,scale (comma-separated)
  *   npm run bench -- --only flows --flow-sizes 1000000 --flow-reps 1   a quicker flows run (partial)
  *   npm run bench -- --only audience --profile    the audience service under node --cpu-prof; summary printed
  *   npm run bench -- --only collect --profile     the service under node --cpu-prof; summary printed
  *   npm run bench -- --only collect --roles collector,api    experiment: service without compactor
  *   npm run bench -- --tmp-dir /dev/shm           experiment: data on tmpfs (fdatasync ~free)
  *   npm run bench -- --ablate materializer        experiment: no profile refresh after commits (ablate.ts)
+ *   npm run bench -- --only scale                 the scale phase alone (~8 min on a busy machine)
+ *   npm run bench -- --only scale --scale-procs 1,2,4 --scale-cores 0,1,2,3   on a larger machine
+ *   npm run bench -- --only scale --loadgen autocannon   without wrk (the generator then runs in this process)
  *   other options: --duration 10 --warmup 3 --connections 50 --batch-connections 20 --batch-size 100
  *                  --drain-events 300000 --quiet-wait 10 --no-build --keep (keep the temp data dirs)
+ *                  --scale-turns 2 --scale-contacts 5000 --wrk-threads 2
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { cpus, tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { benchAudience } from './audience.js';
 import { reportAudience } from './audience-report.js';
 import { benchFlows } from './flows.js';
+import { runScalePhase } from './scale-phase.js';
 import { printFlows, reportFlows } from './flows-report.js';
 import { BodyTemplate, IDENTITIES, type Credentials } from './bodies.js';
 import {
@@ -65,7 +75,7 @@ import { countDuckDb, countLog, type DbCounts, type LogCounts } from './verify.j
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const resultsDir = join(root, 'bench', 'results');
 
-const PHASES = ['bare', 'drain', 'collect', 'batch', 'audience', 'flows'] as const;
+const PHASES = ['bare', 'drain', 'collect', 'batch', 'audience', 'flows', 'scale'] as const;
 type Phase = (typeof PHASES)[number];
 /** The phases of bench/results/collect.json; audience has its own file. */
 const COLLECT_PHASES: readonly Phase[] = ['bare', 'drain', 'collect', 'batch'];
@@ -93,6 +103,15 @@ const { values: args } = parseArgs({
     /** ROLES of the service for collect/batch (experiments, e.g. collector,api = no compactor). */
     roles: { type: 'string', default: '' },
     keep: { type: 'boolean', default: false },
+    /** The scale phase (bench/scale-phase.ts): process counts, their cores, turns, contacts, load generator. */
+    'scale-procs': { type: 'string', default: '1,2' },
+    /** CPU of each process under test, in order; default 0, 1, … (everything else runs on the remaining cores, if any). */
+    'scale-cores': { type: 'string', default: '' },
+    'scale-turns': { type: 'string', default: '2' },
+    'scale-contacts': { type: 'string', default: '5000' },
+    /** wrk (installed from Debian's packages if missing) or autocannon (in this process). */
+    loadgen: { type: 'string', default: 'wrk' },
+    'wrk-threads': { type: 'string', default: '2' },
   },
 });
 
@@ -565,15 +584,40 @@ async function main(): Promise<void> {
     writeFileSync(out, `${JSON.stringify(report, null, 2)}\n`);
     say(`wrote ${out}`);
   }
+  if (phases.has('scale')) {
+    await runScalePhase(bench, {
+      procs: args['scale-procs'],
+      cores: args['scale-cores'],
+      turns: Number(args['scale-turns']),
+      contacts: Number(args['scale-contacts']),
+      connections: CONNECTIONS,
+      loadgen: args.loadgen,
+      wrkThreads: Number(args['wrk-threads']),
+      resultsDir,
+      machine,
+      command: `npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`,
+      defaults: defaultSettings && args['scale-procs'] === '1,2' && !args['scale-cores'] && args.loadgen === 'wrk' && args['scale-turns'] === '2',
+    });
+  }
 }
 
 function machine() {
-  return { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? '', node: process.version, platform: `${process.platform}-${process.arch}` };
+  return {
+    cpus: cpus().length,
+    cpuModel: cpus()[0]?.model ?? '',
+    node: process.version,
+    platform: `${process.platform}-${process.arch}`,
+    // The machine is shared: its load average (1, 5, 15 min) when the report is written.
+    loadAverage: loadavg().map((x) => Math.round(x * 100) / 100),
+  };
 }
 
+// Also when a signal ends the run (procs.ts kills the children first, then exits).
+const removeWorkDir = () => rmSync(workDir, { recursive: true, force: true });
+if (!args.keep) process.once('exit', removeWorkDir);
 try {
   await main();
 } finally {
-  if (!args.keep) rmSync(workDir, { recursive: true, force: true });
+  if (!args.keep) removeWorkDir();
   else say(`kept ${workDir}`);
 }
