@@ -7,7 +7,7 @@
 import { JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream';
 import type { KV, KvEntry } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { connectNats, openBucket } from '../nats/nats-client.js';
+import { connectNats, openBucket, whileElecting } from '../nats/nats-client.js';
 import { followKv } from '../nats/follow-kv.js';
 import { type ControlDocuments, type ControlEntry, ControlConflictError, ControlUnavailableError } from './types.js';
 
@@ -44,7 +44,7 @@ export class KvDocuments implements ControlDocuments {
       throw new ControlUnavailableError(`cannot connect to NATS at ${options.servers}`, { cause: error });
     }
     try {
-      const kv = await openBucket(nc, options.bucket ?? DEFAULT_BUCKET, { history: HISTORY, replicas: options.replicas ?? 1, timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS });
+      const kv = await whileElecting(() => openBucket(nc, options.bucket ?? DEFAULT_BUCKET, { history: HISTORY, replicas: options.replicas ?? 1, timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS }));
       return new KvDocuments(nc, kv);
     } catch (error) {
       await nc.close();
@@ -54,9 +54,11 @@ export class KvDocuments implements ControlDocuments {
 
   async watch(onEntry: (entry: ControlEntry) => void): Promise<void> {
     const follower = await this.call(() =>
-      followKv(this.kv, (entry) => {
-        if (entry.operation === 'PUT') onEntry(toEntry(entry));
-      }),
+      whileElecting(() =>
+        followKv(this.kv, (entry) => {
+          if (entry.operation === 'PUT') onEntry(toEntry(entry));
+        }),
+      ),
     );
     this.watchers.push(follower);
   }

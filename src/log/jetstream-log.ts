@@ -15,7 +15,7 @@ import {
   type JetStreamManager,
 } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { connectNats } from '../nats/nats-client.js';
+import { connectNats, whileElecting } from '../nats/nats-client.js';
 import { JetStreamReader } from './jetstream-reader.js';
 import { LogOutcomeUnknownError, LogUnavailableError, type LogBackend, type LogHealth, type LogReader, type WriteResult } from './types.js';
 
@@ -72,8 +72,8 @@ export class JetStreamLog implements LogBackend {
       throw new LogUnavailableError(`cannot connect to NATS at ${options.servers}`, { cause: error });
     }
     try {
-      const jsm = await jetstreamManager(nc);
-      await ensureStream(jsm, stream, subject, options.replicas ?? 1);
+      const jsm = await whileElecting(() => jetstreamManager(nc));
+      await whileElecting(() => ensureStream(jsm, stream, subject, options.replicas ?? 1));
       const timeout = options.publishTimeoutMs ?? DEFAULT_PUBLISH_TIMEOUT_MS;
       return new JetStreamLog(nc, jetstream(nc), jsm, stream, subject, timeout);
     } catch (error) {

@@ -18,3 +18,20 @@ export async function openBucket(nc: NatsConnection, name: string, options: { hi
 export function connectNats(servers: string): Promise<NatsConnection> {
   return connect({ servers: servers.split(',').map((s) => s.trim()), maxReconnectAttempts: -1 });
 }
+
+/**
+ * Start-up steps that need JetStream (a stream, a bucket, a watch) wait out a cluster electing its
+ * leaders: after a node dies, 2.9 answers nothing for 4–9 s (test/cluster/failover.test.ts), and a
+ * process restarted then must start, not exit. Only once connected: no server at all fails at once.
+ */
+export async function whileElecting<T>(work: () => Promise<T>, withinMs = 60_000): Promise<T> {
+  const deadline = Date.now() + withinMs;
+  for (;;) {
+    try {
+      return await work();
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
+}

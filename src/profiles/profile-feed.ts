@@ -6,7 +6,7 @@
  */
 import type { KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { connectNats, openBucket } from '../nats/nats-client.js';
+import { connectNats, openBucket, whileElecting } from '../nats/nats-client.js';
 import { type KvFollower, followKv } from '../nats/follow-kv.js';
 import { type Profile, type ProfileIndex, emailHash } from './profile-index.js';
 
@@ -41,7 +41,7 @@ export class ProfileFeed {
     const nc = await connectNats(options.servers);
     try {
       // One value per key: the newest profile is all a replica needs.
-      const kv = await openBucket(nc, options.bucket ?? DEFAULT_PROFILES_BUCKET, { history: 1, replicas: options.replicas });
+      const kv = await whileElecting(() => openBucket(nc, options.bucket ?? DEFAULT_PROFILES_BUCKET, { history: 1, replicas: options.replicas }));
       return new ProfileFeed(nc, kv, onError);
     } catch (error) {
       await nc.close();
@@ -68,7 +68,7 @@ export class ProfileFeed {
 
   /** Loads every profile into `index`, then follows changes; orgs for which `skip` is true are left out. */
   async follow(index: ProfileIndex, skip: (org: string) => boolean): Promise<void> {
-    this.follower = await followKv(
+    this.follower = await whileElecting(() => followKv(
       this.kv,
       (entry) => {
         const org = entry.key.slice(0, entry.key.indexOf('.'));
@@ -77,7 +77,7 @@ export class ProfileFeed {
         index.upsert(org, Object.freeze(profile), customFields);
       },
       this.onError,
-    );
+    ));
   }
 
   async close(): Promise<void> {
