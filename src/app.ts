@@ -10,7 +10,7 @@
  * the storage unit opens DuckDB; a process without it opens no database.
  */
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
-import type { Config } from './config.js';
+import { type Config, jetStreamOptions, natsSecurity } from './config.js';
 import { type Context, createContext } from './context.js';
 import { openControl } from './control/open-control.js';
 import { type ControlDocuments, orgKey, tokensKey } from './control/types.js';
@@ -22,10 +22,14 @@ import { generateRequestId, registerRequestIdHeader } from './http/request-id.js
 import { httpTimeouts } from './http/timeouts.js';
 import type { GroupCommitter } from './log/group-commit.js';
 import { openLog } from './log/open-log.js';
+import { EmbeddedLog } from './log/embedded-log.js';
 import type { LogBackend } from './log/types.js';
 import type { Health } from './ops/health.js';
 import { type Metrics, createMetrics } from './ops/metrics.js';
 import { registerOpsRoutes } from './ops/ops-routes.js';
+import { registerDocsRoutes } from './openapi/docs-routes.js';
+import { registerProblemPages } from './problems/problem-pages.js';
+import { observeRequestDurations, registerOperatorGauges } from './ops/operator-metrics.js';
 import { serviceHealth } from './ops/service-health.js';
 import { type AdminKey, resolveAdminKey } from './orgs/admin-key.js';
 import { OrgStore } from './orgs/org-store.js';
@@ -34,6 +38,7 @@ import { ProfileFeed } from './profiles/profile-feed.js';
 import { ProfileIndex } from './profiles/profile-index.js';
 import { type RateLimiters, openRateLimiters } from './ratelimit/open-rate-limiters.js';
 import { registerAdminApi, registerAudienceApi } from './roles/api-role.js';
+import { registerConsoleRoutes } from './admin/console-routes.js';
 import { type OrgAdminServer, serveOrgAdmin } from './cluster/serve-org-admin.js';
 import { type ApiPresence, announceApi } from './cluster/api-presence.js';
 import type { NatsConnection } from '@nats-io/transport-node';
@@ -64,6 +69,13 @@ export interface Audience {
   committer: GroupCommitter | undefined;
   /** Present with the compactor or flows role: the org databases and everything above them. */
   storage: StorageRole | undefined;
+  /** The routes registered, HEAD included. */
+  routes: readonly RegisteredRoute[];
+}
+
+export interface RegisteredRoute {
+  method: string;
+  url: string;
 }
 
 declare module 'fastify' {
@@ -99,9 +111,15 @@ async function buildLockedApp(config: Config, ctx: Context, dataDirLock: DataDir
     logController: new LogController({ disableRequestLogging: config.logLevel !== 'debug' && config.logLevel !== 'trace' }),
     genReqId: generateRequestId,
     requestIdHeader: false,
+    trustProxy: config.trustProxy,
     // Collect routes set their own limits (32 KB / 500 KB); admin imports may be larger.
     bodyLimit: 10 * 1024 * 1024,
     ...httpTimeouts(config),
+  });
+  // Every route this process registers, for the OpenAPI check (test/ops/openapi.test.ts).
+  const routes: RegisteredRoute[] = [];
+  app.addHook('onRoute', (route) => {
+    for (const method of [route.method].flat()) routes.push({ method, url: route.url });
   });
   app.setValidatorCompiler(({ schema }) => compileRouteSchema(schema));
   registerJsonBodyParser(app);
@@ -110,6 +128,7 @@ async function buildLockedApp(config: Config, ctx: Context, dataDirLock: DataDir
 
   const roles = new Set(config.roles);
   const metrics = createMetrics();
+  observeRequestDurations(app, metrics);
   const adminKey = resolveAdminKey(config.adminKey, config.dataDir, ctx);
   let control: ControlDocuments | undefined;
   let tokens: TokenStore | undefined;
@@ -157,6 +176,8 @@ async function buildLockedApp(config: Config, ctx: Context, dataDirLock: DataDir
       customFieldsOf: (org) => profiles.customFields(org),
       onListenerError: (err) => app.log.error({ err }, 'applying an org change failed'),
     });
+    // Every process holds profiles (its own or followed): a deleted org's go at once.
+    orgs.onDelete(async (slug) => profiles.removeOrg(slug));
     const tokenStore = new TokenStore(control, ctx, { onFlushError: (err) => app.log.warn({ err }, 'token lastUsedAt flush failed') });
     tokens = tokenStore;
     await control.watch((entry) => {
@@ -168,21 +189,29 @@ async function buildLockedApp(config: Config, ctx: Context, dataDirLock: DataDir
       log = await openLog({
         natsUrl: config.natsUrl,
         dataDir: config.dataDir,
-        publishTimeoutMs: config.natsPublishTimeoutMs,
-        replicas: config.natsStreamReplicas,
+        jetstream: jetStreamOptions(config),
+        embedded: { segmentBytes: config.logSegmentMb * 1024 * 1024, retentionMs: config.logRetentionHours * 60 * 60 * 1000 },
         onTornTail: (tail) => app.log.warn({ tail }, 'embedded log: cut a torn tail left by a crash'),
       });
     }
     if (config.natsUrl && (roles.has('api') || hasStorageRole(config))) {
-      feed = await ProfileFeed.open({ servers: config.natsUrl, replicas: config.natsStreamReplicas }, (err) => app.log.error({ err }, 'publishing a profile failed'));
+      feed = await ProfileFeed.open({ servers: config.natsUrl, replicas: config.natsStreamReplicas, security: natsSecurity(config) }, (err) => app.log.error({ err }, 'publishing a profile failed'));
     }
     if (hasStorageRole(config)) storage = await openStorageRole({ config, ctx, log: log!, metrics, orgs, profiles, feed, logger: app.log });
 
     const health = serviceHealth({ control, log, worker: storage?.storage.worker, dataDir: config.dataDir, usesDataDir: dataDirLock !== undefined });
-    app.decorate('audience', { config, ctx, control, orgs, tokens, profiles, metrics, health, adminKey, log, committer, storage });
-    registerOpsRoutes(app, { health, log, metrics });
+    app.decorate('audience', { config, ctx, control, orgs, tokens, profiles, metrics, health, adminKey, log, committer, storage, routes });
+    registerOperatorGauges(metrics, {
+      ready: async () => (await health.probe()).ready,
+      profileEntries: () => profiles.totalSize(),
+      embeddedLog: log instanceof EmbeddedLog ? log : undefined,
+      dataDir: dataDirLock ? config.dataDir : undefined,
+    });
+    registerOpsRoutes(app, { health, log, metrics, serveMetrics: config.metricsPort === undefined });
+    registerDocsRoutes(app);
+    registerProblemPages(app);
     if (roles.has('collector')) app.audience.committer = committer = registerCollectorRole(app, { ctx, log: log!, registry, metrics });
-    if (config.natsUrl && (roles.has('api') || storage)) adminNats = await connectNats(config.natsUrl);
+    if (config.natsUrl && (roles.has('api') || storage)) adminNats = await connectNats(config.natsUrl, natsSecurity(config));
     if (roles.has('api')) {
       // The live api processes (NATS mode): while Redis is out of reach, each limits an org to its share.
       if (adminNats) presence = await announceApi(adminNats, (err) => app.log.warn({ err }, 'counting the live api processes failed'));
@@ -196,13 +225,14 @@ async function buildLockedApp(config: Config, ctx: Context, dataDirLock: DataDir
         ...(live ? { liveApiProcesses: () => live.live() } : {}),
       });
       registerAudienceApi(app, { ctx, metrics, orgs, tokens, profiles, rateLimiters });
+      registerConsoleRoutes(app);
     }
     if (roles.has('api') || adminNats) {
-      await registerAdminApi(app, { config, ctx, adminKey, orgs, tokens, profiles, storage, relay: adminNats, withOrgRoutes: roles.has('api') });
+      await registerAdminApi(app, { config, ctx, adminKey, control, log, orgs, tokens, profiles, storage, relay: adminNats, withOrgRoutes: roles.has('api') });
     }
     if (roles.has('api') && feed && !(storage && config.shard.count === 1)) {
       // Profiles of the orgs another shard keeps come from the feed; this process's own are materialized here.
-      await feed.follow(profiles, (org) => storage?.owns(org) ?? false);
+      await feed.follow(profiles, (org) => (storage?.owns(org) ?? false) || orgs.isDeleted(org));
     }
     if (storage && adminNats) {
       // The shard answers admin calls relayed for its orgs once the app is ready (inject() needs it).

@@ -8,19 +8,22 @@
  * `org create … > acme.json` keeps only credentials), every error to stderr. Exit 0 on success, 1 when
  * the service refused or could not be reached, 2 for a command line the CLI does not understand.
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { parseArgs } from 'node:util';
 import { projectRoot } from './paths.js';
 
 const USAGE = `usage: audience <command> [options]
 
   org create --slug acme --name Acme [--audience-api] [--rate-limit 50] [--currency '$']
-             [--content-fields a,b,c] [--not-found-status 404]
+             [--content-fields a,b,c] [--not-found-status 404] [--retention eventsDays=90,quarantineDays=7]
   org list
   org get <slug>
   org update <slug> [--name …] [--audience-api | --no-audience-api] [--rate-limit N] [--currency S]
-             [--content-fields a,b] [--not-found-status 404|400]
+             [--content-fields a,b] [--not-found-status 404|400] [--retention eventsDays=90 | --retention '']
+  org delete <slug> --yes            the org and all its data, for good (the slug is never reused)
   org rotate <slug> <staging|production>
   events types <slug> [--env production]
   events samples <slug> [--env production] [--event-type custom_x] [--limit 20]
@@ -29,6 +32,10 @@ const USAGE = `usage: audience <command> [options]
   token create <slug> --created-by ops@acme.com [--label x] [--expires-at 2026-12-31T00:00:00Z]
   token list <slug>
   token revoke <slug> (--id tok_… | --last3 x9Q | --created-by ops@acme.com)
+  backup <dir> [--org acme]          a consistent copy of a running storage process, into a new directory
+  restore <dir> [--reset-log-positions]
+                                     a backup into a fresh DATA_DIR (run with the service stopped; reads
+                                     DATA_DIR, QUERIES_DIR and NATS_URL like the service)
   --help, --version
 
 answers are JSON on stdout; errors go to stderr (exit 1: refused by the service, 2: bad command line)
@@ -62,6 +69,7 @@ function parseCommandLine() {
         currency: { type: 'string' },
         'content-fields': { type: 'string' },
         'not-found-status': { type: 'string' },
+        retention: { type: 'string' },
         env: { type: 'string' },
         'event-type': { type: 'string' },
         limit: { type: 'string' },
@@ -70,6 +78,9 @@ function parseCommandLine() {
         'expires-at': { type: 'string' },
         id: { type: 'string' },
         last3: { type: 'string' },
+        org: { type: 'string' },
+        'reset-log-positions': { type: 'boolean' },
+        yes: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
         version: { type: 'boolean' },
       },
@@ -114,7 +125,20 @@ function orgSettings(): Record<string, unknown> {
   if (opts.currency !== undefined) body.currencySymbol = opts.currency;
   if (opts['content-fields'] !== undefined) body.contentFields = opts['content-fields'].split(',').map((f) => f.trim());
   if (opts['not-found-status'] !== undefined) body.notFoundStatus = Number(opts['not-found-status']);
+  if (opts.retention !== undefined) body.retention = retention(opts.retention);
   return body;
+}
+
+/** `eventsDays=90,quarantineDays=7` as an object ('' for none); the service checks names and values. */
+function retention(text: string): Record<string, number | string> {
+  const pairs = text.split(',').filter((pair) => pair.trim() !== '');
+  return Object.fromEntries(
+    pairs.map((pair) => {
+      const [name, value] = pair.split('=').map((part) => part.trim());
+      if (!name || value === undefined || value === '') usageError(`--retention takes name=days pairs, e.g. eventsDays=90,quarantineDays=7`);
+      return [name, /^\d+$/.test(value) ? Number(value) : value];
+    }),
+  );
 }
 
 function query(params: Record<string, string | undefined>): string {
@@ -153,6 +177,40 @@ async function call(method: string, path: string, body?: unknown, contentType = 
   process.exit(1);
 }
 
+/** GET /admin/v1/backup, unpacked into `dir`; the manifest (the archive's last entry) is printed. */
+async function backup(dir: string): Promise<void> {
+  if (existsSync(dir) && readdirSync(dir).length > 0) fail(`${dir} is not empty: a backup goes into a new or empty directory`);
+  const res = await fetch(`${baseUrl}/admin/v1/backup${query({ org: opts.org })}`, { headers: { authorization: `Bearer ${adminKey()}` } }).catch((error: Error) =>
+    fail(`cannot reach ${baseUrl}: ${(error.cause as Error | undefined)?.message ?? error.message}`),
+  );
+  if (!res.ok || !res.body) {
+    console.error(pretty(await res.text()));
+    process.exit(1);
+  }
+  mkdirSync(dir, { recursive: true });
+  const { extract } = await import('tar');
+  await pipeline(Readable.fromWeb(res.body as import('node:stream/web').ReadableStream), extract({ cwd: dir, strict: true })).catch((error: Error) =>
+    fail(`the backup stream broke off (${error.message}): ${dir} is incomplete; take the backup again`),
+  );
+  const manifest = join(dir, 'manifest.json');
+  if (!existsSync(manifest)) fail(`the backup ended before its manifest: ${dir} is incomplete; take the backup again`);
+  console.log(readFileSync(manifest, 'utf8').trimEnd());
+}
+
+/** Offline: the backup in `dir` into this machine's DATA_DIR (and QUERIES_DIR, control plane). */
+async function restore(dir: string): Promise<void> {
+  const { ConfigError, readConfig } = await import('./config.js');
+  const { RestoreError, restoreBackup } = await import('./backup/restore.js');
+  const { DataDirInUseError } = await import('./data-dir-lock.js');
+  try {
+    const report = await restoreBackup(dir, readConfig(process.env), { resetLogPositions: opts['reset-log-positions'] === true });
+    console.log(JSON.stringify(report, null, 2));
+  } catch (error) {
+    if (error instanceof ConfigError || error instanceof RestoreError || error instanceof DataDirInUseError) fail(error.message);
+    throw error;
+  }
+}
+
 function readInput(file: string): string {
   try {
     return readFileSync(file, 'utf8');
@@ -178,6 +236,13 @@ const commands: Record<string, Command> = {
   'org list': { args: [], run: () => call('GET', '/admin/v1/orgs') },
   'org get': { args: ['<slug>'], run: ([slug]) => call('GET', `/admin/v1/orgs/${seg(slug!)}`) },
   'org update': { args: ['<slug>'], run: ([slug]) => call('PATCH', `/admin/v1/orgs/${seg(slug!)}`, orgSettings()) },
+  'org delete': {
+    args: ['<slug>'],
+    async run([slug]) {
+      if (!opts.yes) usageError('org delete needs --yes: it deletes the org and all its data');
+      await call('DELETE', `/admin/v1/orgs/${seg(slug!)}`);
+    },
+  },
   'org rotate': {
     args: ['<slug>', '<staging|production>'],
     run: ([slug, env]) => call('POST', `/admin/v1/orgs/${seg(slug!)}/credentials/${seg(env!)}/rotate`),
@@ -214,6 +279,8 @@ const commands: Record<string, Command> = {
       });
     },
   },
+  backup: { args: ['<dir>'], run: ([dir]) => backup(dir!) },
+  restore: { args: ['<dir>'], run: ([dir]) => restore(dir!) },
   'token list': { args: ['<slug>'], run: ([slug]) => call('GET', `/admin/v1/orgs/${seg(slug!)}/tokens`) },
   'token revoke': {
     args: ['<slug>'],

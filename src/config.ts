@@ -4,6 +4,10 @@
  * Nothing else in the service reads process.env.
  */
 import type { Config } from './generated/config.js';
+import { accessSync, constants } from 'node:fs';
+import ipaddr from 'ipaddr.js';
+import type { JetStreamLogOptions } from './log/jetstream-log.js';
+import type { NatsSecurity } from './nats/nats-client.js';
 import { validatorFor } from './schemas.js';
 import { type Shard, SINGLE_SHARD, parseShard } from './storage/shard.js';
 
@@ -42,7 +46,28 @@ const variableOf: Record<keyof Config, string> = {
   httpKeepAliveTimeoutMs: 'HTTP_KEEP_ALIVE_TIMEOUT_MS',
   redisUrl: 'REDIS_URL',
   redisKeyPrefix: 'REDIS_KEY_PREFIX',
+  trustProxy: 'TRUST_PROXY',
+  metricsPort: 'METRICS_PORT',
+  shutdownTimeoutMs: 'SHUTDOWN_TIMEOUT_MS',
+  retentionEventsDays: 'RETENTION_EVENTS_DAYS',
+  retentionEventsByEventTimeDays: 'RETENTION_EVENTS_BY_EVENT_TIME_DAYS',
+  retentionQuarantineDays: 'RETENTION_QUARANTINE_DAYS',
+  logSegmentMb: 'LOG_SEGMENT_MB',
+  logRetentionHours: 'LOG_RETENTION_HOURS',
+  retentionDecisionsDays: 'RETENTION_DECISIONS_DAYS',
+  retentionSendsContentDays: 'RETENTION_SENDS_CONTENT_DAYS',
+  natsStreamMaxAgeMs: 'NATS_STREAM_MAX_AGE',
+  natsStreamMaxBytes: 'NATS_STREAM_MAX_BYTES',
+  natsCreds: 'NATS_CREDS',
+  natsUser: 'NATS_USER',
+  natsPassword: 'NATS_PASSWORD',
+  natsTlsCa: 'NATS_TLS_CA',
+  natsTlsCert: 'NATS_TLS_CERT',
+  natsTlsKey: 'NATS_TLS_KEY',
 };
+
+/** Every environment variable the service reads (deployment files are checked against it). */
+export const CONFIG_VARIABLES: readonly string[] = Object.values(variableOf);
 
 export class ConfigError extends Error {
   constructor(message: string) {
@@ -69,6 +94,60 @@ function shard(raw: string | undefined): Shard {
   const parsed = parseShard(raw);
   if (!parsed) throw new ConfigError(`SHARD must be <i>/<n> with 0 <= i < n (e.g. 0/2), got "${raw}"`);
   return parsed;
+}
+
+/**
+ * TRUST_PROXY: which peers may say, in X-Forwarded-For, whose request it is (the failed-auth limiter and
+ * the logs then see the client's address). `true` trusts every peer (only when nothing but the load
+ * balancer can reach the port); a list names the balancers' addresses or CIDRs. A hop count is refused:
+ * it trusts whatever an attacker prepends once the path changes.
+ */
+function trustProxy(raw: string | undefined): boolean | string[] {
+  if (raw === undefined || raw === '' || raw === 'false') return false;
+  if (raw === 'true') return true;
+  const entries = raw.split(',').map((entry) => entry.trim());
+  for (const entry of entries) {
+    const valid = entry.includes('/') ? ipaddr.isValidCIDR(entry) : ipaddr.isValid(entry);
+    if (!valid || /^\d+$/.test(entry)) {
+      throw new ConfigError(
+        `TRUST_PROXY is invalid: "${entry}" is not an IP address or CIDR; use true, false, or a comma-separated list such as 10.0.0.0/8,192.168.1.7 (hop counts are not supported)`,
+      );
+    }
+  }
+  return entries;
+}
+
+const DURATION_UNITS_MS: Record<string, number> = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** NATS_STREAM_MAX_AGE: `0` (kept until NATS_STREAM_MAX_BYTES) or a number with s, m, h or d, e.g. `7d`. */
+function duration(name: string, raw: string | undefined, fallbackMs: number): number {
+  if (raw === undefined || raw === '') return fallbackMs;
+  if (raw === '0') return 0;
+  const match = /^(\d+)([smhd])$/.exec(raw);
+  if (!match) throw new ConfigError(`${name} is invalid: "${raw}" is not a duration; use a number with s, m, h or d (e.g. 7d, 72h), or 0 for no age limit`);
+  return Number(match[1]) * DURATION_UNITS_MS[match[2]!]!;
+}
+
+const SIZE_UNITS: Record<string, number> = { '': 1, KB: 1024, MB: 1024 ** 2, GB: 1024 ** 3, TB: 1024 ** 4 };
+
+/** NATS_STREAM_MAX_BYTES: `-1` (no limit) or bytes, with an optional KB, MB, GB or TB. */
+function size(name: string, raw: string | undefined, fallback: number): number {
+  if (raw === undefined || raw === '') return fallback;
+  if (raw === '-1') return -1;
+  const match = /^(\d+)(KB|MB|GB|TB)?$/.exec(raw);
+  if (!match) throw new ConfigError(`${name} is invalid: "${raw}" is not a size; use bytes or a number with KB, MB, GB or TB (e.g. 50GB), or -1 for no limit`);
+  return Number(match[1]) * SIZE_UNITS[match[2] ?? '']!;
+}
+
+/** A file the service must read at start (credentials, certificates): refused at once when it cannot. */
+function readableFile(name: string, raw: string | undefined): string | undefined {
+  if (raw === undefined || raw === '') return undefined;
+  try {
+    accessSync(raw, constants.R_OK);
+  } catch {
+    throw new ConfigError(`${name} is invalid: cannot read the file ${raw}`);
+  }
+  return raw;
 }
 
 function optional(raw: string | undefined): string | undefined {
@@ -105,7 +184,28 @@ export function readConfig(env: NodeJS.ProcessEnv): Config {
     // an idle connection first and never reuses one the service is closing.
     httpKeepAliveTimeoutMs: integer('HTTP_KEEP_ALIVE_TIMEOUT_MS', env.HTTP_KEEP_ALIVE_TIMEOUT_MS, 72_000),
     redisKeyPrefix: env.REDIS_KEY_PREFIX || 'audience',
+    trustProxy: trustProxy(env.TRUST_PROXY),
+    // Days; 0 keeps forever. docs/operations/retention.md says why these defaults.
+    retentionEventsDays: integer('RETENTION_EVENTS_DAYS', env.RETENTION_EVENTS_DAYS, 365),
+    retentionEventsByEventTimeDays: integer('RETENTION_EVENTS_BY_EVENT_TIME_DAYS', env.RETENTION_EVENTS_BY_EVENT_TIME_DAYS, 0),
+    retentionQuarantineDays: integer('RETENTION_QUARANTINE_DAYS', env.RETENTION_QUARANTINE_DAYS, 30),
+    retentionDecisionsDays: integer('RETENTION_DECISIONS_DAYS', env.RETENTION_DECISIONS_DAYS, 365),
+    retentionSendsContentDays: integer('RETENTION_SENDS_CONTENT_DAYS', env.RETENTION_SENDS_CONTENT_DAYS, 90),
+    logSegmentMb: integer('LOG_SEGMENT_MB', env.LOG_SEGMENT_MB, 64),
+    logRetentionHours: integer('LOG_RETENTION_HOURS', env.LOG_RETENTION_HOURS, 24),
+    // Below the 30 s a container runtime or systemd waits after SIGTERM before it kills.
+    shutdownTimeoutMs: integer('SHUTDOWN_TIMEOUT_MS', env.SHUTDOWN_TIMEOUT_MS, 25_000),
   };
+  candidate.natsStreamMaxAgeMs = duration('NATS_STREAM_MAX_AGE', env.NATS_STREAM_MAX_AGE, 7 * DURATION_UNITS_MS.d!);
+  candidate.natsStreamMaxBytes = size('NATS_STREAM_MAX_BYTES', env.NATS_STREAM_MAX_BYTES, -1);
+  const natsFiles = { natsCreds: 'NATS_CREDS', natsTlsCa: 'NATS_TLS_CA', natsTlsCert: 'NATS_TLS_CERT', natsTlsKey: 'NATS_TLS_KEY' } as const;
+  for (const [member, variable] of Object.entries(natsFiles)) {
+    const file = readableFile(variable, env[variable]);
+    if (file) candidate[member] = file;
+  }
+  if (optional(env.NATS_USER)) candidate.natsUser = env.NATS_USER;
+  if (optional(env.NATS_PASSWORD)) candidate.natsPassword = env.NATS_PASSWORD;
+  if (optional(env.METRICS_PORT)) candidate.metricsPort = integer('METRICS_PORT', env.METRICS_PORT, 0);
   const natsUrl = optional(env.NATS_URL);
   if (natsUrl) candidate.natsUrl = natsUrl;
   const adminKey = optional(env.ADMIN_KEY);
@@ -135,5 +235,39 @@ export function readConfig(env: NodeJS.ProcessEnv): Config {
   if (candidate.redisUrl !== undefined && !URL.canParse(candidate.redisUrl)) {
     throw new ConfigError('REDIS_URL is invalid: not a URL (redis://host:port[/db])');
   }
+  if ((candidate.natsTlsCert === undefined) !== (candidate.natsTlsKey === undefined)) {
+    throw new ConfigError('NATS_TLS_CERT is invalid: a client certificate needs its key; set both NATS_TLS_CERT and NATS_TLS_KEY, or neither');
+  }
+  if (candidate.natsPassword !== undefined && candidate.natsUser === undefined) {
+    throw new ConfigError('NATS_PASSWORD is invalid: set NATS_USER too');
+  }
+  if (candidate.metricsPort === candidate.port) {
+    throw new ConfigError('METRICS_PORT is invalid: must differ from PORT (or leave it unset to serve /metrics on PORT)');
+  }
   return candidate;
+}
+
+/** What every NATS connection of the service authenticates and verifies with. */
+export function natsSecurity(config: Config): NatsSecurity {
+  const tls = {
+    ...(config.natsTlsCa ? { caFile: config.natsTlsCa } : {}),
+    ...(config.natsTlsCert ? { certFile: config.natsTlsCert } : {}),
+    ...(config.natsTlsKey ? { keyFile: config.natsTlsKey } : {}),
+  };
+  return {
+    ...(config.natsCreds ? { credsFile: config.natsCreds } : {}),
+    ...(config.natsUser !== undefined ? { user: config.natsUser, password: config.natsPassword ?? '' } : {}),
+    ...(Object.keys(tls).length > 0 ? { tls } : {}),
+  };
+}
+
+/** The event stream as configured: publish timeout, replicas, limits, credentials and TLS. */
+export function jetStreamOptions(config: Config): Omit<JetStreamLogOptions, 'servers'> {
+  return {
+    publishTimeoutMs: config.natsPublishTimeoutMs,
+    replicas: config.natsStreamReplicas,
+    maxAgeMs: config.natsStreamMaxAgeMs,
+    maxBytes: config.natsStreamMaxBytes,
+    security: natsSecurity(config),
+  };
 }

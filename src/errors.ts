@@ -39,6 +39,9 @@ export const errorCatalog = {
   flow_exists: { status: 409, title: 'A flow with this id already exists' },
   shard_unavailable: { status: 503, title: 'The storage shard that owns the org did not answer' },
   shard_answer_too_large: { status: 502, title: "The owning shard's answer is too large to relay" },
+  compaction_behind: { status: 503, title: 'Compaction is too far behind the log for a complete backup' },
+  backup_in_progress: { status: 409, title: 'A backup of this process is already being taken' },
+  no_org_databases: { status: 409, title: 'This process keeps no org databases' },
 } as const satisfies Record<string, { status: number; title: string }>;
 
 export type ErrorCode = keyof typeof errorCatalog;

@@ -1,10 +1,17 @@
-/** Entry point: read config once, build the app, listen, shut down gracefully on SIGTERM/SIGINT. */
+/**
+ * Entry point: read config once, build the app, listen, shut down gracefully on SIGTERM/SIGINT. An
+ * uncaught error is logged as fatal and closes the service the same way (appends flushed, DuckDB closed)
+ * before exiting 1; a close that outlasts SHUTDOWN_TIMEOUT_MS exits 1 anyway, so a supervisor's restart
+ * is never blocked by a hung close.
+ */
 import './threadpool.js';
+import type { Server } from 'node:http';
 import { buildApp } from './app.js';
 import { ConfigError, readConfig } from './config.js';
 import { DataDirInUseError } from './data-dir-lock.js';
 import { LogUnavailableError } from './log/types.js';
 import { ControlUnavailableError } from './control/types.js';
+import { listenMetrics } from './ops/metrics-server.js';
 
 async function main(): Promise<void> {
   let config;
@@ -34,21 +41,41 @@ async function main(): Promise<void> {
   });
   app.log.info({ log: log?.kind ?? 'none', roles: config.roles, ...(log?.kind === 'jetstream' ? {} : { dataDir: config.dataDir }) }, 'audience is ready');
 
+  let metricsServer: Server | undefined;
+  if (config.metricsPort !== undefined) {
+    const port = config.metricsPort;
+    metricsServer = await listenMetrics(app.audience.metrics.registry, port, config.host).catch(async (error: NodeJS.ErrnoException) => {
+      await app.close();
+      stop(`cannot listen on ${config.host}:${port} for /metrics (${error.code}); set METRICS_PORT`);
+    });
+  }
+
   let closing = false;
-  const shutdown = (signal: string) => {
+  const shutdown = (reason: string, exitCode: number) => {
     if (closing) return;
     closing = true;
-    app.log.info({ signal }, 'shutting down');
+    app.log.info({ reason }, 'shutting down');
+    setTimeout(() => {
+      app.log.error({ timeoutMs: config.shutdownTimeoutMs }, 'shutdown took longer than SHUTDOWN_TIMEOUT_MS; exiting');
+      process.exit(1);
+    }, config.shutdownTimeoutMs).unref();
+    metricsServer?.close();
     app.close().then(
-      () => process.exit(0),
+      () => process.exit(exitCode),
       (error) => {
         app.log.error({ err: error }, 'shutdown failed');
         process.exit(1);
       },
     );
   };
-  process.on('SIGTERM', () => shutdown('SIGTERM'));
-  process.on('SIGINT', () => shutdown('SIGINT'));
+  process.on('SIGTERM', () => shutdown('SIGTERM', 0));
+  process.on('SIGINT', () => shutdown('SIGINT', 0));
+  const crash = (error: unknown) => {
+    app.log.fatal({ err: error }, 'uncaught error; closing');
+    shutdown('uncaught error', 1);
+  };
+  process.on('uncaughtException', crash);
+  process.on('unhandledRejection', crash);
 }
 
 function stop(message: string): never {

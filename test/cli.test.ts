@@ -68,6 +68,20 @@ t.test('the CLI against a running service', async (t) => {
   t.equal(listed.code, 0);
   t.match(JSON.parse(listed.stdout), { orgs: [{ slug: 'acme' }] }, 'the org exists once');
 
+  const retained = await cli(url, ['org', 'update', 'acme', '--retention', 'eventsDays=90, quarantineDays=7']);
+  t.equal(retained.code, 0, `org update --retention ${retained.stderr}`);
+  t.same(JSON.parse(retained.stdout).org.retention, { eventsDays: 90, quarantineDays: 7 }, "the org's retention is set");
+  const badRetention = await cli(url, ['org', 'update', 'acme', '--retention', 'forever=1']);
+  t.equal(badRetention.code, 1, 'an unknown retention member is refused by the service');
+  t.equal((JSON.parse(badRetention.stderr) as { code: string }).code, 'invalid_request');
+  const cleared = await cli(url, ['org', 'update', 'acme', '--retention', '']);
+  t.same(JSON.parse(cleared.stdout).org.retention, {}, "--retention '' drops the overrides");
+
+  const deleted = await cli(url, ['org', 'delete', 'acme', '--yes']);
+  t.equal(deleted.code, 0, 'org delete --yes');
+  t.match(JSON.parse(deleted.stdout), { slug: 'acme', deleted: true });
+  t.equal((await cli(url, ['org', 'get', 'acme'])).code, 1, 'the org is gone');
+
   // A slug is one path segment: `../` cannot reach another route.
   const traversal = await cli(url, ['org', 'get', '../orgs']);
   t.equal(traversal.code, 1);
@@ -84,8 +98,10 @@ t.test('a command line the CLI does not understand: one line, exit 2, nothing se
     [['org', 'create', '--slug'], 'audience: option --slug needs a value (see audience --help)'],
     [['org', 'update', 'acme', '--audience-api=no'], 'audience: option --audience-api takes no value (see audience --help)'],
     [['frobnicate'], "audience: unknown command 'frobnicate' (see audience --help)"],
-    [['org', 'delete', 'acme'], "audience: unknown command 'org delete'; org takes create, list, get, update, rotate (see audience --help)"],
+    [['org', 'remove', 'acme'], "audience: unknown command 'org remove'; org takes create, list, get, update, delete, rotate (see audience --help)"],
+    [['org', 'delete', 'acme'], 'audience: org delete needs --yes: it deletes the org and all its data (see audience --help)'],
     [['org', 'get'], 'audience: org get needs <slug> (see audience --help)'],
+    [['org', 'update', 'acme', '--retention', 'eventsDays'], 'audience: --retention takes name=days pairs, e.g. eventsDays=90,quarantineDays=7 (see audience --help)'],
     [['org', 'get', 'acme', 'extra'], "audience: org get: unexpected argument 'extra' (see audience --help)"],
     [['org', 'create', 'acme'], "audience: org create: unexpected argument 'acme' (see audience --help)"],
     [['org', 'create', '--name', 'Acme'], 'audience: org create needs --slug <slug> (see audience --help)'],

@@ -18,6 +18,17 @@ t.test('SHARD and NATS_STREAM_REPLICAS', async (t) => {
   t.equal(readConfig({ NATS_STREAM_REPLICAS: '3' }).natsStreamReplicas, 3);
 });
 
+t.test('TRUST_PROXY, METRICS_PORT and SHUTDOWN_TIMEOUT_MS', async (t) => {
+  t.equal(readConfig({}).trustProxy, false, 'no proxy trusted by default');
+  t.equal(readConfig({ TRUST_PROXY: 'false' }).trustProxy, false);
+  t.equal(readConfig({ TRUST_PROXY: 'true' }).trustProxy, true);
+  t.same(readConfig({ TRUST_PROXY: '10.0.0.0/8, 192.168.1.7,::1,fd00::/8' }).trustProxy, ['10.0.0.0/8', '192.168.1.7', '::1', 'fd00::/8']);
+  t.notOk(readConfig({}).metricsPort, '/metrics on PORT by default');
+  t.equal(readConfig({ METRICS_PORT: '9464' }).metricsPort, 9464);
+  t.equal(readConfig({}).shutdownTimeoutMs, 25_000);
+  t.equal(readConfig({ SHUTDOWN_TIMEOUT_MS: '5000' }).shutdownTimeoutMs, 5000);
+});
+
 t.test('a bad value stops start-up naming the variable', async (t) => {
   const cases: Array<[Record<string, string>, RegExp]> = [
     [{ PORT: 'eighty' }, /^PORT/],
@@ -36,6 +47,15 @@ t.test('a bad value stops start-up naming the variable', async (t) => {
     [{ REDIS_URL: 'redis://[::1' }, /^REDIS_URL is invalid/],
     [{ REDIS_URL: 'redis://127.0.0.1:99999' }, /^REDIS_URL is invalid: not a URL/],
     [{ REDIS_KEY_PREFIX: 'has space' }, /^REDIS_KEY_PREFIX is invalid/],
+    [{ TRUST_PROXY: '1' }, /^TRUST_PROXY is invalid: "1" .*hop counts are not supported/],
+    [{ TRUST_PROXY: 'yes' }, /^TRUST_PROXY is invalid/],
+    [{ TRUST_PROXY: '10.0.0.0/33' }, /^TRUST_PROXY is invalid/],
+    [{ TRUST_PROXY: '10.0.0.1,,10.0.0.2' }, /^TRUST_PROXY is invalid/],
+    [{ TRUST_PROXY: 'lb.example.com' }, /^TRUST_PROXY is invalid/],
+    [{ METRICS_PORT: '70000' }, /^METRICS_PORT is invalid/],
+    [{ METRICS_PORT: 'nine' }, /^METRICS_PORT/],
+    [{ METRICS_PORT: '8080' }, /^METRICS_PORT is invalid: must differ from PORT/],
+    [{ SHUTDOWN_TIMEOUT_MS: '10' }, /^SHUTDOWN_TIMEOUT_MS is invalid/],
     [{ SHARD: '2/2', NATS_URL: 'nats://127.0.0.1:4222' }, /^SHARD must be <i>\/<n>/],
     [{ SHARD: 'one', NATS_URL: 'nats://127.0.0.1:4222' }, /^SHARD must be <i>\/<n>/],
     [{ SHARD: '0/2' }, /^SHARD is invalid: .*set NATS_URL/],

@@ -59,6 +59,7 @@ export interface CompactorMetrics {
   eventsQuarantined: { inc(labels: { code: string }): void };
   duplicatesDropped: { inc(count: number): void };
   compactionLag: { set(records: number): void };
+  compactionLagSeconds: { set(seconds: number): void };
 }
 
 /** What the service holds of compaction, in this thread (Compactor) or in the storage worker (storage-client.ts). */
@@ -74,7 +75,7 @@ export interface Compaction {
 
 export interface CompactorDeps {
   /** Each org's database. */
-  orgs: { org(slug: string): Database; slugs(): Promise<string[]> };
+  orgs: { org(slug: string): Database; slugs(): Promise<string[]>; isDropped(slug: string): boolean };
   /** The position every org has reached (storage/checkpoint.ts). */
   checkpoint: { read(): number; write(seq: number): void };
   log: Pick<LogBackend, 'openReader' | 'headSeq'>;
@@ -107,6 +108,8 @@ export class Compactor implements Compaction {
   /** performance.now() of the last read that returned records, and whether it filled its batch. */
   private lastBatchReadAt = 0;
   private behind = false;
+  /** receivedAt of the newest event compacted (0 before the first), for the lag in seconds. */
+  private newestCompactedAt = 0;
   /** Moving average of entries per log record, for sizing reads. Undefined until the first read, which
    *  takes one record: after a restart the backlog may hold large batch records. */
   private entriesPerRecord: number | undefined;
@@ -120,7 +123,9 @@ export class Compactor implements Compaction {
     return this.cursor;
   }
 
+  /** Also after `stop`: reading starts again from the checkpoint. */
   async start(): Promise<void> {
+    this.stopping = false;
     await this.loadState();
     this.running = this.loop();
   }
@@ -129,6 +134,7 @@ export class Compactor implements Compaction {
     this.stopping = true;
     await this.running;
     await this.reader?.close();
+    this.reader = undefined;
   }
 
   whenCompacted(seq: number): Promise<void> {
@@ -162,6 +168,8 @@ export class Compactor implements Compaction {
     const { shard } = this.deps;
     const owned = (org: string) => ownsOrg(shard, org);
     const byOrg = await entriesByOrg(records.filter((r) => r.org === undefined || owned(r.org)), owned);
+    // A deleted org's events still in the log go nowhere: its database is gone for good.
+    for (const org of byOrg.keys()) if (this.deps.orgs.isDropped(org)) byOrg.delete(org);
     if (records.length > 0) {
       const entries = [...byOrg.values()].reduce((sum, list) => sum + list.length, 0);
       const observed = entries / records.length;
@@ -177,7 +185,8 @@ export class Compactor implements Compaction {
     if (lastSeq > this.cursor) this.deps.checkpoint.write(lastSeq);
     this.cursor = lastSeq;
     if (touched.length > 0) await this.runAfterCommit({ touched, backlog: this.behind });
-    if (records.length > 0) await this.updateLag();
+    for (const list of byOrg.values()) for (const { entry } of list) this.newestCompactedAt = Math.max(this.newestCompactedAt, entry.receivedAt);
+    if (records.length > 0) await this.updateLag(now);
     this.notifyWaiters();
   }
 
@@ -185,7 +194,8 @@ export class Compactor implements Compaction {
   private async orgsToWrite(byOrg: Map<string, unknown>, now: number): Promise<string[]> {
     const orgs = new Set(byOrg.keys());
     for (const [org, loading] of this.orgStates) {
-      if (sweepDue(await loading, now)) orgs.add(org);
+      if (this.deps.orgs.isDropped(org)) this.orgStates.delete(org);
+      else if (sweepDue(await loading, now)) orgs.add(org);
     }
     return [...orgs];
   }
@@ -242,10 +252,17 @@ export class Compactor implements Compaction {
     }
   }
 
-  /** Best effort: the batch is committed whether or not the log answers this question. */
-  private async updateLag(): Promise<void> {
+  /**
+   * Records behind the log's head, and how far behind real time the databases are: 0 when caught up,
+   * else the age of the newest event compacted (every event still waiting arrived after it, so the
+   * oldest waiting one is at most that old). Best effort: the batch is committed whether or not the log
+   * answers.
+   */
+  private async updateLag(now: number): Promise<void> {
     try {
-      this.deps.metrics.compactionLag.set(Math.max(0, (await this.deps.log.headSeq()) - this.cursor));
+      const records = Math.max(0, (await this.deps.log.headSeq()) - this.cursor);
+      this.deps.metrics.compactionLag.set(records);
+      this.deps.metrics.compactionLagSeconds.set(records > 0 && this.newestCompactedAt > 0 ? Math.max(0, now - this.newestCompactedAt) / 1000 : 0);
     } catch {
       // The log is unavailable; the reader reports that on its next read.
     }

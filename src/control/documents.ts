@@ -8,6 +8,18 @@ export interface OrgDocument {
   credentials: Record<Environment, StoredCredential>;
 }
 
+/**
+ * What `org.<slug>` becomes when the org is deleted: settings and credential hashes gone, the key kept
+ * so the slug is never given to another org (events naming it may still be in the log).
+ */
+export interface DeletedOrgDocument {
+  deletedAt: string;
+}
+
+export function isDeletedOrg(value: unknown): value is DeletedOrgDocument {
+  return typeof value === 'object' && value !== null && 'deletedAt' in value;
+}
+
 /** Only the SHA-256 of a partner secret is kept. */
 export interface StoredCredential {
   partnerId: string;

@@ -56,6 +56,10 @@ export class DuckDbDocuments implements ControlDocuments {
     return row ? toEntry(row) : undefined;
   }
 
+  async list(): Promise<ControlEntry[]> {
+    return (await this.db.all<DocumentRow>('SELECT key, value, revision FROM control_documents ORDER BY key')).map(toEntry);
+  }
+
   create(key: string, value: unknown): Promise<ControlEntry> {
     return this.write(key, value, 0);
   }

@@ -7,13 +7,14 @@
 import { JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream';
 import type { KV, KvEntry } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { connectNats, openBucket, whileElecting } from '../nats/nats-client.js';
+import { type NatsSecurity, connectNats, openBucket, whileElecting } from '../nats/nats-client.js';
 import { followKv } from '../nats/follow-kv.js';
 import { type ControlDocuments, type ControlEntry, ControlConflictError, ControlUnavailableError } from './types.js';
 
 export interface KvDocumentsOptions {
   /** NATS server URL(s), comma-separated. */
   servers: string;
+  security?: NatsSecurity;
   /** Default: `audience_control`. */
   bucket?: string;
   /** Copies of each document; the event stream's replicas (1 on a single server, 3 on a cluster). */
@@ -39,7 +40,7 @@ export class KvDocuments implements ControlDocuments {
   static async open(options: KvDocumentsOptions): Promise<KvDocuments> {
     let nc: NatsConnection;
     try {
-      nc = await connectNats(options.servers);
+      nc = await connectNats(options.servers, options.security);
     } catch (error) {
       throw new ControlUnavailableError(`cannot connect to NATS at ${options.servers}`, { cause: error });
     }
@@ -66,6 +67,19 @@ export class KvDocuments implements ControlDocuments {
   async get(key: string): Promise<ControlEntry | undefined> {
     const entry = await this.call(() => this.kv.get(key));
     return entry && entry.operation === 'PUT' ? toEntry(entry) : undefined;
+  }
+
+  async list(): Promise<ControlEntry[]> {
+    return this.call(async () => {
+      const keys: string[] = [];
+      for await (const key of await this.kv.keys()) keys.push(key);
+      const entries: ControlEntry[] = [];
+      for (const key of keys.sort()) {
+        const entry = await this.kv.get(key);
+        if (entry?.operation === 'PUT') entries.push(toEntry(entry));
+      }
+      return entries;
+    });
   }
 
   async create(key: string, value: unknown): Promise<ControlEntry> {

@@ -1,7 +1,7 @@
 /** Picks the control plane's backend: a JetStream KV bucket in NATS mode, else DATA_DIR/control.duckdb. */
 import { existsSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Config } from '../config.js';
+import { type Config, natsSecurity } from '../config.js';
 import { CONTROL_FILE, DuckDbDocuments } from './duckdb-documents.js';
 import { KvDocuments } from './kv-documents.js';
 import { type ControlDocuments, type ControlEntry, ControlConflictError } from './types.js';
@@ -9,9 +9,9 @@ import { type ControlDocuments, type ControlEntry, ControlConflictError } from '
 /** What a control.duckdb becomes once its documents are in the KV bucket (kept: delete it once satisfied). */
 export const IMPORTED_SUFFIX = '.imported';
 
-export async function openControl(config: Pick<Config, 'natsUrl' | 'dataDir' | 'natsStreamReplicas'>, ownsDataDir: boolean): Promise<ControlDocuments> {
+export async function openControl(config: Config, ownsDataDir: boolean): Promise<ControlDocuments> {
   if (!config.natsUrl) return DuckDbDocuments.open(config.dataDir);
-  const kv = await KvDocuments.open({ servers: config.natsUrl, replicas: config.natsStreamReplicas });
+  const kv = await KvDocuments.open({ servers: config.natsUrl, replicas: config.natsStreamReplicas, security: natsSecurity(config) });
   // A process that ran in NATS mode before the control plane moved to KV kept it in DATA_DIR: it moves
   // into the bucket once (a key already there wins), then the file is set aside.
   const file = join(config.dataDir, CONTROL_FILE);

@@ -23,6 +23,8 @@ export interface ControlDocuments {
   watch(onEntry: (entry: ControlEntry) => void): Promise<void>;
   /** The document as stored now (not as last watched), or undefined. */
   get(key: string): Promise<ControlEntry | undefined>;
+  /** Every document as stored now, in key order (backups). */
+  list(): Promise<ControlEntry[]>;
   /** Writes a new document; `ControlConflictError` when the key exists. */
   create(key: string, value: unknown): Promise<ControlEntry>;
   /** Replaces a document written at `revision`; `ControlConflictError` when it changed since. */

@@ -122,13 +122,13 @@ function reentryBlock(email: string, state: RunState): string | null {
 }
 
 /** Variant message, else the first matching branch, else the flow message (SPEC 8). */
-function messageFor(flow: FlowDefinition, variant: Variant | undefined, data: TemplateData): Message {
+export function messageFor(flow: FlowDefinition, variant: Variant | undefined, data: TemplateData): Message {
   if (variant?.message) return variant.message;
   return flow.branches?.find((b) => matches(b.when, data))?.message ?? flow.message;
 }
 
 /** The row's columns (ts as ISO text), `raw` the parsed event, `properties` the event's own properties. */
-function eventData(row: Record<string, unknown>): Record<string, unknown> {
+export function eventData(row: Record<string, unknown>): Record<string, unknown> {
   const event: Record<string, unknown> = {};
   for (const [name, value] of Object.entries(row)) {
     if (name === 'event_raw') continue;

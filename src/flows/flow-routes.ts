@@ -15,6 +15,14 @@ import type { TriggerStore } from '../triggers/trigger-store.js';
 import type { FlowRunner } from './flow-runner.js';
 import { type FlowStore, toApiFlow } from './flow-store.js';
 import { checkFlow } from './validate-flow.js';
+import { microsToIso, newestVisibleAt } from '../compaction/visible-at.js';
+import { QueryFailed, runSandboxed, windowOf, withSandbox } from '../triggers/sandbox.js';
+import { QUERY_NAME } from '../triggers/trigger-store.js';
+import { eventData, messageFor, resolveEmail } from './decide.js';
+import type { TemplateRenderer } from './template-renderer.js';
+
+/** A message preview renders against the first row the trigger returns over this window. */
+const MESSAGE_PREVIEW_HOURS = 24;
 
 const flowParams = { type: 'object', properties: { slug: slugSchema, id: { type: 'string' } }, required: ['slug', 'id'] } as const;
 const listQuery = {
@@ -24,6 +32,19 @@ const listQuery = {
 } as const;
 
 type Params = { slug: string; id: string };
+const messagePreviewBody = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['trigger', 'message'],
+  properties: {
+    trigger: { type: 'string', pattern: QUERY_NAME.source },
+    message: { type: 'object' },
+    branches: { type: 'array' },
+    experiment: { type: 'object' },
+    flowName: { type: 'string', minLength: 1, maxLength: 200 },
+    variant: { type: 'string', pattern: '^[A-Za-z0-9 _.-]{1,64}$' },
+  },
+} as const;
 type ListQuery = { identity?: string; status?: string; limit?: string };
 
 export function registerFlowRoutes(
@@ -34,7 +55,10 @@ export function registerFlowRoutes(
     flows: FlowStore;
     triggers: TriggerStore;
     runner: FlowRunner | undefined;
+    renderer: Pick<TemplateRenderer, 'render'> | undefined;
     profiles: ProfileIndex;
+    /** TRIGGER_TIMEOUT_MS: the trigger query of a message preview. */
+    timeoutMs: number;
     webhookAllowPrivate: boolean;
     smtpConfigured: boolean;
     signingKey: string;
@@ -135,6 +159,57 @@ export function registerFlowRoutes(
         [org.slug, request.params.id, email, rawIdentity, limitOf(request.query.limit, 100, 1000)],
       );
       return { decisions: rows.map(jsonRow) };
+    },
+  );
+
+  /**
+   * A message as the flow would send it, rendered against the first row the trigger returns over the last
+   * 24 hours, with that contact's profile: the template editor's live preview. With `branches` and
+   * `experiment`, the message the run would pick for that row (and `variant`). Nothing is sent or stored.
+   */
+  app.post<{ Params: { slug: string }; Body: { trigger: string; message: unknown; branches?: unknown; experiment?: unknown; flowName?: string; variant?: string } }>(
+    '/admin/v1/orgs/:slug/flows/message-preview',
+    { schema: { params: slugParams, body: messagePreviewBody } },
+    async (request) => {
+      const org = await orgs.get(request.params.slug);
+      if (!deps.renderer) throw new AppError('invalid_request', 'this process does not run flows (ROLES has no flows)');
+      const { trigger, message, branches, experiment, flowName = 'Preview', variant } = request.body;
+      const definition = await check(org.slug, {
+        id: 'preview',
+        name: flowName,
+        category: 'triggered',
+        entry: 'when_contact_triggers_event',
+        trigger,
+        message,
+        ...(branches === undefined ? {} : { branches }),
+        ...(experiment === undefined ? {} : { experiment }),
+      });
+      const live = deps.triggers.live(org.slug, 'trigger', trigger)!;
+      const db = storage.org(org.slug);
+      const end = await db.exclusive(newestVisibleAt);
+      const start = end - BigInt(MESSAGE_PREVIEW_HOURS * 3600) * 1_000_000n;
+      let rows;
+      try {
+        rows = (await withSandbox(db, deps.timeoutMs, (c) => runSandboxed(c, live.checked, windowOf(start, end), 1))).rows;
+      } catch (error) {
+        if (error instanceof QueryFailed) throw new AppError('trigger_query_failed', error.reason);
+        throw error;
+      }
+      const window = { from: microsToIso(start), to: microsToIso(end) };
+      const row = rows[0];
+      if (!row) return { window, row: null, rendered: null, error: `trigger ${trigger} returns no row over this window: send a sample event first` };
+      const state = { profile: (type: 'email' | 'user_id' | 'email-hash', value: string) => deps.profiles.find(org.slug, type, value) };
+      const email = resolveEmail(row.identity as string | null, row.identity_type as string | null, state);
+      const data = {
+        event: eventData(row),
+        contact: { ...((email && deps.profiles.find(org.slug, 'email', email)) || { email_address: email }) },
+        flow: { id: definition.id, name: definition.name },
+        variant: variant ? { label: variant } : null,
+      };
+      // The message the run would pick: the variant's own, else the first branch that holds, else the flow's.
+      const chosen = messageFor(definition, definition.experiment?.variants.find((v) => v.label === variant), data);
+      const [result] = await deps.renderer.render([{ message: chosen, data }]);
+      return { window, row: jsonRow(row), rendered: result!.ok ? result!.message : null, error: result!.ok ? null : result!.reason };
     },
   );
 

@@ -85,6 +85,13 @@ export class FlowRunner {
     return this.ticker.stop();
   }
 
+  /** The org was deleted (its flows forgotten already): waits for its runs in progress, forgets its schedule. */
+  async forgetOrg(org: string): Promise<void> {
+    const prefix = `${org}/`;
+    for (const key of this.nextRunAt.keys()) if (key.startsWith(prefix)) this.nextRunAt.delete(key);
+    await Promise.all([...this.running].filter(([key]) => key.startsWith(prefix)).map(([, run]) => run));
+  }
+
   /** Runs every live flow whose schedule is due (one at a time: they share the DuckDB connection). */
   async runDue(): Promise<void> {
     for (const flow of this.deps.flows.live()) {

@@ -53,6 +53,11 @@ export class FlowStore {
     for (const row of await this.orgs.org(org).all<FlowRow>(SELECT_FLOWS)) this.remember(fromRow(row));
   }
 
+  /** The org was deleted: its flows are no longer run. */
+  forget(org: string): void {
+    for (const flow of this.list(org)) this.flows.delete(key(org, flow.definition.id));
+  }
+
   list(org: string): FlowRecord[] {
     return [...this.flows.values()].filter((f) => f.org === org).sort((a, b) => a.createdAt - b.createdAt);
   }

@@ -50,6 +50,8 @@ export class SendDispatcher {
   private closing = false;
   private readonly sleeps = new Set<() => void>();
   private idleWaiters: (() => void)[] = [];
+  /** Deleted orgs: their sends are dropped, not delivered or recorded. */
+  private readonly droppedOrgs = new Set<string>();
 
   constructor(
     private readonly deps: {
@@ -81,11 +83,33 @@ export class SendDispatcher {
 
   enqueue(sends: PendingSend[]): void {
     for (const send of sends) {
-      if (this.closing || this.queued.has(send.sendId)) continue;
+      if (this.closing || this.queued.has(send.sendId) || this.droppedOrgs.has(send.org)) continue;
       this.queued.add(send.sendId);
       this.queue.push(send);
     }
     this.pump();
+  }
+
+  /**
+   * The org was deleted: its queued sends are dropped, and one waiting for a retry is not attempted again
+   * (an attempt already under way ends as it ends; its result is not recorded, the database being gone).
+   */
+  dropOrg(org: string): void {
+    this.droppedOrgs.add(org);
+    const kept = this.queue.slice(this.head).filter((send) => {
+      if (send.org !== org) return true;
+      this.queued.delete(send.sendId);
+      return false;
+    });
+    this.queue = kept;
+    this.head = 0;
+    this.finished = this.finished.filter((f) => f.org !== org);
+    this.wakeIdle();
+  }
+
+  /** Sends queued, in flight or waiting for a retry. */
+  get pending(): number {
+    return this.queued.size;
   }
 
   /** Resolves when nothing is queued, in flight or unflushed (tests, benchmarks). */
@@ -131,12 +155,17 @@ export class SendDispatcher {
     } else {
       const delivery: Delivery = { ...send };
       try {
-        result = await deliverWithRetries(channel, delivery, this.deps.policy, { sleep: (ms) => this.sleep(ms), random: Math.random });
+        const sleep = async (ms: number) => {
+          await this.sleep(ms);
+          if (this.droppedOrgs.has(send.org)) throw new Closing();
+        };
+        result = await deliverWithRetries(channel, delivery, this.deps.policy, { sleep, random: Math.random });
       } catch (error) {
         if (error instanceof Closing) return;
         result = { kind: 'failed', attempts: 1, reason: `delivery error: ${(error as Error).message}` };
       }
     }
+    if (this.droppedOrgs.has(send.org)) return;
     this.deps.metrics.sends.inc({ channel: send.message.channel, status: result.kind });
     this.finished.push({ sendId: send.sendId, org: send.org, email: send.email, result, at: this.deps.ctx.clock.now() });
     this.scheduleFlush();

@@ -122,6 +122,78 @@ export interface Config {
    */
   redisKeyPrefix: string;
   /**
+   * TRUST_PROXY: false (default), true (every peer), or a comma-separated list of load-balancer addresses or CIDRs whose X-Forwarded-For gives the client address (failed-auth limiter, logs).
+   */
+  trustProxy: boolean | string[];
+  /**
+   * METRICS_PORT: serve /metrics on this port (on HOST) and not on PORT. Unset: /metrics on PORT.
+   */
+  metricsPort?: number;
+  /**
+   * SHUTDOWN_TIMEOUT_MS: after SIGTERM or an uncaught error, exit 1 when closing takes longer. Default: 25000
+   */
+  shutdownTimeoutMs: number;
+  /**
+   * RETENTION_EVENTS_DAYS: events received longer ago are deleted once folded into the profile aggregates (0: kept forever). Default: 365
+   */
+  retentionEventsDays: number;
+  /**
+   * RETENTION_EVENTS_BY_EVENT_TIME_DAYS: events whose event time is older are deleted likewise (0: no limit by event time). Default: 0
+   */
+  retentionEventsByEventTimeDays: number;
+  /**
+   * LOG_SEGMENT_MB: the embedded log starts a new segment file once the current one would pass this size. Default: 64
+   */
+  logSegmentMb: number;
+  /**
+   * LOG_RETENTION_HOURS: a closed segment of the embedded log whose records are all compacted is deleted this long after it was closed (0: as soon as compacted). Default: 24
+   */
+  logRetentionHours: number;
+  /**
+   * RETENTION_QUARANTINE_DAYS: rejected events kept this long (0: forever). Default: 30
+   */
+  retentionQuarantineDays: number;
+  /**
+   * RETENTION_DECISIONS_DAYS: flow decisions (why a contact was or was not messaged) kept this long (0: forever). Default: 365
+   */
+  retentionDecisionsDays: number;
+  /**
+   * RETENTION_SENDS_CONTENT_DAYS: the rendered message of a finished send is cleared after this long; the send itself stays (0: forever). Default: 90
+   */
+  retentionSendsContentDays: number;
+  /**
+   * NATS_STREAM_MAX_AGE: JetStream removes events older than this from the stream, compacted or not (e.g. 7d, 72h; 0: no age limit). Default: 7d
+   */
+  natsStreamMaxAgeMs: number;
+  /**
+   * NATS_STREAM_MAX_BYTES: the stream's size limit; the oldest events go first (e.g. 50GB; -1: no limit). Default: -1
+   */
+  natsStreamMaxBytes: number;
+  /**
+   * NATS_CREDS: a NATS credentials file (JWT and NKey seed) for every connection.
+   */
+  natsCreds?: string;
+  /**
+   * NATS_USER: user name for NATS (with NATS_PASSWORD).
+   */
+  natsUser?: string;
+  /**
+   * NATS_PASSWORD: password of NATS_USER.
+   */
+  natsPassword?: string;
+  /**
+   * NATS_TLS_CA: PEM file of the CA that signed the NATS servers' certificates (turns TLS on).
+   */
+  natsTlsCa?: string;
+  /**
+   * NATS_TLS_CERT: PEM client certificate, when the servers verify clients (with NATS_TLS_KEY).
+   */
+  natsTlsCert?: string;
+  /**
+   * NATS_TLS_KEY: PEM key of NATS_TLS_CERT.
+   */
+  natsTlsKey?: string;
+  /**
    * STORAGE_THREAD: where DuckDB, compaction and profile queries run. worker (default) keeps them off the thread that answers HTTP; main runs everything on one thread (tests with an injected clock).
    */
   storageThread: 'worker' | 'main';

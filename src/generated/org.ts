@@ -64,6 +64,35 @@ export interface Org {
   notFoundStatus: NotFoundStatus;
   createdAt: string;
   updatedAt: string;
+  retention?: Retention;
+}
+/**
+ * Days each kind of row is kept for this org (0: forever), overriding the service's RETENTION_* settings; a member left out follows the setting. PATCH replaces the whole object ({} drops every override). See docs/operations/retention.md
+ *
+ * This interface was referenced by `Org`'s JSON-Schema
+ * via the `definition` "retention".
+ */
+export interface Retention {
+  /**
+   * events received longer ago are deleted (RETENTION_EVENTS_DAYS)
+   */
+  eventsDays?: number;
+  /**
+   * events whose event time is older are deleted (RETENTION_EVENTS_BY_EVENT_TIME_DAYS)
+   */
+  eventsByEventTimeDays?: number;
+  /**
+   * rejected events (RETENTION_QUARANTINE_DAYS)
+   */
+  quarantineDays?: number;
+  /**
+   * flow decisions (RETENTION_DECISIONS_DAYS)
+   */
+  decisionsDays?: number;
+  /**
+   * the rendered content of finished sends (RETENTION_SENDS_CONTENT_DAYS)
+   */
+  sendsContentDays?: number;
 }
 /**
  * This interface was referenced by `Org`'s JSON-Schema
@@ -77,6 +106,7 @@ export interface OrgCreate {
   currencySymbol?: CurrencySymbol;
   contentFields?: ContentFields;
   notFoundStatus?: NotFoundStatus;
+  retention?: Retention;
 }
 /**
  * This interface was referenced by `Org`'s JSON-Schema
@@ -89,4 +119,5 @@ export interface OrgPatch {
   currencySymbol?: CurrencySymbol;
   contentFields?: ContentFields;
   notFoundStatus?: NotFoundStatus;
+  retention?: Retention;
 }

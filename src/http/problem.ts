@@ -23,7 +23,7 @@ export function sendProblem(reply: FastifyReply, request: FastifyRequest, error:
 /** The problem+json body of an error; also built without a reply (answers relayed over NATS). */
 export function problemBody(error: AppError, requestId: string): Record<string, unknown> {
   return {
-    type: `https://audience.dev/problems/${error.code}`,
+    type: `/problems/${error.code}`,
     title: errorCatalog[error.code].title,
     status: error.status,
     detail: error.detail ?? errorCatalog[error.code].title,

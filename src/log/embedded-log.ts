@@ -1,26 +1,31 @@
 /**
- * The embedded log: one append-only file of frames (frame.ts), for single-node installs without NATS.
- * Durability: the file is opened O_DSYNC, so `write` resolves only once the frame is on stable storage
- * (one syscall per group commit instead of write + fdatasync: half the thread-pool round trips).
- * A kill -9 can leave at most a half-written last frame; `open` finds it by length and checksum and cuts it off, so what was acknowledged survives and
- * what was not leaves no trace. One process owns the file: nothing stops a second one from opening it.
+ * The embedded log: append-only segment files of frames (frame.ts, segments.ts), for single-node installs
+ * without NATS. Durability: each segment is opened O_DSYNC, so `write` resolves only once the frame is on
+ * stable storage (one syscall per group commit instead of write + fdatasync: half the thread-pool round
+ * trips). A write that would take the last segment past `segmentBytes` starts a new one, so the log is
+ * deleted a segment at a time once compacted (`release`). A kill -9 can leave at most a half-written last
+ * frame of the last segment; `open` finds it by length and checksum and cuts it off, so what was
+ * acknowledged survives and what was not leaves no trace. One process owns the directory (data-dir-lock.ts).
  */
 import { constants } from 'node:fs';
-import { mkdir, open, stat, type FileHandle } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { mkdir, open, readdir, rename, stat, unlink, type FileHandle } from 'node:fs/promises';
+import { join } from 'node:path';
 import { AppendSignal } from './append-signal.js';
 import { EmbeddedReader, type FrameSource } from './embedded-reader.js';
-import type { FrameLayout } from './embedded-tail.js';
-import { encodeFrame, type Frame } from './frame.js';
-import { readRecordFrames, scanFrames, writeFully } from './frame-file.js';
+import { encodeFrame } from './frame.js';
+import { scanFrames, writeFully } from './frame-file.js';
 import { RecentIds } from './recent-ids.js';
+import { type LayoutChange, lastSeqOf, type OpenSegment, SegmentChain, type SegmentLayout, segmentFile, segmentFirstSeq } from './segments.js';
 import { LogUnavailableError, type LogBackend, type LogHealth, type LogReader, type WriteResult } from './types.js';
 
-export const EMBEDDED_LOG_FILE = 'events.log';
+/** The one file of the log before it was kept in segments: renamed to the first segment on open. */
+export const LEGACY_LOG_FILE = 'events.log';
 /** Records whose ids are remembered for dedupe; a retry arrives within seconds, far fewer records back. */
 const DEDUPE_WINDOW = 100_000;
 /** What `health` writes (and cuts off again) past the last frame while the log is unwritable: one page. */
 const PROBE_WRITE_BYTES = 4096;
+// Not O_APPEND: writes go to an explicit offset, which also overwrites the remains of a failed write.
+const WRITE_FLAGS = constants.O_RDWR | constants.O_CREAT | constants.O_DSYNC;
 
 /** A torn or corrupt tail that `open` removed. */
 export interface TornTail {
@@ -28,80 +33,80 @@ export interface TornTail {
   /** File size before and after the cut. */
   fileBytes: number;
   keptBytes: number;
-  /** Whole records kept. */
+  /** Whole records kept in the file. */
   records: number;
   reason: string;
 }
 
 export interface EmbeddedLogOptions {
+  /** A segment is closed and a new one started once a write would take it past this size (LOG_SEGMENT_MB). */
+  segmentBytes?: number;
+  /** How long a closed segment whose records are all compacted is kept (LOG_RETENTION_HOURS); 0: not at all. */
+  retentionMs?: number;
   /** Told when `open` cuts a torn tail off; the log itself stays silent (no console noise in tests). */
   onTornTail?: (tail: TornTail) => void;
 }
 
+/** A segment as the owner holds it: its write handle doubles as its read handle. */
+interface OwnedSegment extends OpenSegment {
+  handle: Promise<FileHandle>;
+  /** When its last frame was written (file mtime on open): `release` keeps it `retentionMs` past that. */
+  closedAt: number;
+}
+
 export class EmbeddedLog implements LogBackend {
   readonly kind = 'embedded';
-  /** One file, read whole by the one process that owns DATA_DIR. */
+  /** One directory, read whole by the one process that owns DATA_DIR. */
   readonly perOrg = false;
   private readonly signal = new AppendSignal();
   private closing = false;
   private closed = false;
-  private readonly appendListeners: Array<(offset: number, end: number) => void> = [];
+  private readonly layoutListeners: Array<(change: LayoutChange) => void> = [];
   /** Tail of the write chain: one write at a time, in call order. */
   private queue: Promise<unknown> = Promise.resolve();
   /** Why the last durable write failed (ENOSPC, EIO, …); cleared by the next write that succeeds. */
   private writeFailure: string | undefined;
+  private readonly segmentBytes: number;
+  private readonly retentionMs: number;
 
   /** What readers see of the log (embedded-reader.ts). */
   private readonly source: FrameSource = {
     signal: this.signal,
-    count: () => this.offsets.length,
+    firstSeq: () => this.chain.firstSeq,
+    count: () => this.chain.headSeq,
     isOpen: () => !this.closed,
     readRecords: (from, to) => this.readRecords(from, to),
   };
 
   private constructor(
-    private readonly file: string,
-    private readonly handle: FileHandle,
-    /** Byte offset of each record's frame; index = seq - 1. */
-    private readonly offsets: number[],
-    private end: number,
+    readonly directory: string,
+    private readonly chain: SegmentChain,
     private readonly recent: RecentIds,
-  ) {}
+    options: EmbeddedLogOptions,
+  ) {
+    this.segmentBytes = options.segmentBytes ?? Number.POSITIVE_INFINITY;
+    this.retentionMs = options.retentionMs ?? Number.POSITIVE_INFINITY;
+  }
 
   static async open(dir: string, options: EmbeddedLogOptions = {}): Promise<EmbeddedLog> {
     await mkdir(dir, { recursive: true });
-    const file = join(dir, EMBEDDED_LOG_FILE);
-    const existed = await stat(file).then(
-      () => true,
-      () => false,
-    );
-    // Not O_APPEND: writes go to an explicit offset, which also overwrites the remains of a failed write.
-    const handle = await open(file, constants.O_RDWR | constants.O_CREAT | constants.O_DSYNC, 0o644);
+    const firstSeqs = await segmentsIn(dir);
+    if (firstSeqs.length === 0) firstSeqs.push(1);
+    const segments: OwnedSegment[] = [];
+    const recent = new RecentIds(DEDUPE_WINDOW);
     try {
-      if (!existed) await syncDirectory(dir);
-      const fileBytes = (await handle.stat()).size;
-      const offsets: number[] = [];
-      const recent = new RecentIds(DEDUPE_WINDOW);
-      const scan = await scanFrames(handle, fileBytes, (offset, _length, id) => {
-        offsets.push(offset);
-        recent.add(id, offsets.length);
-      });
-      if (scan.validBytes < fileBytes) {
-        await handle.truncate(scan.validBytes);
-        await handle.datasync();
-        options.onTornTail?.({
-          file,
-          fileBytes,
-          keptBytes: scan.validBytes,
-          records: offsets.length,
-          reason: scan.stopReason ?? 'unknown',
-        });
+      for (const [i, firstSeq] of firstSeqs.entries()) {
+        const previous = segments.at(-1);
+        if (previous && firstSeq !== lastSeqOf(previous) + 1) {
+          throw new Error(`embedded log: ${segmentFile(dir, firstSeq)} starts at record ${firstSeq} but the segment before it ends at ${lastSeqOf(previous)}`);
+        }
+        segments.push(await openSegment(dir, firstSeq, i === firstSeqs.length - 1, recent, options));
       }
-      return new EmbeddedLog(file, handle, offsets, scan.validBytes, recent);
     } catch (error) {
-      await handle.close();
+      await Promise.all(segments.map(async (segment) => (await segment.handle).close()));
       throw error;
     }
+    return new EmbeddedLog(dir, new SegmentChain(segments, () => Promise.reject(new Error('every segment is open'))), recent, options);
   }
 
   write(recordId: string, payload: Uint8Array): Promise<WriteResult> {
@@ -111,11 +116,11 @@ export class EmbeddedLog implements LogBackend {
     return result;
   }
 
-  /** Where the durable frames are now, and every later append reported to `listener` (the storage
-   *  worker tails the file this way: embedded-tail.ts). Taken together, so no append falls between. */
-  share(listener: (offset: number, end: number) => void): FrameLayout {
-    this.appendListeners.push(listener);
-    return { file: this.file, offsets: [...this.offsets], end: this.end };
+  /** The segments as they are now, and every later change reported to `listener` (the storage worker
+   *  tails the log this way: embedded-tail.ts). Taken together, so no change falls between. */
+  share(listener: (change: LayoutChange) => void): SegmentLayout[] {
+    this.layoutListeners.push(listener);
+    return this.chain.segments.map(({ file, firstSeq, offsets, end }) => ({ file, firstSeq, offsets: [...offsets], end }));
   }
 
   openReader(afterSeq: number): Promise<LogReader> {
@@ -123,16 +128,38 @@ export class EmbeddedLog implements LogBackend {
   }
 
   headSeq(): Promise<number> {
-    return Promise.resolve(this.offsets.length);
+    return Promise.resolve(this.chain.headSeq);
   }
 
   isAvailable(): boolean {
     return !this.closing;
   }
 
-  /** The directory the log file lives in (its file system's free space is worth watching). */
-  get directory(): string {
-    return dirname(this.file);
+  /** Bytes of durable frames in the live segments. */
+  get bytes(): number {
+    return this.chain.segments.reduce((sum, segment) => sum + segment.end, 0);
+  }
+
+  get segmentCount(): number {
+    return this.chain.segments.length;
+  }
+
+  /**
+   * Deletes the oldest segments whose records all have seq <= `compactedSeq` and that were closed at
+   * least `retentionMs` before `now`; never the segment being written. Returns how many were deleted.
+   */
+  async release(compactedSeq: number, now = Date.now()): Promise<number> {
+    if (this.closing) return 0;
+    const segments = this.chain.segments as OwnedSegment[];
+    let count = 0;
+    while (count < segments.length - 1 && lastSeqOf(segments[count]!) <= compactedSeq && now - segments[count]!.closedAt >= this.retentionMs) count++;
+    if (count === 0) return 0;
+    const keptFrom = segments[count]!.firstSeq;
+    for (const listener of this.layoutListeners) listener({ kind: 'released', firstSeq: keptFrom });
+    const released = await this.chain.release(keptFrom);
+    // Deleted oldest first: should a crash interrupt this, the segments left still follow each other.
+    for (const segment of released) await unlink(segment.file);
+    return released.length;
   }
 
   /**
@@ -151,56 +178,129 @@ export class EmbeddedLog implements LogBackend {
     return { ok: false, reason: `embedded log cannot write: ${this.writeFailure}`, fatal: false };
   }
 
-  /** Lets queued writes finish, then closes the file; waiting readers wake and see the log closed. */
+  /** Lets queued writes finish, then closes the files; waiting readers wake and see the log closed. */
   async close(): Promise<void> {
     if (this.closing) return;
     this.closing = true;
     await this.queue;
     this.closed = true;
-    await this.handle.close();
+    await this.chain.close();
     this.signal.notify();
   }
 
-  /** Records `from`..`to` (1-based, inclusive), read in one positional read. */
-  private async readRecords(from: number, to: number): Promise<Frame[]> {
-    if (this.closed) throw new LogUnavailableError('embedded log is closed');
-    return readRecordFrames(this.handle, this.offsets, this.end, from, to);
+  private readRecords(from: number, to: number) {
+    if (this.closed) return Promise.reject(new LogUnavailableError('embedded log is closed'));
+    return this.chain.read(from, to);
+  }
+
+  private get current(): OwnedSegment {
+    return this.chain.last as OwnedSegment;
   }
 
   private async append(recordId: string, payload: Uint8Array): Promise<WriteResult> {
     const known = this.recent.get(recordId);
     if (known !== undefined) return { seq: known, duplicate: true };
     const frame = encodeFrame(recordId, payload);
-    const offset = this.end;
+    let segment = this.current;
     try {
-      await writeFully(this.handle, offset, frame);
+      if (segment.end > 0 && segment.end + frame.length > this.segmentBytes) segment = await this.startSegment();
+      await writeFully(await segment.handle, segment.end, frame);
     } catch (error) {
       // Best effort: leave no unacknowledged frame behind (the next write would overwrite it anyway).
-      await this.handle.truncate(offset).catch(() => {});
+      await (await segment.handle).truncate(segment.end).catch(() => {});
       this.writeFailure = describeIoError(error);
       throw new LogUnavailableError(`embedded log write failed: ${this.writeFailure}`, { cause: error });
     }
     this.writeFailure = undefined;
-    this.end = offset + frame.length;
-    this.offsets.push(offset);
-    const seq = this.offsets.length;
+    const offset = segment.end;
+    segment.end = offset + frame.length;
+    segment.offsets.push(offset);
+    const seq = lastSeqOf(segment);
     this.recent.add(recordId, seq);
     this.signal.notify();
-    for (const listener of this.appendListeners) listener(offset, this.end);
+    for (const listener of this.layoutListeners) listener({ kind: 'appended', file: segment.file, firstSeq: segment.firstSeq, offset, end: segment.end });
     return { seq, duplicate: false };
+  }
+
+  /** Closes the current segment and starts the next, named after the seq its first record gets. */
+  private async startSegment(): Promise<OwnedSegment> {
+    const firstSeq = this.chain.headSeq + 1;
+    const file = segmentFile(this.directory, firstSeq);
+    const handle = await open(file, WRITE_FLAGS, 0o644);
+    try {
+      await syncDirectory(this.directory);
+    } catch (error) {
+      await handle.close();
+      throw error;
+    }
+    this.current.closedAt = Date.now();
+    const segment: OwnedSegment = { file, firstSeq, offsets: [], end: 0, handle: Promise.resolve(handle), closedAt: Number.POSITIVE_INFINITY };
+    this.chain.segments.push(segment);
+    return segment;
   }
 
   /** Runs in the write chain, so no append is between the probe bytes and their removal. */
   private async probeWrite(): Promise<void> {
     if (this.writeFailure === undefined || this.closing) return;
+    const segment = this.current;
+    const handle = await segment.handle;
     try {
-      await writeFully(this.handle, this.end, Buffer.alloc(PROBE_WRITE_BYTES));
+      await writeFully(handle, segment.end, Buffer.alloc(PROBE_WRITE_BYTES));
       this.writeFailure = undefined;
     } catch (error) {
       this.writeFailure = describeIoError(error);
     } finally {
-      await this.handle.truncate(this.end).catch(() => {});
+      await handle.truncate(segment.end).catch(() => {});
     }
+  }
+}
+
+/** The first seqs of the segments in `dir`, ascending; a log from before segments becomes segment 1. */
+async function segmentsIn(dir: string): Promise<number[]> {
+  let names = await readdir(dir);
+  if (names.includes(LEGACY_LOG_FILE)) {
+    if (names.some((name) => segmentFirstSeq(name) !== undefined)) {
+      throw new Error(`embedded log: ${join(dir, LEGACY_LOG_FILE)} next to segment files; move one of them away`);
+    }
+    await rename(join(dir, LEGACY_LOG_FILE), segmentFile(dir, 1));
+    await syncDirectory(dir);
+    names = await readdir(dir);
+  }
+  return names
+    .map(segmentFirstSeq)
+    .filter((seq): seq is number => seq !== undefined)
+    .sort((a, b) => a - b);
+}
+
+/**
+ * Opens one segment and indexes its frames. Only the last can hold a torn tail (a write is only ever in
+ * flight there), so it is cut off there and refused anywhere else.
+ */
+async function openSegment(dir: string, firstSeq: number, last: boolean, recent: RecentIds, options: EmbeddedLogOptions): Promise<OwnedSegment> {
+  const file = segmentFile(dir, firstSeq);
+  const created = !(await stat(file).then(
+    () => true,
+    () => false,
+  ));
+  const handle = await open(file, WRITE_FLAGS, 0o644);
+  try {
+    if (created) await syncDirectory(dir);
+    const { size: fileBytes, mtimeMs } = await handle.stat();
+    const offsets: number[] = [];
+    const scan = await scanFrames(handle, fileBytes, (offset, _length, id) => {
+      offsets.push(offset);
+      recent.add(id, firstSeq + offsets.length - 1);
+    });
+    if (scan.validBytes < fileBytes) {
+      if (!last) throw new Error(`embedded log damaged at byte ${scan.validBytes} of ${file} (${scan.stopReason}), a segment with later segments after it`);
+      await handle.truncate(scan.validBytes);
+      await handle.datasync();
+      options.onTornTail?.({ file, fileBytes, keptBytes: scan.validBytes, records: offsets.length, reason: scan.stopReason ?? 'unknown' });
+    }
+    return { file, firstSeq, offsets, end: scan.validBytes, handle: Promise.resolve(handle), closedAt: last ? Number.POSITIVE_INFINITY : mtimeMs };
+  } catch (error) {
+    await handle.close();
+    throw error;
   }
 }
 

@@ -6,6 +6,8 @@ import { LogUnavailableError, type LogReader, type StoredRecord } from './types.
 /** What a reader needs from the log (embedded-log.ts). */
 export interface FrameSource {
   readonly signal: AppendSignal;
+  /** Seq of the oldest record still stored (older ones were compacted and their segment deleted). */
+  firstSeq(): number;
   /** Records stored so far (= head seq). */
   count(): number;
   isOpen(): boolean;
@@ -23,6 +25,8 @@ export class EmbeddedReader implements LogReader {
 
   async read(max: number, waitMs: number): Promise<StoredRecord[]> {
     if (this.closed) throw new Error('log reader is closed');
+    // A reader opened below the oldest segment (a lost checkpoint) starts at the oldest record kept.
+    this.position = Math.max(this.position, this.source.firstSeq() - 1);
     const seen = this.source.signal.current;
     if (this.position >= this.source.count()) await this.source.signal.wait(seen, waitMs);
     if (!this.source.isOpen()) throw new LogUnavailableError('embedded log is closed');

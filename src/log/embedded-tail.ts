@@ -1,48 +1,39 @@
 /**
- * The embedded log as the storage worker sees it: the thread that owns the file (embedded-log.ts)
- * reports each durable append, and this side reads those frames through its own read-only handle.
- * Only reported frames are ever read, so a frame still being written is never seen half-done.
+ * The embedded log as the storage worker sees it: the thread that owns the segments (embedded-log.ts)
+ * reports each durable append and each release of old segments, and this side reads those frames through
+ * its own read-only handles. Only reported frames are ever read, so a frame still being written is never
+ * seen half-done.
  */
-import { open, type FileHandle } from 'node:fs/promises';
+import { open } from 'node:fs/promises';
 import { AppendSignal } from './append-signal.js';
 import { EmbeddedReader, type FrameSource } from './embedded-reader.js';
-import type { Frame } from './frame.js';
-import { readRecordFrames } from './frame-file.js';
+import { type LayoutChange, SegmentChain, type SegmentLayout } from './segments.js';
 import { LogUnavailableError, type LogBackend, type LogReader } from './types.js';
-
-/** Where the durable frames of the embedded log are: what the owner hands over at start. */
-export interface FrameLayout {
-  file: string;
-  /** Byte offset of each record's frame; index = seq - 1. */
-  offsets: number[];
-  /** End of the last durable frame. */
-  end: number;
-}
 
 export class EmbeddedTail implements Pick<LogBackend, 'openReader' | 'headSeq'> {
   private readonly signal = new AppendSignal();
   private closed = false;
+  private readonly chain: SegmentChain;
   private readonly source: FrameSource = {
     signal: this.signal,
-    count: () => this.layout.offsets.length,
+    firstSeq: () => this.chain.firstSeq,
+    count: () => this.chain.headSeq,
     isOpen: () => !this.closed,
-    readRecords: (from, to) => this.readRecords(from, to),
+    readRecords: (from, to) => (this.closed ? Promise.reject(new LogUnavailableError('embedded log is closed')) : this.chain.read(from, to)),
   };
 
-  private constructor(
-    private readonly handle: FileHandle,
-    private readonly layout: FrameLayout,
-  ) {}
-
-  static async open(layout: FrameLayout): Promise<EmbeddedTail> {
-    return new EmbeddedTail(await open(layout.file, 'r'), layout);
+  constructor(layout: SegmentLayout[]) {
+    this.chain = new SegmentChain(layout, (file) => open(file, 'r'));
   }
 
-  /** The owner made one more frame durable. */
-  appended(offset: number, end: number): void {
-    this.layout.offsets.push(offset);
-    this.layout.end = end;
-    this.signal.notify();
+  /** The owner made one more frame durable, or deleted old segments. */
+  changed(change: LayoutChange): void {
+    if (change.kind === 'appended') {
+      this.chain.appended(change);
+      this.signal.notify();
+    } else {
+      void this.chain.release(change.firstSeq);
+    }
   }
 
   openReader(afterSeq: number): Promise<LogReader> {
@@ -50,18 +41,13 @@ export class EmbeddedTail implements Pick<LogBackend, 'openReader' | 'headSeq'> 
   }
 
   headSeq(): Promise<number> {
-    return Promise.resolve(this.layout.offsets.length);
+    return Promise.resolve(this.chain.headSeq);
   }
 
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     this.signal.notify();
-    await this.handle.close();
-  }
-
-  private readRecords(from: number, to: number): Promise<Frame[]> {
-    if (this.closed) return Promise.reject(new LogUnavailableError('embedded log is closed'));
-    return readRecordFrames(this.handle, this.layout.offsets, this.layout.end, from, to);
+    await this.chain.close();
   }
 }

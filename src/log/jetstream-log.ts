@@ -15,7 +15,7 @@ import {
   type JetStreamManager,
 } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { connectNats, whileElecting } from '../nats/nats-client.js';
+import { type NatsSecurity, connectNats, whileElecting } from '../nats/nats-client.js';
 import { JetStreamReader } from './jetstream-reader.js';
 import { LogOutcomeUnknownError, LogUnavailableError, type LogBackend, type LogHealth, type LogReader, type WriteResult } from './types.js';
 
@@ -30,6 +30,11 @@ export interface JetStreamLogOptions {
   publishTimeoutMs?: number;
   /** Copies of each record when the stream is created (1, or 3 on a cluster). Default: 1 */
   replicas?: number;
+  /** Records older than this are removed by JetStream, compacted or not (0: kept forever). Applied at every start. */
+  maxAgeMs?: number;
+  /** The oldest records are removed beyond this size (-1: no limit). Applied at every start. */
+  maxBytes?: number;
+  security?: NatsSecurity;
 }
 
 export const DEFAULT_STREAM = 'AUDIENCE_EVENTS';
@@ -62,18 +67,25 @@ export class JetStreamLog implements LogBackend {
     void this.watchStatus();
   }
 
+  /** Removes every record of a deleted org from the stream (its subject only). */
+  async purgeOrg(org: string): Promise<void> {
+    await this.jsm.streams.purge(this.stream, { filter: `${this.subject}.${org}` });
+  }
+
   static async open(options: JetStreamLogOptions): Promise<JetStreamLog> {
     const stream = options.stream ?? DEFAULT_STREAM;
     const subject = options.subject ?? DEFAULT_SUBJECT;
     let nc: NatsConnection;
     try {
-      nc = await connectNats(options.servers);
+      nc = await connectNats(options.servers, options.security);
     } catch (error) {
       throw new LogUnavailableError(`cannot connect to NATS at ${options.servers}`, { cause: error });
     }
     try {
       const jsm = await whileElecting(() => jetstreamManager(nc));
-      await whileElecting(() => ensureStream(jsm, stream, subject, options.replicas ?? 1));
+      await whileElecting(() =>
+        ensureStream(jsm, stream, subject, { replicas: options.replicas ?? 1, maxAgeMs: options.maxAgeMs ?? 0, maxBytes: options.maxBytes ?? -1 }),
+      );
       const timeout = options.publishTimeoutMs ?? DEFAULT_PUBLISH_TIMEOUT_MS;
       return new JetStreamLog(nc, jetstream(nc), jsm, stream, subject, timeout);
     } catch (error) {
@@ -165,21 +177,25 @@ export class JetStreamLog implements LogBackend {
 
 /**
  * The stream takes `<subject>` (records written before subjects per org, still read) and `<subject>.>`;
- * a stream from before gains the second at start.
+ * a stream from before gains the second at start, and the configured limits (NATS_STREAM_MAX_AGE,
+ * NATS_STREAM_MAX_BYTES). Replicas are set when the stream is created only: changing them is an
+ * operator's move (`nats stream edit`), not something a restart should do.
  */
-async function ensureStream(jsm: JetStreamManager, name: string, subject: string, replicas: number): Promise<void> {
+async function ensureStream(jsm: JetStreamManager, name: string, subject: string, limits: { replicas: number; maxAgeMs: number; maxBytes: number }): Promise<void> {
   const subjects = [subject, `${subject}.>`];
+  const max_age = nanos(limits.maxAgeMs);
+  const max_bytes = limits.maxBytes;
   try {
     const { config } = await jsm.streams.info(name);
-    if (!subjects.every((s) => config.subjects?.includes(s))) {
-      await jsm.streams.update(name, { ...config, subjects: [...new Set([...(config.subjects ?? []), ...subjects])] });
+    if (!subjects.every((s) => config.subjects?.includes(s)) || config.max_age !== max_age || config.max_bytes !== max_bytes) {
+      await jsm.streams.update(name, { ...config, subjects: [...new Set([...(config.subjects ?? []), ...subjects])], max_age, max_bytes });
     }
     return;
   } catch (error) {
     if (!(error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamNotFound)) throw error;
   }
   try {
-    await jsm.streams.add({ name, subjects, storage: StorageType.File, duplicate_window: DUPLICATE_WINDOW_NS, num_replicas: replicas });
+    await jsm.streams.add({ name, subjects, storage: StorageType.File, duplicate_window: DUPLICATE_WINDOW_NS, num_replicas: limits.replicas, max_age, max_bytes });
   } catch (error) {
     // Another instance may have created it between our info and add; then it exists and all is well.
     await jsm.streams.info(name).catch(() => Promise.reject(error));
@@ -189,6 +205,10 @@ async function ensureStream(jsm: JetStreamManager, name: string, subject: string
 /** An answer from the server that says the message was not stored: an API error, or no stream listening. */
 function refusedByServer(error: unknown): boolean {
   return error instanceof JetStreamApiError || (error instanceof Error && error.name === 'JetStreamNotEnabled');
+}
+
+function nanos(ms: number): number {
+  return ms * 1_000_000;
 }
 
 function delay(ms: number): Promise<void> {

@@ -1,7 +1,16 @@
 /** The service's NATS connections and KV buckets. An existing bucket is used as it is (an operator may have changed its replicas), else it is made. */
 import { jetstream } from '@nats-io/jetstream';
 import { type KV, Kvm } from '@nats-io/kv';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { readFileSync } from 'node:fs';
+import { type ConnectionOptions, connect, credsAuthenticator, type NatsConnection } from '@nats-io/transport-node';
+
+/** How the service proves itself to NATS and checks the server: NATS_CREDS, NATS_USER/NATS_PASSWORD, NATS_TLS_*. */
+export interface NatsSecurity {
+  credsFile?: string;
+  user?: string;
+  password?: string;
+  tls?: { caFile?: string; certFile?: string; keyFile?: string };
+}
 
 export async function openBucket(nc: NatsConnection, name: string, options: { history: number; replicas: number; timeoutMs?: number }): Promise<KV> {
   const timeout = options.timeoutMs;
@@ -15,8 +24,16 @@ export async function openBucket(nc: NatsConnection, name: string, options: { hi
 }
 
 /** A connection that reconnects forever: after a NATS restart the service recovers without a restart of its own. */
-export function connectNats(servers: string): Promise<NatsConnection> {
-  return connect({ servers: servers.split(',').map((s) => s.trim()), maxReconnectAttempts: -1 });
+export function connectNats(servers: string, security: NatsSecurity = {}): Promise<NatsConnection> {
+  return connect({ servers: servers.split(',').map((s) => s.trim()), maxReconnectAttempts: -1, ...connectionSecurity(security) });
+}
+
+function connectionSecurity(security: NatsSecurity): Partial<ConnectionOptions> {
+  return {
+    ...(security.credsFile ? { authenticator: credsAuthenticator(new Uint8Array(readFileSync(security.credsFile))) } : {}),
+    ...(security.user !== undefined ? { user: security.user, pass: security.password ?? '' } : {}),
+    ...(security.tls ? { tls: security.tls } : {}),
+  };
 }
 
 /**

@@ -41,6 +41,11 @@ export function createMetrics() {
       help: 'Log records appended but not yet compacted into DuckDB',
       registers: [registry],
     }),
+    compactionLagSeconds: new Gauge({
+      name: 'audience_compaction_lag_seconds',
+      help: 'How far behind real time the org databases are: 0 when every record is compacted, else the age of the newest event compacted',
+      registers: [registry],
+    }),
     lookups: new Counter({
       name: 'audience_lookups_total',
       help: 'Audience API lookups answered, by HTTP status',
@@ -88,6 +93,19 @@ export function createMetrics() {
       labelNames: ['outcome'] as const,
       registers: [registry],
     }),
+    retentionDeletedRows: new Counter({
+      name: 'audience_retention_deleted_rows_total',
+      help: 'Rows deleted (flow_sends: contents cleared) by retention, by table',
+      labelNames: ['table'] as const,
+      registers: [registry],
+    }),
+    httpRequestSeconds: new Histogram({
+      name: 'audience_http_request_duration_seconds',
+      help: 'HTTP requests by method, route pattern (unmatched for unknown paths) and status',
+      labelNames: ['method', 'route', 'status'] as const,
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
+      registers: [registry],
+    }),
     sends: new Counter({
       name: 'audience_sends_total',
       help: 'Flow sends finished, by channel and status (delivered, failed, dead)',
@@ -113,6 +131,20 @@ export function registerOrgDatabasesGauge(metrics: Metrics, poolStats: () => Pro
   });
 }
 
+/** A gauge read when Prometheus scrapes; nothing is polled between scrapes. Undefined leaves it unset. */
+export function registerScrapedGauge(metrics: Metrics, name: string, help: string, read: () => number | undefined | Promise<number | undefined>): void {
+  new Gauge({
+    name,
+    help,
+    registers: [metrics.registry],
+    async collect() {
+      // A failing source must not fail the whole scrape.
+      const value = await Promise.resolve().then(read).catch(() => undefined);
+      if (value !== undefined) this.set(value);
+    },
+  });
+}
+
 /** A metric update the storage worker's compactor sent, applied to this thread's registry. */
 export function applyMetric(metrics: Metrics, update: MetricUpdate): void {
   switch (update.metric) {
@@ -124,5 +156,7 @@ export function applyMetric(metrics: Metrics, update: MetricUpdate): void {
       return metrics.duplicatesDropped.inc(update.count);
     case 'compactionLag':
       return metrics.compactionLag.set(update.records);
+    case 'compactionLagSeconds':
+      return metrics.compactionLagSeconds.set(update.seconds);
   }
 }

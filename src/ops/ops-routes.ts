@@ -1,6 +1,6 @@
 /**
  * /healthz (liveness: can this process still do its job without a restart), /readyz (readiness: can
- * it serve now), /metrics (Prometheus text). See health.ts for the model and service-health.ts for the checks.
+ * it serve now), /metrics (Prometheus text; on METRICS_PORT instead when set: metrics-server.ts). See health.ts for the model and service-health.ts for the checks.
  */
 import type { FastifyInstance } from 'fastify';
 import { AppError } from '../errors.js';
@@ -11,7 +11,7 @@ import type { Metrics } from './metrics.js';
 /** Probers poll anyway; this only tells a client that reads Retry-After not to hammer. */
 const RETRY_AFTER_SECONDS = '1';
 
-export function registerOpsRoutes(app: FastifyInstance, deps: { health: Health; log: LogBackend | undefined; metrics: Metrics }): void {
+export function registerOpsRoutes(app: FastifyInstance, deps: { health: Health; log: LogBackend | undefined; metrics: Metrics; serveMetrics: boolean }): void {
   app.get('/healthz', async () => {
     const report = await deps.health.probe();
     if (!report.live) {
@@ -38,6 +38,7 @@ export function registerOpsRoutes(app: FastifyInstance, deps: { health: Health; 
     return { status: 'ready', ...(deps.log ? { log: deps.log.kind } : {}), checks: report.checks };
   });
 
+  if (!deps.serveMetrics) return;
   app.get('/metrics', async (_request, reply) => {
     reply.type(deps.metrics.registry.contentType);
     return deps.metrics.registry.metrics();

@@ -5,7 +5,7 @@
  * its profiles) hear each change once, in order.
  */
 import { changeDocument, createDocument } from '../control/change-document.js';
-import type { OrgDocument } from '../control/documents.js';
+import { type DeletedOrgDocument, isDeletedOrg, type OrgDocument } from '../control/documents.js';
 import { type ControlDocuments, type ControlEntry, ControlConflictError, orgKey } from '../control/types.js';
 import type { Context } from '../context.js';
 import { ENVIRONMENTS, type Environment } from '../domain.js';
@@ -25,6 +25,8 @@ export type CredentialPair = Record<Environment, PartnerCredential>;
 
 /** Told of every org created or changed (previous: undefined for a new org), here or on another process. */
 export type OrgListener = (org: Org, previous: Org | undefined) => Promise<void>;
+/** Told of every org deleted, here or on another process (also, at start, of orgs deleted before). */
+export type OrgDeleteListener = (slug: string) => Promise<void>;
 
 export interface OrgStoreOptions {
   /** Imported custom columns of the org: valid content fields besides the defaults. */
@@ -37,6 +39,9 @@ export class OrgStore {
   /** Every org in memory: the read API checks its org's settings on each request. */
   private readonly documents = new Map<string, { document: OrgDocument; revision: number }>();
   private readonly listeners: OrgListener[] = [];
+  private readonly deleteListeners: OrgDeleteListener[] = [];
+  /** Slugs of deleted orgs, with the revision of their deletion. */
+  private readonly deleted = new Map<string, number>();
   /** Listeners run one change at a time, in the order the changes were applied. */
   private told: Promise<void> = Promise.resolve();
 
@@ -51,6 +56,10 @@ export class OrgStore {
     this.listeners.push(listener);
   }
 
+  onDelete(listener: OrgDeleteListener): void {
+    this.deleteListeners.push(listener);
+  }
+
   /**
    * Takes in an org document from the control plane's watch or from a write of this process. A revision
    * already seen is ignored. Resolves once the listeners have heard of it.
@@ -59,6 +68,8 @@ export class OrgStore {
     const slug = entry.key.slice(orgKey('').length);
     const known = this.documents.get(slug);
     if (known && known.revision >= entry.revision) return this.told;
+    if ((this.deleted.get(slug) ?? 0) >= entry.revision) return this.told;
+    if (isDeletedOrg(entry.value)) return this.applyDeletion(slug, entry.revision, known?.document);
     const document = entry.value as OrgDocument;
     this.documents.set(slug, { document, revision: entry.revision });
     for (const env of ENVIRONMENTS) {
@@ -70,6 +81,23 @@ export class OrgStore {
       for (const listener of this.listeners) {
         try {
           await listener(document.org, previous);
+        } catch (error) {
+          this.options.onListenerError?.(error);
+        }
+      }
+    });
+    return this.told;
+  }
+
+  /** The org is gone: its credentials stop working here at once, then the delete listeners run. */
+  private applyDeletion(slug: string, revision: number, known: OrgDocument | undefined): Promise<void> {
+    this.deleted.set(slug, revision);
+    this.documents.delete(slug);
+    for (const env of ENVIRONMENTS) if (known) this.registry.delete(known.credentials[env].partnerId);
+    this.told = this.told.then(async () => {
+      for (const listener of this.deleteListeners) {
+        try {
+          await listener(slug);
         } catch (error) {
           this.options.onListenerError?.(error);
         }
@@ -95,6 +123,7 @@ export class OrgStore {
         currencySymbol: input.currencySymbol ?? '$',
         contentFields,
         notFoundStatus: input.notFoundStatus ?? 404,
+        ...(input.retention ? { retention: input.retention } : {}),
         createdAt: new Date(now).toISOString(),
         updatedAt: new Date(now).toISOString(),
       },
@@ -106,10 +135,19 @@ export class OrgStore {
       document.credentials[env] = { partnerId: credential.partnerId, secretHash: sha256Hex(credential.partnerSecret), createdAt: now, rotatedAt: null };
     }
     const entry = await createDocument(this.control, orgKey(input.slug), document).catch((error: unknown) => {
-      throw error instanceof ControlConflictError ? new AppError('org_exists', `org "${input.slug}" already exists`) : error;
+      if (!(error instanceof ControlConflictError)) throw error;
+      if (this.deleted.has(input.slug)) {
+        throw new AppError('org_exists', `slug "${input.slug}" belonged to an org that was deleted; a slug is never given to another org (events naming it may still be in the log): choose another`);
+      }
+      throw new AppError('org_exists', `org "${input.slug}" already exists`);
     });
     await this.apply(entry);
     return { org: document.org, credentials };
+  }
+
+  /** The slug belonged to an org that was deleted. */
+  isDeleted(slug: string): boolean {
+    return this.deleted.has(slug);
   }
 
   /** The org's settings from memory (hot paths). */
@@ -143,6 +181,22 @@ export class OrgStore {
     });
     await this.apply(entry);
     return (entry.value as OrgDocument).org;
+  }
+
+  /**
+   * Deletes the org: its document becomes a tombstone (settings and credential hashes gone, the slug kept
+   * from reuse). Partner credentials stop working at once on every process that sees the change; the
+   * storage process that keeps the org deletes its database when it hears of it (storage-role.ts).
+   */
+  async remove(slug: string): Promise<DeletedOrgDocument> {
+    await this.get(slug);
+    const tombstone: DeletedOrgDocument = { deletedAt: new Date(this.ctx.clock.now()).toISOString() };
+    const entry = await changeDocument<OrgDocument | DeletedOrgDocument>(this.control, orgKey(slug), (current) => {
+      if (!current || isDeletedOrg(current)) throw new AppError('org_not_found', `no org "${slug}"`);
+      return tombstone;
+    });
+    await this.apply(entry);
+    return tombstone;
   }
 
   /** A new secret for the environment's partnerId; the old secret stops working at once (on every process once watched). */

@@ -24,6 +24,10 @@ export class PartnerRegistry {
     this.byPartnerId.set(partnerId, entry);
   }
 
+  delete(partnerId: string): void {
+    this.byPartnerId.delete(partnerId);
+  }
+
   authenticate(partnerId: unknown, partnerSecret: unknown): PartnerIdentity | undefined {
     const id = typeof partnerId === 'string' ? partnerId : '';
     const secret = typeof partnerSecret === 'string' ? partnerSecret : '';

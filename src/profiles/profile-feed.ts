@@ -4,14 +4,16 @@
  * new replica loads every current profile from it at start, then each change as it is written. The
  * e-mail itself is only inside the value, never in a key (keys show up in NATS tooling and logs).
  */
+import { jetstreamManager } from '@nats-io/jetstream';
 import type { KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { connectNats, openBucket, whileElecting } from '../nats/nats-client.js';
+import { type NatsSecurity, connectNats, openBucket, whileElecting } from '../nats/nats-client.js';
 import { type KvFollower, followKv } from '../nats/follow-kv.js';
 import { type Profile, type ProfileIndex, emailHash } from './profile-index.js';
 
 export interface ProfileFeedOptions {
   servers: string;
+  security?: NatsSecurity;
   /** Default: `audience_profiles`. */
   bucket?: string;
   replicas: number;
@@ -34,15 +36,17 @@ export class ProfileFeed {
   private constructor(
     private readonly nc: NatsConnection,
     private readonly kv: KV,
+    private readonly bucket: string,
     private readonly onError: (error: unknown) => void,
   ) {}
 
   static async open(options: ProfileFeedOptions, onError: (error: unknown) => void): Promise<ProfileFeed> {
-    const nc = await connectNats(options.servers);
+    const nc = await connectNats(options.servers, options.security);
     try {
       // One value per key: the newest profile is all a replica needs.
-      const kv = await whileElecting(() => openBucket(nc, options.bucket ?? DEFAULT_PROFILES_BUCKET, { history: 1, replicas: options.replicas }));
-      return new ProfileFeed(nc, kv, onError);
+      const bucket = options.bucket ?? DEFAULT_PROFILES_BUCKET;
+      const kv = await whileElecting(() => openBucket(nc, bucket, { history: 1, replicas: options.replicas }));
+      return new ProfileFeed(nc, kv, bucket, onError);
     } catch (error) {
       await nc.close();
       throw error;
@@ -59,6 +63,13 @@ export class ProfileFeed {
     this.inFlight.add(put);
     void put.finally(() => this.inFlight.delete(put));
     if (this.inFlight.size >= MAX_IN_FLIGHT) await Promise.race(this.inFlight);
+  }
+
+  /** Removes a deleted org's profiles from the bucket: every key `<org>.*`, history included. */
+  async purgeOrg(org: string): Promise<void> {
+    await this.flushed();
+    const jsm = await jetstreamManager(this.nc);
+    await jsm.streams.purge(`KV_${this.bucket}`, { filter: `$KV.${this.bucket}.${org}.>` });
   }
 
   /** Waits for every queued publish. */

@@ -45,6 +45,11 @@ export class ProfileIndex {
     profiles.byEmail.set(email, new IndexedProfile(profile));
   }
 
+  /** The org was deleted: its profiles go. */
+  removeOrg(org: string): void {
+    this.orgs.delete(org);
+  }
+
   find(org: string, type: IdentityType, value: string): Profile | undefined {
     return this.lookup(org, type, value)?.profile;
   }
@@ -69,6 +74,13 @@ export class ProfileIndex {
   /** Names of imported custom columns seen for the org (valid content fields besides the defaults). */
   customFields(org: string): ReadonlySet<string> {
     return this.orgs.get(org)?.customFields ?? new Set();
+  }
+
+  /** Profiles held, every org together. */
+  totalSize(): number {
+    let total = 0;
+    for (const profiles of this.orgs.values()) total += profiles.byEmail.size;
+    return total;
   }
 
   size(org: string): number {

@@ -8,14 +8,18 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { FastifyInstance } from 'fastify';
 import { adminAuth } from '../admin/admin-auth.js';
+import { registerContactRoute } from '../admin/contact-route.js';
 import { registerInspectRoutes } from '../admin/inspect-routes.js';
 import { registerOrgRoutes } from '../admin/org-routes.js';
 import { registerContactsRoute } from '../audience/contacts-route.js';
+import { registerBackupRoutes } from '../backup/backup-routes.js';
 import { relayOrgAdmin } from '../cluster/relay-org-admin.js';
 import { registerRelayRoutes } from '../cluster/relay-routes.js';
 import type { Config } from '../config.js';
 import type { Context } from '../context.js';
+import type { ControlDocuments } from '../control/types.js';
 import { registerFlowRoutes } from '../flows/flow-routes.js';
+import type { LogBackend } from '../log/types.js';
 import type { Metrics } from '../ops/metrics.js';
 import type { AdminKey } from '../orgs/admin-key.js';
 import type { OrgStore } from '../orgs/org-store.js';
@@ -31,6 +35,9 @@ export interface AdminApiDeps {
   config: Config;
   ctx: Context;
   adminKey: AdminKey;
+  control: ControlDocuments;
+  /** Present with the storage role (backups wait for compaction to reach its head). */
+  log: LogBackend | undefined;
   orgs: OrgStore;
   tokens: TokenStore;
   profiles: ProfileIndex;
@@ -63,16 +70,29 @@ export async function registerAdminApi(app: FastifyInstance, deps: AdminApiDeps)
   await app.register(async (admin) => {
     admin.addHook('onRequest', adminAuth(deps.adminKey.hash));
     if (deps.withOrgRoutes) {
-      registerOrgRoutes(admin, orgs);
+      registerOrgRoutes(admin, orgs, deps.tokens);
       registerTokenRoutes(admin, { tokens: deps.tokens, orgs });
     }
     if (!storage) {
+      registerBackupRoutes(admin, undefined);
       if (relay) registerRelayRoutes(admin, { nc: relay, orgExists });
       return;
     }
+    registerBackupRoutes(admin, {
+      control: deps.control,
+      orgs: storage.storage.orgs,
+      owns: storage.owns,
+      log: deps.log!,
+      compaction: storage.storage.compaction,
+      dataDir: config.dataDir,
+      queriesDir: config.queriesDir,
+      webhookKeyConfigured: config.webhookSigningKey !== undefined,
+      now: () => ctx.clock.now(),
+    });
     if (relay) admin.addHook('onRequest', relayOrgAdmin({ nc: relay, isLocal: storage.owns, orgExists }));
     registerInspectRoutes(admin, storage.storage.orgs, orgs);
     registerImportRoutes(admin, { orgs, contacts: storage.contacts, materializer: storage.materializer });
+    registerContactRoute(admin, { orgs, profiles: deps.profiles });
     registerTriggerRoutes(admin, { storage: storage.storage.orgs, ctx, orgs, triggers: storage.triggers, timeoutMs: config.triggerTimeoutMs });
     registerFlowRoutes(admin, {
       storage: storage.storage.orgs,
@@ -80,7 +100,9 @@ export async function registerAdminApi(app: FastifyInstance, deps: AdminApiDeps)
       flows: storage.flows,
       triggers: storage.triggers,
       runner: storage.runner,
+      renderer: storage.renderer,
       profiles: deps.profiles,
+      timeoutMs: config.triggerTimeoutMs,
       webhookAllowPrivate: config.webhookAllowPrivate,
       smtpConfigured: config.smtpUrl !== undefined,
       signingKey: storage.signingKey,

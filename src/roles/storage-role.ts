@@ -12,8 +12,10 @@ import { FlowRunner } from '../flows/flow-runner.js';
 import { FlowStore } from '../flows/flow-store.js';
 import { SendDispatcher } from '../flows/send-dispatcher.js';
 import { TemplateRenderer } from '../flows/template-renderer.js';
+import { EmbeddedLog } from '../log/embedded-log.js';
+import { JetStreamLog } from '../log/jetstream-log.js';
 import type { LogBackend } from '../log/types.js';
-import { type Metrics, applyMetric, registerOrgDatabasesGauge } from '../ops/metrics.js';
+import { type Metrics, applyMetric, registerOrgDatabasesGauge, registerScrapedGauge } from '../ops/metrics.js';
 import type { OrgStore } from '../orgs/org-store.js';
 import { ContactStore } from '../profiles/contact-store.js';
 import type { ProfileFeed } from '../profiles/profile-feed.js';
@@ -22,7 +24,9 @@ import { ProfileMaterializer } from '../profiles/profile-materializer.js';
 import { ProfileRefresher } from '../profiles/profile-refresher.js';
 import { writeOrgSettings } from '../storage/migrate.js';
 import { openStorage, type Storage } from '../storage/open-storage.js';
+import { type RetentionPolicy, sweepExpired } from '../storage/retention.js';
 import { ownsOrg } from '../storage/shard.js';
+import { PeriodicTask } from '../periodic-task.js';
 import { SINGLE_FILE, SPLIT_SUFFIX, splitSingleFile } from '../storage/split-single-file.js';
 import { TriggerStore } from '../triggers/trigger-store.js';
 
@@ -56,6 +60,8 @@ export interface StorageRole {
   dispatcher: SendDispatcher | undefined;
   renderer: TemplateRenderer | undefined;
   signingKey: string;
+  /** One retention pass over every owned org's database (hourly by itself; tests call it). */
+  sweepRetention(): Promise<void>;
   /** Loads the owned orgs (settings, profiles, triggers, flows), then starts compaction and flows. */
   start(): Promise<void>;
   /** Stops polling trigger files, lets a running flow run finish, stops deliveries (retries stay pending). */
@@ -90,6 +96,11 @@ export async function openStorageRole(deps: StorageRoleDeps): Promise<StorageRol
     throw error;
   }
 }
+
+/** Expired rows are few between two passes an hour apart, so each pass is a handful of batches. */
+const RETENTION_SWEEP_INTERVAL_MS = 60 * 60 * 1000;
+/** How often compacted segments of the embedded log are looked for (a comparison of numbers, then unlinks). */
+const LOG_RELEASE_INTERVAL_MS = 5_000;
 
 /** Everything above the databases; nothing here opens a file or a connection until `start`. */
 function assemble(deps: StorageRoleDeps, storage: Storage): StorageRole {
@@ -132,6 +143,9 @@ function assemble(deps: StorageRoleDeps, storage: Storage): StorageRole {
         onDelivered: (org, emails) => refresher.enqueue(emails.map((email) => ({ org, email }))),
       })
     : undefined;
+  if (dispatcher) {
+    registerScrapedGauge(metrics, 'audience_sends_pending', 'Flow sends queued, in flight or waiting for a retry in this process', () => dispatcher.pending);
+  }
   const runner =
     dispatcher && renderer
       ? new FlowRunner({
@@ -150,6 +164,41 @@ function assemble(deps: StorageRoleDeps, storage: Storage): StorageRole {
         })
       : undefined;
 
+  const policy: RetentionPolicy = {
+    eventsDays: config.retentionEventsDays,
+    eventsByEventTimeDays: config.retentionEventsByEventTimeDays,
+    quarantineDays: config.retentionQuarantineDays,
+    decisionsDays: config.retentionDecisionsDays,
+    sendsContentDays: config.retentionSendsContentDays,
+  };
+  const sweepRetention = async (): Promise<void> => {
+    for (const slug of (await orgData.slugs()).filter(owns)) {
+      // An org's own settings (its `retention`) override the service's, member by member.
+      const { rows } = await sweepExpired(orgData.org(slug), { ...policy, ...orgs.cached(slug)?.retention }, ctx.clock.now());
+      for (const [table, count] of Object.entries(rows)) if (count > 0) metrics.retentionDeletedRows.inc({ table }, count);
+    }
+  };
+  const retention = new PeriodicTask(sweepRetention, (err) => logger.error({ err }, 'retention sweep failed'));
+  // The embedded log's segments are deleted once compaction holds their records (LOG_RETENTION_HOURS).
+  const { log } = deps;
+  const compaction = storage.compaction;
+  const logRelease =
+    log instanceof EmbeddedLog && compaction
+      ? new PeriodicTask(async () => void (await log.release(compaction.compactedSeq)), (err) => logger.error({ err }, 'deleting compacted log segments failed'))
+      : undefined;
+
+  /** A deleted org's data goes: flows stop, then its database, its events in the stream and its published profiles. */
+  const dropOrg = async (slug: string): Promise<void> => {
+    flows.forget(slug);
+    await runner?.forgetOrg(slug);
+    triggers.forget(slug);
+    dispatcher?.dropOrg(slug);
+    await orgData.drop(slug);
+    if (log instanceof JetStreamLog) await log.purgeOrg(slug);
+    await feed?.purgeOrg(slug);
+    logger.info({ org: slug }, 'org deleted: its database, events and profiles are gone');
+  };
+
   return {
     storage,
     owns,
@@ -162,6 +211,7 @@ function assemble(deps: StorageRoleDeps, storage: Storage): StorageRole {
     dispatcher,
     renderer,
     signingKey,
+    sweepRetention,
     async start() {
       // Orgs created or changed from here on reach their database through the org store's watch.
       orgs.onChange(async (org, previous) => {
@@ -169,6 +219,11 @@ function assemble(deps: StorageRoleDeps, storage: Storage): StorageRole {
         await writeOrgSettings(orgData.org(org.slug), org);
         if (previous) await materializer.refreshOrg(org.slug);
       });
+      orgs.onDelete(async (slug) => {
+        if (owns(slug)) await dropOrg(slug);
+      });
+      // An org deleted while this process was down (or before a crash finished dropping it).
+      for (const slug of await orgData.slugs()) if (owns(slug) && orgs.isDeleted(slug)) await dropOrg(slug);
       // One pass per org, so its database is opened once for everything loaded from it (with more orgs
       // than ORG_DATABASES_MAX_OPEN, a pass per store would open each database once per store). The
       // settings are written again in case a crash came between the control plane and the org's database.
@@ -181,6 +236,8 @@ function assemble(deps: StorageRoleDeps, storage: Storage): StorageRole {
       }
       await triggers.scan();
       await storage.compaction?.start();
+      if (storage.compaction) retention.start(RETENTION_SWEEP_INTERVAL_MS);
+      logRelease?.start(LOG_RELEASE_INTERVAL_MS);
       if (runner && dispatcher) {
         triggers.watch(QUERIES_POLL_MS);
         await dispatcher.resumePending(owned.map((org) => org.slug));
@@ -192,7 +249,7 @@ function assemble(deps: StorageRoleDeps, storage: Storage): StorageRole {
       await runSteps([() => triggers.stopWatching(), () => runner?.close(), () => renderer?.close(), () => dispatcher?.close(), () => channels?.close()]);
     },
     async stopCompaction() {
-      await runSteps([() => storage.compaction?.stop(), () => refresher.settled(), () => feed?.flushed()]);
+      await runSteps([() => retention.stop(), () => logRelease?.stop(), () => storage.compaction?.stop(), () => refresher.settled(), () => feed?.flushed()]);
     },
     close: () => storage.close(),
   };

@@ -5,9 +5,10 @@
  */
 import { join } from 'node:path';
 import { type CommitReport, Compactor, type Compaction, type CompactorMetrics } from '../compaction/compactor.js';
-import type { Config } from '../config.js';
+import { type Config, jetStreamOptions } from '../config.js';
 import { type Context, systemClock } from '../context.js';
 import { EmbeddedLog } from '../log/embedded-log.js';
+import type { LayoutChange } from '../log/segments.js';
 import type { LogBackend } from '../log/types.js';
 import { CHECKPOINT_FILE, LogCheckpoint } from './checkpoint.js';
 import { type OrgDatabaseLimits, OrgDatabases, ORGS_DIR } from './org-databases.js';
@@ -63,17 +64,17 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
   // The worker's compactor keeps time with the system clock; a test clock cannot follow it there.
   if (ctx.clock !== systemClock) throw new Error('an injected clock needs STORAGE_THREAD=main');
   let worker: StorageWorker | undefined;
-  /** Appends made while the worker starts, reported once it runs (nothing is listening yet, but cheap to be sure). */
-  const early: Array<{ offset: number; end: number }> = [];
+  /** Changes made while the worker starts, reported once it runs (nothing is listening yet, but cheap to be sure). */
+  const early: LayoutChange[] = [];
   const data: StorageWorkerData = { orgsDir, limits, checkpointFile, shard: config.shard };
   if (compacts && log instanceof EmbeddedLog) {
-    const layout = log.share((offset, end) => {
-      if (worker) worker.send({ type: 'log-appended', offset, end });
-      else early.push({ offset, end });
+    const layout = log.share((change) => {
+      if (worker) worker.send({ type: 'log-changed', change });
+      else early.push(change);
     });
     data.log = { kind: 'embedded', layout };
   } else if (compacts && config.natsUrl) {
-    data.log = { kind: 'jetstream', natsUrl: config.natsUrl };
+    data.log = { kind: 'jetstream', natsUrl: config.natsUrl, options: jetStreamOptions(config) };
   }
   const started = await StorageWorker.start(data, {
     onCompacted,
@@ -81,7 +82,7 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
     onError: (details, message) => logger.error(details, message),
   });
   worker = started;
-  for (const append of early) started.send({ type: 'log-appended', ...append });
+  for (const change of early) started.send({ type: 'log-changed', change });
   return { orgs: started, compaction: started.compaction, worker: started, poolStats: () => started.poolStats(), close: () => started.close() };
 }
 

@@ -9,7 +9,7 @@
  * `idleCloseMs` is closed. An org's heavy query therefore has its own memory ceiling and thread, and the
  * abandoned-connection budget (db/untrusted.ts) is shared by all of them.
  */
-import { existsSync, mkdirSync, readdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { LocalDatabase } from '../db/database.js';
 import { UntrustedBudget } from '../db/untrusted.js';
@@ -18,6 +18,28 @@ import { applyOrgSchema } from './migrate.js';
 /** Slugs become file names: schemas/org.schema.json's pattern, checked again here. */
 const SLUG = /^[a-z][a-z0-9_]{1,39}$/;
 export const ORGS_DIR = 'orgs';
+/** `<slug>.deleted` next to the databases: the org was deleted (kept for good: slugs are never reused). */
+const DELETED_SUFFIX = '.deleted';
+/** How long `drop` waits for the org's database to be put down by whoever holds it. */
+const DROP_WAIT_MS = 30_000;
+
+/** The org was deleted: its database is gone and is never created again. */
+export class OrgDeletedError extends Error {
+  constructor(readonly slug: string) {
+    super(`org "${slug}" was deleted`);
+    this.name = 'OrgDeletedError';
+  }
+}
+
+export function isSlug(value: string): boolean {
+  return SLUG.test(value);
+}
+
+/** Where an org's database lives under DATA_DIR/orgs. */
+export function orgDatabaseFile(orgsDir: string, slug: string): string {
+  if (!SLUG.test(slug)) throw new Error(`not an org slug: ${JSON.stringify(slug)}`);
+  return join(orgsDir, `${slug}.duckdb`);
+}
 
 export interface OrgDatabaseLimits {
   maxOpen: number;
@@ -47,6 +69,8 @@ export class OrgDatabases {
   private readonly prepared = new Set<string>();
   private readonly idleTimer: NodeJS.Timeout;
   private closed = false;
+  /** Orgs deleted (their `.deleted` files): events of theirs still in the log never recreate a database. */
+  private readonly deleted: Set<string>;
   /** The most org databases open at once since start (metrics, tests). */
   highWater = 0;
 
@@ -55,6 +79,13 @@ export class OrgDatabases {
     private readonly limits: OrgDatabaseLimits,
   ) {
     mkdirSync(dir, { recursive: true });
+    this.deleted = new Set(
+      readdirSync(dir)
+        .filter((file) => file.endsWith(DELETED_SUFFIX))
+        .map((file) => file.slice(0, -DELETED_SUFFIX.length)),
+    );
+    // A crash between marking an org deleted and removing its files leaves them: they go now.
+    for (const slug of this.deleted) removeDatabaseFiles(dir, slug);
     this.idleTimer = setInterval(() => void this.closeIdle(), Math.max(1000, limits.idleCloseMs / 2)).unref();
   }
 
@@ -63,7 +94,27 @@ export class OrgDatabases {
     return readdirSync(this.dir)
       .filter((file) => file.endsWith('.duckdb'))
       .map((file) => file.slice(0, -'.duckdb'.length))
-      .filter((slug) => SLUG.test(slug));
+      .filter((slug) => SLUG.test(slug) && !this.deleted.has(slug));
+  }
+
+  isDeleted(slug: string): boolean {
+    return this.deleted.has(slug);
+  }
+
+  /**
+   * Deletes the org's database for good: marks it deleted first (no new use opens it again, in this run
+   * or after a restart), waits for the uses in progress to end, closes it and removes its files.
+   */
+  async drop(slug: string): Promise<void> {
+    if (!SLUG.test(slug)) throw new Error(`not an org slug: ${JSON.stringify(slug)}`);
+    if (!this.deleted.has(slug)) writeFileSync(join(this.dir, slug + DELETED_SUFFIX), `${new Date().toISOString()}\n`);
+    this.deleted.add(slug);
+    for (const deadline = Date.now() + DROP_WAIT_MS; (this.entries.get(slug)?.leases ?? 0) > 0 && Date.now() < deadline; ) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    await this.closeEntry(slug);
+    this.prepared.delete(slug);
+    removeDatabaseFiles(this.dir, slug);
   }
 
   get openCount(): number {
@@ -82,6 +133,7 @@ export class OrgDatabases {
   /** The org's database, opened (and its schema applied) if need be; held until released. */
   async lease(slug: string): Promise<OrgLease> {
     if (!SLUG.test(slug)) throw new Error(`not an org slug: ${JSON.stringify(slug)}`);
+    if (this.deleted.has(slug)) throw new OrgDeletedError(slug);
     for (;;) {
       if (this.closed) throw new Error('org databases are closed');
       const entry = this.entries.get(slug);
@@ -120,7 +172,7 @@ export class OrgDatabases {
   }
 
   private async open(slug: string): Promise<LocalDatabase> {
-    const file = join(this.dir, `${slug}.duckdb`);
+    const file = orgDatabaseFile(this.dir, slug);
     const fresh = !existsSync(file);
     const db = await LocalDatabase.open(file, {
       memoryLimit: this.limits.memoryLimit,
@@ -174,6 +226,12 @@ export class OrgDatabases {
       });
     await entry.closing;
   }
+}
+
+function removeDatabaseFiles(dir: string, slug: string): void {
+  if (!SLUG.test(slug)) return;
+  const file = orgDatabaseFile(dir, slug);
+  for (const path of [file, `${file}.wal`]) rmSync(path, { force: true });
 }
 
 function once(fn: () => void): () => void {

@@ -11,6 +11,8 @@ export interface OrgStorage {
   org(slug: string): Database;
   /** Orgs with a database file. */
   slugs(): Promise<string[]>;
+  /** Deletes the org's database for good (the org was deleted); its events still in the log are skipped. */
+  drop(slug: string): Promise<void>;
 }
 
 /** The pool in this thread (STORAGE_THREAD=main, and the storage worker's own side). */
@@ -27,6 +29,15 @@ export class LocalOrgStorage implements OrgStorage {
 
   async slugs(): Promise<string[]> {
     return this.pool.slugs();
+  }
+
+  drop(slug: string): Promise<void> {
+    return this.pool.drop(slug);
+  }
+
+  /** The compactor skips a deleted org's entries. */
+  isDropped(slug: string): boolean {
+    return this.pool.isDeleted(slug);
   }
 }
 

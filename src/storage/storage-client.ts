@@ -45,6 +45,10 @@ export class StorageWorker implements OrgStorage {
     return this.call<string[]>({ op: 'slugs' });
   }
 
+  async drop(slug: string): Promise<void> {
+    await this.call({ op: 'drop', slug });
+  }
+
   /** Org databases open now, and the most open at once since start. */
   poolStats(): Promise<{ open: number; highWater: number }> {
     return this.call({ op: 'pool' });

@@ -1,6 +1,7 @@
 /** Messages between the main thread (storage-client.ts) and the storage worker (storage-worker.ts). */
 import type { CommitReport } from '../compaction/compactor.js';
-import type { FrameLayout } from '../log/embedded-tail.js';
+import type { JetStreamLogOptions } from '../log/jetstream-log.js';
+import type { LayoutChange, SegmentLayout } from '../log/segments.js';
 import type { AppendTarget } from '../db/sql.js';
 import type { OrgDatabaseLimits } from './org-databases.js';
 import type { Shard } from './shard.js';
@@ -15,7 +16,7 @@ export interface StorageWorkerData {
   /** The orgs this process compacts (SHARD). */
   shard: Shard;
   /** How the worker's compactor reads the log; absent when this process does not compact. */
-  log?: { kind: 'jetstream'; natsUrl: string } | { kind: 'embedded'; layout: FrameLayout };
+  log?: { kind: 'jetstream'; natsUrl: string; options: Omit<JetStreamLogOptions, 'servers'> } | { kind: 'embedded'; layout: SegmentLayout[] };
 }
 
 /**
@@ -29,6 +30,7 @@ export type Call =
   | { op: 'read'; session: number; sql: string; params: WireParams; maxRows: number }
   | ({ op: 'all' | 'run'; sql: string; params: WireParams } & ({ db: string } | { session: number }))
   | { op: 'slugs' }
+  | { op: 'drop'; slug: string }
   | { op: 'pool' }
   | { op: 'append'; session: number; target: AppendTarget; rows: WireCell[][] }
   | { op: 'columns'; session: number; sql: string }
@@ -41,13 +43,14 @@ export type Call =
 export type ToWorker =
   | { type: 'call'; id: number; call: Call }
   | { type: 'interrupt'; session: number }
-  | { type: 'log-appended'; offset: number; end: number };
+  | { type: 'log-changed'; change: LayoutChange };
 
 export type MetricUpdate =
   | { metric: 'compactionBatchSeconds'; seconds: number }
   | { metric: 'eventsQuarantined'; code: string }
   | { metric: 'duplicatesDropped'; count: number }
-  | { metric: 'compactionLag'; records: number };
+  | { metric: 'compactionLag'; records: number }
+  | { metric: 'compactionLagSeconds'; seconds: number };
 
 export type FromWorker =
   | { type: 'ready' }

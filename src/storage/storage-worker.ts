@@ -34,13 +34,14 @@ let compactor: Compactor | undefined;
 let compactorLog: CompactorLog | undefined;
 /** The embedded log's durable frames, followed from the start so no append reported before the
  *  compactor starts is missed. */
-const tail = data.log?.kind === 'embedded' ? await EmbeddedTail.open(data.log.layout) : undefined;
+const tail = data.log?.kind === 'embedded' ? new EmbeddedTail(data.log.layout) : undefined;
 
 const metrics: CompactorMetrics = {
   compactionBatchSeconds: { observe: (seconds: number) => post({ type: 'metric', metric: 'compactionBatchSeconds', seconds }) },
   eventsQuarantined: { inc: (labels: { code: string }) => post({ type: 'metric', metric: 'eventsQuarantined', code: labels.code }) },
   duplicatesDropped: { inc: (count) => post({ type: 'metric', metric: 'duplicatesDropped', count }) },
   compactionLag: { set: (records: number) => post({ type: 'metric', metric: 'compactionLag', records }) },
+  compactionLagSeconds: { set: (seconds: number) => post({ type: 'metric', metric: 'compactionLagSeconds', seconds }) },
 };
 
 function session(id: number): Sql {
@@ -53,7 +54,7 @@ async function openCompactorLog(): Promise<CompactorLog> {
   const log = data.log!;
   switch (log.kind) {
     case 'jetstream':
-      return JetStreamLog.open({ servers: log.natsUrl });
+      return JetStreamLog.open({ servers: log.natsUrl, ...log.options });
     case 'embedded':
       return tail!;
   }
@@ -111,6 +112,8 @@ async function handle(call: Call): Promise<unknown> {
       return session(call.session).columnNames(call.sql);
     case 'slugs':
       return pool.slugs();
+    case 'drop':
+      return pool.drop(call.slug);
     case 'pool':
       return { open: pool.openCount, highWater: pool.highWater };
     case 'compactor.start': {
@@ -163,8 +166,8 @@ port.on('message', (message: ToWorker) => {
     case 'interrupt':
       sessions.get(message.session)?.sql.interrupt();
       return;
-    case 'log-appended':
-      tail?.appended(message.offset, message.end);
+    case 'log-changed':
+      tail?.changed(message.change);
       return;
   }
 });

@@ -63,6 +63,13 @@ export class TokenStore {
     const org = entry.key.slice(tokensKey('').length);
     if ((this.revisions.get(org) ?? 0) >= entry.revision) return;
     this.revisions.set(org, entry.revision);
+    const kept = new Set((entry.value as TokensDocument).tokens.map((r) => r.id));
+    // Tokens no longer in the document (the org was deleted) are forgotten.
+    for (const record of this.recordsOf(org)) {
+      if (kept.has(record.id)) continue;
+      this.byId.delete(record.id);
+      this.byHash.delete(record.hash);
+    }
     for (const stored of (entry.value as TokensDocument).tokens) {
       const local = this.byId.get(stored.id)?.lastUsedAt ?? null;
       this.remember({ ...stored, lastUsedAt: latest(stored.lastUsedAt, local) });
@@ -99,6 +106,11 @@ export class TokenStore {
     });
     const view = toView(record);
     return { id: view.id, token, last3: view.last3, createdBy: view.createdBy, createdAt: view.createdAt, expiresAt: view.expiresAt };
+  }
+
+  /** The org was deleted: its tokens document is emptied (hashes included), on every process once watched. */
+  async removeAll(org: string): Promise<void> {
+    if (this.revisions.has(org)) await this.change(org, () => []);
   }
 
   /** Every token of the org, oldest first, revoked and expired ones included (with their times). */

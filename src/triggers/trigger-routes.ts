@@ -67,6 +67,31 @@ export function registerTriggerRoutes(
       return { ...describe(state.name, state.latest, state.live), sql: state.live?.sql ?? state.latest.sql };
     });
 
+    // Every version, newest first, with what each fired: the trigger rows flows decided on, and the sends.
+    app.get<{ Params: { slug: string; name: string } }>(`/admin/v1/orgs/:slug/${plural}/:name/versions`, { schema: { params: nameParams } }, async (request) => {
+      const org = await orgs.get(request.params.slug);
+      const rows = await storage.org(org.slug).all<{ version: number; hash: string; sql: string; status: string; error: string | null; created_at: Date; decided: bigint; sent: bigint }>(
+        `SELECT v.version, v.hash, v.sql, v.status, v.error, v.created_at, count(d.event_id) AS decided, count(d.event_id) FILTER (d.outcome = 'sent') AS sent
+           FROM trigger_versions v
+           LEFT JOIN flow_decisions d ON $2 = 'trigger' AND d.trigger_hash = v.hash
+          WHERE v.org = $1 AND v.kind = $2 AND v.name = $3
+          GROUP BY ALL ORDER BY v.version DESC`,
+        [org.slug, kind, request.params.name],
+      );
+      if (rows.length === 0) throw new AppError('trigger_not_found', `no ${kind} "${request.params.name}"`);
+      return {
+        versions: rows.map((r) => ({
+          version: r.version,
+          hash: r.hash,
+          status: r.status === 'valid' ? 'valid' : 'refused',
+          error: r.error,
+          committedAt: r.created_at.toISOString(),
+          sql: r.sql,
+          ...(kind === 'trigger' ? { fired: { rows: Number(r.decided), sent: Number(r.sent) } } : {}),
+        })),
+      };
+    });
+
     app.put<{ Params: { slug: string; name: string }; Body: { sql: string } }>(
       `/admin/v1/orgs/:slug/${plural}/:name`,
       { schema: { params: nameParams, body: putBody } },

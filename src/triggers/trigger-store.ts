@@ -129,6 +129,11 @@ export class TriggerStore {
     return this.watcher.stop();
   }
 
+  /** The org was deleted: its triggers and segments are forgotten (its files in QUERIES_DIR are left alone). */
+  forget(org: string): void {
+    for (const [id, state] of this.states) if (state.org === org) this.states.delete(id);
+  }
+
   /** Reads every org's query files and commits those whose content changed. */
   async scan(): Promise<void> {
     for (const org of listDir(this.options.queriesDir)) {

@@ -49,7 +49,7 @@ t.test('the relayed sections are exactly the org-database route files’ routes'
   ];
   t.ok(orgDatabase.length >= 15, `${orgDatabase.length} routes`);
   for (const route of orgDatabase) t.equal(orgOfDatabasePath(route.split(' ')[1]!), ':slug', `${route} is relayed`);
-  const controlPlane = [...routesOf((app) => registerOrgRoutes(app, deps)), ...routesOf((app) => registerTokenRoutes(app, deps))];
+  const controlPlane = [...routesOf((app) => registerOrgRoutes(app, deps, deps)), ...routesOf((app) => registerTokenRoutes(app, deps))];
   t.ok(controlPlane.length >= 5, `${controlPlane.length} routes`);
   for (const route of controlPlane) t.equal(orgOfDatabasePath(route.split(' ')[1]!), undefined, `${route} is answered locally`);
 });

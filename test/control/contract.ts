@@ -37,6 +37,7 @@ export function controlContract(t: Test, name: string, openFresh: (t: Test) => P
     t.same((await first.get('org.acme'))?.value, { n: 2 }, 'the refused write changed nothing');
     const other = await first.create('tokens.acme', { tokens: [] });
     t.ok(other.revision > updated.revision, 'revisions grow across documents');
+    t.same(await second.list(), [updated, other], 'list: every document as stored now, in key order');
   });
 
   t.test(`${name}: values round-trip as JSON, hostile text included`, async (t) => {

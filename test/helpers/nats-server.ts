@@ -31,7 +31,7 @@ export interface NatsServerHandle {
   thaw(): void;
 }
 
-export async function startNatsServer(t: Test, opts: { syncAlways?: boolean } = {}): Promise<NatsServerHandle> {
+export async function startNatsServer(t: Test, opts: { syncAlways?: boolean; extraConfig?: string[] } = {}): Promise<NatsServerHandle> {
   const port = await freePort();
   // Reuse the test's fixture dir if it already made one: a second t.testdir() would wipe it.
   const root = existsSync(t.testdirName) ? t.testdirName : t.testdir();
@@ -47,6 +47,7 @@ export async function startNatsServer(t: Test, opts: { syncAlways?: boolean } = 
       `  store_dir: ${JSON.stringify(join(dir, 'store'))}`,
       ...(syncAlways ? ['  sync_interval: always'] : []),
       '}',
+      ...(opts.extraConfig ?? []),
       '',
     ].join('\n'),
   );

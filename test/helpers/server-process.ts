@@ -27,6 +27,8 @@ export interface ServerProcess {
   kill9(): Promise<void>;
   /** SIGTERM (graceful shutdown); resolves once the process exited, rejects if it exited non-zero. */
   stop(): Promise<void>;
+  /** Resolves when the process exits by itself (or is stopped). */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   /** The last 16 KB the child wrote to stderr. */
   stderr(): string;
 }
@@ -84,6 +86,7 @@ export async function spawnServer(t: Tap, env: Record<string, string>, options: 
     port,
     pid: child.pid!,
     kill9,
+    exited,
     async stop() {
       if (alive()) child.kill('SIGTERM');
       const timer = setTimeout(() => child.kill('SIGKILL'), STOP_TIMEOUT_MS);

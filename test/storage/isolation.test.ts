@@ -32,7 +32,7 @@ t.test('with the guard switched off, org A reaches no row of org B and no secret
   const markers = ['beta-secret', 'beta-staging', 'beta-trigger-marker', beta.production.partnerId, beta.staging.partnerId, ...hashes];
 
   const dataDir = h.dataDir;
-  const files = [join(dataDir, 'orgs', 'beta.duckdb'), join(dataDir, 'control.duckdb'), join(dataDir, 'log', 'events.log')];
+  const files = [join(dataDir, 'orgs', 'beta.duckdb'), join(dataDir, 'control.duckdb'), join(dataDir, 'log', '00000000000000000001.log')];
   const internal = ['events', 'pending_identity', 'identify_mappings', 'quarantine', 'contacts', 'contact_activity', 'trigger_versions', 'flows', 'flow_sends', 'flow_decisions', 'orgs', 'partner_credentials', 'audience_tokens', 'control_documents'];
   const escapes = [
     ...internal.map((table) => `WITH ${table} AS (SELECT * FROM ${table}) SELECT * FROM ${table}`),

@@ -1,0 +1,132 @@
+/**
+ * A backup of what a storage process keeps, taken while it runs: the control plane's documents, a
+ * consistent copy of each org database, the orgs' query files and the generated webhook signing key.
+ *
+ * Consistent: before copying, compaction is waited for up to the log head seen at the start, so every
+ * event acknowledged before the backup began is in the copies. Each org database is copied while this
+ * process holds its one writing connection, right after a CHECKPOINT (the file then holds every commit),
+ * so the copy is the database as of one commit; collection goes on (events wait in the log) and only that
+ * org's compaction pauses for the length of one file copy. The manifest is written last: a directory
+ * without one is not a backup.
+ */
+import { copyFile, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Compaction } from '../compaction/compactor.js';
+import { isDeletedOrg } from '../control/documents.js';
+import type { ControlDocuments, ControlEntry } from '../control/types.js';
+import { AppError } from '../errors.js';
+import type { LogBackend } from '../log/types.js';
+import { projectRoot } from '../paths.js';
+import { orgDatabaseFile, ORGS_DIR } from '../storage/org-databases.js';
+import type { OrgStorage } from '../storage/org-storage.js';
+
+export const BACKUP_FORMAT = 'audience-backup';
+export const MANIFEST_FILE = 'manifest.json';
+export const CONTROL_FILE = 'control.json';
+export const QUERIES_DIR = 'queries';
+export const WEBHOOK_KEY_FILE = 'webhook.key';
+
+export interface BackupManifest {
+  format: typeof BACKUP_FORMAT;
+  version: 1;
+  createdAt: string;
+  serviceVersion: string;
+  /** The log the databases were compacted from, and the seq every acknowledged event before the backup is at or below. */
+  log: { kind: LogBackend['kind']; compactedSeq: number };
+  /** The orgs whose databases are in `orgs/` (those this process keeps). */
+  orgs: string[];
+  /** Control documents in control.json. */
+  documents: number;
+  /** Files under queries/<org>/. */
+  queryFiles: number;
+  /** Whether webhook.key (the generated signing master key) is included. */
+  webhookKey: boolean;
+}
+
+export interface BackupSources {
+  control: ControlDocuments;
+  orgs: OrgStorage;
+  /** The orgs this process keeps (SHARD). */
+  owns(slug: string): boolean;
+  log: LogBackend;
+  compaction: Compaction | undefined;
+  dataDir: string;
+  queriesDir: string;
+  /** WEBHOOK_SIGNING_KEY is set: the key is the operator's, not a file to back up. */
+  webhookKeyConfigured: boolean;
+  now(): number;
+}
+
+/** Writes a backup of every org this process keeps, or of one (`org`), into the new directory `dir`. */
+export async function writeBackup(sources: BackupSources, dir: string, options: { org?: string; compactionWaitMs: number }): Promise<BackupManifest> {
+  const compactedSeq = await waitForCompaction(sources, options.compactionWaitMs);
+  const wanted = (key: string) => options.org === undefined || key === `org.${options.org}` || key === `tokens.${options.org}`;
+  const documents = (await sources.control.list()).filter((entry) => wanted(entry.key));
+  const orgs = documents.filter((entry) => entry.key.startsWith('org.') && !isDeletedOrg(entry.value)).map((entry) => entry.key.slice('org.'.length));
+  if (options.org !== undefined && orgs.length === 0) throw new AppError('org_not_found', `No org "${options.org}".`);
+  const kept = orgs.filter((slug) => sources.owns(slug));
+
+  await mkdir(join(dir, ORGS_DIR), { recursive: true });
+  for (const slug of kept) await copyOrgDatabase(sources, slug, join(dir, ORGS_DIR));
+  let queryFiles = 0;
+  for (const slug of kept) queryFiles += await copyQueryFiles(join(sources.queriesDir, slug), join(dir, QUERIES_DIR, slug));
+  await writeFile(join(dir, CONTROL_FILE), JSON.stringify(documents.map(({ key, value }: ControlEntry) => ({ key, value })), null, 1));
+  const webhookKey = !sources.webhookKeyConfigured && existsSync(join(sources.dataDir, WEBHOOK_KEY_FILE));
+  if (webhookKey) await copyFile(join(sources.dataDir, WEBHOOK_KEY_FILE), join(dir, WEBHOOK_KEY_FILE));
+
+  const manifest: BackupManifest = {
+    format: BACKUP_FORMAT,
+    version: 1,
+    createdAt: new Date(sources.now()).toISOString(),
+    serviceVersion: (JSON.parse(await readFile(join(projectRoot, 'package.json'), 'utf8')) as { version: string }).version,
+    log: { kind: sources.log.kind, compactedSeq },
+    orgs: kept,
+    documents: documents.length,
+    queryFiles,
+    webhookKey,
+  };
+  await writeFile(join(dir, MANIFEST_FILE), JSON.stringify(manifest, null, 2) + '\n');
+  return manifest;
+}
+
+/** The log head now, once compaction has reached it (so the copies hold every event acknowledged so far). */
+async function waitForCompaction(sources: BackupSources, waitMs: number): Promise<number> {
+  const head = await sources.log.headSeq();
+  const { compaction } = sources;
+  if (!compaction) return 0;
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), waitMs)));
+  const outcome = await Promise.race([compaction.whenCompacted(head).then(() => 'done' as const), late]).finally(() => clearTimeout(timer));
+  if (outcome === 'late') {
+    throw new AppError('compaction_behind', `Compaction is ${head - compaction.compactedSeq} records behind the log and did not catch up within ${waitMs / 1000} s; a backup now would miss acknowledged events. Retry once audience_compaction_lag_seconds is low.`, {
+      headers: { 'Retry-After': '30' },
+    });
+  }
+  return head;
+}
+
+/** CHECKPOINT, then the file (and a WAL, should one be left), while no other statement can write. */
+async function copyOrgDatabase(sources: BackupSources, slug: string, into: string): Promise<void> {
+  const source = orgDatabaseFile(join(sources.dataDir, ORGS_DIR), slug);
+  const target = orgDatabaseFile(into, slug);
+  await sources.orgs.org(slug).exclusive(async (connection) => {
+    await connection.run('CHECKPOINT');
+    await copyFile(source, target);
+    if (existsSync(`${source}.wal`)) await copyFile(`${source}.wal`, `${target}.wal`);
+  });
+}
+
+/** An org's trigger and segment files (`*.sql`, `segments/*.sql`); returns how many. */
+async function copyQueryFiles(from: string, to: string): Promise<number> {
+  let count = 0;
+  for (const sub of ['', 'segments']) {
+    const entries = await readdir(join(from, sub), { withFileTypes: true }).catch(() => []);
+    for (const entry of entries.filter((e) => e.isFile() && e.name.endsWith('.sql'))) {
+      await mkdir(join(to, sub), { recursive: true });
+      await copyFile(join(from, sub, entry.name), join(to, sub, entry.name));
+      count++;
+    }
+  }
+  return count;
+}

@@ -1,0 +1,183 @@
+/**
+ * Events of one org, per environment: the types seen (count, last seen, property keys and their types),
+ * samples of a type as received, and the quarantine with its reasons. A trigger starts here: "New trigger
+ * from this event type" opens the editor with the reference query for the type.
+ */
+import { type ReactNode, useState } from 'react';
+import { api, seg } from './api';
+import { href } from './route';
+import { Status, Time, useRequest } from './ui';
+
+type Environment = 'production' | 'staging';
+
+interface EventType {
+  eventType: string;
+  environment: Environment;
+  count: number;
+  lastSeenAt: string;
+  properties: Record<string, string>;
+}
+
+interface Sample {
+  messageId: string;
+  eventType: string;
+  email: string | null;
+  receivedAt: string;
+  raw: unknown;
+}
+
+interface Quarantined {
+  id: string;
+  code: string;
+  errors: Array<{ path: string; message: string }>;
+  receivedAt: string;
+  raw: unknown;
+}
+
+export function EventsPage({ org }: { org: string }): ReactNode {
+  const [env, setEnv] = useState<Environment>('production');
+  const [selected, setSelected] = useState<string>();
+  const types = useRequest(() => api<{ types: EventType[] }>('GET', `/admin/v1/orgs/${seg(org)}/events/types?env=${env}`), [org, env]);
+  return (
+    <section aria-labelledby="events-title">
+      <div className="row">
+        <h2 id="events-title">Event types</h2>
+        <label className="inline">
+          Environment{' '}
+          <select value={env} onChange={(e) => (setEnv(e.target.value as Environment), setSelected(undefined))}>
+            <option value="production">production</option>
+            <option value="staging">staging</option>
+          </select>
+        </label>
+        <button type="button" className="small" onClick={types.reload}>
+          Refresh
+        </button>
+      </div>
+      {env === 'staging' ? <p className="muted">Triggers run on production events only; staging is for checking a partner's integration.</p> : null}
+      <Status request={types} what="event types" />
+      {types.data?.types.length === 0 ? <p className="muted">No {env} event yet. Events appear here a moment after a partner sends them.</p> : null}
+      {types.data && types.data.types.length > 0 ? (
+        <table>
+          <thead>
+            <tr>
+              <th scope="col">Event type</th>
+              <th scope="col">Count</th>
+              <th scope="col">Last seen</th>
+              <th scope="col">Properties</th>
+              <th scope="col">
+                <span className="visually-hidden">Actions</span>
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {types.data.types.map((type) => (
+              <tr key={type.eventType} data-event-type={type.eventType}>
+                <td>
+                  <code>{type.eventType}</code>
+                </td>
+                <td className="number">{type.count.toLocaleString()}</td>
+                <td>
+                  <Time iso={type.lastSeenAt} />
+                </td>
+                <td>
+                  {Object.entries(type.properties).map(([key, kind]) => (
+                    <span key={key} className="tag">
+                      {key}: {kind}
+                    </span>
+                  ))}
+                </td>
+                <td className="actions">
+                  <button type="button" className="small" onClick={() => setSelected(type.eventType)} aria-pressed={selected === type.eventType}>
+                    Samples
+                  </button>
+                  {env === 'production' ? (
+                    <a className="button small" href={`${href('orgs', org, 'triggers', 'new')}?eventType=${encodeURIComponent(type.eventType)}`}>
+                      New trigger from this event type
+                    </a>
+                  ) : null}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      ) : null}
+      {selected ? <Samples org={org} env={env} eventType={selected} /> : null}
+      <Quarantine org={org} env={env} />
+    </section>
+  );
+}
+
+function Samples({ org, env, eventType }: { org: string; env: Environment; eventType: string }): ReactNode {
+  const samples = useRequest(
+    () => api<{ events: Sample[] }>('GET', `/admin/v1/orgs/${seg(org)}/events/samples?env=${env}&eventType=${encodeURIComponent(eventType)}&limit=10`),
+    [org, env, eventType],
+  );
+  return (
+    <section aria-labelledby="samples-title" className="card">
+      <h3 id="samples-title">
+        Samples of <code>{eventType}</code>
+      </h3>
+      <Status request={samples} what="samples" />
+      {samples.data?.events.map((event) => (
+        <details key={event.messageId} open={samples.data!.events[0] === event}>
+          <summary>
+            <code>{event.messageId}</code> · {event.email ?? 'no e-mail yet'} · <Time iso={event.receivedAt} />
+          </summary>
+          <pre className="json">{JSON.stringify(event.raw, null, 2)}</pre>
+        </details>
+      ))}
+    </section>
+  );
+}
+
+function Quarantine({ org, env }: { org: string; env: Environment }): ReactNode {
+  const rejected = useRequest(() => api<{ events: Quarantined[] }>('GET', `/admin/v1/orgs/${seg(org)}/quarantine?env=${env}&limit=50`), [org, env]);
+  return (
+    <section aria-labelledby="quarantine-title">
+      <h2 id="quarantine-title">Quarantine</h2>
+      <Status request={rejected} what="the quarantine" />
+      {rejected.data?.events.length === 0 ? <p className="muted">No rejected {env} event.</p> : null}
+      {rejected.data && rejected.data.events.length > 0 ? (
+        <table>
+          <thead>
+            <tr>
+              <th scope="col">Received</th>
+              <th scope="col">Reason</th>
+              <th scope="col">What was wrong</th>
+              <th scope="col">Event</th>
+            </tr>
+          </thead>
+          <tbody>
+            {rejected.data.events.map((event) => (
+              <tr key={event.id}>
+                <td>
+                  <Time iso={event.receivedAt} />
+                </td>
+                <td>
+                  <a href={`/problems/${event.code}`} target="_blank" rel="noreferrer">
+                    <code>{event.code}</code>
+                  </a>
+                </td>
+                <td>
+                  <ul className="plain">
+                    {event.errors.map((error, i) => (
+                      <li key={i}>
+                        <code>{error.path || '/'}</code> {error.message}
+                      </li>
+                    ))}
+                  </ul>
+                </td>
+                <td>
+                  <details>
+                    <summary>JSON</summary>
+                    <pre className="json">{JSON.stringify(event.raw, null, 2)}</pre>
+                  </details>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      ) : null}
+    </section>
+  );
+}

@@ -1,0 +1,692 @@
+/**
+ * Flows, on the product's own path: New flow → the Triggered category → "When a contact triggers an
+ * event" → Configure Event Trigger (the org's live triggers) → segment filter, experiment, message,
+ * re-entry and schedule → save as draft, start, pause, run now. A flow's page shows its sends and, for a
+ * contact, why each trigger row did or did not message them.
+ */
+import { type FormEvent, type ReactNode, useState } from 'react';
+import { api, type ApiError, seg } from './api';
+import { go, href } from './route';
+import { asApiError, ErrorBox, Status, Time, useRequest } from './ui';
+
+type Channel = 'webhook' | 'email' | 'outbox';
+
+interface Message {
+  channel: Channel;
+  url?: string;
+  template: Record<string, unknown>;
+}
+
+interface MessagePreview {
+  row: Record<string, unknown> | null;
+  rendered: Record<string, unknown> | null;
+  error: string | null;
+}
+
+interface Variant {
+  label: string;
+  weight: number;
+  holdout?: boolean;
+  /** The variant's own template (console state; sent as its `message`). */
+  template?: string;
+}
+
+const OPS = ['eq', 'ne', 'gt', 'gte', 'lt', 'lte', 'in', 'exists'] as const;
+
+interface BranchDraft {
+  field: string;
+  op: (typeof OPS)[number];
+  value: string;
+  template: string;
+}
+
+/** A branch's condition: the value as JSON when it reads as JSON (3, true, ["a","b"]), else as text. */
+function condition(branch: BranchDraft): { field: string; op: string; value?: unknown } {
+  if (branch.op === 'exists') return { field: branch.field, op: branch.op };
+  let value: unknown = branch.value;
+  try {
+    value = JSON.parse(branch.value);
+  } catch {
+    // text
+  }
+  return { field: branch.field, op: branch.op, value };
+}
+
+export interface FlowDefinition {
+  id: string;
+  name: string;
+  category: 'triggered';
+  entry: 'when_contact_triggers_event';
+  trigger: string;
+  scheduleSeconds?: number;
+  segmentFilter?: { segment: string; mode?: 'exclude' | 'include' };
+  experiment?: { variants: Array<Omit<Variant, 'template'> & { message?: Message }> };
+  branches?: Array<{ when: { field: string; op: string; value?: unknown }; message: Message }>;
+  message: Message;
+  reentry?: 'every_event' | 'once' | { afterSeconds: number };
+}
+
+interface Flow {
+  definition: FlowDefinition;
+  status: 'draft' | 'live' | 'paused';
+  createdAt: string;
+  liveSince: string | null;
+  lastRunAt: string | null;
+  lastError: string | null;
+}
+
+interface QueryStatus {
+  name: string;
+  status: string;
+  liveVersion: number | null;
+}
+
+export function FlowsPage({ org }: { org: string }): ReactNode {
+  const flows = useRequest(() => api<{ flows: Flow[] }>('GET', `/admin/v1/orgs/${seg(org)}/flows`), [org]);
+  return (
+    <section aria-labelledby="flows-title">
+      <div className="row">
+        <h2 id="flows-title">Flows</h2>
+        <a className="button small" href={href('orgs', org, 'flows', 'new')}>
+          New flow
+        </a>
+      </div>
+      <Status request={flows} what="flows" />
+      {flows.data?.flows.length === 0 ? <p className="muted">No flow yet.</p> : null}
+      {flows.data && flows.data.flows.length > 0 ? (
+        <table>
+          <thead>
+            <tr>
+              <th scope="col">Flow</th>
+              <th scope="col">Status</th>
+              <th scope="col">Trigger</th>
+              <th scope="col">Last run</th>
+            </tr>
+          </thead>
+          <tbody>
+            {flows.data.flows.map((flow) => (
+              <tr key={flow.definition.id}>
+                <td>
+                  <a href={href('orgs', org, 'flows', flow.definition.id)}>{flow.definition.name}</a>
+                </td>
+                <td>
+                  <span className={`badge ${flow.status === 'live' ? 'live' : ''}`}>{flow.status}</span>
+                </td>
+                <td>
+                  <code>{flow.definition.trigger}</code>
+                </td>
+                <td>
+                  <Time iso={flow.lastRunAt} />
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      ) : null}
+    </section>
+  );
+}
+
+const CATEGORIES = [
+  { id: 'triggered', title: 'Triggered', about: 'Message a contact when they do something: an event arrives.' },
+  { id: 'scheduled', title: 'Scheduled', about: 'One send to a segment at a set time. Not available yet.' },
+  { id: 'recurring', title: 'Recurring', about: 'A send to a segment every day or week. Not available yet.' },
+] as const;
+
+const DEFAULT_TEMPLATE = `{
+  "email": "{{ contact.email_address }}",
+  "event": "{{ event.event_type }}",
+  "variant": "{{ variant.label }}"
+}`;
+
+/** New flow: one step at a time, as the product describes it, then the rest on one form. */
+export function NewFlow({ org }: { org: string }): ReactNode {
+  const [category, setCategory] = useState<string>();
+  const [entry, setEntry] = useState(false);
+  const [trigger, setTrigger] = useState<string>();
+  const triggers = useRequest(() => api<{ triggers: QueryStatus[] }>('GET', `/admin/v1/orgs/${seg(org)}/triggers`), [org]);
+  const segments = useRequest(() => api<{ segments: QueryStatus[] }>('GET', `/admin/v1/orgs/${seg(org)}/segments`), [org]);
+  const live = (list: QueryStatus[] | undefined) => (list ?? []).filter((q) => q.liveVersion !== null);
+
+  return (
+    <section aria-labelledby="new-flow-title">
+      <h2 id="new-flow-title">New flow</h2>
+      <fieldset className="cards">
+        <legend>Category</legend>
+        {CATEGORIES.map((c) => (
+          <button key={c.id} type="button" className="category" aria-pressed={category === c.id} disabled={c.id !== 'triggered'} onClick={() => setCategory(c.id)}>
+            <strong>{c.title}</strong>
+            <span>{c.about}</span>
+          </button>
+        ))}
+      </fieldset>
+      {category === 'triggered' ? (
+        <fieldset className="cards">
+          <legend>Entry</legend>
+          <button type="button" className="category" aria-pressed={entry} onClick={() => setEntry(true)}>
+            <strong>When a contact triggers an event</strong>
+            <span>Each row of a trigger's SQL enters its contact into the flow. Triggers run on production events only, so there is no staging flow.</span>
+          </button>
+        </fieldset>
+      ) : null}
+      {entry ? (
+        <fieldset>
+          <legend>Configure Event Trigger</legend>
+          <Status request={triggers} what="triggers" />
+          {triggers.data && live(triggers.data.triggers).length === 0 ? (
+            <p className="muted">
+              No live trigger yet: make one from an event type on the <a href={href('orgs', org, 'events')}>Events</a> page.
+            </p>
+          ) : null}
+          <ul className="plain pick">
+            {live(triggers.data?.triggers).map((t) => (
+              <li key={t.name}>
+                <label className="inline">
+                  <input type="radio" name="trigger" value={t.name} checked={trigger === t.name} onChange={() => setTrigger(t.name)} /> <code>{t.name}</code>{' '}
+                  <span className="muted">v{t.liveVersion}</span>
+                </label>
+              </li>
+            ))}
+          </ul>
+        </fieldset>
+      ) : null}
+      {trigger ? <FlowForm org={org} trigger={trigger} segments={live(segments.data?.segments).map((s) => s.name)} /> : null}
+    </section>
+  );
+}
+
+function FlowForm({ org, trigger, segments, initial }: { org: string; trigger: string; segments: string[]; initial?: FlowDefinition }): ReactNode {
+  const reentryOf = initial?.reentry ?? 'every_event';
+  const [name, setName] = useState(initial?.name ?? `${trigger.replaceAll('_', ' ')} follow-up`);
+  const [id, setId] = useState(initial?.id ?? `${trigger.replaceAll('_', '-')}-follow-up`.slice(0, 64));
+  const [segment, setSegment] = useState(initial?.segmentFilter?.segment ?? '');
+  const [mode, setMode] = useState<'exclude' | 'include'>(initial?.segmentFilter?.mode ?? 'exclude');
+  const [variants, setVariants] = useState<Variant[]>(
+    (initial?.experiment?.variants ?? []).map(({ message, ...variant }) => (message ? { ...variant, template: templateTextOf(message) } : variant)),
+  );
+  const [branches, setBranches] = useState<BranchDraft[]>(
+    (initial?.branches ?? []).map((b) => ({
+      field: b.when.field,
+      op: b.when.op as BranchDraft['op'],
+      value: b.when.value === undefined ? '' : typeof b.when.value === 'string' ? b.when.value : JSON.stringify(b.when.value),
+      template: templateTextOf(b.message),
+    })),
+  );
+  const setBranch = (i: number, change: Partial<BranchDraft>) => setBranches(branches.map((b, j) => (j === i ? { ...b, ...change } : b)));
+  const [channel, setChannel] = useState<Channel>(initial?.message.channel ?? 'outbox');
+  const [url, setUrl] = useState(initial?.message.url ?? 'https://');
+  const [subject, setSubject] = useState(typeof initial?.message.template.subject === 'string' ? initial.message.template.subject : 'Your {{ event.event_type }}');
+  const [template, setTemplate] = useState(initial ? templateTextOf(initial.message) : DEFAULT_TEMPLATE);
+  const [reentry, setReentry] = useState<'every_event' | 'once' | 'after'>(typeof reentryOf === 'object' ? 'after' : reentryOf);
+  const [afterSeconds, setAfterSeconds] = useState(typeof reentryOf === 'object' ? reentryOf.afterSeconds : 86400);
+  const [schedule, setSchedule] = useState(initial?.scheduleSeconds ?? 60);
+  const [error, setError] = useState<ApiError>();
+  const [busy, setBusy] = useState(false);
+
+  // Branches and variants with their own message send it on the flow's channel (same URL or subject).
+  const messageOf = (text: string): Message =>
+    channel === 'email'
+      ? { channel, template: { subject, text } }
+      : channel === 'webhook'
+        ? { channel, url, template: { body: text } }
+        : { channel, template: parseTemplate(text) };
+  const definition = (): FlowDefinition => {
+    const message = messageOf(template);
+    return {
+      id,
+      name,
+      category: 'triggered',
+      entry: 'when_contact_triggers_event',
+      trigger,
+      scheduleSeconds: schedule,
+      ...(segment ? { segmentFilter: { segment, mode } } : {}),
+      ...(variants.length > 0
+        ? { experiment: { variants: variants.map(({ template: own, ...variant }) => (own === undefined ? variant : { ...variant, message: messageOf(own) })) } }
+        : {}),
+      ...(branches.length > 0 ? { branches: branches.map((b) => ({ when: condition(b), message: messageOf(b.template) })) } : {}),
+      message,
+      reentry: reentry === 'after' ? { afterSeconds } : reentry,
+    };
+  };
+  const save = async (event: FormEvent) => {
+    event.preventDefault();
+    setBusy(true);
+    setError(undefined);
+    try {
+      if (initial) await api('PUT', `/admin/v1/orgs/${seg(org)}/flows/${seg(initial.id)}`, definition());
+      else await api('POST', `/admin/v1/orgs/${seg(org)}/flows`, definition());
+      go(href('orgs', org, 'flows', id));
+    } catch (e) {
+      setError(asApiError(e));
+    } finally {
+      setBusy(false);
+    }
+  };
+  const setVariant = (i: number, change: Partial<Variant>) => setVariants(variants.map((v, j) => (j === i ? { ...v, ...change } : v)));
+  const [preview, setPreview] = useState<MessagePreview>();
+  const previewMessage = async () => {
+    setError(undefined);
+    try {
+      const variant = variants.find((v) => !v.holdout)?.label;
+      const { message, branches: flowBranches, experiment } = definition();
+      setPreview(
+        await api<MessagePreview>('POST', `/admin/v1/orgs/${seg(org)}/flows/message-preview`, {
+          trigger,
+          message,
+          ...(flowBranches ? { branches: flowBranches } : {}),
+          ...(experiment ? { experiment } : {}),
+          flowName: name,
+          ...(variant ? { variant } : {}),
+        }),
+      );
+    } catch (e) {
+      setError(asApiError(e));
+    }
+  };
+
+  return (
+    <form onSubmit={save} className="card" aria-labelledby="flow-form-title">
+      <h3 id="flow-form-title">
+        Flow on <code>{trigger}</code>
+      </h3>
+      <label>
+        Name <input value={name} onChange={(e) => setName(e.target.value)} required maxLength={200} />
+      </label>
+      <label>
+        Id <input value={id} onChange={(e) => setId(e.target.value)} required pattern="[A-Za-z0-9_\-]{1,64}" readOnly={initial !== undefined} />
+      </label>
+      <fieldset>
+        <legend>Segment membership filter</legend>
+        <label className="inline">
+          Segment{' '}
+          <select value={segment} onChange={(e) => setSegment(e.target.value)} aria-label="Segment">
+            <option value="">none</option>
+            {segments.map((s) => (
+              <option key={s} value={s}>
+                {s}
+              </option>
+            ))}
+          </select>
+        </label>{' '}
+        <label className="inline">
+          <input type="radio" name="mode" checked={mode === 'exclude'} onChange={() => setMode('exclude')} /> Exclude its members
+        </label>{' '}
+        <label className="inline">
+          <input type="radio" name="mode" checked={mode === 'include'} onChange={() => setMode('include')} /> Only its members
+        </label>
+      </fieldset>
+      <fieldset>
+        <legend>Experiment</legend>
+        {variants.length === 0 ? <p className="muted">No experiment: every contact gets the message.</p> : null}
+        {variants.map((variant, i) => (
+          <div className="row" key={i}>
+            <label className="inline">
+              Variant label <input value={variant.label} onChange={(e) => setVariant(i, { label: e.target.value })} required />
+            </label>
+            <label className="inline">
+              Weight <input type="number" min="0.01" step="any" value={variant.weight} onChange={(e) => setVariant(i, { weight: Number(e.target.value) })} />
+            </label>
+            <label className="inline">
+              <input type="checkbox" checked={variant.holdout ?? false} onChange={(e) => setVariant(i, { holdout: e.target.checked })} /> Holdout (sends nothing)
+            </label>
+            <label className="inline">
+              <input type="checkbox" checked={variant.template !== undefined} disabled={variant.holdout} onChange={(e) => setVariant(i, { template: e.target.checked ? template : undefined })} /> Own message
+            </label>
+            <button type="button" className="small" onClick={() => setVariants(variants.filter((_, j) => j !== i))} aria-label={`Remove variant ${variant.label}`}>
+              Remove
+            </button>
+            {variant.template !== undefined && !variant.holdout ? (
+              <label className="wide">
+                Message of variant {variant.label}
+                <textarea value={variant.template} onChange={(e) => setVariant(i, { template: e.target.value })} rows={5} spellCheck={false} />
+              </label>
+            ) : null}
+          </div>
+        ))}
+        <button type="button" className="small" onClick={() => setVariants([...variants, { label: variants.length === 0 ? 'A' : String.fromCharCode(65 + variants.length), weight: 50 }])}>
+          Add variant
+        </button>
+      </fieldset>
+      <fieldset>
+        <legend>Message</legend>
+        <label className="inline">
+          Channel{' '}
+          <select value={channel} onChange={(e) => setChannel(e.target.value as Channel)}>
+            <option value="outbox">outbox (a JSON line in DATA_DIR/outbox)</option>
+            <option value="webhook">webhook</option>
+            <option value="email">e-mail</option>
+          </select>
+        </label>
+        {channel === 'webhook' ? (
+          <label>
+            Webhook URL <input type="url" value={url} onChange={(e) => setUrl(e.target.value)} required />
+          </label>
+        ) : null}
+        {channel === 'email' ? (
+          <label>
+            Subject <input value={subject} onChange={(e) => setSubject(e.target.value)} required />
+          </label>
+        ) : null}
+        <label>
+          {channel === 'email' ? 'Text' : 'Template (Liquid: contact, event, flow, variant)'}
+          <textarea value={template} onChange={(e) => setTemplate(e.target.value)} rows={8} spellCheck={false} />
+        </label>
+        <button type="button" className="small" onClick={() => void previewMessage()}>
+          Preview the message
+        </button>
+        {preview ? (
+          <div className="message-preview" role="region" aria-label="Message preview">
+            {preview.rendered ? (
+              <>
+                <p className="muted">
+                  Rendered for <code>{String(preview.row?.identity ?? '')}</code>, from the first row <code>{trigger}</code> returns over the last 24 hours (event{' '}
+                  <code>{String(preview.row?.event_id ?? '')}</code>):
+                </p>
+                <pre className="json">{JSON.stringify(preview.rendered, null, 2)}</pre>
+              </>
+            ) : (
+              <p className="error">{preview.error}</p>
+            )}
+          </div>
+        ) : null}
+      </fieldset>
+      <fieldset>
+        <legend>Branches</legend>
+        <p className="muted">The first branch whose condition holds sends its own message (a variant's own message comes first); otherwise the message above.</p>
+        {branches.map((branch, i) => (
+          <div className="row" key={i}>
+            <label className="inline">
+              Field <input value={branch.field} onChange={(e) => setBranch(i, { field: e.target.value })} required pattern="(event|contact)(\.[A-Za-z0-9_]+)+" placeholder="event.properties.nights" />
+            </label>
+            <label className="inline">
+              Condition{' '}
+              <select value={branch.op} onChange={(e) => setBranch(i, { op: e.target.value as BranchDraft['op'] })}>
+                {OPS.map((op) => (
+                  <option key={op} value={op}>
+                    {op}
+                  </option>
+                ))}
+              </select>
+            </label>
+            {branch.op !== 'exists' ? (
+              <label className="inline">
+                Value <input value={branch.value} onChange={(e) => setBranch(i, { value: e.target.value })} placeholder='3, "Lisbon" or ["a","b"]' />
+              </label>
+            ) : null}
+            <button type="button" className="small" onClick={() => setBranches(branches.filter((_, j) => j !== i))} aria-label={`Remove branch ${i + 1}`}>
+              Remove
+            </button>
+            <label className="wide">
+              Message of branch {i + 1}
+              <textarea value={branch.template} onChange={(e) => setBranch(i, { template: e.target.value })} rows={5} spellCheck={false} />
+            </label>
+          </div>
+        ))}
+        <button type="button" className="small" onClick={() => setBranches([...branches, { field: 'event.properties.', op: 'gte', value: '', template }])}>
+          Add branch
+        </button>
+      </fieldset>
+      <fieldset className="row">
+        <legend>Re-entry and schedule</legend>
+        <label className="inline">
+          Re-entry{' '}
+          <select value={reentry} onChange={(e) => setReentry(e.target.value as typeof reentry)}>
+            <option value="every_event">every event</option>
+            <option value="once">once per contact</option>
+            <option value="after">again after a while</option>
+          </select>
+        </label>
+        {reentry === 'after' ? (
+          <label className="inline">
+            Seconds <input type="number" min="1" value={afterSeconds} onChange={(e) => setAfterSeconds(Number(e.target.value))} />
+          </label>
+        ) : null}
+        <label className="inline">
+          Run every (seconds) <input type="number" min="1" max="86400" value={schedule} onChange={(e) => setSchedule(Number(e.target.value))} />
+        </label>
+      </fieldset>
+      <ErrorBox error={error} />
+      <button type="submit" disabled={busy}>
+        {busy ? 'Saving…' : initial ? 'Save changes' : 'Save as draft'}
+      </button>
+    </form>
+  );
+}
+
+/** A saved message's template as the form edits it. */
+function templateTextOf(message: Message): string {
+  if (message.channel === 'email') return typeof message.template.text === 'string' ? message.template.text : '';
+  const body = message.channel === 'webhook' ? message.template.body : message.template;
+  return typeof body === 'string' ? body : JSON.stringify(body, null, 2);
+}
+
+/** Editing a saved flow: the same form, filled in; its id and trigger stay. */
+export function EditFlow({ org, id }: { org: string; id: string }): ReactNode {
+  const flow = useRequest(() => api<Flow>('GET', `/admin/v1/orgs/${seg(org)}/flows/${seg(id)}`), [org, id]);
+  const segments = useRequest(() => api<{ segments: QueryStatus[] }>('GET', `/admin/v1/orgs/${seg(org)}/segments`), [org]);
+  return (
+    <section aria-labelledby="edit-flow-title">
+      <h2 id="edit-flow-title">Edit {flow.data?.definition.name ?? id}</h2>
+      <Status request={flow} what="the flow" />
+      {flow.data && segments.data ? (
+        <FlowForm
+          org={org}
+          trigger={flow.data.definition.trigger}
+          segments={segments.data.segments.filter((s) => s.liveVersion !== null).map((s) => s.name)}
+          initial={flow.data.definition}
+        />
+      ) : null}
+    </section>
+  );
+}
+
+/** The outbox channel takes a JSON object whose strings are templates; anything else is sent as text. */
+function parseTemplate(text: string): Record<string, unknown> {
+  try {
+    const value = JSON.parse(text) as unknown;
+    if (value && typeof value === 'object' && !Array.isArray(value)) return value as Record<string, unknown>;
+  } catch {
+    // not JSON: kept as one text member
+  }
+  return { text };
+}
+
+interface Send {
+  sendId: string;
+  email: string;
+  variant: string | null;
+  channel: string;
+  status: string;
+  attempts: number;
+  lastError: string | null;
+  triggerHash: string;
+  createdAt: string;
+}
+
+interface Decision {
+  eventId: string;
+  identity: string;
+  email: string | null;
+  outcome: string;
+  variant: string | null;
+  reason: string | null;
+  deliveryStatus: string | null;
+  triggerHash: string;
+  decidedAt: string;
+}
+
+export function FlowDetail({ org, id }: { org: string; id: string }): ReactNode {
+  const flow = useRequest(() => api<Flow>('GET', `/admin/v1/orgs/${seg(org)}/flows/${seg(id)}`), [org, id]);
+  const [round, setRound] = useState(0);
+  const [error, setError] = useState<ApiError>();
+  const [ran, setRan] = useState<string>();
+  const act = async (action: 'start' | 'pause' | 'run') => {
+    setError(undefined);
+    try {
+      const result = await api<{ rows?: number; outcomes?: Record<string, number>; skipped?: string | null }>('POST', `/admin/v1/orgs/${seg(org)}/flows/${seg(id)}/${action}`);
+      if (action === 'run') setRan(result.skipped ?? `${result.rows} rows: ${Object.entries(result.outcomes ?? {}).map(([k, v]) => `${v} ${k}`).join(', ') || 'nothing new'}`);
+      flow.reload();
+      setRound((r) => r + 1);
+    } catch (e) {
+      setError(asApiError(e));
+    }
+  };
+  const definition = flow.data?.definition;
+  return (
+    <section aria-labelledby="flow-title">
+      <h2 id="flow-title">{definition?.name ?? id}</h2>
+      <Status request={flow} what="the flow" />
+      {flow.data && definition ? (
+        <>
+          <p>
+            <span className={`badge ${flow.data.status === 'live' ? 'live' : ''}`}>{flow.data.status}</span> · trigger <code>{definition.trigger}</code>
+            {definition.segmentFilter ? (
+              <>
+                {' '}
+                · {definition.segmentFilter.mode ?? 'exclude'} segment <code>{definition.segmentFilter.segment}</code>
+              </>
+            ) : null}
+            {definition.experiment ? <> · variants {definition.experiment.variants.map((v) => `${v.label} (${v.weight}${v.holdout ? ', holdout' : ''})`).join(', ')}</> : null} ·{' '}
+            {definition.message.channel} · last run <Time iso={flow.data.lastRunAt} />
+          </p>
+          {flow.data.lastError ? <p className="error">{flow.data.lastError}</p> : null}
+          <div className="row">
+            <a className="button secondary" href={href('orgs', org, 'flows', id, 'edit')}>
+              Edit
+            </a>
+            {flow.data.status !== 'live' ? (
+              <button type="button" onClick={() => void act('start')}>
+                Start
+              </button>
+            ) : (
+              <>
+                <button type="button" onClick={() => void act('pause')}>
+                  Pause
+                </button>
+                <button type="button" onClick={() => void act('run')}>
+                  Run now
+                </button>
+              </>
+            )}
+          </div>
+          {ran ? <p role="status">Run: {ran}</p> : null}
+          <ErrorBox error={error} />
+          <Sends org={org} id={id} round={round} />
+          <WhyNot org={org} id={id} round={round} />
+        </>
+      ) : null}
+    </section>
+  );
+}
+
+function Sends({ org, id, round }: { org: string; id: string; round: number }): ReactNode {
+  const sends = useRequest(() => api<{ sends: Send[] }>('GET', `/admin/v1/orgs/${seg(org)}/flows/${seg(id)}/sends?limit=100`), [org, id, round]);
+  return (
+    <section aria-labelledby="sends-title">
+      <div className="row">
+        <h3 id="sends-title">Sends</h3>
+        <button type="button" className="small" onClick={sends.reload}>
+          Refresh
+        </button>
+      </div>
+      <Status request={sends} what="sends" />
+      {sends.data?.sends.length === 0 ? <p className="muted">No send yet.</p> : null}
+      {sends.data && sends.data.sends.length > 0 ? (
+        <table>
+          <thead>
+            <tr>
+              <th scope="col">Contact</th>
+              <th scope="col">Variant</th>
+              <th scope="col">Status</th>
+              <th scope="col">Attempts</th>
+              <th scope="col">Trigger version</th>
+              <th scope="col">Created</th>
+            </tr>
+          </thead>
+          <tbody>
+            {sends.data.sends.map((send) => (
+              <tr key={send.sendId} data-send={send.email}>
+                <td>{send.email}</td>
+                <td>{send.variant ?? '—'}</td>
+                <td>
+                  {send.status}
+                  {send.lastError ? <div className="muted">{send.lastError}</div> : null}
+                </td>
+                <td className="number">{send.attempts}</td>
+                <td>
+                  <code>{send.triggerHash.slice(0, 12)}</code>
+                </td>
+                <td>
+                  <Time iso={send.createdAt} />
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      ) : null}
+    </section>
+  );
+}
+
+/** Every trigger row of one contact and what happened to it, with the reason. */
+function WhyNot({ org, id, round }: { org: string; id: string; round: number }): ReactNode {
+  const [email, setEmail] = useState('');
+  const [asked, setAsked] = useState<string>();
+  const decisions = useRequest(
+    () =>
+      asked === undefined
+        ? Promise.resolve(undefined)
+        : api<{ decisions: Decision[] }>('GET', `/admin/v1/orgs/${seg(org)}/flows/${seg(id)}/decisions?identity=${encodeURIComponent(`email:${asked}`)}&limit=100`),
+    [org, id, asked, round],
+  );
+  return (
+    <section aria-labelledby="why-title">
+      <h3 id="why-title">Why was a contact (not) messaged?</h3>
+      <form
+        className="row"
+        onSubmit={(e) => {
+          e.preventDefault();
+          setAsked(email.trim());
+        }}
+      >
+        <label className="inline">
+          Contact e-mail <input type="email" value={email} onChange={(e) => setEmail(e.target.value)} required />
+        </label>
+        <button type="submit">Show decisions</button>
+      </form>
+      {asked !== undefined ? <Status request={decisions} what="decisions" /> : null}
+      {decisions.data?.decisions.length === 0 ? <p className="muted">No trigger row of {asked} reached this flow yet.</p> : null}
+      {decisions.data && decisions.data.decisions.length > 0 ? (
+        <table>
+          <thead>
+            <tr>
+              <th scope="col">Decided</th>
+              <th scope="col">Event</th>
+              <th scope="col">Outcome</th>
+              <th scope="col">Variant</th>
+              <th scope="col">Reason</th>
+            </tr>
+          </thead>
+          <tbody>
+            {decisions.data.decisions.map((d) => (
+              <tr key={`${d.eventId}-${d.decidedAt}`} data-outcome={d.outcome}>
+                <td>
+                  <Time iso={d.decidedAt} />
+                </td>
+                <td>
+                  <code>{d.eventId}</code>
+                </td>
+                <td>
+                  <strong>{d.outcome}</strong>
+                  {d.deliveryStatus ? <span className="muted"> ({d.deliveryStatus})</span> : null}
+                </td>
+                <td>{d.variant ?? '—'}</td>
+                <td>{d.reason ?? ''}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      ) : null}
+    </section>
+  );
+}

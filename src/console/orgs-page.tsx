@@ -1,0 +1,139 @@
+/** Orgs: the list, and a new org whose partner credentials are shown once. */
+import { type FormEvent, type ReactNode, useState } from 'react';
+import { api } from './api';
+import { href } from './route';
+import { asApiError, CopyButton, ErrorBox, Status, useRequest } from './ui';
+import type { ApiError } from './api';
+
+export interface Org {
+  slug: string;
+  name: string;
+  audienceApi: boolean;
+  rateLimit: number;
+  currencySymbol: string;
+  contentFields: string[];
+  notFoundStatus: number;
+  createdAt: string;
+  updatedAt: string;
+}
+
+type Credentials = Record<'staging' | 'production', { partnerId: string; partnerSecret: string }>;
+
+export function OrgsPage(): ReactNode {
+  const orgs = useRequest(() => api<{ orgs: Org[] }>('GET', '/admin/v1/orgs'), []);
+  const [created, setCreated] = useState<{ org: Org; credentials: Credentials }>();
+  return (
+    <section aria-labelledby="orgs-title">
+      <h1 id="orgs-title">Orgs</h1>
+      {created ? <CredentialsOnce org={created.org} credentials={created.credentials} onDone={() => setCreated(undefined)} /> : null}
+      <Status request={orgs} what="orgs" />
+      {orgs.data ? (
+        orgs.data.orgs.length === 0 ? (
+          <p className="muted">No org yet: create the first one below.</p>
+        ) : (
+          <table>
+            <thead>
+              <tr>
+                <th scope="col">Org</th>
+                <th scope="col">Slug</th>
+                <th scope="col">Audience API</th>
+                <th scope="col">Created</th>
+              </tr>
+            </thead>
+            <tbody>
+              {orgs.data.orgs.map((org) => (
+                <tr key={org.slug}>
+                  <td>
+                    <a href={href('orgs', org.slug, 'events')}>{org.name}</a>
+                  </td>
+                  <td>
+                    <code>{org.slug}</code>
+                  </td>
+                  <td>{org.audienceApi ? 'on' : 'off'}</td>
+                  <td>{new Date(org.createdAt).toLocaleDateString()}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        )
+      ) : null}
+      <NewOrg
+        onCreated={(result) => {
+          setCreated(result);
+          orgs.reload();
+        }}
+      />
+    </section>
+  );
+}
+
+function NewOrg({ onCreated }: { onCreated(result: { org: Org; credentials: Credentials }): void }): ReactNode {
+  const [slug, setSlug] = useState('');
+  const [name, setName] = useState('');
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<ApiError>();
+  const submit = async (event: FormEvent) => {
+    event.preventDefault();
+    setBusy(true);
+    setError(undefined);
+    try {
+      onCreated(await api('POST', '/admin/v1/orgs', { slug, name: name || slug }));
+      setSlug('');
+      setName('');
+    } catch (e) {
+      setError(asApiError(e));
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <form className="card" onSubmit={submit} aria-labelledby="new-org-title">
+      <h2 id="new-org-title">New org</h2>
+      <label>
+        Slug
+        <input value={slug} onChange={(e) => setSlug(e.target.value)} required pattern="[a-z][a-z0-9_]{1,39}" placeholder="acme" aria-describedby="slug-help" />
+      </label>
+      <p id="slug-help" className="muted">
+        Lower-case letters, digits and _, starting with a letter: it names the org in URLs, files and trigger SQL, and is never reused.
+      </p>
+      <label>
+        Name
+        <input value={name} onChange={(e) => setName(e.target.value)} placeholder="Acme Inc." maxLength={200} />
+      </label>
+      <ErrorBox error={error} />
+      <button type="submit" disabled={busy}>
+        {busy ? 'Creating…' : 'Create org'}
+      </button>
+    </form>
+  );
+}
+
+function CredentialsOnce({ org, credentials, onDone }: { org: Org; credentials: Credentials; onDone(): void }): ReactNode {
+  return (
+    <div className="card warning" role="region" aria-labelledby="credentials-title">
+      <h2 id="credentials-title">Partner credentials of {org.name}</h2>
+      <p>
+        <strong>Shown once.</strong> Only a hash of each secret is kept: copy them now and hand them to the partner. A lost secret is
+        replaced by rotating it.
+      </p>
+      <dl className="credentials">
+        {(['production', 'staging'] as const).map((env) => (
+          <div key={env}>
+            <dt>{env}</dt>
+            <dd>
+              partnerId <code data-credential={`${env}-id`}>{credentials[env].partnerId}</code>{' '}
+              <CopyButton text={credentials[env].partnerId} label={`Copy the ${env} partnerId`} />
+            </dd>
+            <dd>
+              partnerSecret <code data-credential={`${env}-secret`}>{credentials[env].partnerSecret}</code>{' '}
+              <CopyButton text={credentials[env].partnerSecret} label={`Copy the ${env} partnerSecret`} />
+            </dd>
+          </div>
+        ))}
+      </dl>
+      <button type="button" onClick={onDone}>
+        I have copied them
+      </button>
+    </div>
+  );
+}

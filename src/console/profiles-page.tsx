@@ -1,0 +1,142 @@
+/**
+ * One contact, looked up by e-mail, e-mail hash or user id: the fields the Audience API returns (the
+ * org's content fields, in their order) first, then the profile's other fields greyed out.
+ */
+import { type FormEvent, type ReactNode, useState } from 'react';
+import { api, type ApiError, seg, upload } from './api';
+import { asApiError, ErrorBox, Status, useRequest } from './ui';
+
+type IdentityType = 'email' | 'email-hash' | 'user_id';
+
+const LABELS: Record<IdentityType, string> = { email: 'e-mail', 'email-hash': 'e-mail hash (SHA-256)', user_id: 'user id' };
+
+export function ProfilesPage({ org }: { org: string }): ReactNode {
+  const [type, setType] = useState<IdentityType>('email');
+  const [value, setValue] = useState('');
+  const [asked, setAsked] = useState<string>();
+  const found = useRequest(
+    () => (asked === undefined ? Promise.resolve(undefined) : api<{ contact: Record<string, unknown>; contentFields: string[] }>('GET', `/admin/v1/orgs/${seg(org)}/contacts?identity=${encodeURIComponent(asked)}`)),
+    [org, asked],
+  );
+  const submit = (event: FormEvent) => {
+    event.preventDefault();
+    setAsked(`${type}:${value.trim()}`);
+  };
+  const contact = found.data?.contact;
+  const content = found.data?.contentFields ?? [];
+  const others = contact ? Object.keys(contact).filter((field) => !content.includes(field)) : [];
+  return (
+    <section aria-labelledby="profiles-title">
+      <h2 id="profiles-title">Profile lookup</h2>
+      <form className="row" onSubmit={submit}>
+        <label className="inline">
+          Look up by{' '}
+          <select value={type} onChange={(e) => setType(e.target.value as IdentityType)}>
+            {Object.entries(LABELS).map(([id, label]) => (
+              <option key={id} value={id}>
+                {label}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label className="inline">
+          Identity <input value={value} onChange={(e) => setValue(e.target.value)} required />
+        </label>
+        <button type="submit">Look up</button>
+      </form>
+      {asked !== undefined ? <Status request={found} what="the profile" /> : null}
+      {contact ? (
+        <table className="profile">
+          <caption>As the Audience API returns it, then the fields that are not content fields of this org (greyed out)</caption>
+          <tbody>
+            {[...content, ...others].map((field) => (
+              <tr key={field} className={content.includes(field) ? '' : 'not-content'} data-field={field}>
+                <th scope="row">
+                  <code>{field}</code>
+                </th>
+                <td>
+                  <code>{JSON.stringify(contact[field] ?? null)}</code>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      ) : null}
+      <ContactImport org={org} />
+    </section>
+  );
+}
+
+interface ImportAnswer {
+  imported: number;
+  rejected: Array<{ line: number; code: string; message: string }>;
+}
+
+/** Contacts from a CSV (with a header row) or NDJSON file, upserted by e-mail; the lines refused, with why. */
+function ContactImport({ org }: { org: string }): ReactNode {
+  const [file, setFile] = useState<File>();
+  const [progress, setProgress] = useState<number>();
+  const [answer, setAnswer] = useState<ImportAnswer>();
+  const [error, setError] = useState<ApiError>();
+  const submit = async (event: FormEvent) => {
+    event.preventDefault();
+    if (!file) return;
+    const type = /\.csv$/i.test(file.name) ? 'text/csv' : 'application/x-ndjson';
+    setError(undefined);
+    setAnswer(undefined);
+    setProgress(0);
+    try {
+      setAnswer(await upload<ImportAnswer>(`/admin/v1/orgs/${seg(org)}/contacts/import`, file, type, setProgress));
+    } catch (e) {
+      setError(asApiError(e));
+    } finally {
+      setProgress(undefined);
+    }
+  };
+  return (
+    <form className="card" onSubmit={submit} aria-labelledby="import-title">
+      <h2 id="import-title">Import contacts</h2>
+      <p className="muted">A .csv file with a header row (an email_address column, then profile fields or your own columns), or .ndjson: one JSON object per line. Contacts are matched by e-mail.</p>
+      <label>
+        File <input type="file" accept=".csv,.ndjson,.jsonl" onChange={(e) => setFile(e.target.files?.[0])} required />
+      </label>
+      {progress !== undefined ? (
+        <label className="inline">
+          Sending <progress max={1} value={progress} /> {Math.round(progress * 100)} %
+        </label>
+      ) : null}
+      <ErrorBox error={error} />
+      {answer ? (
+        <div role="status">
+          <p className="ok">
+            {answer.imported.toLocaleString()} contact{answer.imported === 1 ? '' : 's'} imported, {answer.rejected.length.toLocaleString()} line
+            {answer.rejected.length === 1 ? '' : 's'} refused.
+          </p>
+          {answer.rejected.length > 0 ? (
+            <table>
+              <thead>
+                <tr>
+                  <th scope="col">Line</th>
+                  <th scope="col">Why</th>
+                </tr>
+              </thead>
+              <tbody>
+                {answer.rejected.slice(0, 200).map((r) => (
+                  <tr key={r.line} data-rejected-line={r.line}>
+                    <td className="number">{r.line}</td>
+                    <td>
+                      <code>{r.code}</code> {r.message}
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          ) : null}
+        </div>
+      ) : null}
+      <button type="submit" disabled={progress !== undefined}>
+        Import
+      </button>
+    </form>
+  );
+}

@@ -1,0 +1,244 @@
+/**
+ * An org's settings (Audience API, rate limit, currency, content fields, not-found status), partner
+ * secret rotation, and Audience API tokens (created and shown once, listed by their last 3 characters and
+ * creator, revoked by id, last 3 or creator).
+ */
+import { type FormEvent, type ReactNode, useState } from 'react';
+import { DEFAULT_PROFILE_FIELDS } from '../profiles/profile-fields';
+import { api, type ApiError, seg } from './api';
+import type { Org } from './orgs-page';
+import { asApiError, CopyButton, ErrorBox, Status, Time, useRequest } from './ui';
+
+interface Token {
+  id: string;
+  last3: string;
+  createdBy: string;
+  label: string | null;
+  createdAt: string;
+  lastUsedAt: string | null;
+  expiresAt: string | null;
+  revokedAt: string | null;
+}
+
+/** Runs one change; its problem, if any, goes to `setError`. */
+async function attempt(setError: (error: ApiError | undefined) => void, work: () => Promise<void>): Promise<void> {
+  setError(undefined);
+  try {
+    await work();
+  } catch (e) {
+    setError(asApiError(e));
+  }
+}
+
+export function SettingsPage({ org }: { org: string }): ReactNode {
+  const current = useRequest(() => api<{ org: Org }>('GET', `/admin/v1/orgs/${seg(org)}`), [org]);
+  return (
+    <>
+      <Status request={current} what="the org" />
+      {current.data ? <SettingsForm key={current.data.org.slug} org={current.data.org} onSaved={current.reload} /> : null}
+      <Rotation org={org} />
+      <Tokens org={org} />
+    </>
+  );
+}
+
+function SettingsForm({ org, onSaved }: { org: Org; onSaved(): void }): ReactNode {
+  const [name, setName] = useState(org.name);
+  const [audienceApi, setAudienceApi] = useState(org.audienceApi);
+  const [rateLimit, setRateLimit] = useState(org.rateLimit);
+  const [currencySymbol, setCurrencySymbol] = useState(org.currencySymbol);
+  const [fields, setFields] = useState(org.contentFields);
+  const [notFoundStatus, setNotFoundStatus] = useState(org.notFoundStatus);
+  const [error, setError] = useState<ApiError>();
+  const [saved, setSaved] = useState(false);
+  const available = [...new Set([...DEFAULT_PROFILE_FIELDS, ...org.contentFields])];
+  const save = (event: FormEvent) => {
+    event.preventDefault();
+    setSaved(false);
+    void attempt(setError, async () => {
+      // Content fields keep the order of the list shown.
+      const contentFields = available.filter((field) => fields.includes(field));
+      await api('PATCH', `/admin/v1/orgs/${seg(org.slug)}`, { name, audienceApi, rateLimit, currencySymbol, contentFields, notFoundStatus });
+      setSaved(true);
+      onSaved();
+    });
+  };
+  return (
+    <form className="card" onSubmit={save} aria-labelledby="settings-title">
+      <h2 id="settings-title">Settings</h2>
+      <label>
+        Name <input value={name} onChange={(e) => setName(e.target.value)} required maxLength={200} />
+      </label>
+      <label className="inline">
+        <input type="checkbox" checked={audienceApi} onChange={(e) => setAudienceApi(e.target.checked)} /> Audience API enabled
+      </label>
+      <div className="row">
+        <label className="inline">
+          Rate limit (requests/s) <input type="number" min="1" max="100000" value={rateLimit} onChange={(e) => setRateLimit(Number(e.target.value))} />
+        </label>
+        <label className="inline">
+          Currency symbol <input value={currencySymbol} onChange={(e) => setCurrencySymbol(e.target.value)} maxLength={8} required />
+        </label>
+        <label className="inline">
+          Unknown contact answers{' '}
+          <select value={notFoundStatus} onChange={(e) => setNotFoundStatus(Number(e.target.value))}>
+            <option value={404}>404</option>
+            <option value={400}>400</option>
+          </select>
+        </label>
+      </div>
+      <fieldset>
+        <legend>Content fields (what the Audience API returns)</legend>
+        <div className="checks">
+          {available.map((field) => (
+            <label className="inline" key={field}>
+              <input type="checkbox" checked={fields.includes(field)} onChange={(e) => setFields(e.target.checked ? [...fields, field] : fields.filter((f) => f !== field))} />{' '}
+              <code>{field}</code>
+            </label>
+          ))}
+        </div>
+      </fieldset>
+      <ErrorBox error={error} />
+      {saved ? (
+        <p role="status" className="ok">
+          Saved.
+        </p>
+      ) : null}
+      <button type="submit">Save settings</button>
+    </form>
+  );
+}
+
+function Rotation({ org }: { org: string }): ReactNode {
+  const [rotated, setRotated] = useState<{ environment: string; partnerId: string; partnerSecret: string }>();
+  const [error, setError] = useState<ApiError>();
+  const rotate = (environment: 'production' | 'staging') =>
+    attempt(setError, async () => {
+      if (!window.confirm(`Replace the ${environment} partner secret? The current one stops working at once.`)) return;
+      const answer = await api<{ credentials: { partnerId: string; partnerSecret: string } }>('POST', `/admin/v1/orgs/${seg(org)}/credentials/${environment}/rotate`);
+      setRotated({ environment, ...answer.credentials });
+    });
+  return (
+    <section className="card" aria-labelledby="rotation-title">
+      <h2 id="rotation-title">Partner secrets</h2>
+      <div className="row">
+        <button type="button" onClick={() => void rotate('production')}>
+          Rotate the production secret
+        </button>
+        <button type="button" onClick={() => void rotate('staging')}>
+          Rotate the staging secret
+        </button>
+      </div>
+      <ErrorBox error={error} />
+      {rotated ? (
+        <div className="warning" role="status">
+          <strong>Shown once:</strong> new {rotated.environment} partnerSecret for <code>{rotated.partnerId}</code>: <code data-rotated-secret>{rotated.partnerSecret}</code>{' '}
+          <CopyButton text={rotated.partnerSecret} label="Copy the new partnerSecret" />
+        </div>
+      ) : null}
+    </section>
+  );
+}
+
+function Tokens({ org }: { org: string }): ReactNode {
+  const tokens = useRequest(() => api<{ tokens: Token[] }>('GET', `/admin/v1/orgs/${seg(org)}/tokens`), [org]);
+  const [createdBy, setCreatedBy] = useState('');
+  const [label, setLabel] = useState('');
+  const [issued, setIssued] = useState<string>();
+  const [revokeBy, setRevokeBy] = useState<'last3' | 'createdBy'>('last3');
+  const [revokeValue, setRevokeValue] = useState('');
+  const [error, setError] = useState<ApiError>();
+  const create = (event: FormEvent) => {
+    event.preventDefault();
+    void attempt(setError, async () => {
+      const answer = await api<{ token: string }>('POST', `/admin/v1/orgs/${seg(org)}/tokens`, { createdBy, ...(label ? { label } : {}) });
+      setIssued(answer.token);
+      tokens.reload();
+    });
+  };
+  const revoke = (path: string, body?: unknown) =>
+    attempt(setError, async () => {
+      await api(path.endsWith('/revoke') ? 'POST' : 'DELETE', path, body);
+      tokens.reload();
+    });
+  return (
+    <section className="card" aria-labelledby="tokens-title">
+      <h2 id="tokens-title">Audience API tokens</h2>
+      <Status request={tokens} what="tokens" />
+      {tokens.data && tokens.data.tokens.length > 0 ? (
+        <table>
+          <thead>
+            <tr>
+              <th scope="col">Token</th>
+              <th scope="col">Created by</th>
+              <th scope="col">Created</th>
+              <th scope="col">Last used</th>
+              <th scope="col">State</th>
+              <th scope="col">
+                <span className="visually-hidden">Actions</span>
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {tokens.data.tokens.map((token) => (
+              <tr key={token.id} data-token={token.last3}>
+                <td>
+                  …<code>{token.last3}</code> {token.label ? <span className="muted">{token.label}</span> : null}
+                </td>
+                <td>{token.createdBy}</td>
+                <td>
+                  <Time iso={token.createdAt} />
+                </td>
+                <td>
+                  <Time iso={token.lastUsedAt} />
+                </td>
+                <td>{token.revokedAt ? 'revoked' : token.expiresAt && Date.parse(token.expiresAt) < Date.now() ? 'expired' : 'active'}</td>
+                <td>
+                  {token.revokedAt ? null : (
+                    <button type="button" className="small" onClick={() => void revoke(`/admin/v1/orgs/${seg(org)}/tokens/${seg(token.id)}`)} aria-label={`Revoke the token ending in ${token.last3}`}>
+                      Revoke
+                    </button>
+                  )}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      ) : null}
+      {issued ? (
+        <div className="warning" role="status">
+          <strong>Shown once:</strong> <code data-issued-token>{issued}</code> <CopyButton text={issued} label="Copy the token" />
+        </div>
+      ) : null}
+      <form className="row" onSubmit={create}>
+        <label className="inline">
+          Created by (e-mail) <input type="email" value={createdBy} onChange={(e) => setCreatedBy(e.target.value)} required />
+        </label>
+        <label className="inline">
+          Label <input value={label} onChange={(e) => setLabel(e.target.value)} maxLength={100} />
+        </label>
+        <button type="submit">Create token</button>
+      </form>
+      <form
+        className="row"
+        onSubmit={(e) => {
+          e.preventDefault();
+          void revoke(`/admin/v1/orgs/${seg(org)}/tokens/revoke`, { [revokeBy]: revokeValue });
+        }}
+      >
+        <label className="inline">
+          Revoke by{' '}
+          <select value={revokeBy} onChange={(e) => setRevokeBy(e.target.value as 'last3' | 'createdBy')}>
+            <option value="last3">last 3 characters</option>
+            <option value="createdBy">creator</option>
+          </select>
+        </label>
+        <label className="inline">
+          Value <input value={revokeValue} onChange={(e) => setRevokeValue(e.target.value)} required />
+        </label>
+        <button type="submit">Revoke</button>
+      </form>
+      <ErrorBox error={error} />
+    </section>
+  );
+}

@@ -1,0 +1,82 @@
+/** Pieces every page uses: requests with loading and error states, links, copy buttons. */
+import { type ReactNode, useCallback, useEffect, useState } from 'react';
+import { ApiError } from './api';
+
+export interface Request<T> {
+  data: T | undefined;
+  error: ApiError | undefined;
+  loading: boolean;
+  reload(): void;
+}
+
+/** Runs `load` now and whenever `deps` change; `reload` runs it again. */
+export function useRequest<T>(load: () => Promise<T>, deps: unknown[]): Request<T> {
+  // The answer is kept with the arguments it answers: while other arguments load, none of it is shown.
+  const key = JSON.stringify(deps);
+  const [state, setState] = useState<{ key?: string; data?: T; error?: ApiError; loading: boolean }>({ loading: true });
+  const [round, setRound] = useState(0);
+  useEffect(() => {
+    let current = true;
+    setState((s) => ({ ...s, loading: true }));
+    load().then(
+      (data) => current && setState({ key, data, loading: false }),
+      (error: unknown) => current && setState({ key, error: asApiError(error), loading: false }),
+    );
+    return () => {
+      current = false;
+    };
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [key, round]);
+  const reload = useCallback(() => setRound((r) => r + 1), []);
+  const fresh = state.key === key;
+  return { data: fresh ? state.data : undefined, error: fresh ? state.error : undefined, loading: state.loading || !fresh, reload };
+}
+
+export function asApiError(error: unknown): ApiError {
+  return error instanceof ApiError ? error : new ApiError(0, 'error', error instanceof Error ? error.message : String(error));
+}
+
+/** What a request is doing: a spinner line while loading, the problem when it failed. */
+export function Status({ request, what }: { request: Pick<Request<unknown>, 'loading' | 'error'>; what: string }): ReactNode {
+  if (request.error) return <ErrorBox error={request.error} />;
+  if (request.loading) return <p className="muted" role="status">Loading {what}…</p>;
+  return null;
+}
+
+export function ErrorBox({ error }: { error: ApiError | undefined }): ReactNode {
+  if (!error) return null;
+  return (
+    <div className="error" role="alert">
+      <strong>{error.detail}</strong>
+      {error.code !== 'unreachable' && error.code !== 'error' ? (
+        <>
+          {' '}
+          <a href={`/problems/${error.code}`} target="_blank" rel="noreferrer">
+            <code>{error.code}</code>
+          </a>
+        </>
+      ) : null}
+    </div>
+  );
+}
+
+export function CopyButton({ text, label }: { text: string; label: string }): ReactNode {
+  const [copied, setCopied] = useState(false);
+  return (
+    <button
+      type="button"
+      className="small"
+      aria-label={label}
+      onClick={() => {
+        void navigator.clipboard?.writeText(text).then(() => setCopied(true));
+      }}
+    >
+      {copied ? 'Copied' : 'Copy'}
+    </button>
+  );
+}
+
+export function Time({ iso }: { iso: string | null | undefined }): ReactNode {
+  if (!iso) return <span className="muted">—</span>;
+  return <time dateTime={iso}>{new Date(iso).toLocaleString()}</time>;
+}

@@ -1,0 +1,43 @@
+/**
+ * The JSON Schemas of schemas/ as OpenAPI 3.1 components (3.1 speaks JSON Schema 2020-12, so they are
+ * used as they are). Each file's root becomes `<file>` and each of its $defs `<file>.<name>`; every
+ * $ref — inside a file (`#/$defs/x`), to another file (`event.schema.json#/$defs/x`) or absolute
+ * (`https://audience.dev/schemas/…`) — is rewritten to point at those components.
+ */
+import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { schemasDir } from '../paths.js';
+import { SCHEMA_BASE } from '../schemas.js';
+
+/** Service configuration is not part of the HTTP API. */
+const NOT_API = new Set(['config']);
+
+type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+
+export const componentRef = (file: string, def?: string) => ({ $ref: `#/components/schemas/${def ? `${file}.${def}` : file}` });
+
+export function schemaComponents(): Record<string, Json> {
+  const components: Record<string, Json> = {};
+  for (const name of readdirSync(schemasDir).filter((f) => f.endsWith('.schema.json'))) {
+    const file = name.slice(0, -'.schema.json'.length);
+    if (NOT_API.has(file)) continue;
+    const { $schema: _, $id: __, $defs, ...root } = JSON.parse(readFileSync(join(schemasDir, name), 'utf8')) as Record<string, Json>;
+    components[file] = rewriteRefs(root, file);
+    for (const [def, schema] of Object.entries(($defs ?? {}) as Record<string, Json>)) components[`${file}.${def}`] = rewriteRefs(schema, file);
+  }
+  return components;
+}
+
+function rewriteRefs(node: Json, file: string): Json {
+  if (Array.isArray(node)) return node.map((item) => rewriteRefs(item, file));
+  if (node === null || typeof node !== 'object') return node;
+  return Object.fromEntries(Object.entries(node).map(([key, value]) => [key, key === '$ref' && typeof value === 'string' ? componentRef(...target(value, file)).$ref : rewriteRefs(value, file)]));
+}
+
+/** `[file, def]` a $ref names. */
+function target(ref: string, file: string): [string, string | undefined] {
+  const [path, fragment = ''] = ref.replace(SCHEMA_BASE, '').split('#');
+  const def = fragment.startsWith('/$defs/') ? fragment.slice('/$defs/'.length) : undefined;
+  if (fragment !== '' && def === undefined) throw new Error(`unsupported $ref ${ref} in ${file}.schema.json`);
+  return [path ? path.replace(/\.schema\.json$/, '') : file, def];
+}

@@ -1,0 +1,15 @@
+// npm runs `prepare` after every `npm ci` / `npm install` in the checkout. A development install has
+// TypeScript and builds dist/; a production install (`npm ci --omit=dev`) has no TypeScript and runs the
+// dist/ built beforehand (a Docker build stage, or `npm ci && npm run build` on a build machine), so it
+// skips the build instead of failing on a missing `tsc`.
+import { spawnSync } from 'node:child_process';
+import { createRequire } from 'node:module';
+
+try {
+  createRequire(import.meta.url).resolve('typescript');
+} catch {
+  console.log('prepare: TypeScript is not installed (production install); using the dist/ built beforehand');
+  process.exit(0);
+}
+const build = spawnSync('npm', ['run', 'build'], { stdio: 'inherit', shell: process.platform === 'win32' });
+process.exit(build.status ?? 1);

@@ -1,0 +1,286 @@
+/**
+ * The console in Debian's Chromium, as a data engineer uses it: sign in (a wrong key first), create an
+ * org and copy its credentials, send sample events, see their type and samples, start a trigger from
+ * the type, preview it and save it, make a segment, build a flow through Triggered → When a contact
+ * triggers an event → Configure Event Trigger with an experiment and a segment exclusion, start it, and
+ * see its sends and why an excluded contact was not messaged. Screenshots of each page go to docs/console/.
+ */
+import { existsSync, mkdirSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium, type Page } from 'playwright-core';
+import t, { type Test } from 'tap';
+import { ADMIN_KEY, customEvent, startTestApp } from '../helpers/app.js';
+
+const CHROMIUM = '/usr/bin/chromium';
+const SHOTS = fileURLToPath(new URL('../../docs/console/', import.meta.url));
+
+t.test('from sample events to a saved trigger in the console', async (t) => {
+  t.ok(existsSync(CHROMIUM), `${CHROMIUM} is installed (apt-get install -y chromium)`);
+  const h = await startTestApp(t);
+  const url = await h.app.listen({ port: 0, host: '127.0.0.1' });
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  t.teardown(() => browser.close());
+  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  const problems: string[] = [];
+  page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
+  page.on('console', (message) => {
+    // The browser reports every 4xx on its own (a refused sign-in, a refused trigger): the page shows
+    // those, and the test checks it does. Anything else is a fault.
+    if (message.type() === 'error' && !/Failed to load resource: .* status of 4\d\d/.test(message.text())) problems.push(`console: ${message.text()}`);
+  });
+  const elsewhere: string[] = [];
+  page.on('request', (request) => {
+    if (!request.url().startsWith(url) && !request.url().startsWith('data:')) elsewhere.push(request.url());
+  });
+  mkdirSync(SHOTS, { recursive: true });
+  // Each page photographed is also checked: every form control has a label (or an aria-label) to be found by.
+  const shot = async (name: string) => {
+    await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+    const unlabelled = await page.$$eval('input, select, textarea, button', (controls) =>
+      controls
+        .filter((c) => !((c as HTMLInputElement).labels?.length || c.getAttribute('aria-label') || (c.tagName === 'BUTTON' && c.textContent?.trim())))
+        .map((c) => c.outerHTML.slice(0, 100)),
+    );
+    for (const control of unlabelled) problems.push(`${name}: a control without a label: ${control}`);
+  };
+
+  // Sign in: a wrong key is said so, the right one opens the orgs.
+  await page.goto(`${url}/console`);
+  await page.getByLabel('Admin key').fill('not-the-admin-key');
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('alert').filter({ hasText: 'not accepted' }).waitFor();
+  await shot('sign-in');
+  await page.getByLabel('Admin key').fill(ADMIN_KEY);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('heading', { name: 'Orgs' }).waitFor();
+  t.pass('signed in');
+
+  // A new org: its credentials are shown once.
+  await page.getByLabel('Slug').fill('acme');
+  await page.getByLabel('Name').fill('Acme Travel');
+  await page.getByRole('button', { name: 'Create org' }).click();
+  await page.getByRole('region', { name: /Partner credentials of Acme Travel/ }).waitFor();
+  const partnerId = (await page.textContent('[data-credential="production-id"]'))!;
+  const partnerSecret = (await page.textContent('[data-credential="production-secret"]'))!;
+  t.match(partnerSecret, /^ps_/, 'the production secret is on the page');
+  await shot('org-created');
+  await page.getByRole('button', { name: 'I have copied them' }).click();
+  t.equal(await page.locator('[data-credential]').count(), 0, 'and gone once acknowledged');
+
+  // Sample events, as a partner sends them; one of them rejected.
+  for (const [i, email] of ['ada@example.com', 'bob@example.com', 'cy@example.com'].entries()) {
+    const event = customEvent({ partnerId, partnerSecret }, { messageId: `booking-${i}`, traits: { email }, properties: { eventName: 'booking_completed', properties: { city: 'Lisbon', nights: 2 + i } } });
+    t.equal((await h.collect(event)).statusCode, 200);
+  }
+  t.equal((await h.collect(customEvent({ partnerId, partnerSecret }, { type: 'bogus' }))).statusCode, 412);
+  await h.compacted();
+
+  // Events: the type with its count and properties, samples, the quarantine.
+  await page.getByRole('link', { name: 'Acme Travel' }).click();
+  const row = page.locator('[data-event-type="custom_booking_completed"]');
+  await row.waitFor();
+  t.match(await row.textContent(), /custom_booking_completed\s*3/, 'the event type and its count');
+  t.match(await row.textContent(), /nights: (number|integer|bigint|ubigint)/, 'its property keys with their types');
+  await row.getByRole('button', { name: 'Samples' }).click();
+  await page.getByRole('heading', { name: /Samples of/ }).waitFor();
+  t.match(await page.textContent('pre.json'), /"eventName": "booking_completed"/, 'a sample as received');
+  t.match(await page.textContent('#quarantine-title + *, section[aria-labelledby="quarantine-title"]'), /schema_violation/, 'the quarantine with its reason');
+  await shot('events');
+
+  // A trigger from the event type: prefilled, previewed, saved.
+  await row.getByRole('link', { name: 'New trigger from this event type' }).click();
+  await page.getByRole('heading', { name: 'New trigger' }).waitFor();
+  t.equal(await page.getByLabel('Name').inputValue(), 'booking_completed', 'named after the event type');
+  t.match(await page.textContent('.cm-content'), /event_type = 'custom_booking_completed'/, 'the reference query for the type');
+  await page.getByRole('button', { name: 'Validate' }).click();
+  await page.getByRole('status').filter({ hasText: 'Valid: the SQL passes' }).waitFor();
+  await page.getByRole('button', { name: 'Preview', exact: true }).click();
+  await page.getByRole('heading', { name: /^3 rows from/ }).waitFor();
+  t.equal(await page.locator('table.preview tbody tr').count(), 3, 'the three events in the preview');
+  await shot('trigger-preview');
+  await page.getByRole('button', { name: 'Save' }).click();
+  await page.getByRole('heading', { name: 'Trigger booking_completed' }).waitFor();
+  await page.getByText(/v1 live, hash/).waitFor();
+  t.pass('saved: v1 live');
+
+  // A refused version keeps v1 live, and says why.
+  await page.locator('.cm-content').click();
+  await page.keyboard.press('Control+A');
+  await page.keyboard.type('SELECT * FROM other_org.events');
+  await page.getByRole('button', { name: 'Save' }).click();
+  await page.getByRole('alert').waitFor();
+  t.match(await page.getByRole('alert').textContent(), /invalid_trigger/, 'the refusal and its code');
+  await page.getByRole('link', { name: 'Triggers' }).click();
+  const listed = page.locator('[data-query="booking_completed"]');
+  await listed.waitFor();
+  t.match(await listed.textContent(), /latest refused, previous live.*v1/s, 'the list: v1 still live, the latest refused');
+  await shot('triggers');
+
+  // A segment of the contacts not to message.
+  await page.getByRole('link', { name: 'Segments' }).click();
+  await page.getByRole('link', { name: 'New segment' }).click();
+  await page.getByLabel('Name').fill('already_booked');
+  await page.locator('.cm-content').click();
+  await page.keyboard.press('Control+A');
+  await page.keyboard.type("SELECT email_address AS email FROM profiles WHERE email_address = 'bob@example.com'");
+  await page.getByRole('button', { name: 'Save' }).click();
+  await page.getByRole('heading', { name: 'Segment already_booked' }).waitFor();
+
+  // A flow on the product's path: Triggered → When a contact triggers an event → Configure Event Trigger.
+  await page.getByRole('link', { name: 'Flows' }).click();
+  await page.getByRole('link', { name: 'New flow' }).click();
+  t.ok(await page.getByRole('button', { name: /Scheduled/ }).isDisabled(), 'only the Triggered category is offered');
+  await page.getByRole('button', { name: /^Triggered/ }).click();
+  await page.getByRole('button', { name: /When a contact triggers an event/ }).click();
+  await page.getByRole('group', { name: 'Configure Event Trigger' }).getByLabel(/booking_completed/).check();
+  await page.getByLabel('Segment', { exact: true }).selectOption('already_booked');
+  t.ok(await page.getByLabel('Exclude its members').isChecked(), 'the segment excludes by default');
+  await page.getByRole('button', { name: 'Add variant' }).click();
+  await page.getByRole('button', { name: 'Add variant' }).click();
+  await page.getByRole('button', { name: 'Preview the message' }).click();
+  const rendered = page.getByRole('region', { name: 'Message preview' });
+  await rendered.locator('pre').waitFor();
+  t.match(await rendered.textContent(), /"email": "(ada|bob|cy)@example\.com"[\s\S]*"event": "custom_booking_completed"[\s\S]*"variant": "A"/, 'the message rendered against a real row of the trigger');
+  // A branch for long stays: the sample rows (2 to 4 nights) take it; the live bookings below (1 night) do not.
+  await page.getByRole('button', { name: 'Add branch' }).click();
+  await page.getByLabel('Field').fill('event.properties.nights');
+  await page.getByLabel('Value').fill('2');
+  await page.getByLabel('Message of branch 1').fill('{ "email": "{{ contact.email_address }}", "long_stay": "{{ event.properties.nights }} nights" }');
+  await page.getByRole('button', { name: 'Preview the message' }).click();
+  await rendered.getByText('long_stay').waitFor();
+  t.match(await rendered.textContent(), /"long_stay": "[234] nights"/, 'the preview picks the branch the row takes');
+  await shot('flow-new');
+  await page.getByRole('button', { name: 'Save as draft' }).click();
+  await page.getByRole('heading', { name: 'booking completed follow-up' }).waitFor();
+  await page.getByRole('button', { name: 'Start' }).click();
+  await page.getByRole('button', { name: 'Run now' }).waitFor();
+  t.pass('the flow is live');
+
+  // Bookings after the start; the flow runs on them.
+  for (const [i, email] of ['ada@example.com', 'bob@example.com', 'cy@example.com'].entries()) {
+    const event = customEvent({ partnerId, partnerSecret }, { messageId: `live-${i}`, traits: { email }, properties: { eventName: 'booking_completed', properties: { city: 'Porto', nights: 1 } } });
+    t.equal((await h.collect(event)).statusCode, 200);
+  }
+  await h.compacted();
+  await page.getByRole('button', { name: 'Run now' }).click();
+  await page.getByRole('status').filter({ hasText: /^Run: 3 rows/ }).waitFor();
+  await page.locator('[data-send="cy@example.com"]').waitFor();
+  const sent = await page.locator('[data-send]').evaluateAll((rows) => rows.map((row) => row.getAttribute('data-send')).sort());
+  t.same(sent, ['ada@example.com', 'cy@example.com'], 'sends to the contacts outside the segment');
+  t.match(await page.locator('[data-send="ada@example.com"]').textContent(), /^ada@example.com(A|B)/, 'each in a variant');
+  const outbox = async () => (await readFile(join(h.dataDir, 'outbox', 'acme.jsonl'), 'utf8').catch(() => '')).trim().split('\n').filter(Boolean);
+  for (let tries = 0; tries < 50 && (await outbox()).length < 2; tries++) await new Promise((resolve) => setTimeout(resolve, 100));
+  const delivered = (await outbox()).map((line) => JSON.stringify(JSON.parse(line)));
+  t.equal(delivered.length, 2, 'two messages in the outbox');
+  t.notOk(delivered.some((line) => line.includes('long_stay')), 'one-night bookings get the flow message, not the branch');
+
+  // Why was bob not messaged?
+  await page.getByLabel('Contact e-mail').fill('bob@example.com');
+  await page.getByRole('button', { name: 'Show decisions' }).click();
+  const decision = page.locator('[data-outcome]').first();
+  await decision.waitFor();
+  t.equal(await decision.getAttribute('data-outcome'), 'excluded_by_segment', 'bob: excluded by the segment');
+  t.match(await decision.textContent(), /exclude segment already_booked/, 'and the reason says which');
+  await shot('flow-activity');
+
+  // Editing the saved flow: the form comes back filled in; a change is saved and nothing else is lost.
+  await page.getByRole('link', { name: 'Edit' }).click();
+  await page.getByRole('heading', { name: 'Edit booking completed follow-up' }).waitFor();
+  t.equal(await page.getByLabel('Segment', { exact: true }).inputValue(), 'already_booked', 'the segment filter is filled in');
+  t.equal(await page.getByLabel('Field').inputValue(), 'event.properties.nights', 'and the branch');
+  await page.getByLabel('Run every (seconds)').fill('120');
+  await page.getByRole('button', { name: 'Save changes' }).click();
+  await page.getByRole('button', { name: 'Run now' }).waitFor();
+  const edited = (await (await fetch(`${url}/admin/v1/orgs/acme/flows/booking-completed-follow-up`, { headers: { authorization: `Bearer ${ADMIN_KEY}` } })).json()) as {
+    definition: { scheduleSeconds: number; branches: unknown[]; experiment: { variants: unknown[] }; segmentFilter: { segment: string } };
+    status: string;
+  };
+  t.match(edited, { status: 'live', definition: { scheduleSeconds: 120, segmentFilter: { segment: 'already_booked' } } }, 'the change saved, the flow still live');
+  t.equal(edited.definition.branches.length, 1, 'the branch kept');
+  t.equal(edited.definition.experiment.variants.length, 2, 'the variants kept');
+
+  // The trigger's versions: what v1 fired, why v2 was refused.
+  await page.goto(`${url}/console/#/orgs/acme/triggers/booking_completed`);
+  await page.locator('[data-version="2"]').waitFor();
+  t.match(await page.locator('[data-version="1"]').textContent(), /valid.*3 rows, 2 sent/, 'v1 fired three rows, two of them sent');
+  t.match(await page.locator('[data-version="2"]').textContent(), /refused/, 'v2 refused, with its reason');
+
+  // The profile as the Audience API returns it, with the variant the flow put the contact in.
+  await page.getByRole('link', { name: 'Profiles' }).click();
+  await page.getByLabel('Identity').fill('ada@example.com');
+  let membership = '';
+  const inVariant = /"booking-completed-follow-up-(A|B)"/;
+  for (let tries = 0; tries < 50 && !inVariant.test(membership); tries++) {
+    await page.getByRole('button', { name: 'Look up' }).click();
+    const row = page.locator('[data-field="flow_variant_membership"]');
+    await row.waitFor();
+    membership = (await row.textContent()) ?? '';
+    if (!inVariant.test(membership)) await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  t.match(membership, inVariant, `flow_variant_membership names the flow and the variant: ${membership}`);
+  t.equal(await page.locator('tr.not-content').count(), 0, 'every field of a default profile is a content field by default');
+  await shot('profile-variant');
+
+  // Contacts imported from a file: the refused lines said, an imported column shown greyed (not a content field).
+  await page.getByLabel('File', { exact: true }).setInputFiles({ name: 'contacts.csv', mimeType: 'text/csv', buffer: Buffer.from('email_address,first_name,loyalty_tier\ndan@example.com,Dan,gold\nnot-an-email,X,silver\n') });
+  await page.getByRole('button', { name: 'Import' }).click();
+  const imported = page.getByRole('status').filter({ hasText: 'imported' });
+  await imported.waitFor();
+  t.match(await imported.textContent(), /1 contact imported, 1 line refused/, 'the counts');
+  t.equal(await page.locator('[data-rejected-line]').count(), 1, 'the refused line, with why');
+  await page.getByLabel('Identity').fill('dan@example.com');
+  await page.getByRole('button', { name: 'Look up' }).click();
+  await page.locator('tr.not-content[data-field="loyalty_tier"]').waitFor();
+  t.match(await page.locator('[data-field="loyalty_tier"]').textContent(), /"gold"/, 'the imported column, greyed out: not a content field');
+  await shot('profile');
+
+  // Settings: the Audience API on, a token shown once, a secret rotated.
+  page.once('dialog', (dialog) => void dialog.accept());
+  await page.getByRole('link', { name: 'Settings' }).click();
+  await page.getByLabel('Audience API enabled').check();
+  await page.getByRole('checkbox', { name: 'last_seen_at' }).uncheck();
+  await page.getByRole('button', { name: 'Save settings' }).click();
+  await page.getByRole('status').filter({ hasText: 'Saved.' }).waitFor();
+  await page.getByLabel('Created by (e-mail)').fill('ops@example.com');
+  await page.getByRole('button', { name: 'Create token' }).click();
+  const token = (await page.locator('[data-issued-token]').textContent())!;
+  const lookup = await fetch(`${url}/audience/v2/contacts?identity=email:ada@example.com`, { headers: { authorization: `Bearer ${token}`, accept: 'application/json' } });
+  t.equal(lookup.status, 200, 'the token made in the console works on the Audience API');
+  t.notOk('last_seen_at' in ((await lookup.json()) as { contact: object }).contact, 'with the content fields chosen in the console');
+  await page.getByRole('button', { name: 'Rotate the production secret' }).click();
+  const rotated = (await page.locator('[data-rotated-secret]').textContent())!;
+  t.not(rotated, partnerSecret, 'a new secret, shown once');
+  t.equal((await h.collect(customEvent({ partnerId, partnerSecret }))).statusCode, 401, 'the old secret stops working');
+  t.equal((await h.collect(customEvent({ partnerId, partnerSecret: rotated }))).statusCode, 200, 'the new one works');
+  await shot('settings');
+
+  // Nothing secret outside the tab's session storage; signing out forgets the key.
+  t.same(await page.evaluate(() => ({ ...localStorage })), {}, 'nothing in local storage');
+  t.notMatch(page.url(), ADMIN_KEY, 'the key is not in the URL');
+  await page.getByRole('button', { name: 'Sign out' }).click();
+  await page.getByRole('heading', { name: 'Audience console' }).waitFor();
+  t.same(await page.evaluate(() => ({ ...sessionStorage })), {}, 'signed out: the key is gone');
+
+  await narrow(page, url, t);
+  t.same(elsewhere, [], 'no request leaves the service');
+  t.same(problems, [], 'no script error, no CSP violation, no unlabelled control');
+});
+
+/** Sign-in by keyboard, and the orgs page in a phone-sized window: nothing wider than the window. */
+async function narrow(page: Page, url: string, t: Test): Promise<void> {
+  await page.setViewportSize({ width: 390, height: 800 });
+  await page.goto(`${url}/console/`);
+  // By keyboard alone: the key field has the focus once the page is up, Enter signs in.
+  await page.waitForFunction(() => document.activeElement instanceof HTMLInputElement && document.activeElement.type === 'password');
+  await page.keyboard.type(ADMIN_KEY);
+  await page.keyboard.press('Enter');
+  await page.getByRole('heading', { name: 'Orgs' }).waitFor();
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  t.ok(overflow <= 0, `no sideways scrolling at 390 px (${overflow} px over)`);
+  await page.screenshot({ path: join(SHOTS, 'orgs-narrow.png') });
+}

@@ -1,0 +1,50 @@
+/**
+ * The real process: /metrics on METRICS_PORT only, and an uncaught error closes the service cleanly
+ * (DuckDB closed, DATA_DIR released, acknowledged events kept) before it exits 1.
+ */
+import { fileURLToPath } from 'node:url';
+import t from 'tap';
+import { ADMIN_KEY, createOrgOverHttp, freePort, spawnServer, waitForCompaction } from '../helpers/server-process.js';
+
+const THROW_ON_SIGUSR2 = fileURLToPath(new URL('../fixtures/throw-on-sigusr2.mjs', import.meta.url));
+
+t.test('METRICS_PORT: /metrics there, and not on the public port', async (t) => {
+  const metricsPort = await freePort();
+  const server = await spawnServer(t, { DATA_DIR: t.testdir(), METRICS_PORT: String(metricsPort) });
+  const metrics = await fetch(`http://127.0.0.1:${metricsPort}/metrics`);
+  t.equal(metrics.status, 200);
+  t.match(await metrics.text(), /^# HELP audience_events_accepted_total/m, 'the service metrics');
+  const other = await fetch(`http://127.0.0.1:${metricsPort}/healthz`);
+  t.equal(other.status, 404, 'nothing else on the metrics port');
+  await other.arrayBuffer();
+  const hidden = await fetch(`${server.url}/metrics`);
+  t.equal(hidden.status, 404, 'the public port does not expose /metrics');
+  await hidden.arrayBuffer();
+  await server.stop();
+});
+
+t.test('an uncaught error: fatal log, a clean close, exit 1; the next start finds every acknowledged event', async (t) => {
+  const dataDir = t.testdir();
+  const server = await spawnServer(t, { DATA_DIR: dataDir, NODE_OPTIONS: `--import=${THROW_ON_SIGUSR2}`, LOG_LEVEL: 'info' });
+  const cred = await createOrgOverHttp(server.url, 'acme');
+  const sent = await fetch(`${server.url}/http/v1/collect`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ ...cred, clientId: 'c', sentAt: Date.now(), type: 'track', event: 'custom', messageId: 'before-crash', properties: { eventName: 'crash_probe', properties: {} }, traits: { email: 'a@example.com' } }),
+  });
+  t.equal(sent.status, 200, await sent.text());
+
+  process.kill(server.pid, 'SIGUSR2');
+  const { code } = await server.exited;
+  t.equal(code, 1, 'exits 1');
+  t.match(server.stderr(), /"level":60.*uncaught error; closing/, 'a fatal log line');
+  t.match(server.stderr(), /injected uncaught error/, 'naming the error');
+
+  const again = await spawnServer(t, { DATA_DIR: dataDir });
+  await waitForCompaction(again.url, 'acme', cred);
+  const samples = await fetch(`${again.url}/admin/v1/orgs/acme/events/samples?env=production&eventType=custom_crash_probe`, {
+    headers: { authorization: `Bearer ${ADMIN_KEY}` },
+  });
+  t.match(await samples.text(), /before-crash/, 'the event acknowledged before the crash is there');
+  await again.stop();
+});
