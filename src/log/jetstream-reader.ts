@@ -13,6 +13,12 @@ import { LogUnavailableError, type LogReader, type StoredRecord } from './types.
 
 /** Only a backstop: a fetch asks for records already stored, so it normally ends long before this. */
 const FETCH_EXPIRES_MS = 2_000;
+/**
+ * A fetch still open this long after its expiry is abandoned. nats.js keeps an ordered consumer's fetch
+ * open across missed heartbeats and retries its consumer-info check without end, so a fetch whose
+ * consumer sat on a nats-server that was killed can wait forever; a new consumer at the cursor cannot.
+ */
+const FETCH_DEADLINE_MS = FETCH_EXPIRES_MS + 3_000;
 /** Re-check while waiting: covers being disconnected and a publish that is seen before it is stored. */
 const RECHECK_MS = 200;
 /** Re-check soon after a publish was seen but not yet counted by the stream. */
@@ -95,7 +101,11 @@ export class JetStreamReader implements LogReader {
 
   private async fetch(count: number): Promise<StoredRecord[]> {
     try {
-      return await this.fetchOnce(count);
+      const records = await this.fetchOnce(count);
+      // The stream holds them, yet the consumer delivered none: it is stuck (its server changed or
+      // restarted); the next read asks a new one.
+      if (records.length === 0) this.dropConsumer();
+      return records;
     } catch {
       // The ephemeral consumer may be gone (NATS restart, inactivity): start a new one at the cursor.
       this.dropConsumer();
@@ -111,11 +121,16 @@ export class JetStreamReader implements LogReader {
   private async fetchOnce(count: number): Promise<StoredRecord[]> {
     this.consumer ??= await this.deps.js.consumers.get(this.deps.stream, { opt_start_seq: this.position + 1 });
     const messages = await this.consumer.fetch({ max_messages: count, expires: FETCH_EXPIRES_MS });
+    const deadline = setTimeout(() => messages.stop(new Error(`fetch still open ${FETCH_DEADLINE_MS} ms after it began`)), FETCH_DEADLINE_MS);
     const records: StoredRecord[] = [];
     const prefix = `${this.deps.subject}.`;
-    for await (const message of messages) {
-      const org = message.subject.startsWith(prefix) ? message.subject.slice(prefix.length) : undefined;
-      records.push(org === undefined ? { seq: message.seq, payload: message.data } : { seq: message.seq, payload: message.data, org });
+    try {
+      for await (const message of messages) {
+        const org = message.subject.startsWith(prefix) ? message.subject.slice(prefix.length) : undefined;
+        records.push(org === undefined ? { seq: message.seq, payload: message.data } : { seq: message.seq, payload: message.data, org });
+      }
+    } finally {
+      clearTimeout(deadline);
     }
     // Only now: a fetch that failed halfway is retried from the old cursor, so nothing is skipped.
     if (records.length > 0) this.position = records[records.length - 1]!.seq;

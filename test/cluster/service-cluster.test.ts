@@ -180,6 +180,7 @@ if (!hasNatsServerBinary()) {
         t.ok(acknowledged.get(org.slug)!.size > 0, `${org.slug}: events were acknowledged during the load`);
         const counted = await within(30_000, async () => (await orderCount(apis[1]!, org)) === expected);
         t.ok(counted, `${org.slug}: order_count ${expected} = every acknowledged event once (got ${await orderCount(apis[1]!, org)})`);
+        if (!counted) t.comment(`shard ${shardOf(org.slug, 2)} wrote:\n${shards[shardOf(org.slug, 2)]!.stderr()}`);
         const sent = await within(30_000, async () => webhooksFor(receiver, org).size === expected);
         t.ok(sent, `${org.slug}: one webhook per stored purchase (${webhooksFor(receiver, org).size} of ${expected})`);
       }

@@ -8,6 +8,7 @@ import { connect } from '@nats-io/transport-node';
 import t from 'tap';
 import { JetStreamLog } from '../../src/log/jetstream-log.js';
 import { LogUnavailableError } from '../../src/log/types.js';
+import { type NodeName, startNatsCluster } from '../helpers/nats-cluster.js';
 import { hasNatsServerBinary, natsUrl, natsUrlIfReachable, startNatsServer } from '../helpers/nats-server.js';
 import { logContract } from './contract.js';
 
@@ -93,6 +94,46 @@ outage('nats-server killed -9: acknowledged records and their ids survive', asyn
   t.equal(bySeq.get(again.seq), payload(7).toString(), 'and points at the original record');
   await reader.close();
   await log.close();
+});
+
+// nats.js keeps an ordered consumer's fetch open for good once the nats-server holding that consumer is
+// gone (its R1 consumer cannot move); a storage shard whose reader sat there stopped compacting.
+outage("the nats-server holding the reader's consumer is killed: reading goes on from a consumer on a live node", async (t) => {
+  const cluster = await startNatsCluster(t);
+  await cluster.ready();
+  const log = await JetStreamLog.open({ servers: cluster.urls, stream: 'MOVED', subject: 'moved.events', replicas: 3 });
+  t.teardown(() => log.close());
+  for (let i = 1; i <= 3; i++) await log.write(`m-${i}`, payload(i));
+  const reader = await log.openReader(0);
+  t.same((await reader.read(10, 0)).map((r) => r.seq), [1, 2, 3]);
+
+  const admin = await connect({ servers: cluster.urls.split(',') });
+  t.teardown(() => admin.close());
+  const [consumer] = await (await jetstreamManager(admin)).consumers.list('MOVED').next();
+  const holder = consumer?.cluster?.leader as NodeName | undefined;
+  t.ok(holder, `the reader's consumer is on ${holder}`);
+  cluster.node(holder!).kill9();
+  let written: number | undefined;
+  for (let attempt = 0; written === undefined && attempt < 100; attempt++) {
+    written = await log.write('m-4', payload(4)).then((r) => r.seq, () => new Promise<undefined>((r) => setTimeout(r, 300)));
+  }
+  t.equal(written, 4, 'the cluster took the fourth record');
+
+  // A read returns records or throws, and the compactor then opens a new reader at its cursor, as here;
+  // before, the first read never ended.
+  const readUntilRecords = async (): Promise<number[]> => {
+    let current = reader;
+    for (;;) {
+      const records = await current.read(10, 1_000).catch(async () => {
+        await current.close();
+        current = await log.openReader(3);
+        return [];
+      });
+      if (records.length > 0) return records.map((r) => r.seq);
+    }
+  };
+  const outcome = await Promise.race([readUntilRecords(), new Promise((r) => setTimeout(() => r('no record within 60 s'), 60_000).unref())]);
+  t.same(outcome, [4], 'the new record was read from a consumer on a live node');
 });
 
 async function waitUntil(condition: () => boolean, timeoutMs: number, what: string): Promise<void> {
