@@ -579,18 +579,38 @@ export function FlowDetail({ org, id }: { org: string; id: string }): ReactNode 
   );
 }
 
+/** What the sends list shows at most; a status filter finds the failed and dead ones among many. */
+const SENDS_SHOWN = 100;
+const SEND_STATUSES = ['pending', 'delivered', 'failed', 'dead', 'holdout'] as const;
+
 function Sends({ org, id, round }: { org: string; id: string; round: number }): ReactNode {
-  const sends = useRequest(() => api<{ sends: Send[] }>('GET', `/admin/v1/orgs/${seg(org)}/flows/${seg(id)}/sends?limit=100`), [org, id, round]);
+  const [status, setStatus] = useState('');
+  const sends = useRequest(
+    () => api<{ sends: Send[] }>('GET', `/admin/v1/orgs/${seg(org)}/flows/${seg(id)}/sends?limit=${SENDS_SHOWN}${status ? `&status=${status}` : ''}`),
+    [org, id, round, status],
+  );
   return (
     <section aria-labelledby="sends-title">
       <div className="row">
         <h3 id="sends-title">Sends</h3>
+        <label className="inline">
+          Status{' '}
+          <select value={status} onChange={(e) => setStatus(e.target.value)}>
+            <option value="">all</option>
+            {SEND_STATUSES.map((s) => (
+              <option key={s} value={s}>
+                {s}
+              </option>
+            ))}
+          </select>
+        </label>
         <button type="button" className="small" onClick={sends.reload}>
           Refresh
         </button>
       </div>
       <Status request={sends} what="sends" />
-      {sends.data?.sends.length === 0 ? <p className="muted">No send yet.</p> : null}
+      {sends.data?.sends.length === 0 ? <p className="muted">{status ? `No ${status} send.` : 'No send yet.'}</p> : null}
+      {sends.data?.sends.length === SENDS_SHOWN ? <p className="muted">The newest {SENDS_SHOWN} are shown; choose a status to find older failed or dead sends.</p> : null}
       {sends.data && sends.data.sends.length > 0 ? (
         <table>
           <thead>

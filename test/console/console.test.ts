@@ -178,6 +178,13 @@ t.test('from sample events to a saved trigger in the console', async (t) => {
   const delivered = (await outbox()).map((line) => JSON.stringify(JSON.parse(line)));
   t.equal(delivered.length, 2, 'two messages in the outbox');
   t.notOk(delivered.some((line) => line.includes('long_stay')), 'one-night bookings get the flow message, not the branch');
+  // Dead letters are a status filter away, however many sends there are.
+  await page.getByLabel('Status').selectOption('dead');
+  await page.getByText('No dead send.').waitFor();
+  t.equal(await page.locator('[data-send]').count(), 0, 'no dead send: the filter reached the API');
+  await page.getByLabel('Status').selectOption('');
+  await page.locator('[data-send="cy@example.com"]').waitFor();
+  t.equal(await page.locator('[data-send]').count(), 2, 'both sends again with every status');
 
   // Why was bob not messaged?
   await page.getByLabel('Contact e-mail').fill('bob@example.com');
