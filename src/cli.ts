@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { parseArgs } from 'node:util';
-import { projectRoot } from './paths.js';
+import { serviceVersion } from './paths.js';
 
 const USAGE = `usage: audience <command> [options]
 
@@ -293,12 +293,8 @@ const commands: Record<string, Command> = {
   },
 };
 
-function version(): string {
-  return (JSON.parse(readFileSync(join(projectRoot, 'package.json'), 'utf8')) as { version: string }).version;
-}
-
 if (opts.version) {
-  console.log(version());
+  console.log(serviceVersion());
 } else if (opts.help || positionals.length === 0) {
   console.log(USAGE);
 } else {

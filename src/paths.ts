@@ -1,5 +1,5 @@
 /** Locates the project's own files (schemas/, pipelines/) from both src/ (tsx) and dist/src/ (built). */
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -16,3 +16,8 @@ function findProjectRoot(): string {
 export const projectRoot = findProjectRoot();
 export const schemasDir = join(projectRoot, 'schemas');
 export const pipelinesDir = join(projectRoot, 'pipelines');
+
+/** The service's version, from its package.json. */
+export function serviceVersion(): string {
+  return (JSON.parse(readFileSync(join(projectRoot, 'package.json'), 'utf8')) as { version: string }).version;
+}

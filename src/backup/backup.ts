@@ -9,7 +9,7 @@
  * org's compaction pauses for the length of one file copy. The manifest is written last: a directory
  * without one is not a backup.
  */
-import { copyFile, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, readdir, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Compaction } from '../compaction/compactor.js';
@@ -17,7 +17,7 @@ import { isDeletedOrg } from '../control/documents.js';
 import type { ControlDocuments, ControlEntry } from '../control/types.js';
 import { AppError } from '../errors.js';
 import type { LogBackend } from '../log/types.js';
-import { projectRoot } from '../paths.js';
+import { serviceVersion } from '../paths.js';
 import { orgDatabaseFile, ORGS_DIR } from '../storage/org-databases.js';
 import type { OrgStorage } from '../storage/org-storage.js';
 
@@ -79,7 +79,7 @@ export async function writeBackup(sources: BackupSources, dir: string, options: 
     format: BACKUP_FORMAT,
     version: 1,
     createdAt: new Date(sources.now()).toISOString(),
-    serviceVersion: (JSON.parse(await readFile(join(projectRoot, 'package.json'), 'utf8')) as { version: string }).version,
+    serviceVersion: serviceVersion(),
     log: { kind: sources.log.kind, compactedSeq },
     orgs: kept,
     documents: documents.length,
@@ -112,9 +112,14 @@ async function copyOrgDatabase(sources: BackupSources, slug: string, into: strin
   const target = orgDatabaseFile(into, slug);
   await sources.orgs.org(slug).exclusive(async (connection) => {
     await connection.run('CHECKPOINT');
-    await copyFile(source, target);
-    if (existsSync(`${source}.wal`)) await copyFile(`${source}.wal`, `${target}.wal`);
+    await copyDatabaseFile(source, target);
   });
+}
+
+/** A DuckDB file and its WAL, should one be there. */
+export async function copyDatabaseFile(source: string, target: string): Promise<void> {
+  await copyFile(source, target);
+  if (existsSync(`${source}.wal`)) await copyFile(`${source}.wal`, `${target}.wal`);
 }
 
 /** An org's trigger and segment files (`*.sql`, `segments/*.sql`); returns how many. */

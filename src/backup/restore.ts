@@ -18,7 +18,7 @@ import { ControlConflictError } from '../control/types.js';
 import { lockDataDir } from '../data-dir-lock.js';
 import { LocalDatabase } from '../db/database.js';
 import { isSlug, orgDatabaseFile, ORGS_DIR } from '../storage/org-databases.js';
-import { BACKUP_FORMAT, type BackupManifest, CONTROL_FILE, MANIFEST_FILE, QUERIES_DIR, WEBHOOK_KEY_FILE } from './backup.js';
+import { BACKUP_FORMAT, type BackupManifest, CONTROL_FILE, copyDatabaseFile, MANIFEST_FILE, QUERIES_DIR, WEBHOOK_KEY_FILE } from './backup.js';
 
 /** What a restore cannot do, said so an operator can act on it. */
 export class RestoreError extends Error {
@@ -50,10 +50,8 @@ export async function restoreBackup(from: string, config: Config, options: { res
   try {
     await mkdir(orgsDir, { recursive: true });
     for (const slug of manifest.orgs) {
-      const source = orgDatabaseFile(join(from, ORGS_DIR), slug);
       const target = orgDatabaseFile(orgsDir, slug);
-      await copyFile(source, target);
-      if (existsSync(`${source}.wal`)) await copyFile(`${source}.wal`, `${target}.wal`);
+      await copyDatabaseFile(orgDatabaseFile(join(from, ORGS_DIR), slug), target);
       if (reset) await resetLogPosition(target);
     }
     let queryFiles = 0;

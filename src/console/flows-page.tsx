@@ -5,17 +5,12 @@
  * contact, why each trigger row did or did not message them.
  */
 import { type FormEvent, type ReactNode, useState } from 'react';
+import type { Condition, FlowDefinition, Message, Variant } from '../generated/flow';
 import { api, type ApiError, seg } from './api';
 import { go, href } from './route';
 import { asApiError, ErrorBox, Status, Time, useRequest } from './ui';
 
-type Channel = 'webhook' | 'email' | 'outbox';
-
-interface Message {
-  channel: Channel;
-  url?: string;
-  template: Record<string, unknown>;
-}
+type Channel = Message['channel'];
 
 interface MessagePreview {
   row: Record<string, unknown> | null;
@@ -23,47 +18,28 @@ interface MessagePreview {
   error: string | null;
 }
 
-interface Variant {
-  label: string;
-  weight: number;
-  holdout?: boolean;
-  /** The variant's own template (console state; sent as its `message`). */
-  template?: string;
-}
+/** A variant as the form edits it: its own message as template text (sent as its `message`). */
+type VariantDraft = Omit<Variant, 'message'> & { template?: string };
 
-const OPS = ['eq', 'ne', 'gt', 'gte', 'lt', 'lte', 'in', 'exists'] as const;
+const OPS: readonly Condition['op'][] = ['eq', 'ne', 'gt', 'gte', 'lt', 'lte', 'in', 'exists'];
 
 interface BranchDraft {
   field: string;
-  op: (typeof OPS)[number];
+  op: Condition['op'];
   value: string;
   template: string;
 }
 
 /** A branch's condition: the value as JSON when it reads as JSON (3, true, ["a","b"]), else as text. */
-function condition(branch: BranchDraft): { field: string; op: string; value?: unknown } {
+function condition(branch: BranchDraft): Condition {
   if (branch.op === 'exists') return { field: branch.field, op: branch.op };
-  let value: unknown = branch.value;
+  let value: Condition['value'] = branch.value;
   try {
     value = JSON.parse(branch.value);
   } catch {
     // text
   }
   return { field: branch.field, op: branch.op, value };
-}
-
-export interface FlowDefinition {
-  id: string;
-  name: string;
-  category: 'triggered';
-  entry: 'when_contact_triggers_event';
-  trigger: string;
-  scheduleSeconds?: number;
-  segmentFilter?: { segment: string; mode?: 'exclude' | 'include' };
-  experiment?: { variants: Array<Omit<Variant, 'template'> & { message?: Message }> };
-  branches?: Array<{ when: { field: string; op: string; value?: unknown }; message: Message }>;
-  message: Message;
-  reentry?: 'every_event' | 'once' | { afterSeconds: number };
 }
 
 interface Flow {
@@ -201,21 +177,21 @@ function FlowForm({ org, trigger, segments, initial }: { org: string; trigger: s
   const [id, setId] = useState(initial?.id ?? `${trigger.replaceAll('_', '-')}-follow-up`.slice(0, 64));
   const [segment, setSegment] = useState(initial?.segmentFilter?.segment ?? '');
   const [mode, setMode] = useState<'exclude' | 'include'>(initial?.segmentFilter?.mode ?? 'exclude');
-  const [variants, setVariants] = useState<Variant[]>(
+  const [variants, setVariants] = useState<VariantDraft[]>(
     (initial?.experiment?.variants ?? []).map(({ message, ...variant }) => (message ? { ...variant, template: templateTextOf(message) } : variant)),
   );
   const [branches, setBranches] = useState<BranchDraft[]>(
     (initial?.branches ?? []).map((b) => ({
       field: b.when.field,
-      op: b.when.op as BranchDraft['op'],
+      op: b.when.op,
       value: b.when.value === undefined ? '' : typeof b.when.value === 'string' ? b.when.value : JSON.stringify(b.when.value),
       template: templateTextOf(b.message),
     })),
   );
   const setBranch = (i: number, change: Partial<BranchDraft>) => setBranches(branches.map((b, j) => (j === i ? { ...b, ...change } : b)));
   const [channel, setChannel] = useState<Channel>(initial?.message.channel ?? 'outbox');
-  const [url, setUrl] = useState(initial?.message.url ?? 'https://');
-  const [subject, setSubject] = useState(typeof initial?.message.template.subject === 'string' ? initial.message.template.subject : 'Your {{ event.event_type }}');
+  const [url, setUrl] = useState(initial?.message.channel === 'webhook' ? initial.message.url : 'https://');
+  const [subject, setSubject] = useState(initial?.message.channel === 'email' ? initial.message.template.subject : 'Your {{ event.event_type }}');
   const [template, setTemplate] = useState(initial ? templateTextOf(initial.message) : DEFAULT_TEMPLATE);
   const [reentry, setReentry] = useState<'every_event' | 'once' | 'after'>(typeof reentryOf === 'object' ? 'after' : reentryOf);
   const [afterSeconds, setAfterSeconds] = useState(typeof reentryOf === 'object' ? reentryOf.afterSeconds : 86400);
@@ -262,7 +238,7 @@ function FlowForm({ org, trigger, segments, initial }: { org: string; trigger: s
       setBusy(false);
     }
   };
-  const setVariant = (i: number, change: Partial<Variant>) => setVariants(variants.map((v, j) => (j === i ? { ...v, ...change } : v)));
+  const setVariant = (i: number, change: Partial<VariantDraft>) => setVariants(variants.map((v, j) => (j === i ? { ...v, ...change } : v)));
   const [preview, setPreview] = useState<MessagePreview>();
   const previewMessage = async () => {
     setError(undefined);
@@ -455,7 +431,7 @@ function FlowForm({ org, trigger, segments, initial }: { org: string; trigger: s
 
 /** A saved message's template as the form edits it. */
 function templateTextOf(message: Message): string {
-  if (message.channel === 'email') return typeof message.template.text === 'string' ? message.template.text : '';
+  if (message.channel === 'email') return message.template.text;
   const body = message.channel === 'webhook' ? message.template.body : message.template;
   return typeof body === 'string' ? body : JSON.stringify(body, null, 2);
 }

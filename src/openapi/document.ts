@@ -3,10 +3,8 @@
  * process learns the collect endpoints too), from the operation table and the schemas of schemas/.
  * Built once per process, on first request.
  */
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { type ErrorCode, errorCatalog } from '../errors.js';
-import { projectRoot } from '../paths.js';
+import { serviceVersion } from '../paths.js';
 import { schemaComponents } from './components.js';
 import { type Auth, type Operation, operations } from './operations.js';
 
@@ -39,7 +37,7 @@ export function openApiJson(): string {
 }
 
 export function buildOpenApiDocument(): Record<string, unknown> {
-  const { version } = JSON.parse(readFileSync(join(projectRoot, 'package.json'), 'utf8')) as { version: string };
+  const version = serviceVersion();
   const paths: Record<string, Record<string, unknown>> = {};
   for (const op of operations) (paths[openApiPath(op.path)] ??= {})[op.method.toLowerCase()] = operation(op);
   return {

@@ -36,24 +36,22 @@ interface Sweep {
   days: number;
 }
 
+/** Events older than the cut-off by `column`, among those already folded into the aggregates. */
+function expiredEvents(column: 'received_at' | 'event_time', days: number): Sweep {
+  return {
+    table: 'events',
+    days,
+    sql: `DELETE FROM events WHERE rowid IN (
+            SELECT rowid FROM events
+             WHERE ${column} < $1::TIMESTAMPTZ AND visible_at <= (SELECT max(through) FROM contact_activity_folded)
+             LIMIT $2) RETURNING 1`,
+  };
+}
+
 function sweeps(policy: RetentionPolicy): Sweep[] {
   const list: Sweep[] = [
-    {
-      table: 'events',
-      days: policy.eventsDays,
-      sql: `DELETE FROM events WHERE rowid IN (
-              SELECT rowid FROM events
-               WHERE received_at < $1::TIMESTAMPTZ AND visible_at <= (SELECT max(through) FROM contact_activity_folded)
-               LIMIT $2) RETURNING 1`,
-    },
-    {
-      table: 'events',
-      days: policy.eventsByEventTimeDays,
-      sql: `DELETE FROM events WHERE rowid IN (
-              SELECT rowid FROM events
-               WHERE event_time < $1::TIMESTAMPTZ AND visible_at <= (SELECT max(through) FROM contact_activity_folded)
-               LIMIT $2) RETURNING 1`,
-    },
+    expiredEvents('received_at', policy.eventsDays),
+    expiredEvents('event_time', policy.eventsByEventTimeDays),
     { table: 'quarantine', days: policy.quarantineDays, sql: 'DELETE FROM quarantine WHERE rowid IN (SELECT rowid FROM quarantine WHERE received_at < $1::TIMESTAMPTZ LIMIT $2) RETURNING 1' },
     { table: 'flow_decisions', days: policy.decisionsDays, sql: 'DELETE FROM flow_decisions WHERE rowid IN (SELECT rowid FROM flow_decisions WHERE decided_at < $1::TIMESTAMPTZ LIMIT $2) RETURNING 1' },
     {

@@ -5,38 +5,25 @@
  * triggers an event → Configure Event Trigger with an experiment and a segment exclusion, start it, and
  * see its sends and why an excluded contact was not messaged. Screenshots of each page go to docs/console/.
  */
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import t, { type Test } from 'tap';
 import { ADMIN_KEY, customEvent, startTestApp } from '../helpers/app.js';
+import { launchChromium, watchPage } from '../helpers/browser.js';
 
-const CHROMIUM = '/usr/bin/chromium';
 const SHOTS = fileURLToPath(new URL('../../docs/console/', import.meta.url));
 
 t.test('from sample events to a saved trigger in the console', async (t) => {
-  t.ok(existsSync(CHROMIUM), `${CHROMIUM} is installed (apt-get install -y chromium)`);
+  const browser = await launchChromium(t);
   const h = await startTestApp(t);
   const url = await h.app.listen({ port: 0, host: '127.0.0.1' });
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
-  t.teardown(() => browser.close());
   const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
-  const problems: string[] = [];
-  page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
-  page.on('console', (message) => {
-    // The browser reports every 4xx on its own (a refused sign-in, a refused trigger): the page shows
-    // those, and the test checks it does. Anything else is a fault.
-    if (message.type() === 'error' && !/Failed to load resource: .* status of 4\d\d/.test(message.text())) problems.push(`console: ${message.text()}`);
-  });
-  const elsewhere: string[] = [];
-  page.on('request', (request) => {
-    if (!request.url().startsWith(url) && !request.url().startsWith('data:')) elsewhere.push(request.url());
-  });
+  // The browser reports every 4xx on its own (a refused sign-in, a refused trigger): the page shows
+  // those, and the test checks it does. Anything else is a fault.
+  const { problems, elsewhere } = watchPage(page, url, /Failed to load resource: .* status of 4\d\d/);
   mkdirSync(SHOTS, { recursive: true });
   // Each page photographed is also checked: every form control has a label (or an aria-label) to be found by.
   const shot = async (name: string) => {

@@ -3,36 +3,19 @@
  * OpenAPI document and the error codes, under the page's Content-Security-Policy, without a request to
  * any other host and without a script error.
  */
-import { existsSync } from 'node:fs';
-import { chromium } from 'playwright-core';
 import t from 'tap';
 import { operations } from '../../src/openapi/operations.js';
 import { startTestApp } from '../helpers/app.js';
-
-/** Debian's package (.ci/run installs it). */
-const CHROMIUM = '/usr/bin/chromium';
+import { launchChromium, watchPage } from '../helpers/browser.js';
 
 t.test('/docs renders every operation in Chromium, from the service alone', async (t) => {
-  t.ok(existsSync(CHROMIUM), `${CHROMIUM} is installed (apt-get install -y chromium)`);
+  const browser = await launchChromium(t);
   const h = await startTestApp(t);
   const url = await h.app.listen({ port: 0, host: '127.0.0.1' });
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
-  t.teardown(() => browser.close());
   const page = await browser.newPage();
-  const problems: string[] = [];
-  const elsewhere: string[] = [];
-  page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
-  page.on('console', (message) => {
-    if (message.type() === 'error') problems.push(`console: ${message.text()}`);
-  });
+  const { problems, elsewhere } = watchPage(page, url);
   page.on('response', (res) => {
     if (res.status() >= 400) problems.push(`${res.status()} ${res.url()}`);
-  });
-  page.on('request', (request) => {
-    if (!request.url().startsWith(url) && !request.url().startsWith('data:')) elsewhere.push(request.url());
   });
 
   const response = await page.goto(`${url}/docs`);
