@@ -1,6 +1,6 @@
 /** Child processes for the benchmark (bare server, the service) and CPU accounting from /proc. */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, readFileSync } from 'node:fs';
+import { createWriteStream, readdirSync, readFileSync } from 'node:fs';
 
 let clockTicks = 100;
 try {
@@ -16,6 +16,55 @@ export function processCpuSeconds(pid: number): number {
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   // utime and stime are fields 14 and 15 of the full line: 12th and 13th after the name.
   return (Number(fields[11]) + Number(fields[12])) / clockTicks;
+}
+
+/**
+ * CPU seconds of a process and all its descendants: the service runs its org databases in a storage
+ * process and its SQL checks in checker processes, whose CPU is the service's. Live descendants are read
+ * from /proc; ended ones Node has reaped are in the parent's cutime and cstime.
+ */
+export function treeCpuSeconds(pid: number): number {
+  let total = 0;
+  for (const member of processTree(pid)) {
+    const fields = statFields(member);
+    if (!fields) continue;
+    // utime, stime, cutime, cstime: fields 14–17 of the full line.
+    total += (Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])) / clockTicks;
+  }
+  return total;
+}
+
+/** Resident memory of a process and its descendants (see treeCpuSeconds), in bytes. */
+export function treeRssBytes(pid: number): number {
+  return processTree(pid).reduce((sum, member) => sum + (rssBytes(member) || 0), 0);
+}
+
+/** `pid` and every live process below it. */
+function processTree(pid: number): number[] {
+  const children = new Map<number, number[]>();
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    const parent = Number(statFields(Number(name))?.[1]);
+    if (!Number.isFinite(parent)) continue;
+    children.set(parent, [...(children.get(parent) ?? []), Number(name)]);
+  }
+  const tree: number[] = [];
+  for (const queue = [pid]; queue.length > 0; ) {
+    const next = queue.shift()!;
+    tree.push(next);
+    queue.push(...(children.get(next) ?? []));
+  }
+  return tree;
+}
+
+/** Fields of /proc/<pid>/stat after the command name; undefined once the process is gone. */
+function statFields(pid: number): string[] | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  } catch {
+    return undefined;
+  }
 }
 
 /** Resident memory of a process (VmRSS of /proc/<pid>/status), in bytes. */
@@ -148,11 +197,11 @@ export class Child {
   }
 
   cpuSeconds(): number {
-    return processCpuSeconds(this.pid);
+    return treeCpuSeconds(this.pid);
   }
 
   rssBytes(): number {
-    return rssBytes(this.pid);
+    return treeRssBytes(this.pid);
   }
 
   /** SIGTERM, then SIGKILL if it has not exited within `timeoutMs`. */

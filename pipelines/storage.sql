@@ -66,6 +66,26 @@ CREATE TABLE IF NOT EXISTS quarantine (
   raw          JSON NOT NULL
 );
 
+-- One row per environment and event type, for GET …/events/types: events stored, the latest received,
+-- and the property keys seen with their JSON types (JSON {key: [types]}, at most 100 keys of at most 128
+-- characters, properties_truncated when a type had more). The compactor folds newly visible events in
+-- every few seconds (src/compaction/fold-event-types.ts); the admin API adds the events not folded yet,
+-- and retention subtracts the events it deletes, so a type reads as a GROUP BY over events would.
+CREATE TABLE IF NOT EXISTS event_types (
+  environment           VARCHAR NOT NULL,
+  event_name            VARCHAR NOT NULL,
+  events                BIGINT NOT NULL,
+  last_seen_at          TIMESTAMPTZ NOT NULL,
+  properties            JSON NOT NULL,
+  properties_truncated  BOOLEAN NOT NULL,
+  PRIMARY KEY (environment, event_name)
+);
+
+-- The visible_at up to which events are folded into event_types (one row, none before the first fold).
+CREATE TABLE IF NOT EXISTS event_types_folded (
+  through    TIMESTAMPTZ NOT NULL
+);
+
 -- Per-contact aggregates of production events (SPEC 6.1 fields), so a profile reads rows of its own
 -- contact instead of every event of the org. The compactor folds newly visible events in every few
 -- seconds (src/compaction/fold-contact-activity.ts); profiles combine these rows with the events not

@@ -17,7 +17,9 @@ import { type ControlDocuments, orgKey, tokensKey } from './control/types.js';
 import { type DataDirLock, duckdbLockProblem, lockDataDir } from './data-dir-lock.js';
 import { registerJsonBodyParser } from './http/json-body.js';
 import { loggerOptions } from './http/logger.js';
+import { clientErrorHandler, frameworkErrors } from './http/client-errors.js';
 import { registerProblemHandlers } from './http/problem.js';
+import { registerUnroutedAnswers } from './http/unrouted.js';
 import { generateRequestId, registerRequestIdHeader } from './http/request-id.js';
 import { httpTimeouts } from './http/timeouts.js';
 import type { GroupCommitter } from './log/group-commit.js';
@@ -47,6 +49,7 @@ import { registerCollectorRole } from './roles/collector-role.js';
 import { type StorageRole, openStorageRole, runSteps } from './roles/storage-role.js';
 import { compileRouteSchema } from './schemas.js';
 import { SINGLE_FILE, SPLIT_SUFFIX, splitSingleFile } from './storage/split-single-file.js';
+import { logPositions } from './storage/checkpoint.js';
 import { TokenStore } from './tokens/token-store.js';
 
 /** What the service holds, for server.ts (shutdown, start-up message) and tests. */
@@ -115,6 +118,8 @@ async function buildLockedApp(config: Config, ctx: Context, dataDirLock: DataDir
     // Collect routes set their own limits (32 KB / 500 KB); admin imports may be larger.
     bodyLimit: 10 * 1024 * 1024,
     ...httpTimeouts(config),
+    frameworkErrors,
+    clientErrorHandler,
   });
   // Every route this process registers, for the OpenAPI check (test/ops/openapi.test.ts).
   const routes: RegisteredRoute[] = [];
@@ -124,6 +129,7 @@ async function buildLockedApp(config: Config, ctx: Context, dataDirLock: DataDir
   app.setValidatorCompiler(({ schema }) => compileRouteSchema(schema));
   registerJsonBodyParser(app);
   registerProblemHandlers(app);
+  registerUnroutedAnswers(app);
   registerRequestIdHeader(app);
 
   const roles = new Set(config.roles);
@@ -192,6 +198,9 @@ async function buildLockedApp(config: Config, ctx: Context, dataDirLock: DataDir
         jetstream: jetStreamOptions(config),
         embedded: { segmentBytes: config.logSegmentMb * 1024 * 1024, retentionMs: config.logRetentionHours * 60 * 60 * 1000 },
         onTornTail: (tail) => app.log.warn({ tail }, 'embedded log: cut a torn tail left by a crash'),
+        // Numbering goes on above every position this process's org databases may hold.
+        ...(dataDirLock ? { positions: logPositions(config.dataDir) } : {}),
+        onBehind: (behind, message) => app.log.error({ behind }, message),
       });
     }
     if (config.natsUrl && (roles.has('api') || hasStorageRole(config))) {
@@ -199,7 +208,7 @@ async function buildLockedApp(config: Config, ctx: Context, dataDirLock: DataDir
     }
     if (hasStorageRole(config)) storage = await openStorageRole({ config, ctx, log: log!, metrics, orgs, profiles, feed, logger: app.log });
 
-    const health = serviceHealth({ control, log, worker: storage?.storage.worker, dataDir: config.dataDir, usesDataDir: dataDirLock !== undefined });
+    const health = serviceHealth({ control, log, storage: storage?.storage, dataDir: config.dataDir, usesDataDir: dataDirLock !== undefined });
     app.decorate('audience', { config, ctx, control, orgs, tokens, profiles, metrics, health, adminKey, log, committer, storage, routes });
     registerOperatorGauges(metrics, {
       ready: async () => (await health.probe()).ready,
@@ -228,7 +237,7 @@ async function buildLockedApp(config: Config, ctx: Context, dataDirLock: DataDir
       registerConsoleRoutes(app);
     }
     if (roles.has('api') || adminNats) {
-      await registerAdminApi(app, { config, ctx, adminKey, control, log, orgs, tokens, profiles, storage, relay: adminNats, withOrgRoutes: roles.has('api') });
+      await registerAdminApi(app, { config, ctx, adminKey, control, log, orgs, tokens, profiles, storage, relay: adminNats, withOrgRoutes: roles.has('api'), metrics, authLimiter: rateLimiters?.auth });
     }
     if (roles.has('api') && feed && !(storage && config.shard.count === 1)) {
       // Profiles of the orgs another shard keeps come from the feed; this process's own are materialized here.

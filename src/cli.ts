@@ -11,7 +11,6 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import { parseArgs } from 'node:util';
 import { serviceVersion } from './paths.js';
 
@@ -25,17 +24,22 @@ const USAGE = `usage: audience <command> [options]
              [--content-fields a,b] [--not-found-status 404|400] [--retention eventsDays=90 | --retention '']
   org delete <slug> --yes            the org and all its data, for good (the slug is never reused)
   org rotate <slug> <staging|production>
-  events types <slug> [--env production]
-  events samples <slug> [--env production] [--event-type custom_x] [--limit 20]
-  quarantine <slug> [--env production] [--limit 100]
+  events types <slug> [--env production] [--limit 100] [--cursor …]
+  events samples <slug> [--env production] [--event-type custom_x] [--limit 20] [--cursor …]
+  quarantine <slug> [--env production] [--limit 100] [--cursor …]
+  flow sends <slug> <flow-id> [--status dead] [--identity email:ada@example.com] [--limit 100] [--cursor …]
+  flow decisions <slug> <flow-id> [--identity email:ada@example.com] [--limit 100] [--cursor …]
+                                     lists come a page at a time: when there is more, the answer's
+                                     nextCursor is set and stderr shows the command for the next page
   contacts import <slug> <file.csv|file.ndjson>
   token create <slug> --created-by ops@acme.com [--label x] [--expires-at 2026-12-31T00:00:00Z]
   token list <slug>
   token revoke <slug> (--id tok_… | --last3 x9Q | --created-by ops@acme.com)
   backup <dir> [--org acme]          a consistent copy of a running storage process, into a new directory
-  restore <dir> [--reset-log-positions]
-                                     a backup into a fresh DATA_DIR (run with the service stopped; reads
-                                     DATA_DIR, QUERIES_DIR and NATS_URL like the service)
+  restore <dir|file.tar> [--reset-log-positions]
+                                     a backup (folder, or the archive GET /admin/v1/backup answers) into a
+                                     fresh DATA_DIR (run with the service stopped; reads DATA_DIR,
+                                     QUERIES_DIR and NATS_URL like the service)
   --help, --version
 
 answers are JSON on stdout; errors go to stderr (exit 1: refused by the service, 2: bad command line)
@@ -73,6 +77,9 @@ function parseCommandLine() {
         env: { type: 'string' },
         'event-type': { type: 'string' },
         limit: { type: 'string' },
+        cursor: { type: 'string' },
+        status: { type: 'string' },
+        identity: { type: 'string' },
         'created-by': { type: 'string' },
         label: { type: 'string' },
         'expires-at': { type: 'string' },
@@ -161,7 +168,7 @@ function pretty(text: string): string {
  * JSON bodies by default; a string body is sent as is with its own content type (imports).
  * The answer goes to stdout when the service accepted the call, else (problem+json) to stderr.
  */
-async function call(method: string, path: string, body?: unknown, contentType = 'application/json'): Promise<void> {
+async function call(method: string, path: string, body?: unknown, contentType = 'application/json'): Promise<string> {
   const payload = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body);
   const res = await fetch(baseUrl + path, {
     method,
@@ -171,7 +178,7 @@ async function call(method: string, path: string, body?: unknown, contentType = 
   const text = pretty(await res.text());
   if (res.ok) {
     console.log(text);
-    return;
+    return text;
   }
   console.error(text);
   process.exit(1);
@@ -188,16 +195,16 @@ async function backup(dir: string): Promise<void> {
     process.exit(1);
   }
   mkdirSync(dir, { recursive: true });
-  const { extract } = await import('tar');
-  await pipeline(Readable.fromWeb(res.body as import('node:stream/web').ReadableStream), extract({ cwd: dir, strict: true })).catch((error: Error) =>
-    fail(`the backup stream broke off (${error.message}): ${dir} is incomplete; take the backup again`),
+  const { ArchiveRefused, unpackBackup } = await import('./backup/unpack.js');
+  await unpackBackup(Readable.fromWeb(res.body as import('node:stream/web').ReadableStream), dir).catch((error: Error) =>
+    fail(error instanceof ArchiveRefused ? `${baseUrl} sent an archive that is not a backup (${error.message}); delete ${dir}` : `the backup stream broke off (${error.message}): ${dir} is incomplete; take the backup again`),
   );
   const manifest = join(dir, 'manifest.json');
   if (!existsSync(manifest)) fail(`the backup ended before its manifest: ${dir} is incomplete; take the backup again`);
   console.log(readFileSync(manifest, 'utf8').trimEnd());
 }
 
-/** Offline: the backup in `dir` into this machine's DATA_DIR (and QUERIES_DIR, control plane). */
+/** Offline: the backup in `dir` (a folder or an archive) into this machine's DATA_DIR (and QUERIES_DIR, control plane). */
 async function restore(dir: string): Promise<void> {
   const { ConfigError, readConfig } = await import('./config.js');
   const { RestoreError, restoreBackup } = await import('./backup/restore.js');
@@ -211,6 +218,15 @@ async function restore(dir: string): Promise<void> {
   }
 }
 
+/** A page of a list; when there is more, the command for the next page goes to stderr (stdout stays JSON). */
+async function page(path: string): Promise<void> {
+  const { nextCursor } = JSON.parse(await call('GET', path)) as { nextCursor?: unknown };
+  if (typeof nextCursor !== 'string') return;
+  const args = process.argv.slice(2).filter((arg, i, all) => !arg.startsWith('--cursor') && all[i - 1] !== '--cursor');
+  const quoted = [...args, '--cursor', nextCursor].map((arg) => (/^[\w@%+=:,./-]+$/.test(arg) ? arg : `'${arg.replaceAll("'", "'\\''")}'`));
+  console.error(`next page: audience ${quoted.join(' ')}`);
+}
+
 function readInput(file: string): string {
   try {
     return readFileSync(file, 'utf8');
@@ -222,7 +238,7 @@ function readInput(file: string): string {
 /** One command: the positionals it needs after its name, and what it does with them. */
 interface Command {
   args: string[];
-  run(args: string[]): Promise<void>;
+  run(args: string[]): Promise<unknown>;
 }
 
 const commands: Record<string, Command> = {
@@ -249,16 +265,25 @@ const commands: Record<string, Command> = {
   },
   'events types': {
     args: ['<slug>'],
-    run: ([slug]) => call('GET', `/admin/v1/orgs/${seg(slug!)}/events/types${query({ env: opts.env })}`),
+    run: ([slug]) => page(`/admin/v1/orgs/${seg(slug!)}/events/types${query({ env: opts.env, limit: opts.limit, cursor: opts.cursor })}`),
   },
   'events samples': {
     args: ['<slug>'],
     run: ([slug]) =>
-      call('GET', `/admin/v1/orgs/${seg(slug!)}/events/samples${query({ env: opts.env, eventType: opts['event-type'], limit: opts.limit })}`),
+      page(`/admin/v1/orgs/${seg(slug!)}/events/samples${query({ env: opts.env, eventType: opts['event-type'], limit: opts.limit, cursor: opts.cursor })}`),
   },
   quarantine: {
     args: ['<slug>'],
-    run: ([slug]) => call('GET', `/admin/v1/orgs/${seg(slug!)}/quarantine${query({ env: opts.env, limit: opts.limit })}`),
+    run: ([slug]) => page(`/admin/v1/orgs/${seg(slug!)}/quarantine${query({ env: opts.env, limit: opts.limit, cursor: opts.cursor })}`),
+  },
+  'flow sends': {
+    args: ['<slug>', '<flow-id>'],
+    run: ([slug, id]) =>
+      page(`/admin/v1/orgs/${seg(slug!)}/flows/${seg(id!)}/sends${query({ status: opts.status, identity: opts.identity, limit: opts.limit, cursor: opts.cursor })}`),
+  },
+  'flow decisions': {
+    args: ['<slug>', '<flow-id>'],
+    run: ([slug, id]) => page(`/admin/v1/orgs/${seg(slug!)}/flows/${seg(id!)}/decisions${query({ identity: opts.identity, limit: opts.limit, cursor: opts.cursor })}`),
   },
   'contacts import': {
     args: ['<slug>', '<file.csv|file.ndjson>'],
@@ -280,7 +305,7 @@ const commands: Record<string, Command> = {
     },
   },
   backup: { args: ['<dir>'], run: ([dir]) => backup(dir!) },
-  restore: { args: ['<dir>'], run: ([dir]) => restore(dir!) },
+  restore: { args: ['<dir|file.tar>'], run: ([dir]) => restore(dir!) },
   'token list': { args: ['<slug>'], run: ([slug]) => call('GET', `/admin/v1/orgs/${seg(slug!)}/tokens`) },
   'token revoke': {
     args: ['<slug>'],

@@ -37,7 +37,7 @@ const variableOf: Record<keyof Config, string> = {
   orgDatabasesMaxOpen: 'ORG_DATABASES_MAX_OPEN',
   orgDatabaseThreads: 'ORG_DATABASE_THREADS',
   orgDatabaseIdleMs: 'ORG_DATABASE_IDLE_MS',
-  storageThread: 'STORAGE_THREAD',
+  storageProcess: 'STORAGE_PROCESS',
   natsPublishTimeoutMs: 'NATS_PUBLISH_TIMEOUT_MS',
   natsStreamReplicas: 'NATS_STREAM_REPLICAS',
   shard: 'SHARD',
@@ -172,7 +172,7 @@ export function readConfig(env: NodeJS.ProcessEnv): Config {
     orgDatabasesMaxOpen: integer('ORG_DATABASES_MAX_OPEN', env.ORG_DATABASES_MAX_OPEN, 16),
     orgDatabaseThreads: integer('ORG_DATABASE_THREADS', env.ORG_DATABASE_THREADS, 2),
     orgDatabaseIdleMs: integer('ORG_DATABASE_IDLE_MS', env.ORG_DATABASE_IDLE_MS, 60_000),
-    storageThread: env.STORAGE_THREAD || 'worker',
+    storageProcess: env.STORAGE_PROCESS || 'child',
     natsPublishTimeoutMs: integer('NATS_PUBLISH_TIMEOUT_MS', env.NATS_PUBLISH_TIMEOUT_MS, 5_000),
     natsStreamReplicas: integer('NATS_STREAM_REPLICAS', env.NATS_STREAM_REPLICAS, 1),
     shard: shard(env.SHARD),
@@ -196,6 +196,7 @@ export function readConfig(env: NodeJS.ProcessEnv): Config {
     // Below the 30 s a container runtime or systemd waits after SIGTERM before it kills.
     shutdownTimeoutMs: integer('SHUTDOWN_TIMEOUT_MS', env.SHUTDOWN_TIMEOUT_MS, 25_000),
   };
+  if (env.STORAGE_THREAD !== undefined) throw new ConfigError('STORAGE_THREAD was replaced by STORAGE_PROCESS (child, the default, or inline); unset STORAGE_THREAD');
   candidate.natsStreamMaxAgeMs = duration('NATS_STREAM_MAX_AGE', env.NATS_STREAM_MAX_AGE, 7 * DURATION_UNITS_MS.d!);
   candidate.natsStreamMaxBytes = size('NATS_STREAM_MAX_BYTES', env.NATS_STREAM_MAX_BYTES, -1);
   const natsFiles = { natsCreds: 'NATS_CREDS', natsTlsCa: 'NATS_TLS_CA', natsTlsCert: 'NATS_TLS_CERT', natsTlsKey: 'NATS_TLS_KEY' } as const;

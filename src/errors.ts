@@ -6,6 +6,7 @@
 export const errorCatalog = {
   invalid_json: { status: 400, title: 'Body is not valid JSON' },
   invalid_request: { status: 400, title: 'Request is invalid' },
+  invalid_cursor: { status: 400, title: 'Paging cursor not valid for this list' },
   json_too_deep: { status: 400, title: 'JSON body nested too deeply' },
   invalid_credentials: { status: 401, title: 'Unknown partner or wrong secret' },
   invalid_admin_key: { status: 401, title: 'Missing or wrong admin key' },
@@ -34,6 +35,7 @@ export const errorCatalog = {
   invalid_trigger: { status: 422, title: 'Trigger or segment SQL refused' },
   trigger_not_found: { status: 404, title: 'No such trigger or segment' },
   trigger_query_failed: { status: 422, title: 'The query failed while running' },
+  query_file_refused: { status: 409, title: 'The query file cannot be written where QUERIES_DIR has it' },
   invalid_flow: { status: 422, title: 'Flow definition refused' },
   flow_not_found: { status: 404, title: 'No such flow' },
   flow_exists: { status: 409, title: 'A flow with this id already exists' },
@@ -42,6 +44,15 @@ export const errorCatalog = {
   compaction_behind: { status: 503, title: 'Compaction is too far behind the log for a complete backup' },
   backup_in_progress: { status: 409, title: 'A backup of this process is already being taken' },
   no_org_databases: { status: 409, title: 'This process keeps no org databases' },
+  sandbox_busy: { status: 503, title: 'No capacity to run trigger or segment SQL now' },
+  sandbox_paused: { status: 503, title: "The org's trigger and segment SQL is paused after a runaway query" },
+  storage_unavailable: { status: 503, title: 'The storage process is restarting' },
+  org_unavailable: { status: 503, title: "The org's database cannot be opened" },
+  method_not_allowed: { status: 405, title: 'The path does not answer this method' },
+  request_timeout: { status: 408, title: 'The request was not received in time' },
+  uri_too_long: { status: 414, title: 'The URL is too long' },
+  headers_too_large: { status: 431, title: 'The request headers are too large' },
+  backup_file_refused: { status: 409, title: 'A file to back up is not a regular file inside DATA_DIR' },
 } as const satisfies Record<string, { status: number; title: string }>;
 
 export type ErrorCode = keyof typeof errorCatalog;

@@ -4,16 +4,19 @@
  * before exiting 1; a close that outlasts SHUTDOWN_TIMEOUT_MS exits 1 anyway, so a supervisor's restart
  * is never blocked by a hung close.
  */
-import './threadpool.js';
 import type { Server } from 'node:http';
 import { buildApp } from './app.js';
 import { ConfigError, readConfig } from './config.js';
 import { DataDirInUseError } from './data-dir-lock.js';
-import { LogUnavailableError } from './log/types.js';
+import { LogBehindError, LogUnavailableError } from './log/types.js';
 import { ControlUnavailableError } from './control/types.js';
 import { listenMetrics } from './ops/metrics-server.js';
+import { SERVICE_THREAD_POOL_SIZE, threadPoolHasAtLeast } from './threadpool.js';
 
 async function main(): Promise<void> {
+  if (!(await threadPoolHasAtLeast(SERVICE_THREAD_POOL_SIZE))) {
+    stop(`libuv's thread pool has fewer than ${SERVICE_THREAD_POOL_SIZE} threads: UV_THREADPOOL_SIZE is set lower; unset it or set at least ${SERVICE_THREAD_POOL_SIZE}`);
+  }
   let config;
   try {
     config = readConfig(process.env);
@@ -26,7 +29,7 @@ async function main(): Promise<void> {
   }
   const app = await buildApp(config).catch((error: unknown) => {
     // An operator's mistake, not a bug: say what is wrong in one line, without a stack.
-    if (error instanceof DataDirInUseError) stop(error.message);
+    if (error instanceof DataDirInUseError || error instanceof LogBehindError) stop(error.message);
     if (error instanceof LogUnavailableError || error instanceof ControlUnavailableError) {
       stop(`${error.message} (NATS_URL); start NATS or unset NATS_URL for the embedded log`);
     }

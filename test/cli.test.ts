@@ -88,6 +88,46 @@ t.test('the CLI against a running service', async (t) => {
   t.equal(traversal.stdout, '');
 });
 
+t.test('lists a page at a time: --limit and --cursor; the command for the next page on stderr, stdout stays JSON', async (t) => {
+  const h = await startTestApp(t);
+  const url = await h.app.listen({ port: 0, host: '127.0.0.1' });
+  const cred = (await h.createOrg('acme')).production;
+  for (const name of ['a', 'b', 'c']) {
+    await h.collect({ ...cred, clientId: 'c', sentAt: Date.now(), type: 'track', event: 'custom', properties: { eventName: name, requiresIdentity: false } });
+  }
+  await h.compacted();
+
+  const seen: string[] = [];
+  let args = ['events', 'types', 'acme', '--env', 'production', '--limit', '2'];
+  for (let page = 0; page < 3; page++) {
+    const run = await cli(url, args);
+    t.equal(run.code, 0, run.stderr);
+    const answer = JSON.parse(run.stdout) as { types: Array<{ eventType: string }>; nextCursor: string | null };
+    seen.push(...answer.types.map((x) => x.eventType));
+    if (answer.nextCursor === null) {
+      t.equal(run.stderr, '', 'nothing on stderr after the last page');
+      break;
+    }
+    t.equal(run.stderr, `next page: audience events types acme --env production --limit 2 --cursor ${answer.nextCursor}\n`, 'the next command, with the cursor');
+    args = run.stderr.replace('next page: audience ', '').trim().split(' ');
+  }
+  t.same(seen, ['custom_a', 'custom_b', 'custom_c'], 'every type once');
+
+  for (const [list, member] of [['samples', 'events'], ['quarantine', 'events']] as const) {
+    const run = await cli(url, list === 'samples' ? ['events', 'samples', 'acme', '--limit', '1'] : ['quarantine', 'acme', '--limit', '1']);
+    t.equal(run.code, 0, `${list}: ${run.stderr}`);
+    t.ok(Object.hasOwn(JSON.parse(run.stdout), member), list);
+  }
+  const bad = await cli(url, ['events', 'samples', 'acme', '--cursor', 'nope']);
+  t.equal(bad.code, 1, 'a bad cursor is refused by the service');
+  t.equal((JSON.parse(bad.stderr) as { code: string }).code, 'invalid_cursor');
+  const noFlow = await cli(url, ['flow', 'sends', 'acme', 'f1', '--limit', '5']);
+  t.equal(noFlow.code, 1);
+  t.equal((JSON.parse(noFlow.stderr) as { code: string }).code, 'flow_not_found', 'flow sends reaches the route');
+  const decisions = await cli(url, ['flow', 'decisions', 'acme', 'f1', '--identity', 'email:ada@example.com']);
+  t.equal((JSON.parse(decisions.stderr) as { code: string }).code, 'flow_not_found', 'flow decisions reaches the route');
+});
+
 t.test('a command line the CLI does not understand: one line, exit 2, nothing sent', async (t) => {
   // Nothing listens here: any request would fail differently (exit 1, "cannot reach").
   const url = 'http://127.0.0.1:9';
@@ -101,6 +141,7 @@ t.test('a command line the CLI does not understand: one line, exit 2, nothing se
     [['org', 'remove', 'acme'], "audience: unknown command 'org remove'; org takes create, list, get, update, delete, rotate (see audience --help)"],
     [['org', 'delete', 'acme'], 'audience: org delete needs --yes: it deletes the org and all its data (see audience --help)'],
     [['org', 'get'], 'audience: org get needs <slug> (see audience --help)'],
+    [['flow', 'sends', 'acme'], 'audience: flow sends needs <slug> <flow-id> (see audience --help)'],
     [['org', 'update', 'acme', '--retention', 'eventsDays'], 'audience: --retention takes name=days pairs, e.g. eventsDays=90,quarantineDays=7 (see audience --help)'],
     [['org', 'get', 'acme', 'extra'], "audience: org get: unexpected argument 'extra' (see audience --help)"],
     [['org', 'create', 'acme'], "audience: org create: unexpected argument 'acme' (see audience --help)"],

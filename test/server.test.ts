@@ -11,6 +11,9 @@ import t from 'tap';
 import { ADMIN_KEY } from './helpers/app.js';
 import { freePort } from './helpers/free-port.js';
 import { LOCK_FILE } from '../src/data-dir-lock.js';
+import { JetStreamLog } from '../src/log/jetstream-log.js';
+import { HIGH_WATER_FILE } from '../src/storage/checkpoint.js';
+import { hasNatsServerBinary, startNatsServer } from './helpers/nats-server.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 
@@ -34,6 +37,14 @@ t.test('NATS_URL where no NATS answers', async (t) => {
   t.notOk(existsSync(join(dataDir, LOCK_FILE)), 'the lock is released');
 });
 
+t.test('a thread pool smaller than the service needs stops start-up, checked, not assumed', async (t) => {
+  const dataDir = t.testdir();
+  const run = await start({ DATA_DIR: dataDir, PORT: String(await freePort()), UV_THREADPOOL_SIZE: '2' });
+  t.equal(run.code, 1);
+  t.equal(run.stderr, "audience: libuv's thread pool has fewer than 4 threads: UV_THREADPOOL_SIZE is set lower; unset it or set at least 4\n");
+  t.notOk(existsSync(join(dataDir, LOCK_FILE)), 'nothing was opened');
+});
+
 t.test('a malformed REDIS_URL stops start-up naming it', async (t) => {
   const dataDir = t.testdir();
   const run = await start({ DATA_DIR: dataDir, PORT: String(await freePort()), REDIS_URL: 'localhost:6379' });
@@ -52,4 +63,19 @@ t.test('PORT already taken by another program', async (t) => {
   t.equal(run.code, 1);
   t.equal(run.stderr, `audience: cannot listen on 127.0.0.1:${port} (EADDRINUSE); set PORT or HOST\n`);
   t.notOk(existsSync(join(dataDir, LOCK_FILE)), 'the service closed what it opened, the lock included');
+});
+
+const withNats = hasNatsServerBinary() ? t.test : t.skip;
+
+withNats('a recreated JetStream stream that holds records below the org positions', async (t) => {
+  const dataDir = t.testdir({ orgs: { [HIGH_WATER_FILE]: '00000000000000000040\n' } });
+  const nats = await startNatsServer(t);
+  // A collector wrote to the recreated stream before this storage process started.
+  const collector = await JetStreamLog.open({ servers: nats.url });
+  for (const id of ['a', 'b', 'c']) await collector.write(id, Buffer.from(id), 'acme');
+  await collector.close();
+  const run = await start({ DATA_DIR: dataDir, PORT: String(await freePort()), NATS_URL: nats.url });
+  t.equal(run.code, 1);
+  t.match(run.stderr, /^audience: JetStream stream AUDIENCE_EVENTS ends at sequence 3 \(3 records\), below position 40 [^\n]+ --seq 41[^\n]+\n$/);
+  t.notOk(existsSync(join(dataDir, LOCK_FILE)), 'the lock is released');
 });

@@ -1,31 +1,51 @@
 /**
  * What arrived, for data engineers writing trigger SQL (SPEC 7): event types with their property
- * keys and JSON types, latest samples, and the quarantine with its reasons.
+ * keys and JSON types, latest samples, and the quarantine with its reasons. Each is a list partners can
+ * grow without bound, so each is paged (paging.ts).
  */
 import type { FastifyInstance } from 'fastify';
 import type { OrgStorage } from '../storage/org-storage.js';
-import { limitOf } from './route-params.js';
 import { isEnvironment } from '../domain.js';
 import { AppError } from '../errors.js';
 import type { OrgStore } from '../orgs/org-store.js';
-import { type PropertyKeyRow, propertyTypes, propertyTypesId } from './property-types.js';
-
-/** Property types are inferred from the latest events of each type, not a full scan. */
-const PROPERTY_SAMPLE_ROWS = 1000;
+import { EVENT_TYPES_KEYSET, eventTypesPage } from './event-types.js';
+import { type Keyset, PAGE_LIMITS, pageOf, pageQuerySchema, pageRequest, readPage } from './paging.js';
 
 interface Query {
   env?: string;
   eventType?: string;
   limit?: string;
+  cursor?: string;
 }
 
 /** One value per parameter: a repeated one (`eventType=a&eventType=b`) arrives as an array, a 400 here. */
 const query = {
   querystring: {
     type: 'object',
-    properties: { env: { type: 'string' }, eventType: { type: 'string' }, limit: { type: 'string' } },
+    properties: { env: { type: 'string' }, eventType: { type: 'string' }, ...pageQuerySchema },
   },
 } as const;
+
+/** Newest first; two events never share received_at, messageId and environment (the 24 h dedupe). */
+const SAMPLES_KEYSET: Keyset = {
+  columns: [
+    { sql: 'received_at', kind: 'micros', desc: true },
+    { sql: 'message_id', kind: 'text', desc: true },
+    { sql: 'environment', kind: 'text', desc: true },
+  ],
+  rowid: 'rowid',
+};
+
+/** Newest first. Identical rows can exist (one rejection twice in the log): rowid orders them. */
+const QUARANTINE_KEYSET: Keyset = {
+  columns: [
+    { sql: 'quarantined_at', kind: 'micros', desc: true },
+    { sql: 'received_at', kind: 'micros', desc: true },
+    { sql: 'id', kind: 'text', desc: true },
+    { sql: 'environment', kind: 'text', desc: true },
+  ],
+  rowid: 'rowid',
+};
 
 function envFilter(env: string | undefined): string | null {
   if (env === undefined || env === '') return null;
@@ -39,39 +59,17 @@ export function registerInspectRoutes(app: FastifyInstance, storage: OrgStorage,
   app.get<{ Params: { slug: string }; Querystring: Query }>('/admin/v1/orgs/:slug/events/types', { schema: query }, async (request) => {
     const org = (await orgs.get(request.params.slug)).slug;
     const env = envFilter(request.query.env);
-    const counts = await storage.org(org).all<{ event_name: string; environment: string; n: bigint; last_seen: Date }>(
-      `SELECT event_name, environment, count(*) AS n, max(received_at) AS last_seen
-         FROM events WHERE org = $1 AND ($2::VARCHAR IS NULL OR environment = $2)
-        GROUP BY ALL ORDER BY last_seen DESC`,
-      [org, env],
-    );
-    const keys = await storage.org(org).all<PropertyKeyRow>(
-      `WITH recent AS (
-         SELECT event_name, environment, properties,
-                row_number() OVER (PARTITION BY event_name, environment ORDER BY received_at DESC) AS rn
-           FROM events WHERE org = $1 AND ($2::VARCHAR IS NULL OR environment = $2))
-       SELECT DISTINCT event_name, environment, e.key AS key, e.type AS type
-         FROM recent, json_each(recent.properties) e
-        WHERE rn <= $3 AND json_type(recent.properties) = 'OBJECT'`,
-      [org, env, PROPERTY_SAMPLE_ROWS],
-    );
-    const properties = propertyTypes(keys);
-    return {
-      types: counts.map((c) => ({
-        eventType: c.event_name,
-        environment: c.environment,
-        count: Number(c.n),
-        lastSeenAt: iso(c.last_seen),
-        properties: properties.get(propertyTypesId(c.event_name, c.environment)) ?? {},
-      })),
-    };
+    const page = pageRequest(request.query, PAGE_LIMITS.types, ['types', org, env ?? ''], EVENT_TYPES_KEYSET);
+    const { items, nextCursor } = await eventTypesPage(storage.org(org), env, page);
+    return { types: items, nextCursor };
   });
 
   app.get<{ Params: { slug: string }; Querystring: Query }>('/admin/v1/orgs/:slug/events/samples', { schema: query }, async (request) => {
     const org = (await orgs.get(request.params.slug)).slug;
     const env = envFilter(request.query.env);
-    const limit = limitOf(request.query.limit, 20, 500);
-    const rows = await storage.org(org).all<{
+    const eventType = request.query.eventType ?? null;
+    const page = pageRequest(request.query, PAGE_LIMITS.samples, ['samples', org, env ?? '', eventType ?? ''], SAMPLES_KEYSET);
+    const rows = await readPage<{
       message_id: string;
       event_name: string;
       email: string | null;
@@ -80,14 +78,20 @@ export function registerInspectRoutes(app: FastifyInstance, storage: OrgStorage,
       event_time: Date;
       raw: string;
     }>(
-      `SELECT message_id, event_name, email, environment, received_at, event_time, raw
-         FROM events
-        WHERE org = $1 AND ($2::VARCHAR IS NULL OR environment = $2) AND ($3::VARCHAR IS NULL OR event_name = $3)
-        ORDER BY received_at DESC, visible_at DESC LIMIT $4`,
-      [org, env, request.query.eventType ?? null, limit],
+      storage.org(org),
+      {
+        select: 'message_id, event_name, email, environment, received_at, event_time, raw',
+        from: 'events',
+        where: 'org = $1 AND ($2::VARCHAR IS NULL OR environment = $2) AND ($3::VARCHAR IS NULL OR event_name = $3)',
+        params: [org, env, eventType],
+        keyset: SAMPLES_KEYSET,
+      },
+      page,
     );
-    return {
-      events: rows.map((r) => ({
+    const { items, nextCursor } = pageOf(
+      rows,
+      page,
+      (r) => ({
         messageId: r.message_id,
         eventType: r.event_name,
         email: r.email,
@@ -95,22 +99,31 @@ export function registerInspectRoutes(app: FastifyInstance, storage: OrgStorage,
         receivedAt: iso(r.received_at),
         eventTime: iso(r.event_time),
         raw: JSON.parse(r.raw),
-      })),
-    };
+      }),
+      SAMPLES_KEYSET,
+    );
+    return { events: items, nextCursor };
   });
 
   app.get<{ Params: { slug: string }; Querystring: Query }>('/admin/v1/orgs/:slug/quarantine', { schema: query }, async (request) => {
     const org = (await orgs.get(request.params.slug)).slug;
     const env = envFilter(request.query.env);
-    const limit = limitOf(request.query.limit, 100, 1000);
-    const rows = await storage.org(org).all<{ id: string; code: string; errors: string; environment: string; received_at: Date; raw: string }>(
-      `SELECT id, code, errors, environment, received_at, raw FROM quarantine
-        WHERE org = $1 AND ($2::VARCHAR IS NULL OR environment = $2)
-        ORDER BY quarantined_at DESC, received_at DESC LIMIT $3`,
-      [org, env, limit],
+    const page = pageRequest(request.query, PAGE_LIMITS.quarantine, ['quarantine', org, env ?? ''], QUARANTINE_KEYSET);
+    const rows = await readPage<{ id: string; code: string; errors: string; environment: string; received_at: Date; raw: string }>(
+      storage.org(org),
+      {
+        select: 'id, code, errors, environment, received_at, raw',
+        from: 'quarantine',
+        where: 'org = $1 AND ($2::VARCHAR IS NULL OR environment = $2)',
+        params: [org, env],
+        keyset: QUARANTINE_KEYSET,
+      },
+      page,
     );
-    return {
-      events: rows.map((r) => ({
+    const { items, nextCursor } = pageOf(
+      rows,
+      page,
+      (r) => ({
         id: r.id,
         code: r.code,
         errors: JSON.parse(r.errors),
@@ -118,7 +131,9 @@ export function registerInspectRoutes(app: FastifyInstance, storage: OrgStorage,
         receivedAt: iso(r.received_at),
         // partnerSecret never reaches the log, so raw is already free of it.
         raw: JSON.parse(r.raw),
-      })),
-    };
+      }),
+      QUARANTINE_KEYSET,
+    );
+    return { events: items, nextCursor };
   });
 }

@@ -7,6 +7,7 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Context } from '../context.js';
 import { AppError } from '../errors.js';
+import { OrgUnavailable } from '../storage/org-storage.js';
 import { bearerToken } from '../http/bearer.js';
 import type { Metrics } from '../ops/metrics.js';
 import type { OrgStore } from '../orgs/org-store.js';
@@ -100,6 +101,8 @@ export function registerContactsRoute(app: FastifyInstance, deps: ContactsRouteD
 
     const contact = profiles.lookup(org.slug, identity.type, identity.value);
     if (!contact) {
+      // Its profiles could not be loaded: "no such contact" would be a lie.
+      if (profiles.isUnavailable(org.slug)) throw new OrgUnavailable(org.slug, 'its profiles could not be loaded');
       throw new AppError('contact_not_found', 'no contact with this identity', { status: org.notFoundStatus });
     }
     reply.type('application/json; charset=utf-8');

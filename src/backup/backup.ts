@@ -9,8 +9,7 @@
  * org's compaction pauses for the length of one file copy. The manifest is written last: a directory
  * without one is not a backup.
  */
-import { copyFile, mkdir, readdir, writeFile } from 'node:fs/promises';
-import { existsSync } from 'node:fs';
+import { mkdir, realpath, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Compaction } from '../compaction/compactor.js';
 import { isDeletedOrg } from '../control/documents.js';
@@ -18,8 +17,10 @@ import type { ControlDocuments, ControlEntry } from '../control/types.js';
 import { AppError } from '../errors.js';
 import type { LogBackend } from '../log/types.js';
 import { serviceVersion } from '../paths.js';
+import { copyRegularFile, FileRefused, lstatOrUndefined } from '../regular-file.js';
 import { orgDatabaseFile, ORGS_DIR } from '../storage/org-databases.js';
 import type { OrgStorage } from '../storage/org-storage.js';
+import { listQueryFiles, type QueryRoot, readQueryFile } from '../triggers/query-files.js';
 
 export const BACKUP_FORMAT = 'audience-backup';
 export const MANIFEST_FILE = 'manifest.json';
@@ -66,14 +67,15 @@ export async function writeBackup(sources: BackupSources, dir: string, options: 
   const orgs = documents.filter((entry) => entry.key.startsWith('org.') && !isDeletedOrg(entry.value)).map((entry) => entry.key.slice('org.'.length));
   if (options.org !== undefined && orgs.length === 0) throw new AppError('org_not_found', `No org "${options.org}".`);
   const kept = orgs.filter((slug) => sources.owns(slug));
+  // Only DATA_DIR's own files: a link out of it (to /etc, to another deployment) is refused, not followed.
+  const within = await realpath(sources.dataDir);
 
   await mkdir(join(dir, ORGS_DIR), { recursive: true });
-  for (const slug of kept) await copyOrgDatabase(sources, slug, join(dir, ORGS_DIR));
+  for (const slug of kept) await backupFile(() => copyOrgDatabase(sources, slug, join(dir, ORGS_DIR), within));
   let queryFiles = 0;
-  for (const slug of kept) queryFiles += await copyQueryFiles(join(sources.queriesDir, slug), join(dir, QUERIES_DIR, slug));
+  for (const slug of kept) queryFiles += await copyQueryFiles({ dir: sources.queriesDir, shown: 'QUERIES_DIR' }, slug, join(dir, QUERIES_DIR, slug));
   await writeFile(join(dir, CONTROL_FILE), JSON.stringify(documents.map(({ key, value }: ControlEntry) => ({ key, value })), null, 1));
-  const webhookKey = !sources.webhookKeyConfigured && existsSync(join(sources.dataDir, WEBHOOK_KEY_FILE));
-  if (webhookKey) await copyFile(join(sources.dataDir, WEBHOOK_KEY_FILE), join(dir, WEBHOOK_KEY_FILE));
+  const webhookKey = !sources.webhookKeyConfigured && (await backupFile(() => copyWebhookKey(sources.dataDir, dir, within)));
 
   const manifest: BackupManifest = {
     format: BACKUP_FORMAT,
@@ -106,30 +108,55 @@ async function waitForCompaction(sources: BackupSources, waitMs: number): Promis
   return head;
 }
 
+/** A file of DATA_DIR that is not a regular file inside it stops the backup, saying which (a 409, not a 500). */
+async function backupFile<T>(copy: () => Promise<T>): Promise<T> {
+  try {
+    return await copy();
+  } catch (error) {
+    if (error instanceof FileRefused) throw new AppError('backup_file_refused', error.message);
+    throw error;
+  }
+}
+
+/** The generated webhook.key, if there is one. */
+async function copyWebhookKey(dataDir: string, into: string, within: string): Promise<boolean> {
+  const shown = `DATA_DIR/${WEBHOOK_KEY_FILE}`;
+  if (!lstatOrUndefined(join(dataDir, WEBHOOK_KEY_FILE), shown)) return false;
+  await copyRegularFile(join(dataDir, WEBHOOK_KEY_FILE), join(into, WEBHOOK_KEY_FILE), shown, within);
+  return true;
+}
+
 /** CHECKPOINT, then the file (and a WAL, should one be left), while no other statement can write. */
-async function copyOrgDatabase(sources: BackupSources, slug: string, into: string): Promise<void> {
+async function copyOrgDatabase(sources: BackupSources, slug: string, into: string, within: string): Promise<void> {
   const source = orgDatabaseFile(join(sources.dataDir, ORGS_DIR), slug);
   const target = orgDatabaseFile(into, slug);
   await sources.orgs.org(slug).exclusive(async (connection) => {
     await connection.run('CHECKPOINT');
-    await copyDatabaseFile(source, target);
+    await copyDatabaseFile(source, target, `DATA_DIR/${ORGS_DIR}/${slug}.duckdb`, within);
   });
 }
 
-/** A DuckDB file and its WAL, should one be there. */
-export async function copyDatabaseFile(source: string, target: string): Promise<void> {
-  await copyFile(source, target);
-  if (existsSync(`${source}.wal`)) await copyFile(`${source}.wal`, `${target}.wal`);
+/** A DuckDB file and its WAL, should one be there: regular files inside `within`, never through a link. Throws FileRefused. */
+export async function copyDatabaseFile(source: string, target: string, shown: string, within: string): Promise<void> {
+  await copyRegularFile(source, target, shown, within);
+  if (lstatOrUndefined(`${source}.wal`, `${shown}.wal`)) await copyRegularFile(`${source}.wal`, `${target}.wal`, `${shown}.wal`, within);
 }
 
-/** An org's trigger and segment files (`*.sql`, `segments/*.sql`); returns how many. */
-async function copyQueryFiles(from: string, to: string): Promise<number> {
+/**
+ * An org's trigger and segment files, as the service reads them (query-files.ts): a refused file (a link,
+ * a hard link, a FIFO, too large…) is left out, as it never reached the org's database. Returns how many.
+ */
+async function copyQueryFiles(root: QueryRoot, org: string, to: string): Promise<number> {
   let count = 0;
-  for (const sub of ['', 'segments']) {
-    const entries = await readdir(join(from, sub), { withFileTypes: true }).catch(() => []);
-    for (const entry of entries.filter((e) => e.isFile() && e.name.endsWith('.sql'))) {
-      await mkdir(join(to, sub), { recursive: true });
-      await copyFile(join(from, sub, entry.name), join(to, sub, entry.name));
+  for (const kind of ['trigger', 'segment'] as const) {
+    const listing = listQueryFiles(root, org, kind);
+    if (listing.kind !== 'listed') continue;
+    const into = kind === 'trigger' ? to : join(to, 'segments');
+    for (const name of listing.names) {
+      const file = readQueryFile(root, org, kind, name);
+      if (file.kind !== 'sql') continue;
+      await mkdir(into, { recursive: true });
+      await writeFile(join(into, `${name}.sql`), file.sql, { flag: 'wx' });
       count++;
     }
   }

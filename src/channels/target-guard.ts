@@ -59,30 +59,56 @@ export const FORBIDDEN_TARGET = 'ERR_FORBIDDEN_TARGET';
 
 type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
 
-/** A net.connect lookup that refuses the host when any address it resolves to is forbidden. */
-function guardedLookup(hostname: string, options: LookupOptions, callback: LookupCallback): void {
-  dnsLookup(hostname, { ...options, all: true }, (err, addresses) => {
-    if (err) return callback(err, []);
-    const bad = addresses.find((a) => isForbiddenAddress(a.address));
-    if (bad) {
-      const refused = Object.assign(new Error(`${hostname} resolves to forbidden address ${bad.address}`), {
-        code: FORBIDDEN_TARGET,
-      });
-      return callback(refused, []);
-    }
-    // Node asks for all addresses when it races IPv4/IPv6 (autoSelectFamily), else for one.
-    if (options.all) return callback(null, addresses);
-    const first = addresses[0];
-    if (!first) return callback(Object.assign(new Error(`${hostname} has no address`), { code: 'ENOTFOUND' }), []);
-    callback(null, first.address, first.family);
+/**
+ * Host name lookups of webhook targets at once. Each is a getaddrinfo call holding a thread of libuv's
+ * pool until the resolver answers (seconds when an org's DNS server is slow, or made slow on purpose),
+ * and the embedded log writes every acknowledged event on that pool: lookups may hold 2 of its 4 threads
+ * (threadpool.ts), never all of them. Connections are kept alive, so a lookup is rare per target.
+ */
+const MAX_LOOKUPS = 2;
+let lookups = 0;
+const waitingLookups: Array<() => void> = [];
+
+function boundedLookup(hostname: string, options: LookupOptions & { all: true }, callback: (err: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void): void {
+  if (lookups >= MAX_LOOKUPS) {
+    waitingLookups.push(() => boundedLookup(hostname, options, callback));
+    return;
+  }
+  lookups++;
+  dnsLookup(hostname, options, (err, addresses) => {
+    lookups--;
+    waitingLookups.shift()?.();
+    callback(err, addresses);
   });
+}
+
+/**
+ * A net.connect lookup (bounded, above); `guarded`: it refuses the host when any address it resolves to
+ * is forbidden.
+ */
+function lookupFor(guarded: boolean) {
+  return (hostname: string, options: LookupOptions, callback: LookupCallback): void => {
+    boundedLookup(hostname, { ...options, all: true }, (err, addresses) => {
+      if (err) return callback(err, []);
+      const bad = guarded ? addresses.find((a) => isForbiddenAddress(a.address)) : undefined;
+      if (bad) {
+        const refused = Object.assign(new Error(`${hostname} resolves to forbidden address ${bad.address}`), {
+          code: FORBIDDEN_TARGET,
+        });
+        return callback(refused, []);
+      }
+      // Node asks for all addresses when it races IPv4/IPv6 (autoSelectFamily), else for one.
+      if (options.all) return callback(null, addresses);
+      const first = addresses[0];
+      if (!first) return callback(Object.assign(new Error(`${hostname} has no address`), { code: 'ENOTFOUND' }), []);
+      callback(null, first.address, first.family);
+    });
+  };
 }
 
 /** The dispatcher webhooks are sent with; private targets pass only when allowed. */
 export function createGuardedAgent(opts: { allowPrivate: boolean; connectTimeoutMs: number }): Agent {
   return new Agent({
-    connect: opts.allowPrivate
-      ? { timeout: opts.connectTimeoutMs }
-      : { timeout: opts.connectTimeoutMs, lookup: guardedLookup },
+    connect: { timeout: opts.connectTimeoutMs, lookup: lookupFor(!opts.allowPrivate) },
   });
 }

@@ -4,6 +4,7 @@
  * so a NATS client without it reaches no route even if the app were wired without `adminAuth`.
  */
 import type { FastifyBaseLogger, FastifyInstance, HTTPMethods } from 'fastify';
+import { RELAYED_CALL_ADDRESS } from '../admin/admin-auth.js';
 import { AppError } from '../errors.js';
 import { bearerToken } from '../http/bearer.js';
 import { problemBody } from '../http/problem.js';
@@ -37,6 +38,8 @@ export async function replayRequest(deps: ReplayDeps, slug: string, request: Rel
   const response = await deps.app.inject({
     method: request.method as HTTPMethods,
     url: request.url,
+    // Not the client's address: the api process limited the client's failures before relaying.
+    remoteAddress: RELAYED_CALL_ADDRESS,
     headers: request.headers,
     ...(request.body.byteLength > 0 ? { payload: Buffer.from(request.body.buffer, request.body.byteOffset, request.body.byteLength) } : {}),
   });

@@ -4,16 +4,24 @@
  * log position, written in the same transaction as its rows, so every org is exactly-once by itself: a
  * crash between two orgs' commits replays the batch, and each org skips the records it already holds.
  * Reading restarts from the checkpoint (storage/checkpoint.ts), the position every org has reached.
+ *
+ * An org whose commit fails (its database damaged or unreadable) is held: the other orgs go on, its
+ * entries are left in the log, and the checkpoint stays at or below where it stopped, so neither a
+ * restart nor the log's retention loses them. It is tried again after a pause (1 s, doubling to 30 s);
+ * once it commits, reading starts again from the checkpoint and it catches up, the others skipping what
+ * they hold.
  */
 import type { Context } from '../context.js';
 import type { LogBackend, LogReader } from '../log/types.js';
 import { DEDUPE_WINDOW_MS, DedupeWindow, dedupeKey } from './dedupe-window.js';
 import { foldContactActivity } from './fold-contact-activity.js';
+import { foldEventTypes } from './fold-event-types.js';
 import { IdentityMap, clientKey } from './identity-map.js';
 import { type PlanState, type SeqEntry, entriesByOrg, planEntries } from './plan-batch.js';
 import { SeqWaiters } from './seq-waiters.js';
 import { CURSOR_NAME, writeBatch } from './write-batch.js';
 import type { Database } from '../db/sql.js';
+import { OrgUnavailable } from '../storage/org-storage.js';
 import { type Shard, ownsOrg } from '../storage/shard.js';
 
 /**
@@ -34,6 +42,9 @@ const MIN_COMMIT_INTERVAL_MS = 100;
 /** How long a read waits for new records before the loop looks at expired pending identities. */
 const IDLE_WAIT_MS = 250;
 const RETRY_AFTER_FAILURE_MS = 1000;
+/** A held org is tried again after this long, doubling each time it fails again, up to the maximum. */
+const HELD_RETRY_MS = 1000;
+const HELD_RETRY_MAX_MS = 30_000;
 /** Expired pending identities are swept at most this often (a pending row expires within this of its 7 days). */
 const SWEEP_INTERVAL_MS = 10_000;
 /**
@@ -62,10 +73,12 @@ export interface CompactorMetrics {
   compactionLagSeconds: { set(seconds: number): void };
 }
 
-/** What the service holds of compaction, in this thread (Compactor) or in the storage worker (storage-client.ts). */
+/** What the service holds of compaction, in this thread (Compactor) or in the storage process (storage-client.ts). */
 export interface Compaction {
-  /** Highest log seq whose records are committed to DuckDB. */
+  /** Highest log seq whose records are committed to DuckDB (by every org but those whose database is damaged). */
   readonly compactedSeq: number;
+  /** Every org holds its records up to here, held orgs included: the log may drop records up to it. */
+  readonly retainFromSeq: number;
   /** Resolves once every record up to `seq` is in DuckDB and its touched profiles were queued for refresh. */
   whenCompacted(seq: number): Promise<void>;
   start(): Promise<void>;
@@ -76,8 +89,8 @@ export interface Compaction {
 export interface CompactorDeps {
   /** Each org's database. */
   orgs: { org(slug: string): Database; slugs(): Promise<string[]>; isDropped(slug: string): boolean };
-  /** The position every org has reached (storage/checkpoint.ts). */
-  checkpoint: { read(): number; write(seq: number): void };
+  /** The position every org has reached, and the highest any org may hold (storage/checkpoint.ts). */
+  checkpoint: { read(): number; write(seq: number): void; highWater(): number; raiseHighWater(seq: number): Promise<void> };
   log: Pick<LogBackend, 'openReader' | 'headSeq'>;
   /** The orgs this process compacts; other orgs' records are skipped (unread where the log keeps records per org). */
   shard: Shard;
@@ -86,11 +99,21 @@ export interface CompactorDeps {
   logger: { error(details: object, message: string): void };
   /** Runs after each batch, before waiters are told (e.g. queues the touched profiles for refresh). */
   afterCommit?: (report: CommitReport) => Promise<void>;
-  /** Told the committed position whenever it may have moved (the storage worker reports it). */
-  onProgress?: (seq: number) => void;
+  /** Told the committed position (and retainFromSeq) whenever they may have moved (the storage process reports them). */
+  onProgress?: (seq: number, retainFromSeq: number) => void;
 }
 
 /** What the compactor keeps of one org between batches, loaded from the org's database. */
+/** An org whose commit failed: the checkpoint stays at or below `from` until it commits again. */
+interface HeldOrg {
+  /** Every record after this may be missing from its database (the checkpoint when it first failed). */
+  from: number;
+  /** Its database cannot be opened (OrgUnavailable), rather than a failure that may pass by itself. */
+  damaged: boolean;
+  retryAt: number;
+  pauseMs: number;
+}
+
 interface OrgState {
   plan: PlanState;
   /** The log seq up to which the org's database holds its entries (its log_cursor). */
@@ -103,8 +126,10 @@ interface OrgState {
 export class Compactor implements Compaction {
   private readonly orgStates = new Map<string, Promise<OrgState>>();
   private reader: LogReader | undefined;
-  /** The checkpoint: every org holds its entries up to here. */
+  /** Every org but the held ones holds its entries up to here. */
   private cursor = 0;
+  /** No org's database holds a position above this (durable before an org commits one). */
+  private highWater = 0;
   /** performance.now() of the last read that returned records, and whether it filled its batch. */
   private lastBatchReadAt = 0;
   private behind = false;
@@ -116,11 +141,19 @@ export class Compactor implements Compaction {
   private stopping = false;
   private running: Promise<void> | undefined;
   private readonly waiters = new SeqWaiters();
+  private readonly held = new Map<string, HeldOrg>();
+  /** What the checkpoint file says (written by this compactor only). */
+  private checkpointSeq = 0;
 
   constructor(private readonly deps: CompactorDeps) {}
 
+  /** Held orgs whose database is damaged do not hold this back (they may stay so for days); others do. */
   get compactedSeq(): number {
-    return this.cursor;
+    return Math.min(this.cursor, ...[...this.held.values()].filter((h) => !h.damaged).map((h) => h.from));
+  }
+
+  get retainFromSeq(): number {
+    return this.checkpointSeq;
   }
 
   /** Also after `stop`: reading starts again from the checkpoint. */
@@ -138,7 +171,7 @@ export class Compactor implements Compaction {
   }
 
   whenCompacted(seq: number): Promise<void> {
-    return this.waiters.wait(seq, this.cursor);
+    return this.waiters.wait(seq, this.compactedSeq);
   }
 
   private async loop(): Promise<void> {
@@ -150,7 +183,7 @@ export class Compactor implements Compaction {
         const records = await this.reader.read(max, IDLE_WAIT_MS);
         this.behind = records.length >= max;
         if (records.length > 0) this.lastBatchReadAt = performance.now();
-        await this.commit(records);
+        await this.commit(records, this.reader.position);
       } catch (error) {
         // State in memory may be ahead of the databases now: rebuild it from what was committed and replay.
         this.deps.logger.error({ err: error }, 'compaction batch failed; replaying from the saved positions');
@@ -163,7 +196,8 @@ export class Compactor implements Compaction {
     }
   }
 
-  private async commit(records: Awaited<ReturnType<LogReader['read']>>): Promise<void> {
+  /** `through`: the reader's position, past the last record when positions after it hold none. */
+  private async commit(records: Awaited<ReturnType<LogReader['read']>>, through: number): Promise<void> {
     const now = this.deps.ctx.clock.now();
     const { shard } = this.deps;
     const owned = (org: string) => ownsOrg(shard, org);
@@ -176,26 +210,76 @@ export class Compactor implements Compaction {
       this.entriesPerRecord = this.entriesPerRecord === undefined ? observed : 0.7 * this.entriesPerRecord + 0.3 * observed;
     }
     const orgs = await this.orgsToWrite(byOrg, now);
-    if (records.length === 0 && orgs.length === 0) return;
-    const lastSeq = records.length > 0 ? records[records.length - 1]!.seq : this.cursor;
-    const touched: CommitReport['touched'] = [];
-    for (const org of orgs) {
-      touched.push(...(await this.commitOrg(org, byOrg.get(org) ?? [], lastSeq, now)));
+    const lastSeq = Math.max(this.cursor, through);
+    if (lastSeq === this.cursor && orgs.length === 0) return;
+    if (lastSeq > this.highWater) {
+      await this.deps.checkpoint.raiseHighWater(lastSeq);
+      this.highWater = lastSeq;
     }
-    if (lastSeq > this.cursor) this.deps.checkpoint.write(lastSeq);
+    const touched: CommitReport['touched'] = [];
+    const recovered: string[] = [];
+    let replayFrom = Infinity;
+    for (const org of orgs) {
+      const held = this.held.get(org);
+      try {
+        if (!held) touched.push(...(await this.commitOrg(org, byOrg.get(org) ?? [], lastSeq, now)));
+        else if (performance.now() >= held.retryAt) {
+          // Its database opens again; the records it missed are read again below, in order, before any newer one.
+          replayFrom = Math.min(replayFrom, held.from, replayPoint((await this.stateOf(org)).cursor));
+          recovered.push(org);
+        }
+      } catch (error) {
+        this.hold(org, error);
+      }
+    }
+    // Held orgs (and those recovering) lack records after their `from`: the checkpoint stays at or below it.
+    const safe = Math.min(lastSeq, ...[...this.held.values()].map((h) => h.from));
+    if (safe > this.checkpointSeq) {
+      this.deps.checkpoint.write(safe);
+      this.checkpointSeq = safe;
+    }
+    for (const org of recovered) this.held.delete(org);
+    const advanced = lastSeq > this.cursor;
     this.cursor = lastSeq;
     if (touched.length > 0) await this.runAfterCommit({ touched, backlog: this.behind });
     for (const list of byOrg.values()) for (const { entry } of list) this.newestCompactedAt = Math.max(this.newestCompactedAt, entry.receivedAt);
-    if (records.length > 0) await this.updateLag(now);
+    if (advanced) await this.updateLag(now);
     this.notifyWaiters();
+    if (recovered.length > 0) await this.replayFrom(replayFrom);
   }
 
-  /** Orgs with entries in this batch, and orgs whose expired pending identities are due a sweep. */
+  /**
+   * `org`'s commit failed: the others go on without it, and its entries wait in the log. Logged once
+   * when it is first held; its retries are quiet until it commits.
+   */
+  private hold(org: string, error: unknown): void {
+    const held = this.held.get(org);
+    const pauseMs = held ? Math.min(HELD_RETRY_MAX_MS, held.pauseMs * 2) : HELD_RETRY_MS;
+    if (!held) this.deps.logger.error({ err: error, org }, 'compacting this org failed; its events stay in the log and the other orgs go on');
+    this.held.set(org, { from: held?.from ?? this.checkpointSeq, damaged: error instanceof OrgUnavailable, retryAt: performance.now() + pauseMs, pauseMs });
+    this.orgStates.delete(org);
+  }
+
+  /** A held org opens again: read from where it stopped, so it gets the records it missed (the others skip them). */
+  private async replayFrom(seq: number): Promise<void> {
+    await this.reader?.close().catch(() => undefined);
+    this.reader = undefined;
+    this.cursor = Math.min(seq, this.checkpointSeq);
+  }
+
+  /**
+   * Orgs with entries in this batch, orgs whose expired pending identities are due a sweep, and held
+   * orgs due a retry (an empty commit tells whether their database opens again).
+   */
   private async orgsToWrite(byOrg: Map<string, unknown>, now: number): Promise<string[]> {
     const orgs = new Set(byOrg.keys());
     for (const [org, loading] of this.orgStates) {
       if (this.deps.orgs.isDropped(org)) this.orgStates.delete(org);
       else if (sweepDue(await loading, now)) orgs.add(org);
+    }
+    for (const [org, held] of this.held) {
+      if (this.deps.orgs.isDropped(org)) this.held.delete(org);
+      else if (performance.now() >= held.retryAt) orgs.add(org);
     }
     return [...orgs];
   }
@@ -243,12 +327,15 @@ export class Compactor implements Compaction {
   private async fold(db: Database, state: OrgState, now: number): Promise<void> {
     const started = performance.now();
     try {
-      await db.transaction(foldContactActivity);
+      await db.transaction(async (c) => {
+        await foldContactActivity(c);
+        await foldEventTypes(c);
+      });
       state.nextFoldAt = now + Math.max(FOLD_INTERVAL_MS, (performance.now() - started) / FOLD_SHARE);
     } catch (error) {
       state.nextFoldAt = now + FOLD_INTERVAL_MS;
       // The batch is committed and profiles stay exact without the fold; the next one catches up.
-      this.deps.logger.error({ err: error }, 'folding contact activity failed');
+      this.deps.logger.error({ err: error }, 'folding contact activity and event types failed');
     }
   }
 
@@ -274,15 +361,23 @@ export class Compactor implements Compaction {
   }
 
   private notifyWaiters(): void {
-    this.deps.onProgress?.(this.cursor);
-    this.waiters.reached(this.cursor);
+    this.deps.onProgress?.(this.compactedSeq, this.retainFromSeq);
+    this.waiters.reached(this.compactedSeq);
   }
 
   /** The checkpoint, and the state of every org with a database (so expired pending rows are swept). */
   private async loadState(): Promise<void> {
     this.orgStates.clear();
-    this.cursor = this.deps.checkpoint.read();
-    for (const org of await this.deps.orgs.slugs()) await this.stateOf(org);
+    this.cursor = this.checkpointSeq = this.deps.checkpoint.read();
+    this.highWater = this.deps.checkpoint.highWater();
+    for (const org of await this.deps.orgs.slugs()) {
+      // A database that does not open is held from the start; the others load. One restored from an
+      // older backup holds less than the checkpoint: reading starts where it stopped (the others skip).
+      await this.stateOf(org).then(
+        (state) => (this.cursor = Math.min(this.cursor, replayPoint(state.cursor))),
+        (error: unknown) => this.hold(org, error),
+      );
+    }
   }
 
   private stateOf(org: string): Promise<OrgState> {
@@ -294,6 +389,15 @@ export class Compactor implements Compaction {
     }
     return loading;
   }
+}
+
+/**
+ * Where reading must start for an org to get every record it lacks. Position 0 is a database that never
+ * compacted a record (a new org, or positions reset for a new log): it lacks nothing at or below the
+ * checkpoint, so it asks for no replay.
+ */
+function replayPoint(cursor: number): number {
+  return cursor > 0 ? cursor : Infinity;
 }
 
 /** Expired pending identities are looked for at most every SWEEP_INTERVAL_MS, and only if any exist. */

@@ -19,6 +19,8 @@ export class ApiError extends Error {
     readonly code: string,
     readonly detail: string,
     readonly body: Record<string, unknown> = {},
+    /** From `Retry-After` (429, 503). */
+    readonly retryAfterSeconds?: number,
   ) {
     super(detail);
     this.name = 'ApiError';
@@ -40,13 +42,23 @@ export async function api<T>(method: string, path: string, body?: unknown, key =
   const text = await res.text();
   const json = text ? (JSON.parse(text) as Record<string, unknown>) : {};
   if (res.ok) return json as T;
-  const error = new ApiError(res.status, String(json.code ?? res.status), String(json.detail ?? json.title ?? res.statusText), json);
+  const retryAfter = Number(res.headers.get('retry-after') ?? Number.NaN);
+  const error = new ApiError(res.status, String(json.code ?? res.status), String(json.detail ?? json.title ?? res.statusText), json, Number.isFinite(retryAfter) ? retryAfter : undefined);
   if (error.code === 'invalid_admin_key' && key === session.key()) session.signOut();
   throw error;
 }
 
 /** A slug or name as one path segment, whatever it holds. */
 export const seg = encodeURIComponent;
+
+/** `&cursor=…` for a page of a list after the first. */
+export const cursorParam = (cursor: string | undefined): string => (cursor ? `&cursor=${encodeURIComponent(cursor)}` : '');
+
+/** A paged list's answer as its items (under `member`) and the cursor of the next page. */
+export async function asPage<M extends string, T>(answer: Promise<Record<M, T[]> & { nextCursor: string | null }>, member: M): Promise<{ items: T[]; nextCursor: string | null }> {
+  const body = await answer;
+  return { items: body[member], nextCursor: body.nextCursor };
+}
 
 /**
  * A file upload with progress (fetch reports none): resolves with the JSON answer, rejects with ApiError.

@@ -4,9 +4,9 @@
  * from this event type" opens the editor with the reference query for the type.
  */
 import { type ReactNode, useState } from 'react';
-import { api, seg } from './api';
+import { api, asPage, cursorParam, seg } from './api';
 import { href } from './route';
-import { Status, Time, useRequest } from './ui';
+import { LoadMore, Status, Time, usePages } from './ui';
 
 type Environment = 'production' | 'staging';
 
@@ -16,6 +16,7 @@ interface EventType {
   count: number;
   lastSeenAt: string;
   properties: Record<string, string>;
+  propertiesTruncated: boolean;
 }
 
 interface Sample {
@@ -37,7 +38,10 @@ interface Quarantined {
 export function EventsPage({ org }: { org: string }): ReactNode {
   const [env, setEnv] = useState<Environment>('production');
   const [selected, setSelected] = useState<string>();
-  const types = useRequest(() => api<{ types: EventType[] }>('GET', `/admin/v1/orgs/${seg(org)}/events/types?env=${env}`), [org, env]);
+  const types = usePages(
+    (cursor) => asPage(api<{ types: EventType[]; nextCursor: string | null }>('GET', `/admin/v1/orgs/${seg(org)}/events/types?env=${env}${cursorParam(cursor)}`), 'types'),
+    [org, env],
+  );
   return (
     <section aria-labelledby="events-title">
       <div className="row">
@@ -55,8 +59,8 @@ export function EventsPage({ org }: { org: string }): ReactNode {
       </div>
       {env === 'staging' ? <p className="muted">Triggers run on production events only; staging is for checking a partner's integration.</p> : null}
       <Status request={types} what="event types" />
-      {types.data?.types.length === 0 ? <p className="muted">No {env} event yet. Events appear here a moment after a partner sends them.</p> : null}
-      {types.data && types.data.types.length > 0 ? (
+      {types.data?.length === 0 ? <p className="muted">No {env} event yet. Events appear here a moment after a partner sends them.</p> : null}
+      {types.data && types.data.length > 0 ? (
         <table>
           <thead>
             <tr>
@@ -70,7 +74,7 @@ export function EventsPage({ org }: { org: string }): ReactNode {
             </tr>
           </thead>
           <tbody>
-            {types.data.types.map((type) => (
+            {types.data.map((type) => (
               <tr key={type.eventType} data-event-type={type.eventType}>
                 <td>
                   <code>{type.eventType}</code>
@@ -85,6 +89,7 @@ export function EventsPage({ org }: { org: string }): ReactNode {
                       {key}: {kind}
                     </span>
                   ))}
+                  {type.propertiesTruncated ? <span className="muted"> and more (only the first 100 keys of up to 128 characters are listed)</span> : null}
                 </td>
                 <td className="actions">
                   <button type="button" className="small" onClick={() => setSelected(type.eventType)} aria-pressed={selected === type.eventType}>
@@ -101,6 +106,7 @@ export function EventsPage({ org }: { org: string }): ReactNode {
           </tbody>
         </table>
       ) : null}
+      <LoadMore pages={types} what="event types" />
       {selected ? <Samples org={org} env={env} eventType={selected} /> : null}
       <Quarantine org={org} env={env} />
     </section>
@@ -108,8 +114,12 @@ export function EventsPage({ org }: { org: string }): ReactNode {
 }
 
 function Samples({ org, env, eventType }: { org: string; env: Environment; eventType: string }): ReactNode {
-  const samples = useRequest(
-    () => api<{ events: Sample[] }>('GET', `/admin/v1/orgs/${seg(org)}/events/samples?env=${env}&eventType=${encodeURIComponent(eventType)}&limit=10`),
+  const samples = usePages(
+    (cursor) =>
+      asPage(
+        api<{ events: Sample[]; nextCursor: string | null }>('GET', `/admin/v1/orgs/${seg(org)}/events/samples?env=${env}&eventType=${encodeURIComponent(eventType)}&limit=10${cursorParam(cursor)}`),
+        'events',
+      ),
     [org, env, eventType],
   );
   return (
@@ -118,26 +128,30 @@ function Samples({ org, env, eventType }: { org: string; env: Environment; event
         Samples of <code>{eventType}</code>
       </h3>
       <Status request={samples} what="samples" />
-      {samples.data?.events.map((event) => (
-        <details key={event.messageId} open={samples.data!.events[0] === event}>
+      {samples.data?.map((event) => (
+        <details key={event.messageId} open={samples.data![0] === event}>
           <summary>
             <code>{event.messageId}</code> · {event.email ?? 'no e-mail yet'} · <Time iso={event.receivedAt} />
           </summary>
           <pre className="json">{JSON.stringify(event.raw, null, 2)}</pre>
         </details>
       ))}
+      <LoadMore pages={samples} what="samples" />
     </section>
   );
 }
 
 function Quarantine({ org, env }: { org: string; env: Environment }): ReactNode {
-  const rejected = useRequest(() => api<{ events: Quarantined[] }>('GET', `/admin/v1/orgs/${seg(org)}/quarantine?env=${env}&limit=50`), [org, env]);
+  const rejected = usePages(
+    (cursor) => asPage(api<{ events: Quarantined[]; nextCursor: string | null }>('GET', `/admin/v1/orgs/${seg(org)}/quarantine?env=${env}&limit=50${cursorParam(cursor)}`), 'events'),
+    [org, env],
+  );
   return (
     <section aria-labelledby="quarantine-title">
       <h2 id="quarantine-title">Quarantine</h2>
       <Status request={rejected} what="the quarantine" />
-      {rejected.data?.events.length === 0 ? <p className="muted">No rejected {env} event.</p> : null}
-      {rejected.data && rejected.data.events.length > 0 ? (
+      {rejected.data?.length === 0 ? <p className="muted">No rejected {env} event.</p> : null}
+      {rejected.data && rejected.data.length > 0 ? (
         <table>
           <thead>
             <tr>
@@ -148,7 +162,7 @@ function Quarantine({ org, env }: { org: string; env: Environment }): ReactNode 
             </tr>
           </thead>
           <tbody>
-            {rejected.data.events.map((event) => (
+            {rejected.data.map((event) => (
               <tr key={event.id}>
                 <td>
                   <Time iso={event.receivedAt} />
@@ -178,6 +192,7 @@ function Quarantine({ org, env }: { org: string; env: Environment }): ReactNode 
           </tbody>
         </table>
       ) : null}
+      <LoadMore pages={rejected} what="rejected events" />
     </section>
   );
 }

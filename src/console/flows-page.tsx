@@ -6,9 +6,9 @@
  */
 import { type FormEvent, type ReactNode, useState } from 'react';
 import type { Condition, FlowDefinition, Message, Variant } from '../generated/flow';
-import { api, type ApiError, seg } from './api';
+import { api, type ApiError, asPage, cursorParam, seg } from './api';
 import { go, href } from './route';
-import { asApiError, ErrorBox, Status, Time, useRequest } from './ui';
+import { asApiError, ErrorBox, LoadMore, Status, Time, usePages, useRequest } from './ui';
 
 type Channel = Message['channel'];
 
@@ -555,14 +555,18 @@ export function FlowDetail({ org, id }: { org: string; id: string }): ReactNode 
   );
 }
 
-/** What the sends list shows at most; a status filter finds the failed and dead ones among many. */
-const SENDS_SHOWN = 100;
+/** Sends per page; a status filter finds the failed and dead ones among many. */
+const SENDS_PAGE = 100;
 const SEND_STATUSES = ['pending', 'delivered', 'failed', 'dead', 'holdout'] as const;
 
 function Sends({ org, id, round }: { org: string; id: string; round: number }): ReactNode {
   const [status, setStatus] = useState('');
-  const sends = useRequest(
-    () => api<{ sends: Send[] }>('GET', `/admin/v1/orgs/${seg(org)}/flows/${seg(id)}/sends?limit=${SENDS_SHOWN}${status ? `&status=${status}` : ''}`),
+  const sends = usePages(
+    (cursor) =>
+      asPage(
+        api<{ sends: Send[]; nextCursor: string | null }>('GET', `/admin/v1/orgs/${seg(org)}/flows/${seg(id)}/sends?limit=${SENDS_PAGE}${status ? `&status=${status}` : ''}${cursorParam(cursor)}`),
+        'sends',
+      ),
     [org, id, round, status],
   );
   return (
@@ -585,9 +589,8 @@ function Sends({ org, id, round }: { org: string; id: string; round: number }): 
         </button>
       </div>
       <Status request={sends} what="sends" />
-      {sends.data?.sends.length === 0 ? <p className="muted">{status ? `No ${status} send.` : 'No send yet.'}</p> : null}
-      {sends.data?.sends.length === SENDS_SHOWN ? <p className="muted">The newest {SENDS_SHOWN} are shown; choose a status to find older failed or dead sends.</p> : null}
-      {sends.data && sends.data.sends.length > 0 ? (
+      {sends.data?.length === 0 ? <p className="muted">{status ? `No ${status} send.` : 'No send yet.'}</p> : null}
+      {sends.data && sends.data.length > 0 ? (
         <table>
           <thead>
             <tr>
@@ -600,7 +603,7 @@ function Sends({ org, id, round }: { org: string; id: string; round: number }): 
             </tr>
           </thead>
           <tbody>
-            {sends.data.sends.map((send) => (
+            {sends.data.map((send) => (
               <tr key={send.sendId} data-send={send.email}>
                 <td>{send.email}</td>
                 <td>{send.variant ?? '—'}</td>
@@ -620,6 +623,7 @@ function Sends({ org, id, round }: { org: string; id: string; round: number }): 
           </tbody>
         </table>
       ) : null}
+      <LoadMore pages={sends} what="sends" />
     </section>
   );
 }
@@ -628,11 +632,17 @@ function Sends({ org, id, round }: { org: string; id: string; round: number }): 
 function WhyNot({ org, id, round }: { org: string; id: string; round: number }): ReactNode {
   const [email, setEmail] = useState('');
   const [asked, setAsked] = useState<string>();
-  const decisions = useRequest(
-    () =>
+  const decisions = usePages(
+    (cursor) =>
       asked === undefined
-        ? Promise.resolve(undefined)
-        : api<{ decisions: Decision[] }>('GET', `/admin/v1/orgs/${seg(org)}/flows/${seg(id)}/decisions?identity=${encodeURIComponent(`email:${asked}`)}&limit=100`),
+        ? Promise.resolve({ items: [], nextCursor: null })
+        : asPage(
+            api<{ decisions: Decision[]; nextCursor: string | null }>(
+              'GET',
+              `/admin/v1/orgs/${seg(org)}/flows/${seg(id)}/decisions?identity=${encodeURIComponent(`email:${asked}`)}&limit=100${cursorParam(cursor)}`,
+            ),
+            'decisions',
+          ),
     [org, id, asked, round],
   );
   return (
@@ -651,8 +661,8 @@ function WhyNot({ org, id, round }: { org: string; id: string; round: number }):
         <button type="submit">Show decisions</button>
       </form>
       {asked !== undefined ? <Status request={decisions} what="decisions" /> : null}
-      {decisions.data?.decisions.length === 0 ? <p className="muted">No trigger row of {asked} reached this flow yet.</p> : null}
-      {decisions.data && decisions.data.decisions.length > 0 ? (
+      {asked !== undefined && decisions.data?.length === 0 ? <p className="muted">No trigger row of {asked} reached this flow yet.</p> : null}
+      {decisions.data && decisions.data.length > 0 ? (
         <table>
           <thead>
             <tr>
@@ -664,7 +674,7 @@ function WhyNot({ org, id, round }: { org: string; id: string; round: number }):
             </tr>
           </thead>
           <tbody>
-            {decisions.data.decisions.map((d) => (
+            {decisions.data.map((d) => (
               <tr key={`${d.eventId}-${d.decidedAt}`} data-outcome={d.outcome}>
                 <td>
                   <Time iso={d.decidedAt} />
@@ -683,6 +693,7 @@ function WhyNot({ org, id, round }: { org: string; id: string; round: number }):
           </tbody>
         </table>
       ) : null}
+      <LoadMore pages={decisions} what="decisions" />
     </section>
   );
 }

@@ -90,6 +90,9 @@ function SignIn({ onSignedIn }: { onSignedIn(): void }): ReactNode {
   const [key, setKey] = useState('');
   const [error, setError] = useState<ApiError>();
   const [busy, setBusy] = useState(false);
+  // After too many wrong keys the service refuses every key from this address for a while (429).
+  const [retryAt, setRetryAt] = useState(0);
+  const waitSeconds = useSecondsUntil(retryAt);
   const submit = async (event: FormEvent) => {
     event.preventDefault();
     setBusy(true);
@@ -100,6 +103,7 @@ function SignIn({ onSignedIn }: { onSignedIn(): void }): ReactNode {
       onSignedIn();
     } catch (e) {
       const problem = asApiError(e);
+      if (problem.status === 429) setRetryAt(Date.now() + (problem.retryAfterSeconds ?? 1) * 1000);
       setError(problem.code === 'invalid_admin_key' ? Object.assign(problem, { detail: 'That admin key is not accepted. Use ADMIN_KEY, or the contents of DATA_DIR/admin.key.' }) : problem);
     } finally {
       setBusy(false);
@@ -114,13 +118,34 @@ function SignIn({ onSignedIn }: { onSignedIn(): void }): ReactNode {
           <input type="password" autoComplete="current-password" value={key} onChange={(e) => setKey(e.target.value)} required autoFocus />
         </label>
         <p className="muted">Kept in this tab only, until you sign out or close it.</p>
-        <ErrorBox error={error} />
-        <button type="submit" disabled={busy}>
+        {error?.status === 429 ? (
+          <div className="error" role="alert">
+            <strong>{waitSeconds > 0 ? `Too many failed attempts: try again in ${waitSeconds} s.` : 'Too many failed attempts: you can try again now.'}</strong>
+          </div>
+        ) : (
+          <ErrorBox error={error} />
+        )}
+        <button type="submit" disabled={busy || waitSeconds > 0}>
           {busy ? 'Signing in…' : 'Sign in'}
         </button>
       </form>
     </main>
   );
+}
+
+/** Whole seconds left until `at` (epoch ms), counting down. */
+function useSecondsUntil(at: number): number {
+  const [now, setNow] = useState(Date.now());
+  useEffect(() => {
+    setNow(Date.now());
+    if (at <= Date.now()) return;
+    const timer = setInterval(() => {
+      setNow(Date.now());
+      if (Date.now() >= at) clearInterval(timer);
+    }, 250);
+    return () => clearInterval(timer);
+  }, [at]);
+  return Math.max(0, Math.ceil((at - now) / 1000));
 }
 
 createRoot(document.getElementById('root')!).render(

@@ -5,21 +5,22 @@
  */
 import { type FormEvent, type ReactNode, useState } from 'react';
 import { DEFAULT_PROFILE_FIELDS } from '../profiles/profile-fields';
-import { api, type ApiError, seg } from './api';
+import { api, type ApiError, asPage, cursorParam, seg } from './api';
 import { go, href } from './route';
 import { SqlEditor } from './sql-editor';
-import { asApiError, ErrorBox, Status, Time, useRequest } from './ui';
+import { asApiError, ErrorBox, LoadMore, Status, Time, usePages, useRequest } from './ui';
 
 export type QueryKind = 'triggers' | 'segments';
 
 interface QueryStatus {
   name: string;
-  status: 'live' | 'live_previous_version' | 'invalid';
+  status: 'live' | 'live_previous_version' | 'invalid' | 'file_refused';
   liveVersion: number | null;
   liveHash: string | null;
-  latestVersion: number;
+  /** null: the file was refused before any version was recorded. */
+  latestVersion: number | null;
   error: string | null;
-  committedAt: string;
+  committedAt: string | null;
 }
 
 interface Preview {
@@ -33,6 +34,7 @@ const STATUS_TEXT: Record<QueryStatus['status'], string> = {
   live: 'live',
   live_previous_version: 'latest refused, previous live',
   invalid: 'refused',
+  file_refused: 'file not read',
 };
 
 /** What trigger SQL reads (pipelines/org_relations.sql). */
@@ -64,7 +66,7 @@ function nameFor(eventType: string): string {
 }
 
 export function QueriesPage({ org, kind }: { org: string; kind: QueryKind }): ReactNode {
-  const list = useRequest(() => api<Record<QueryKind, QueryStatus[]>>('GET', `/admin/v1/orgs/${seg(org)}/${kind}`), [org, kind]);
+  const list = useRequest(() => api<Record<QueryKind, QueryStatus[]> & { folderError: string | null }>('GET', `/admin/v1/orgs/${seg(org)}/${kind}`), [org, kind]);
   const noun = kind === 'triggers' ? 'trigger' : 'segment';
   return (
     <section aria-labelledby="queries-title">
@@ -75,6 +77,7 @@ export function QueriesPage({ org, kind }: { org: string; kind: QueryKind }): Re
         </a>
       </div>
       <Status request={list} what={kind} />
+      {list.data?.folderError ? <p className="error">{list.data.folderError}</p> : null}
       {list.data?.[kind].length === 0 ? (
         <p className="muted">
           No {noun} yet.{' '}
@@ -111,7 +114,13 @@ export function QueriesPage({ org, kind }: { org: string; kind: QueryKind }): Re
                   <code title={query.liveHash ?? ''}>{query.liveHash?.slice(0, 12) ?? '—'}</code>
                 </td>
                 <td>
-                  v{query.latestVersion} · <Time iso={query.committedAt} />
+                  {query.latestVersion === null || query.committedAt === null ? (
+                    '—'
+                  ) : (
+                    <>
+                      v{query.latestVersion} · <Time iso={query.committedAt} />
+                    </>
+                  )}
                 </td>
               </tr>
             ))}
@@ -186,7 +195,7 @@ export function QueryEditor({ org, kind, name, eventType }: { org: string; kind:
         <p>
           <span className={`badge ${existing.data.status}`}>{STATUS_TEXT[existing.data.status]}</span>{' '}
           {existing.data.liveVersion !== null ? `v${existing.data.liveVersion} live, hash ${existing.data.liveHash?.slice(0, 12)}` : 'no live version'}
-          {existing.data.error ? <span className="muted"> · latest refused: {existing.data.error}</span> : null}
+          {existing.data.error ? <span className="muted"> · {existing.data.status === 'file_refused' ? 'file not read' : 'latest refused'}: {existing.data.error}</span> : null}
         </p>
       ) : null}
       {isNew ? (
@@ -267,7 +276,10 @@ interface Version {
 
 /** Every version, newest first, with its hash, why it was refused, and what it fired. */
 function Versions({ org, kind, name, round }: { org: string; kind: QueryKind; name: string; round: number }): ReactNode {
-  const versions = useRequest(() => api<{ versions: Version[] }>('GET', `/admin/v1/orgs/${seg(org)}/${kind}/${seg(name)}/versions`), [org, kind, name, round]);
+  const versions = usePages(
+    (cursor) => asPage(api<{ versions: Version[]; nextCursor: string | null }>('GET', `/admin/v1/orgs/${seg(org)}/${kind}/${seg(name)}/versions?limit=100${cursorParam(cursor)}`), 'versions'),
+    [org, kind, name, round],
+  );
   return (
     <section aria-labelledby="versions-title">
       <h3 id="versions-title">Versions</h3>
@@ -284,7 +296,7 @@ function Versions({ org, kind, name, round }: { org: string; kind: QueryKind; na
             </tr>
           </thead>
           <tbody>
-            {versions.data.versions.map((v) => (
+            {versions.data.map((v) => (
               <tr key={v.version} data-version={v.version}>
                 <td>v{v.version}</td>
                 <td>
@@ -307,6 +319,7 @@ function Versions({ org, kind, name, round }: { org: string; kind: QueryKind; na
           </tbody>
         </table>
       ) : null}
+      <LoadMore pages={versions} what="versions" />
     </section>
   );
 }

@@ -32,6 +32,59 @@ export function useRequest<T>(load: () => Promise<T>, deps: unknown[]): Request<
   return { data: fresh ? state.data : undefined, error: fresh ? state.error : undefined, loading: state.loading || !fresh, reload };
 }
 
+/** One page of an admin list, whatever the list calls its items. */
+export interface Page<T> {
+  items: T[];
+  nextCursor: string | null;
+}
+
+export interface Pages<T> extends Request<T[]> {
+  hasMore: boolean;
+  loadingMore: boolean;
+  loadMore(): void;
+}
+
+/**
+ * A paged admin list: the first page loads like useRequest (again when `deps` change); loadMore appends
+ * the page after the last one shown, by its cursor.
+ */
+export function usePages<T>(load: (cursor?: string) => Promise<Page<T>>, deps: unknown[]): Pages<T> {
+  const first = useRequest(() => load(), deps);
+  const [more, setMore] = useState<{ after: Page<T>; pages: Page<T>[]; loading: boolean; error?: ApiError }>();
+  // Pages loaded after another first page (other filters, a reload) are not this list's.
+  const current = more && first.data && more.after === first.data ? more : undefined;
+  const last = current?.pages.at(-1) ?? first.data;
+  const loadMore = () => {
+    const after = first.data;
+    const cursor = last?.nextCursor;
+    if (!after || !cursor || current?.loading) return;
+    setMore({ after, pages: current?.pages ?? [], loading: true });
+    load(cursor).then(
+      (page) => setMore((m) => (m?.after === after ? { after, pages: [...m.pages, page], loading: false } : m)),
+      (error: unknown) => setMore((m) => (m?.after === after ? { ...m, loading: false, error: asApiError(error) } : m)),
+    );
+  };
+  return {
+    data: first.data ? [first.data, ...(current?.pages ?? [])].flatMap((page) => page.items) : undefined,
+    error: first.error ?? current?.error,
+    loading: first.loading,
+    reload: first.reload,
+    hasMore: Boolean(last?.nextCursor),
+    loadingMore: current?.loading ?? false,
+    loadMore,
+  };
+}
+
+/** "Load more" under a paged list while it has more. */
+export function LoadMore({ pages, what }: { pages: Pages<unknown>; what: string }): ReactNode {
+  if (!pages.data || !pages.hasMore) return null;
+  return (
+    <button type="button" className="small secondary" onClick={pages.loadMore} disabled={pages.loadingMore}>
+      {pages.loadingMore ? `Loading more ${what}…` : `Load more ${what}`}
+    </button>
+  );
+}
+
 export function asApiError(error: unknown): ApiError {
   return error instanceof ApiError ? error : new ApiError(0, 'error', error instanceof Error ? error.message : String(error));
 }

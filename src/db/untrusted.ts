@@ -3,15 +3,16 @@
  * the connection, which stops a query between vectors. A single long function call cannot be stopped
  * that way: levenshtein of two 100,000-character strings, folded as a constant while the query was only
  * being prepared, held the connection 23 s. So after the interrupt the caller waits a short grace and
- * then gives the connection up: the call fails with QueryTimeout, the connection is never used again,
- * and it is closed once DuckDB returns. An abandoned connection still holds a thread of libuv's pool
- * until then, so at most MAX_ABANDONED exist (SandboxBusy past that), and server.ts sizes the pool so
- * that they cannot starve file writes and the service's own queries.
+ * then gives the connection up: the call fails with QueryTimeout and `abandon` runs. In the storage
+ * process (storage-client.ts) abandoning kills that process, the only sure way to stop native code; in a
+ * database on the caller's own thread (STORAGE_PROCESS=inline, tests) the connection is never used again
+ * and is closed once DuckDB returns.
  */
+import { AppError } from '../errors.js';
 import type { Sql } from './sql.js';
 
 /** How long an interrupted query may take to stop before its connection is given up. */
-const ABANDON_GRACE_MS = 1_000;
+export const ABANDON_GRACE_MS = 500;
 export const MAX_ABANDONED = 4;
 
 export class QueryTimeout extends Error {
@@ -22,18 +23,40 @@ export class QueryTimeout extends Error {
 }
 
 /**
- * How many abandoned connections may exist at once, shared by every DuckDB instance of the process (one
- * per org): each holds a thread of libuv's one pool.
+ * How many abandoned connections may exist at once, shared by every DuckDB instance of a process (one
+ * per org): each holds a thread of libuv's one pool until DuckDB returns.
  */
 export class UntrustedBudget {
   abandoned = 0;
   constructor(readonly max = MAX_ABANDONED) {}
 }
 
-export class SandboxBusy extends Error {
-  constructor(message = `${MAX_ABANDONED} untrusted queries are still running past their time limit`) {
-    super(message);
+/** No capacity for untrusted SQL now: nothing ran, nothing is recorded; the caller tries again shortly. */
+export class SandboxBusy extends AppError {
+  constructor(detail = 'Too many trigger and segment queries are running now; nothing ran. Try again in a second.') {
+    super('sandbox_busy', detail, { headers: { 'Retry-After': '1' } });
     this.name = 'SandboxBusy';
+  }
+}
+
+/**
+ * The org's untrusted SQL is paused: one of its queries ran past its deadline and could not be
+ * interrupted, so the process running it was killed. Each such kill pauses the org longer, so one org
+ * cannot keep restarting the storage every other org shares.
+ */
+export class SandboxPaused extends AppError {
+  constructor(
+    readonly org: string,
+    readonly retryAfterSeconds: number,
+  ) {
+    super(
+      'sandbox_paused',
+      `Trigger and segment queries of org "${org}" are paused for ${retryAfterSeconds} s: one of them ran past TRIGGER_TIMEOUT_MS and ` +
+        'could not be interrupted (a long native function call), so it was stopped by restarting the storage process. ' +
+        'Make that query cheaper (see its trigger or flow error), then try again after the pause.',
+      { headers: { 'Retry-After': String(retryAfterSeconds) } },
+    );
+    this.name = 'SandboxPaused';
   }
 }
 
@@ -43,7 +66,7 @@ export interface UntrustedHandle {
   interrupt(): void;
   /** Back to the pool: the work finished in time. */
   release(): void;
-  /** Never reused; closed once whatever runs on it returns. */
+  /** Never reused: closed once whatever runs on it returns, or its process is killed (see above). */
   abandon(): void;
 }
 

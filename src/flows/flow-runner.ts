@@ -21,12 +21,14 @@ import { PeriodicTask } from '../periodic-task.js';
 import type { ContactKey } from '../profiles/profile-materializer.js';
 import type { ProfileIndex } from '../profiles/profile-index.js';
 import { QueryFailed, runSandboxed, windowOf, withSandbox } from '../triggers/sandbox.js';
+import { SandboxBusy, SandboxPaused } from '../db/untrusted.js';
 import type { LiveQuery, TriggerStore } from '../triggers/trigger-store.js';
 import { type Decision, decide, resolveEmail, type RunState, sendKey } from './decide.js';
 import { newestVisibleAt } from '../compaction/visible-at.js';
 import type { FlowRecord, FlowStore } from './flow-store.js';
 import type { PendingSend, SendDispatcher } from './send-dispatcher.js';
 import { renderDecisions, type TemplateRenderer } from './template-renderer.js';
+import { YIELD_EVERY, yieldNow } from '../db/yield-now.js';
 
 export interface RunSummary {
   /** Why nothing ran, when nothing did. */
@@ -153,7 +155,7 @@ export class FlowRunner {
         profile,
       };
       // Templates render on the renderer's thread, within its limits; a template over them fails its row.
-      const decisions = await renderDecisions(this.deps.renderer, read.rows.map((row) => decide(row, state)));
+      const decisions = await renderDecisions(this.deps.renderer, await decideAll(read.rows, state));
       const committed = await this.deps.orgs.org(org).transaction(async (c) => {
         // Runs of one flow are serialized here; the check keeps a second process or a restarted runner
         // from writing a window twice.
@@ -173,6 +175,8 @@ export class FlowRunner {
       return { rows: read.rows.length, decisions, ...(read.end < window.end ? { more: true } : {}) };
     } catch (error) {
       if (error instanceof QueryFailed) return this.fail(flow, error.reason);
+      // Nothing ran (no capacity, the org paused after a runaway query): the cursor stays, the next run tries again.
+      if (error instanceof SandboxBusy || error instanceof SandboxPaused) return this.fail(flow, `the window was not read: ${error.message}`);
       throw error;
     } finally {
       stopTimer();
@@ -319,6 +323,16 @@ export class FlowRunner {
     await this.deps.flows.reload(flow.org, flow.definition.id);
     return { skipped: reason, rows: 0, decisions: [] };
   }
+}
+
+/** `decide` for every row, yielding now and then: a run may hold 100,000 rows, and collect and lookups share this thread. */
+async function decideAll(rows: readonly Row[], state: RunState): Promise<Decision[]> {
+  const decisions: Decision[] = [];
+  for (const row of rows) {
+    decisions.push(decide(row, state));
+    if (decisions.length % YIELD_EVERY === 0) await yieldNow();
+  }
+  return decisions;
 }
 
 function str(value: unknown): string | null {

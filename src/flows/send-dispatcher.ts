@@ -2,20 +2,23 @@
  * Delivers outbox rows (flow_sends with status pending) through their channel, with retries, and
  * records how each ended. A row is only ever written pending in the run's transaction, so:
  * - a crash before delivery leaves it pending: it is delivered on the next start;
- * - a crash after delivery but before it is marked delivers it once more on the next start, with the
- *   same send id (webhook-id, Message-ID), so the receiver can drop the repeat; the outbox channel
+ * - a crash after delivery but before it is recorded delivers it once more on the next start, with
+ *   the same send id (webhook-id, Message-ID), so the receiver can drop the repeat; the outbox channel
  *   drops it itself.
- * Marks are batched into one UPDATE per flush: sends finish at thousands per second.
+ * How many the second case can be is bounded by construction: a send holds one of its channel's
+ * SEND_CONCURRENCY slots from its request until its outcome is committed (send-outcomes.ts), so at most
+ * that many per channel are ever sent but not recorded, however slow the database. Between retries a
+ * send holds no slot (nothing of it is in flight then).
  */
-import { listValue } from '@duckdb/node-api';
 import type { FastifyBaseLogger } from 'fastify';
 import { deliverWithRetries, type RetryPolicy } from '../channels/deliver-with-retries.js';
 import type { Channels } from '../channels/open-channels.js';
-import type { Delivery, DeliveryResult, RenderedMessage } from '../channels/types.js';
+import type { ChannelName, Delivery, DeliveryResult, RenderedMessage } from '../channels/types.js';
 import type { Context } from '../context.js';
-import { tsParam } from '../db/database.js';
 import type { OrgStorage } from '../storage/org-storage.js';
 import type { Metrics } from '../ops/metrics.js';
+import { DeliverySlots } from './delivery-slots.js';
+import { SendOutcomes } from './send-outcomes.js';
 
 export interface PendingSend {
   sendId: string;
@@ -27,26 +30,20 @@ export interface PendingSend {
   message: RenderedMessage;
 }
 
-interface Finished {
-  sendId: string;
-  org: string;
-  email: string;
-  result: DeliveryResult;
-  at: number;
-}
-
-const MAX_IN_FLIGHT = 64;
+/**
+ * Slots per channel: a kill -9 re-sends at most this many of a channel's sends (the ones in flight).
+ * It also bounds throughput, to about 16 ÷ (2 × an org's UPDATE time) sends per second: the slots settle
+ * into two groups, each sending while the other's outcomes are written (figures in docs/design.md).
+ */
+export const SEND_CONCURRENCY = 16;
 
 class Closing extends Error {}
 
 export class SendDispatcher {
-  // A queue read from `head` (Array#shift is O(n): a run can queue tens of thousands of sends).
-  private queue: PendingSend[] = [];
-  private head = 0;
+  /** Sends queued, in flight or waiting for a retry (a send id is taken once until it ends). */
   private readonly queued = new Set<string>();
-  private inFlight = 0;
-  private finished: Finished[] = [];
-  private flushing: Promise<void> | undefined;
+  private readonly slots = new Map<ChannelName, DeliverySlots>();
+  private readonly outcomes: SendOutcomes;
   private closing = false;
   private readonly sleeps = new Set<() => void>();
   private idleWaiters: (() => void)[] = [];
@@ -64,7 +61,9 @@ export class SendDispatcher {
       /** Contacts whose profile changed (campaigns_received, flow_variant_membership). */
       onDelivered(org: string, emails: string[]): void;
     },
-  ) {}
+  ) {
+    this.outcomes = new SendOutcomes(deps);
+  }
 
   /** Queues what an earlier process left pending in these orgs (crash or shutdown mid-delivery). */
   async resumePending(slugs: readonly string[]): Promise<number> {
@@ -85,9 +84,9 @@ export class SendDispatcher {
     for (const send of sends) {
       if (this.closing || this.queued.has(send.sendId) || this.droppedOrgs.has(send.org)) continue;
       this.queued.add(send.sendId);
-      this.queue.push(send);
+      const slots = this.slotsFor(send.message.channel);
+      slots.wait(send.org, { start: () => void this.deliver(send, slots), cancel: () => this.ended(send) });
     }
-    this.pump();
   }
 
   /**
@@ -96,15 +95,8 @@ export class SendDispatcher {
    */
   dropOrg(org: string): void {
     this.droppedOrgs.add(org);
-    const kept = this.queue.slice(this.head).filter((send) => {
-      if (send.org !== org) return true;
-      this.queued.delete(send.sendId);
-      return false;
-    });
-    this.queue = kept;
-    this.head = 0;
-    this.finished = this.finished.filter((f) => f.org !== org);
-    this.wakeIdle();
+    this.outcomes.drop(org);
+    for (const slots of this.slots.values()) slots.cancel(org);
   }
 
   /** Sends queued, in flight or waiting for a retry. */
@@ -112,63 +104,67 @@ export class SendDispatcher {
     return this.queued.size;
   }
 
-  /** Resolves when nothing is queued, in flight or unflushed (tests, benchmarks). */
+  /** Resolves when nothing is queued, in flight, waiting for a retry or being recorded (tests, benchmarks). */
   async idle(): Promise<void> {
-    while (this.queued.size > 0 || this.inFlight > 0 || this.finished.length > 0 || this.flushing) {
-      await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
-      await this.flushing;
-    }
+    while (this.queued.size > 0) await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
   }
 
-  /** Stops taking work; deliveries waiting for a retry stay pending for the next start. */
+  /**
+   * Stops taking work; deliveries waiting for a retry stay pending for the next start. Sends in flight
+   * end and are recorded (a recording that fails now is not tried again: see send-outcomes.ts).
+   */
   async close(): Promise<void> {
     this.closing = true;
-    this.queue = [];
-    this.head = 0;
+    this.outcomes.close();
+    for (const slots of this.slots.values()) slots.cancel();
     for (const wake of this.sleeps) wake();
-    while (this.inFlight > 0) await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
-    await this.flush();
+    await this.idle();
   }
 
-  private pump(): void {
-    while (this.inFlight < MAX_IN_FLIGHT && this.head < this.queue.length) {
-      const send = this.queue[this.head++]!;
-      if (this.head === this.queue.length) {
-        this.queue = [];
-        this.head = 0;
-      }
-      this.inFlight++;
-      void this.deliver(send).finally(() => {
-        this.inFlight--;
-        this.queued.delete(send.sendId);
-        this.pump();
-        this.wakeIdle();
-      });
+  private slotsFor(channel: ChannelName): DeliverySlots {
+    let slots = this.slots.get(channel);
+    if (!slots) this.slots.set(channel, (slots = new DeliverySlots(SEND_CONCURRENCY)));
+    return slots;
+  }
+
+  /** Runs with a slot of `slots` held; gives it back once the outcome is recorded. */
+  private async deliver(send: PendingSend, slots: DeliverySlots): Promise<void> {
+    let holding = true;
+    // Between attempts nothing of this send is in flight: its slot serves another send meanwhile.
+    const sleep = async (ms: number) => {
+      slots.release(send.org);
+      holding = false;
+      await this.sleep(ms);
+      if (this.droppedOrgs.has(send.org) || !(await slots.reacquire(send.org))) throw new Closing();
+      holding = true;
+    };
+    try {
+      const result = await this.attempt(send, sleep);
+      if (result === undefined || this.droppedOrgs.has(send.org)) return;
+      this.deps.metrics.sends.inc({ channel: send.message.channel, status: result.kind });
+      await this.outcomes.record(send.org, { sendId: send.sendId, email: send.email, result, at: this.deps.ctx.clock.now() });
+    } finally {
+      if (holding) slots.release(send.org);
+      this.ended(send);
     }
   }
 
-  private async deliver(send: PendingSend): Promise<void> {
-    const channel = this.deps.channels.channelFor(send.message.channel);
-    let result: DeliveryResult;
-    if (!channel) {
-      result = { kind: 'failed', attempts: 0, reason: `channel ${send.message.channel} is not configured (SMTP_URL for email)` };
-    } else {
+  /** Every attempt of one send; undefined when the service or the org went while it waited for a retry. */
+  private async attempt(send: PendingSend, sleep: (ms: number) => Promise<void>): Promise<DeliveryResult | undefined> {
+    try {
+      const channel = this.deps.channels.channelFor(send.message.channel);
+      if (!channel) return { kind: 'failed', attempts: 0, reason: `channel ${send.message.channel} is not configured (SMTP_URL for email)` };
       const delivery: Delivery = { ...send };
-      try {
-        const sleep = async (ms: number) => {
-          await this.sleep(ms);
-          if (this.droppedOrgs.has(send.org)) throw new Closing();
-        };
-        result = await deliverWithRetries(channel, delivery, this.deps.policy, { sleep, random: Math.random });
-      } catch (error) {
-        if (error instanceof Closing) return;
-        result = { kind: 'failed', attempts: 1, reason: `delivery error: ${(error as Error).message}` };
-      }
+      return await deliverWithRetries(channel, delivery, this.deps.policy, { sleep, random: Math.random });
+    } catch (error) {
+      if (error instanceof Closing) return undefined;
+      return { kind: 'failed', attempts: 1, reason: `delivery error: ${(error as Error).message}` };
     }
-    if (this.droppedOrgs.has(send.org)) return;
-    this.deps.metrics.sends.inc({ channel: send.message.channel, status: result.kind });
-    this.finished.push({ sendId: send.sendId, org: send.org, email: send.email, result, at: this.deps.ctx.clock.now() });
-    this.scheduleFlush();
+  }
+
+  private ended(send: PendingSend): void {
+    this.queued.delete(send.sendId);
+    this.wakeIdle();
   }
 
   private sleep(ms: number): Promise<void> {
@@ -182,48 +178,6 @@ export class SendDispatcher {
       const timer = setTimeout(wake, ms);
       this.sleeps.add(wake);
     });
-  }
-
-  private scheduleFlush(): void {
-    if (this.flushing) return;
-    this.flushing = this.flush()
-      .catch((err: unknown) => this.deps.logger.error({ err }, 'recording send results failed; they stay pending and are retried on restart'))
-      .finally(() => {
-        this.flushing = undefined;
-        if (this.finished.length > 0) this.scheduleFlush();
-        this.wakeIdle();
-      });
-  }
-
-  private async flush(): Promise<void> {
-    const finished = this.finished;
-    this.finished = [];
-    const byOrg = new Map<string, Finished[]>();
-    for (const f of finished) byOrg.set(f.org, [...(byOrg.get(f.org) ?? []), f]);
-    for (const [org, batch] of byOrg) await this.record(org, batch);
-  }
-
-  /** One UPDATE per org database for the sends that finished. */
-  private async record(org: string, batch: Finished[]): Promise<void> {
-    const statuses = batch.map((f) => f.result.kind);
-    const reasons = batch.map((f) => (f.result.kind === 'delivered' ? null : f.result.reason));
-    await this.deps.orgs.org(org).run(
-      `UPDATE flow_sends AS s
-          SET status = u.status, attempts = u.attempts, last_error = u.reason,
-              sent_at = CASE WHEN u.status = 'delivered' THEN $5 END
-         FROM (SELECT unnest($1::VARCHAR[]) AS send_id, unnest($2::VARCHAR[]) AS status,
-                      unnest($3::INTEGER[]) AS attempts, unnest($4::VARCHAR[]) AS reason) AS u
-        WHERE s.send_id = u.send_id`,
-      [
-        listValue(batch.map((f) => f.sendId)),
-        listValue(statuses),
-        listValue(batch.map((f) => f.result.attempts)),
-        listValue(reasons),
-        tsParam(batch[batch.length - 1]!.at),
-      ],
-    );
-    const delivered = batch.filter((f) => f.result.kind === 'delivered').map((f) => f.email);
-    if (delivered.length > 0) this.deps.onDelivered(org, delivered);
   }
 
   private wakeIdle(): void {

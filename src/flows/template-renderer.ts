@@ -30,6 +30,12 @@ export const DEFAULT_RENDERER_LIMITS: RendererLimits = {
   heapMb: 256,
 };
 
+/**
+ * Messages handed to the worker per post: copying 100,000 of them into one message took the service's
+ * event loop hundreds of ms; this many take a few, and collect and lookups answer between posts.
+ */
+const POST_JOBS = 500;
+
 type WorkerEvent = { message: Exclude<FromTemplateWorker, { type: 'ready' }> } | { stopped: Error };
 
 interface Slot {
@@ -97,7 +103,7 @@ export class TemplateRenderer {
         throw this.closed ? new RendererClosed() : error;
       });
       const from = results.length;
-      const posted = await this.runBatch(slot, { jobs: jobs.slice(from), budgetMs, budgetReason }, results);
+      const posted = await this.runBatch(slot, { jobs: jobs.slice(from, from + POST_JOBS), budgetMs, budgetReason }, results);
       if (!posted) {
         // Some row's data cannot cross to the worker: render the rows before it, fail that one.
         const bad = firstUncloneable(jobs, from);

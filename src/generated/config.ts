@@ -194,7 +194,7 @@ export interface Config {
    */
   natsTlsKey?: string;
   /**
-   * STORAGE_THREAD: where DuckDB, compaction and profile queries run. worker (default) keeps them off the thread that answers HTTP; main runs everything on one thread (tests with an injected clock).
+   * STORAGE_PROCESS: where the org databases, compaction and org SQL run. child (default): a supervised process of their own, restarted when it ends, killed to stop a query DuckDB cannot interrupt; inline: on the thread that answers HTTP, with none of that protection (tests with an injected clock only).
    */
-  storageThread: 'worker' | 'main';
+  storageProcess: 'child' | 'inline';
 }

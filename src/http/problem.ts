@@ -16,6 +16,8 @@ const fastifyCodes: Record<string, ErrorCode> = {
 };
 
 export function sendProblem(reply: FastifyReply, request: FastifyRequest, error: AppError): FastifyReply {
+  // Also set here: problems answered before the Request-Id hook runs (router errors, unrouted requests).
+  reply.header('Request-Id', request.id);
   for (const [name, value] of Object.entries(error.extra.headers ?? {})) reply.header(name, value);
   return reply.code(error.status).type('application/problem+json').send(problemBody(error, request.id));
 }
@@ -50,6 +52,10 @@ export function toAppError(error: FastifyError | Error): AppError {
   }
   const mapped = fastifyError.code ? fastifyCodes[fastifyError.code] : undefined;
   if (mapped) return new AppError(mapped, fastifyError.message);
+  // Any other refusal of Fastify's own (it says so with a 4xx) is the request's fault, not a 500.
+  if (fastifyError.code?.startsWith('FST_ERR_') && Number(fastifyError.statusCode) >= 400 && Number(fastifyError.statusCode) < 500) {
+    return new AppError('invalid_request', fastifyError.message);
+  }
   return new AppError('internal_error', undefined, {}, { cause: error });
 }
 
@@ -60,6 +66,7 @@ export function registerProblemHandlers(app: FastifyInstance): void {
     else if (request.raw.destroyed) request.log.debug({ code: appError.code }, 'request aborted by the client or a timeout');
     return sendProblem(reply, request, appError);
   });
+  // The service answers unrouted requests earlier (unrouted.ts); this is for apps built without it.
   app.setNotFoundHandler((request, reply) =>
     sendProblem(reply, request, new AppError('not_found', `no route ${request.method} ${request.url.split('?')[0]}`)),
   );

@@ -6,6 +6,8 @@
  * deleted a segment at a time once compacted (`release`). A kill -9 can leave at most a half-written last
  * frame of the last segment; `open` finds it by length and checksum and cuts it off, so what was
  * acknowledged survives and what was not leaves no trace. One process owns the directory (data-dir-lock.ts).
+ * A log that ends below the high-water mark (its tail cut, the directory removed, an older copy put back)
+ * gets a new segment starting above the mark at `open`: positions never go backwards (checkpoint.ts).
  */
 import { constants } from 'node:fs';
 import { mkdir, open, readdir, rename, stat, unlink, type FileHandle } from 'node:fs/promises';
@@ -16,7 +18,8 @@ import { encodeFrame } from './frame.js';
 import { scanFrames, writeFully } from './frame-file.js';
 import { RecentIds } from './recent-ids.js';
 import { type LayoutChange, lastSeqOf, type OpenSegment, SegmentChain, type SegmentLayout, segmentFile, segmentFirstSeq } from './segments.js';
-import { LogUnavailableError, type LogBackend, type LogHealth, type LogReader, type WriteResult } from './types.js';
+import { type LogBehind, LogUnavailableError, type LogBackend, type LogHealth, type LogReader, type WriteResult } from './types.js';
+import { syncDirectory } from '../sync-directory.js';
 
 /** The one file of the log before it was kept in segments: renamed to the first segment on open. */
 export const LEGACY_LOG_FILE = 'events.log';
@@ -45,6 +48,12 @@ export interface EmbeddedLogOptions {
   retentionMs?: number;
   /** Told when `open` cuts a torn tail off; the log itself stays silent (no console noise in tests). */
   onTornTail?: (tail: TornTail) => void;
+  /** No record at or below this position may be written (the high-water mark, storage/checkpoint.ts),
+   *  and the checkpoint, for the report. Default: 0. */
+  highWater?: number;
+  compactedSeq?: number;
+  /** Told when the log ended below `highWater` and numbering resumed above it. */
+  onBehind?: (behind: LogBehind) => void;
 }
 
 /** A segment as the owner holds it: its write handle doubles as its read handle. */
@@ -72,7 +81,7 @@ export class EmbeddedLog implements LogBackend {
   /** What readers see of the log (embedded-reader.ts). */
   private readonly source: FrameSource = {
     signal: this.signal,
-    firstSeq: () => this.chain.firstSeq,
+    nextSeq: (seq) => this.chain.nextSeq(seq),
     count: () => this.chain.headSeq,
     isOpen: () => !this.closed,
     readRecords: (from, to) => this.readRecords(from, to),
@@ -90,17 +99,26 @@ export class EmbeddedLog implements LogBackend {
 
   static async open(dir: string, options: EmbeddedLogOptions = {}): Promise<EmbeddedLog> {
     await mkdir(dir, { recursive: true });
+    const highWater = options.highWater ?? 0;
     const firstSeqs = await segmentsIn(dir);
-    if (firstSeqs.length === 0) firstSeqs.push(1);
     const segments: OwnedSegment[] = [];
     const recent = new RecentIds(DEDUPE_WINDOW);
     try {
       for (const [i, firstSeq] of firstSeqs.entries()) {
         const previous = segments.at(-1);
-        if (previous && firstSeq !== lastSeqOf(previous) + 1) {
-          throw new Error(`embedded log: ${segmentFile(dir, firstSeq)} starts at record ${firstSeq} but the segment before it ends at ${lastSeqOf(previous)}`);
+        const expected = previous ? lastSeqOf(previous) + 1 : firstSeq;
+        // A segment may start above the one before only where numbering resumed above the mark (below).
+        if (firstSeq < expected || (firstSeq > expected && firstSeq - 1 > highWater)) {
+          throw new Error(`embedded log: ${segmentFile(dir, firstSeq)} starts at record ${firstSeq} but the segment before it ends at ${expected - 1}`);
         }
         segments.push(await openSegment(dir, firstSeq, i === firstSeqs.length - 1, recent, options));
+      }
+      const last = segments.at(-1);
+      const headSeq = last ? lastSeqOf(last) : 0;
+      if (!last || headSeq < highWater) {
+        if (last) last.closedAt = Date.now();
+        segments.push(await openSegment(dir, Math.max(headSeq, highWater) + 1, true, recent, options));
+        if (headSeq < highWater) options.onBehind?.({ headSeq, highWater, compactedSeq: options.compactedSeq ?? 0 });
       }
     } catch (error) {
       await Promise.all(segments.map(async (segment) => (await segment.handle).close()));
@@ -116,10 +134,15 @@ export class EmbeddedLog implements LogBackend {
     return result;
   }
 
-  /** The segments as they are now, and every later change reported to `listener` (the storage worker
-   *  tails the log this way: embedded-tail.ts). Taken together, so no change falls between. */
+  /** Every later change of the segments reported to `listener` (the storage process tails the log
+   *  this way: embedded-tail.ts), and the segments as they are now. */
   share(listener: (change: LayoutChange) => void): SegmentLayout[] {
     this.layoutListeners.push(listener);
+    return this.layout();
+  }
+
+  /** The segments as they are now; with `share`'s changes after it, the whole log (this thread reports both). */
+  layout(): SegmentLayout[] {
     return this.chain.segments.map(({ file, firstSeq, offsets, end }) => ({ file, firstSeq, offsets: [...offsets], end }));
   }
 
@@ -311,12 +334,3 @@ function describeIoError(error: unknown): string {
   return code ? `${code} (${message})` : message;
 }
 
-/** Makes a newly created file's directory entry durable, not only its contents. */
-async function syncDirectory(dir: string): Promise<void> {
-  const handle = await open(dir, 'r');
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-}

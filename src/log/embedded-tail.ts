@@ -16,7 +16,7 @@ export class EmbeddedTail implements Pick<LogBackend, 'openReader' | 'headSeq'> 
   private readonly chain: SegmentChain;
   private readonly source: FrameSource = {
     signal: this.signal,
-    firstSeq: () => this.chain.firstSeq,
+    nextSeq: (seq) => this.chain.nextSeq(seq),
     count: () => this.chain.headSeq,
     isOpen: () => !this.closed,
     readRecords: (from, to) => (this.closed ? Promise.reject(new LogUnavailableError('embedded log is closed')) : this.chain.read(from, to)),

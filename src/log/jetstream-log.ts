@@ -3,7 +3,8 @@
  * (`audience.events.<org>`), so a storage shard can tell its orgs' records from the subject alone.
  * Durability is the publish ack; dedupe is JetStream's own (`msgID` within `duplicate_window`).
  * Connection status is tracked so that, while NATS is down, `isAvailable()` says so and writes fail at
- * once instead of waiting out the publish timeout.
+ * once instead of waiting out the publish timeout. A stream that ends below the high-water mark (deleted
+ * and recreated: its sequences restart at 1) is purged to start above it, if it is empty (`open`).
  */
 import {
   JetStreamApiCodes,
@@ -17,7 +18,16 @@ import {
 import type { NatsConnection } from '@nats-io/transport-node';
 import { type NatsSecurity, connectNats, whileElecting } from '../nats/nats-client.js';
 import { JetStreamReader } from './jetstream-reader.js';
-import { LogOutcomeUnknownError, LogUnavailableError, type LogBackend, type LogHealth, type LogReader, type WriteResult } from './types.js';
+import {
+  type LogBehind,
+  LogBehindError,
+  LogOutcomeUnknownError,
+  LogUnavailableError,
+  type LogBackend,
+  type LogHealth,
+  type LogReader,
+  type WriteResult,
+} from './types.js';
 
 export interface JetStreamLogOptions {
   /** NATS server URL(s), comma-separated. */
@@ -35,6 +45,12 @@ export interface JetStreamLogOptions {
   /** The oldest records are removed beyond this size (-1: no limit). Applied at every start. */
   maxBytes?: number;
   security?: NatsSecurity;
+  /** The storage process's high-water mark and checkpoint (storage/checkpoint.ts): no record may get a
+   *  sequence at or below the mark. Default: 0 (a process without org databases). */
+  highWater?: number;
+  compactedSeq?: number;
+  /** Told when the stream ended below `highWater` and was purged to start above it. */
+  onBehind?: (behind: LogBehind) => void;
 }
 
 export const DEFAULT_STREAM = 'AUDIENCE_EVENTS';
@@ -86,10 +102,12 @@ export class JetStreamLog implements LogBackend {
       await whileElecting(() =>
         ensureStream(jsm, stream, subject, { replicas: options.replicas ?? 1, maxAgeMs: options.maxAgeMs ?? 0, maxBytes: options.maxBytes ?? -1 }),
       );
+      await startAbove(jsm, stream, options);
       const timeout = options.publishTimeoutMs ?? DEFAULT_PUBLISH_TIMEOUT_MS;
       return new JetStreamLog(nc, jetstream(nc), jsm, stream, subject, timeout);
     } catch (error) {
       await nc.close();
+      if (error instanceof LogBehindError) throw error;
       throw new LogUnavailableError(`cannot set up JetStream stream ${stream}`, { cause: error });
     }
   }
@@ -200,6 +218,28 @@ async function ensureStream(jsm: JetStreamManager, name: string, subject: string
     // Another instance may have created it between our info and add; then it exists and all is well.
     await jsm.streams.info(name).catch(() => Promise.reject(error));
   }
+}
+
+/**
+ * A stream behind the mark continues above it: purging an empty stream up to `highWater + 1` makes that
+ * its next sequence (nats-server 2.9 keeps it across restarts, kill -9 included). A stream that already
+ * holds records below the mark (a collector wrote to the recreated stream before this process started)
+ * cannot be renumbered without deleting them: the start is refused, saying what to do.
+ */
+async function startAbove(jsm: JetStreamManager, stream: string, options: JetStreamLogOptions): Promise<void> {
+  const highWater = options.highWater ?? 0;
+  if (highWater === 0) return;
+  const { state } = await jsm.streams.info(stream);
+  if (state.last_seq >= highWater) return;
+  if (state.messages > 0) {
+    throw new LogBehindError(
+      `JetStream stream ${stream} ends at sequence ${state.last_seq} (${state.messages} records), below position ${highWater} that this process's org databases may hold: ` +
+        `it was deleted and recreated, and records written to it since would be skipped. Stop the collectors, purge it to start above the mark ` +
+        `(nats stream purge ${stream} --seq ${highWater + 1}: its ${state.messages} records are lost), then start the storage processes before the collectors`,
+    );
+  }
+  await jsm.streams.purge(stream, { seq: highWater + 1 });
+  options.onBehind?.({ headSeq: state.last_seq, highWater, compactedSeq: options.compactedSeq ?? 0 });
 }
 
 /** An answer from the server that says the message was not stored: an API error, or no stream listening. */

@@ -41,9 +41,13 @@ export class JetStreamReader implements LogReader {
 
   constructor(
     private readonly deps: JetStreamReaderDeps,
-    /** Seq of the last record handed out. */
-    private position: number,
+    /** Every position up to here is read: the last record handed out, or an empty stream's last seq. */
+    private at: number,
   ) {}
+
+  get position(): number {
+    return this.at;
+  }
 
   read(max: number, waitMs: number): Promise<StoredRecord[]> {
     if (this.closed) return Promise.reject(new Error('log reader is closed'));
@@ -96,7 +100,10 @@ export class JetStreamReader implements LogReader {
   /** Records stored past the cursor (the stream's seqs are gapless; old ones may be gone by limits). */
   private async pending(): Promise<number> {
     const { first_seq, last_seq } = (await this.deps.jsm.streams.info(this.deps.stream)).state;
-    return last_seq - Math.max(this.position, first_seq - 1);
+    // An empty stream holds nothing up to its last seq (limits removed it, or it was purged to start
+    // above the high-water mark: jetstream-log.ts): those positions are read.
+    if (last_seq < first_seq) this.at = Math.max(this.at, last_seq);
+    return last_seq - Math.max(this.at, first_seq - 1);
   }
 
   private async fetch(count: number): Promise<StoredRecord[]> {
@@ -119,7 +126,7 @@ export class JetStreamReader implements LogReader {
   }
 
   private async fetchOnce(count: number): Promise<StoredRecord[]> {
-    this.consumer ??= await this.deps.js.consumers.get(this.deps.stream, { opt_start_seq: this.position + 1 });
+    this.consumer ??= await this.deps.js.consumers.get(this.deps.stream, { opt_start_seq: this.at + 1 });
     const messages = await this.consumer.fetch({ max_messages: count, expires: FETCH_EXPIRES_MS });
     const deadline = setTimeout(() => messages.stop(new Error(`fetch still open ${FETCH_DEADLINE_MS} ms after it began`)), FETCH_DEADLINE_MS);
     const records: StoredRecord[] = [];
@@ -133,7 +140,7 @@ export class JetStreamReader implements LogReader {
       clearTimeout(deadline);
     }
     // Only now: a fetch that failed halfway is retried from the old cursor, so nothing is skipped.
-    if (records.length > 0) this.position = records[records.length - 1]!.seq;
+    if (records.length > 0) this.at = records[records.length - 1]!.seq;
     return records;
   }
 

@@ -1,13 +1,15 @@
 /**
  * The embedded log's segments: files `<first seq, 20 digits>.log` in the log directory, each holding the
  * frames of consecutive records. Only the last segment is written; older ones are deleted whole once
- * every record in them is compacted (embedded-log.ts `release`). Both the thread that owns the log and
+ * every record in them is compacted (embedded-log.ts `release`). A segment may start above the end of
+ * the one before it: where the log resumed numbering above the high-water mark after losing records
+ * (embedded-log.ts `open`); the positions between hold no record. Both the thread that owns the log and
  * the storage worker that tails it (embedded-tail.ts) read records through a `SegmentChain`.
  */
 import type { FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Frame } from './frame.js';
 import { readRecordFrames } from './frame-file.js';
+import type { StoredRecord } from './types.js';
 
 /** Where one segment's durable frames are: what the owner hands a tailing thread (plain data). */
 export interface SegmentLayout {
@@ -54,11 +56,6 @@ export class SegmentChain {
     private readonly openFile: (file: string) => Promise<FileHandle>,
   ) {}
 
-  /** Seq of the oldest record still stored. */
-  get firstSeq(): number {
-    return this.segments[0]!.firstSeq;
-  }
-
   /** Seq of the newest record (0 when the log is empty). */
   get headSeq(): number {
     return lastSeqOf(this.last);
@@ -68,18 +65,25 @@ export class SegmentChain {
     return this.segments[this.segments.length - 1]!;
   }
 
-  /** Records `from`..`to` (inclusive); those already deleted are left out. One read per segment. */
-  async read(from: number, to: number): Promise<Frame[]> {
-    const frames: Frame[] = [];
+  /** Seq of the first record stored after `seq` (past the head when there is none). */
+  nextSeq(seq: number): number {
+    const segment = this.segments.find((s) => lastSeqOf(s) > seq);
+    return segment ? Math.max(seq + 1, segment.firstSeq) : Math.max(seq, this.headSeq) + 1;
+  }
+
+  /** Records `from`..`to` (inclusive); positions without one (deleted, skipped) are left out. One read per segment. */
+  async read(from: number, to: number): Promise<StoredRecord[]> {
+    const records: StoredRecord[] = [];
     for (const segment of this.segments) {
       const first = Math.max(from, segment.firstSeq);
       const last = Math.min(to, lastSeqOf(segment));
       if (first > last) continue;
       segment.handle ??= this.openFile(segment.file);
       const handle = await segment.handle;
-      frames.push(...(await readRecordFrames(handle, segment.offsets, segment.end, first - segment.firstSeq + 1, last - segment.firstSeq + 1)));
+      const frames = await readRecordFrames(handle, segment.offsets, segment.end, first - segment.firstSeq + 1, last - segment.firstSeq + 1);
+      records.push(...frames.map((frame, i) => ({ seq: first + i, payload: frame.payload })));
     }
-    return frames;
+    return records;
   }
 
   /** A tailing thread's view of an append: a record at `offset` of the segment starting at `firstSeq`. */

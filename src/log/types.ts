@@ -21,7 +21,10 @@ export interface LogEntry {
   errors: string | null;
 }
 
-/** A record as read back: its position (1-based, gapless per backend) and payload. */
+/**
+ * A record as read back: its position (1-based, increasing; never reused, so positions may be skipped:
+ * see `LogBehind`) and payload.
+ */
 export interface StoredRecord {
   seq: number;
   payload: Uint8Array;
@@ -66,7 +69,37 @@ export type LogHealth = { ok: true } | { ok: false; reason: string; fatal: boole
 export interface LogReader {
   /** Up to `max` next records; waits up to `waitMs` when none is available yet (may return []). */
   read(max: number, waitMs: number): Promise<StoredRecord[]>;
+  /** Every position up to here is read: the records handed out, and positions that hold none. */
+  readonly position: number;
   close(): Promise<void>;
+}
+
+/**
+ * At open, the log ended below the high-water mark (storage/checkpoint.ts): it lost records that org
+ * databases had already compacted (a cut tail, a removed directory, an older copy, a recreated stream).
+ * It numbers new records from `highWater + 1`, so no org skips them as already applied.
+ */
+export interface LogBehind {
+  /** The last position the log held at open (0: none). */
+  headSeq: number;
+  highWater: number;
+  /** The checkpoint: every org's database held every record up to here. */
+  compactedSeq: number;
+}
+
+/** The one line an operator reads about a `LogBehind` (docs/operators.md, "A lost event log"). */
+export function describeLogBehind(log: string, { headSeq, highWater, compactedSeq }: LogBehind): string {
+  return (
+    `${log} was behind the org databases: it ends at position ${headSeq} but they may hold up to ${highWater} ` +
+    `(records were lost: a cut tail, a removed log, an older copy or a recreated stream); new records are numbered ` +
+    `from ${highWater + 1}, skipping ${highWater - headSeq} positions. Acknowledged events after position ` +
+    `${Math.max(headSeq, compactedSeq)} that were in the lost records may be missing from their org: see docs/operators.md "A lost event log"`
+  );
+}
+
+/** The log cannot start without skipping or losing records; the message is the one line to print. */
+export class LogBehindError extends Error {
+  override name = 'LogBehindError';
 }
 
 export class LogUnavailableError extends Error {

@@ -28,6 +28,9 @@ const SECURITY: Record<Exclude<Auth, 'none' | 'partner'>, object> = {
   audienceToken: { type: 'http', scheme: 'bearer', description: "An org's Audience API token (POST /admin/v1/orgs/{slug}/tokens)" },
 };
 
+/** Answers any path can give, before an operation runs (unknown path or method, malformed or oversized request). */
+const EARLY_CODES: ErrorCode[] = ['not_found', 'method_not_allowed', 'invalid_request', 'request_timeout', 'uri_too_long', 'headers_too_large'];
+
 let cached: string | undefined;
 
 /** The document as JSON text. */
@@ -47,7 +50,8 @@ export function buildOpenApiDocument(): Record<string, unknown> {
       version,
       description:
         'Collects events from partners, serves contact profiles to personalization services, and runs event-triggered flows. ' +
-        'Errors are problem+json with a stable `code`; each code has a page at /problems/<code>.',
+        'Errors are problem+json with a stable `code`; each code has a page at /problems/<code>. ' +
+        `Any request may also be refused before it reaches an operation: ${EARLY_CODES.map((code) => `[\`${code}\`](/problems/${code})`).join(', ')}.`,
       license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
     },
     tags: [...new Set(operations.map((op) => op.tag))].map((name) => ({ name })),

@@ -3,6 +3,7 @@
  * what it answers and which problem codes it can answer with. test/ops/openapi.test.ts fails when a
  * registered route is missing here, so a new route comes with its entry.
  */
+import { PAGE_BYTES, PAGE_LIMITS } from '../admin/paging.js';
 import type { ErrorCode } from '../errors.js';
 import { componentRef } from './components.js';
 
@@ -24,11 +25,30 @@ export interface Operation {
 const json = (schema: object) => ({ contentType: 'application/json', schema });
 const object = { type: 'object' };
 const envQuery = { env: { description: 'staging or production (default: both)', schema: { enum: ['staging', 'production'] } } };
-const limitQuery = (max: number) => ({ limit: { description: `rows to return, 1–${max}`, schema: { type: 'string', pattern: '^[0-9]+$' } } });
+/** `limit` and `cursor` of a paged list, and its answer: the page's items under `member`, and `nextCursor`. */
+const pageQuery = (limits: { fallback: number; max: number }) => ({
+  limit: { description: `items per page, 1–${limits.max} (default ${limits.fallback}); a page also ends before its JSON passes ${PAGE_BYTES / 1024} KiB`, schema: { type: 'string', pattern: '^[0-9]+$' } },
+  cursor: { description: 'the `nextCursor` of the previous page, unchanged, with the same filters (omit for the first page)', schema: { type: 'string' } },
+});
+const page = (member: string, description: string) => ({
+  status: 200,
+  description: `\`{ "${member}": [ … ], "nextCursor": … }\`: ${description}`,
+  schema: {
+    type: 'object',
+    required: [member, 'nextCursor'],
+    properties: {
+      [member]: { type: 'array', items: { type: 'object' } },
+      nextCursor: { type: ['string', 'null'], description: 'pass as `cursor` for the next page; null on the last page' },
+    },
+  },
+});
 const COLLECT: ErrorCode[] = ['invalid_json', 'json_too_deep', 'invalid_credentials', 'schema_violation', 'payload_too_large', 'unsupported_media_type', 'log_unavailable', 'log_outcome_unknown'];
-const ADMIN: ErrorCode[] = ['invalid_admin_key', 'control_unavailable'];
-/** Org-database routes: relayed to the owning storage shard in NATS mode. */
-const ORG_DATA: ErrorCode[] = [...ADMIN, 'org_not_found', 'invalid_request', 'shard_unavailable', 'shard_answer_too_large'];
+const ADMIN: ErrorCode[] = ['invalid_admin_key', 'rate_limited', 'control_unavailable'];
+/** Org-database routes: relayed to the owning storage shard in NATS mode; served by its storage process. */
+const ORG_DATA: ErrorCode[] = [...ADMIN, 'org_not_found', 'invalid_request', 'shard_unavailable', 'shard_answer_too_large', 'storage_unavailable', 'org_unavailable'];
+/** Routes that check or run an org's trigger and segment SQL. */
+const SANDBOX: ErrorCode[] = ['sandbox_busy', 'sandbox_paused'];
+const PAGED: ErrorCode[] = [...ORG_DATA, 'invalid_cursor'];
 
 export const operations: Operation[] = [
   // Partners
@@ -43,7 +63,7 @@ export const operations: Operation[] = [
       fields: { description: 'comma-separated content fields to return (default: all of the org’s content fields)', schema: { type: 'string' } },
     },
     ok: { status: 200, description: '`{ "status": "success", "contact": { … } }`', schema: object },
-    errors: ['invalid_token', 'audience_api_not_enabled', 'rate_limited', 'not_acceptable', 'invalid_identity', 'invalid_fields', 'contact_not_found'],
+    errors: ['invalid_token', 'audience_api_not_enabled', 'rate_limited', 'not_acceptable', 'invalid_identity', 'invalid_fields', 'contact_not_found', 'org_unavailable'],
   },
 
   // Admin: orgs
@@ -63,19 +83,19 @@ export const operations: Operation[] = [
     method: 'GET', path: '/admin/v1/backup', tag: 'Admin: backups', summary: 'A consistent backup of what this storage process keeps (control plane, org databases, query files), as a tar archive; `npx audience backup <dir>` unpacks it', auth: 'adminKey',
     query: { org: { description: 'back up this org only', schema: { type: 'string' } } },
     ok: { status: 200, description: 'A tar archive; `manifest.json` is its last entry', contentType: 'application/x-tar' },
-    errors: [...ADMIN, 'invalid_request', 'org_not_found', 'compaction_behind', 'backup_in_progress', 'no_org_databases'],
+    errors: [...ADMIN, 'invalid_request', 'org_not_found', 'compaction_behind', 'backup_in_progress', 'no_org_databases', 'backup_file_refused'],
   },
 
   // Admin: org data
-  { method: 'GET', path: '/admin/v1/orgs/:slug/events/types', tag: 'Admin: org data', summary: 'Event types seen, with counts, last seen and property keys', auth: 'adminKey', query: { ...envQuery }, ok: { status: 200, description: '`{ "types": [ … ] }`', schema: object }, errors: ORG_DATA },
-  { method: 'GET', path: '/admin/v1/orgs/:slug/events/samples', tag: 'Admin: org data', summary: 'The newest events, raw', auth: 'adminKey', query: { ...envQuery, eventType: { description: 'only this event type (e.g. custom_booking_completed)' }, ...limitQuery(100) }, ok: { status: 200, description: '`{ "events": [ … ] }`', schema: object }, errors: ORG_DATA },
+  { method: 'GET', path: '/admin/v1/orgs/:slug/events/types', tag: 'Admin: org data', summary: 'Event types seen, with counts, last seen and property keys (at most 100 per type; `propertiesTruncated` when there were more), by event type then environment', auth: 'adminKey', query: { ...envQuery, ...pageQuery(PAGE_LIMITS.types) }, ok: page('types', 'a page of event types'), errors: PAGED },
+  { method: 'GET', path: '/admin/v1/orgs/:slug/events/samples', tag: 'Admin: org data', summary: 'The newest events, raw', auth: 'adminKey', query: { ...envQuery, eventType: { description: 'only this event type (e.g. custom_booking_completed)' }, ...pageQuery(PAGE_LIMITS.samples) }, ok: page('events', 'a page of events, newest first'), errors: PAGED },
   {
     method: 'GET', path: '/admin/v1/orgs/:slug/contacts', tag: 'Admin: org data', summary: "One contact's profile, every field, with the org's content fields (what the Audience API returns)", auth: 'adminKey',
     query: { identity: { description: 'email:<address>, email-hash:<sha256 hex> or user_id:<id>', required: true, schema: { type: 'string' } } },
     ok: { status: 200, description: '`{ "contact": { … }, "contentFields": [ … ] }`', schema: object },
     errors: [...ORG_DATA, 'invalid_identity', 'contact_not_found'],
   },
-  { method: 'GET', path: '/admin/v1/orgs/:slug/quarantine', tag: 'Admin: org data', summary: 'Rejected events with their reasons', auth: 'adminKey', query: { ...envQuery, ...limitQuery(1000) }, ok: { status: 200, description: '`{ "events": [ … ] }`', schema: object }, errors: ORG_DATA },
+  { method: 'GET', path: '/admin/v1/orgs/:slug/quarantine', tag: 'Admin: org data', summary: 'Rejected events with their reasons', auth: 'adminKey', query: { ...envQuery, ...pageQuery(PAGE_LIMITS.quarantine) }, ok: page('events', 'a page of rejected events, newest first'), errors: PAGED },
   { method: 'POST', path: '/admin/v1/orgs/:slug/contacts/import', tag: 'Admin: org data', summary: 'Import contacts (CSV with a header row, or NDJSON), upserted by e-mail', auth: 'adminKey', body: { contentType: 'text/csv', schema: { type: 'string' }, description: 'text/csv or application/x-ndjson, up to 64 MB' }, ok: { status: 200, description: 'Counts of imported and rejected lines, with the reasons', schema: object }, errors: [...ORG_DATA, 'payload_too_large', 'unsupported_media_type'] },
 
   // Admin: triggers and flows
@@ -83,11 +103,11 @@ export const operations: Operation[] = [
     const one = plural === 'triggers' ? 'trigger' : 'segment';
     const errors: ErrorCode[] = [...ORG_DATA, 'trigger_not_found'];
     return [
-      { method: 'GET', path: `/admin/v1/orgs/:slug/${plural}`, tag: 'Admin: triggers and flows', summary: `List ${plural} with status, live version and hash`, auth: 'adminKey', ok: { status: 200, description: `\`{ "${plural}": [ … ] }\``, schema: object }, errors: ORG_DATA },
+      { method: 'GET', path: `/admin/v1/orgs/:slug/${plural}`, tag: 'Admin: triggers and flows', summary: `List ${plural} with status, live version and hash, and the files in QUERIES_DIR that are not read and why`, auth: 'adminKey', ok: { status: 200, description: `\`{ "${plural}": [ … ] }\``, schema: object }, errors: ORG_DATA },
       { method: 'GET', path: `/admin/v1/orgs/:slug/${plural}/:name`, tag: 'Admin: triggers and flows', summary: `One ${one}: its SQL, versions and the reason a version was refused`, auth: 'adminKey', ok: { status: 200, description: `The ${one}`, schema: object }, errors },
-      { method: 'GET', path: `/admin/v1/orgs/:slug/${plural}/:name/versions`, tag: 'Admin: triggers and flows', summary: `Every version of the ${one}, newest first: hash, SQL, why it was refused${plural === 'triggers' ? ', and the rows flows decided on and the sends it fired' : ''}`, auth: 'adminKey', ok: { status: 200, description: '`{ "versions": [ … ] }`', schema: object }, errors },
-      { method: 'PUT', path: `/admin/v1/orgs/:slug/${plural}/:name`, tag: 'Admin: triggers and flows', summary: `Save the ${one}'s SQL (validated; the last good version stays live when refused)`, auth: 'adminKey', body: json({ type: 'object', required: ['sql'], properties: { sql: { type: 'string' } } }), ok: { status: 200, description: `The ${one} as saved`, schema: object }, errors: [...ORG_DATA, 'invalid_json', 'invalid_trigger'] },
-      { method: 'POST', path: `/admin/v1/orgs/:slug/${plural}/:name/preview`, tag: 'Admin: triggers and flows', summary: `Run the ${one} (or the SQL given) over a window without saving`, auth: 'adminKey', body: json({ type: 'object', properties: { sql: { type: 'string' }, from: { type: 'string', format: 'date-time' }, to: { type: 'string', format: 'date-time' }, limit: { type: 'integer', minimum: 1 } } }), ok: { status: 200, description: 'Rows, and whether the limit cut them off', schema: object }, errors: [...errors, 'invalid_json', 'invalid_trigger', 'trigger_query_failed'] },
+      { method: 'GET', path: `/admin/v1/orgs/:slug/${plural}/:name/versions`, tag: 'Admin: triggers and flows', summary: `Every version of the ${one}, newest first: hash, SQL, why it was refused${plural === 'triggers' ? ', and the rows flows decided on and the sends it fired' : ''}`, auth: 'adminKey', query: pageQuery(PAGE_LIMITS.versions), ok: page('versions', 'a page of versions, newest first'), errors: [...errors, 'invalid_cursor'] },
+      { method: 'PUT', path: `/admin/v1/orgs/:slug/${plural}/:name`, tag: 'Admin: triggers and flows', summary: `Save the ${one}'s SQL (validated; the last good version stays live when refused)`, auth: 'adminKey', body: json({ type: 'object', required: ['sql'], properties: { sql: { type: 'string' } } }), ok: { status: 200, description: `The ${one} as saved`, schema: object }, errors: [...ORG_DATA, 'invalid_json', 'invalid_trigger', 'query_file_refused', 'sandbox_busy'] },
+      { method: 'POST', path: `/admin/v1/orgs/:slug/${plural}/:name/preview`, tag: 'Admin: triggers and flows', summary: `Run the ${one} (or the SQL given) over a window without saving`, auth: 'adminKey', body: json({ type: 'object', properties: { sql: { type: 'string' }, from: { type: 'string', format: 'date-time' }, to: { type: 'string', format: 'date-time' }, limit: { type: 'integer', minimum: 1 } } }), ok: { status: 200, description: 'Rows, and whether the limit cut them off', schema: object }, errors: [...errors, 'invalid_json', 'invalid_trigger', 'trigger_query_failed', ...SANDBOX] },
     ];
   }),
   { method: 'POST', path: '/admin/v1/orgs/:slug/flows', tag: 'Admin: triggers and flows', summary: 'Create a flow (a draft)', auth: 'adminKey', body: json(componentRef('flow', 'Flow')), ok: { status: 201, description: 'The flow', schema: object }, errors: [...ORG_DATA, 'invalid_json', 'invalid_flow', 'flow_exists'] },
@@ -97,13 +117,23 @@ export const operations: Operation[] = [
   { method: 'POST', path: '/admin/v1/orgs/:slug/flows/:id/start', tag: 'Admin: triggers and flows', summary: 'Start a flow', auth: 'adminKey', ok: { status: 200, description: 'The flow', schema: object }, errors: [...ORG_DATA, 'flow_not_found', 'invalid_flow'] },
   { method: 'POST', path: '/admin/v1/orgs/:slug/flows/:id/pause', tag: 'Admin: triggers and flows', summary: 'Pause a flow', auth: 'adminKey', ok: { status: 200, description: 'The flow', schema: object }, errors: [...ORG_DATA, 'flow_not_found'] },
   { method: 'POST', path: '/admin/v1/orgs/:slug/flows/:id/run', tag: 'Admin: triggers and flows', summary: 'Run a flow now, once', auth: 'adminKey', ok: { status: 200, description: 'What the run decided', schema: object }, errors: [...ORG_DATA, 'flow_not_found', 'trigger_query_failed'] },
-  { method: 'GET', path: '/admin/v1/orgs/:slug/flows/:id/sends', tag: 'Admin: triggers and flows', summary: "A flow's sends: status, attempts, variant, trigger version", auth: 'adminKey', query: { ...limitQuery(1000), after: { description: 'cursor from the previous page' } }, ok: { status: 200, description: 'A page of sends', schema: object }, errors: [...ORG_DATA, 'flow_not_found'] },
-  { method: 'GET', path: '/admin/v1/orgs/:slug/flows/:id/decisions', tag: 'Admin: triggers and flows', summary: 'Every trigger row the flow decided and why (sent, excluded_by_segment, reentry_blocked, …)', auth: 'adminKey', query: { ...limitQuery(1000), after: { description: 'cursor from the previous page' }, email: { description: 'only this contact' } }, ok: { status: 200, description: 'A page of decisions', schema: object }, errors: [...ORG_DATA, 'flow_not_found'] },
+  {
+    method: 'GET', path: '/admin/v1/orgs/:slug/flows/:id/sends', tag: 'Admin: triggers and flows', summary: "A flow's sends: status, attempts, variant, trigger version", auth: 'adminKey',
+    query: { identity: { description: 'only this contact: email:<address>, email-hash:<sha256 hex> or user_id:<id>' }, status: { description: 'only sends with this status: pending, delivered, failed, dead or holdout' }, ...pageQuery(PAGE_LIMITS.sends) },
+    ok: page('sends', 'a page of sends, newest first'),
+    errors: [...PAGED, 'flow_not_found', 'invalid_identity'],
+  },
+  {
+    method: 'GET', path: '/admin/v1/orgs/:slug/flows/:id/decisions', tag: 'Admin: triggers and flows', summary: 'Every trigger row the flow decided and why (sent, excluded_by_segment, reentry_blocked, …)', auth: 'adminKey',
+    query: { identity: { description: 'only this contact: email:<address>, email-hash:<sha256 hex> or user_id:<id>' }, ...pageQuery(PAGE_LIMITS.decisions) },
+    ok: page('decisions', 'a page of decisions, newest run first'),
+    errors: [...PAGED, 'flow_not_found', 'invalid_identity'],
+  },
   {
     method: 'POST', path: '/admin/v1/orgs/:slug/flows/message-preview', tag: 'Admin: triggers and flows', summary: "A flow's message rendered against the first row its trigger returns over the last 24 hours, with that contact's profile; nothing is sent", auth: 'adminKey',
     body: json({ type: 'object', required: ['trigger', 'message'], properties: { trigger: { type: 'string' }, message: { type: 'object' }, flowName: { type: 'string' }, variant: { type: 'string' } } }),
     ok: { status: 200, description: '`{ "window": …, "row": { … } | null, "rendered": { … } | null, "error": … }`', schema: object },
-    errors: [...ORG_DATA, 'invalid_json', 'invalid_flow', 'trigger_query_failed'],
+    errors: [...ORG_DATA, 'invalid_json', 'invalid_flow', 'trigger_query_failed', ...SANDBOX],
   },
   { method: 'GET', path: '/admin/v1/orgs/:slug/webhook-secret', tag: 'Admin: triggers and flows', summary: "The key webhook receivers verify the org's signatures with", auth: 'adminKey', ok: { status: 200, description: 'The signing secret', schema: object }, errors: ORG_DATA },
 

@@ -3,23 +3,32 @@
  *
  * Readiness: every check passes, so this instance can serve now. Liveness: no check failed *fatally*,
  * so the process can still do its job without a restart. A NATS outage is not fatal (the client
- * reconnects by itself); a dead storage worker thread or a closed log is (nothing brings them back).
+ * reconnects by itself); a closed log is (nothing brings it back). The storage process is neither: it is
+ * restarted when it ends, and collect and lookups never wait for it.
  *
  * Every check runs with a bounded time: a probe never hangs on a frozen NATS server or a stuck thread.
  * Concurrent probes share one run, so polling load balancers and supervisors cost one set of checks
  * at a time however often they ask.
  */
 
-/** What one check found. `fatal`: only a restart of the process can fix it. */
-export type CheckOutcome = { ok: true } | { ok: false; reason: string; fatal: boolean };
+/**
+ * What one check found. `fatal`: only a restart of the process can fix it. A passing check may carry a
+ * `note` (and `details`) an operator should see, e.g. an org whose database cannot be opened.
+ */
+export type CheckOutcome = { ok: true; note?: string; details?: Record<string, string> } | { ok: false; reason: string; fatal: boolean };
 
 export interface HealthCheck {
-  /** Named in /readyz and /healthz answers, e.g. `storage_worker`. */
+  /** Named in /readyz and /healthz answers, e.g. `log`. */
   readonly name: string;
   /** Why a check that did not answer in time failed, e.g. "JetStream did not answer a ping". */
   readonly silence: string;
   /** Whether not answering in time means the process cannot recover by itself. */
   readonly silenceIsFatal: boolean;
+  /**
+   * What it checks is not needed to serve (the storage process: collect and lookups do not wait for it):
+   * a failure is reported as a note, and the process stays ready and live.
+   */
+  readonly advisory?: boolean;
   run(): Promise<CheckOutcome>;
 }
 
@@ -74,14 +83,15 @@ export class Health {
       (error: unknown): CheckOutcome => ({ ok: false, reason: error instanceof Error ? error.message : String(error), fatal: false }),
     );
     try {
-      return await Promise.race([answer, silence]);
+      const outcome = await Promise.race([answer, silence]);
+      return check.advisory && !outcome.ok ? { ok: true, note: outcome.reason } : outcome;
     } finally {
       clearTimeout(timer);
     }
   }
 }
 
-/** "storage_worker: storage worker exited (code 1); log: …" for the checks that failed (fatal ones only if asked). */
+/** "log: embedded log is closed; disk: …" for the checks that failed (fatal ones only if asked). */
 export function describeFailures(report: HealthReport, fatalOnly = false): string {
   return Object.entries(report.checks)
     .flatMap(([name, outcome]) => (outcome.ok || (fatalOnly && !outcome.fatal) ? [] : [`${name}: ${outcome.reason}`]))

@@ -54,7 +54,7 @@ export function createMetrics() {
     }),
     rateLimited: new Counter({
       name: 'audience_rate_limited_total',
-      help: 'Requests refused with 429, by rate-limit policy (org, auth)',
+      help: 'Requests refused with 429, by rate-limit policy (org, auth, admin-auth)',
       labelNames: ['policy'] as const,
       registers: [registry],
     }),
@@ -106,6 +106,12 @@ export function createMetrics() {
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
       registers: [registry],
     }),
+    storageRestarts: new Counter({
+      name: 'audience_storage_restarts_total',
+      help: 'Storage processes started to replace one that ended: cause query_killed (an org query ran past its deadline and could not be interrupted) or ended (a crash, the OOM killer)',
+      labelNames: ['cause'] as const,
+      registers: [registry],
+    }),
     sends: new Counter({
       name: 'audience_sends_total',
       help: 'Flow sends finished, by channel and status (delivered, failed, dead)',
@@ -124,7 +130,7 @@ export function registerOrgDatabasesGauge(metrics: Metrics, poolStats: () => Pro
     help: 'Org databases (DATA_DIR/orgs/<org>.duckdb) open now; at most ORG_DATABASES_MAX_OPEN',
     registers: [metrics.registry],
     async collect() {
-      // A dead storage worker must not fail the whole scrape: /healthz reports it.
+      // A storage process being replaced must not fail (or hold) the whole scrape.
       const stats = await poolStats().catch(() => undefined);
       if (stats) this.set(stats.open);
     },

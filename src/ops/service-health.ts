@@ -1,6 +1,6 @@
 /** The checks this service's /readyz and /healthz run (health.ts says what each outcome means). */
 import type { ControlDocuments } from '../control/types.js';
-import type { StorageWorker } from '../storage/storage-client.js';
+import type { Storage } from '../storage/open-storage.js';
 import { EmbeddedLog } from '../log/embedded-log.js';
 import type { LogBackend } from '../log/types.js';
 import { diskCheck } from './disk-check.js';
@@ -11,23 +11,39 @@ export interface ServiceHealthDeps {
   control: ControlDocuments;
   /** Absent on an `api` process in NATS mode (no collector, no storage). */
   log: LogBackend | undefined;
-  /** Absent with STORAGE_THREAD=main: DuckDB then runs on this thread, which answering proves alive. */
-  worker: StorageWorker | undefined;
+  /** The org databases; absent on a process without the storage role. */
+  storage: Storage | undefined;
   dataDir: string;
   /** Whether this process writes DATA_DIR (embedded log, org databases): only then is its disk checked. */
   usesDataDir: boolean;
 }
 
 export function serviceHealth(deps: ServiceHealthDeps): Health {
-  const { control, log, worker } = deps;
+  const { control, log, storage } = deps;
   const checks: HealthCheck[] = [];
-  if (worker) {
+  const storageProcess = storage?.process;
+  if (storageProcess) {
     checks.push({
-      name: 'storage_worker',
-      silence: 'the storage worker thread did not answer',
-      // Its event loop answers a ping between statements; silence this long means it is stuck.
-      silenceIsFatal: true,
-      run: () => worker.health(),
+      name: 'storage',
+      silence: 'the storage process did not answer a ping (busy)',
+      silenceIsFatal: false,
+      // Restarted by its supervisor when it ends; collect and lookups do not wait for it.
+      advisory: true,
+      run: () => storageProcess.health(),
+    });
+  }
+  if (storage) {
+    checks.push({
+      name: 'orgs',
+      silence: 'the storage process did not say which org databases cannot be opened',
+      silenceIsFatal: false,
+      // One org's damaged database is that org's problem: every other org is served.
+      advisory: true,
+      run: async () => {
+        const unavailable = await storage.unavailable();
+        const slugs = Object.keys(unavailable);
+        return slugs.length === 0 ? { ok: true } : { ok: true, note: `org databases that cannot be opened: ${slugs.join(', ')}`, details: unavailable };
+      },
     });
   }
   checks.push(

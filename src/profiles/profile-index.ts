@@ -33,6 +33,18 @@ export function emailHash(normalizedEmail: string): string {
 
 export class ProfileIndex {
   private readonly orgs = new Map<string, OrgProfiles>();
+  /** Orgs whose profiles could not be loaded (their database does not open): a miss there is not a 404. */
+  private readonly unloaded = new Set<string>();
+
+  /** The org's profiles could not be loaded (`false`: they are again). */
+  setUnavailable(org: string, unavailable: boolean): void {
+    if (unavailable) this.unloaded.add(org);
+    else this.unloaded.delete(org);
+  }
+
+  isUnavailable(org: string): boolean {
+    return this.unloaded.has(org);
+  }
 
   upsert(org: string, profile: Profile, customFieldNames: string[]): void {
     const profiles = this.orgProfiles(org);

@@ -22,11 +22,19 @@ export class FallbackLimiter implements RateLimiter {
 
   constructor(private readonly deps: FallbackLimiterDeps) {}
 
-  async consume(key: string, policy: RatePolicy, nowMs: number): Promise<RateDecision> {
+  consume(key: string, policy: RatePolicy, nowMs: number): Promise<RateDecision> {
+    return this.decide('consume', key, policy, nowMs);
+  }
+
+  peek(key: string, policy: RatePolicy, nowMs: number): Promise<RateDecision> {
+    return this.decide('peek', key, policy, nowMs);
+  }
+
+  private async decide(op: 'consume' | 'peek', key: string, policy: RatePolicy, nowMs: number): Promise<RateDecision> {
     const { shared, availability } = this.deps;
     if (availability.shouldAsk(nowMs)) {
       try {
-        const decision = await shared.consume(key, policy, nowMs);
+        const decision = await shared[op](key, policy, nowMs);
         availability.succeeded();
         return decision;
       } catch (error) {
@@ -34,7 +42,7 @@ export class FallbackLimiter implements RateLimiter {
       }
     }
     this.deps.onLocalDecision();
-    return this.local.consume(key, processShare(policy, this.deps.liveApiProcesses()), nowMs);
+    return this.local[op](key, processShare(policy, this.deps.liveApiProcesses()), nowMs);
   }
 }
 

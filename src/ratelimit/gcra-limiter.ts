@@ -35,13 +35,8 @@ export class GcraLimiter implements RateLimiter {
 
   consume(key: string, policy: RatePolicy, nowMs: number): RateDecision {
     this.maybeSweep(nowMs);
-    const interval = 1000 / policy.ratePerSecond;
-    const tau = (Math.max(1, policy.burst) - 1) * interval;
-    const tat = Math.max(this.tats.get(key) ?? nowMs, nowMs);
-
-    if (tat - tau > nowMs + EPSILON_MS) {
-      return { allowed: false, remaining: 0, resetSeconds: (tat - nowMs) / 1000, retryAfterSeconds: (tat - tau - nowMs) / 1000 };
-    }
+    const { interval, tau, tat, denial } = this.state(key, policy, nowMs);
+    if (denial) return denial;
     const next = tat + interval;
     this.tats.delete(key);
     this.tats.set(key, next);
@@ -52,6 +47,23 @@ export class GcraLimiter implements RateLimiter {
       resetSeconds: (next - nowMs) / 1000,
       retryAfterSeconds: 0,
     };
+  }
+
+  peek(key: string, policy: RatePolicy, nowMs: number): RateDecision {
+    const { interval, tau, tat, denial } = this.state(key, policy, nowMs);
+    if (denial) return denial;
+    return { allowed: true, remaining: Math.floor((nowMs + tau - tat + EPSILON_MS) / interval) + 1, resetSeconds: (tat - nowMs) / 1000, retryAfterSeconds: 0 };
+  }
+
+  private state(key: string, policy: RatePolicy, nowMs: number) {
+    const interval = 1000 / policy.ratePerSecond;
+    const tau = (Math.max(1, policy.burst) - 1) * interval;
+    const tat = Math.max(this.tats.get(key) ?? nowMs, nowMs);
+    const denial: RateDecision | undefined =
+      tat - tau > nowMs + EPSILON_MS
+        ? { allowed: false, remaining: 0, resetSeconds: (tat - nowMs) / 1000, retryAfterSeconds: (tat - tau - nowMs) / 1000 }
+        : undefined;
+    return { interval, tau, tat, denial };
   }
 
   /** Keys currently tracked (for tests and metrics). */

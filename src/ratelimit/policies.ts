@@ -16,6 +16,16 @@ export function orgRatePolicy(org: { rateLimit: number }): RatePolicy {
 export const AUTH_FAILURE_POLICY_NAME = 'auth';
 export const AUTH_FAILURE_POLICY: RatePolicy = { ratePerSecond: 10, burst: 10 };
 
+/**
+ * Per client address, failed admin authentications only. ADMIN_KEY may be chosen by a person (the
+ * generated one has ~238 bits), so guessing must stay slow: a burst of 10 covers a person retyping a key
+ * or a script started with a wrong one, then one failure per second (86,400 guesses a day per address).
+ * An address over it is refused with 429 whatever key it sends, and a person who typed the key wrong
+ * ten times waits at most 1 s before the right one works.
+ */
+export const ADMIN_AUTH_POLICY_NAME = 'admin-auth';
+export const ADMIN_AUTH_POLICY: RatePolicy = { ratePerSecond: 1, burst: 10 };
+
 /** A 429 problem carrying the rate-limit headers (from rateLimitHeaders, including Retry-After). */
 export function rateLimitedError(headers: Record<string, string>): AppError {
   return new AppError('rate_limited', `too many requests; retry after ${headers['Retry-After'] ?? 1} s`, { headers });

@@ -24,6 +24,11 @@ export class RedisGcraLimiter implements RateLimiter {
     const reply = this.redis.audienceGcra(this.keyPrefix + key, String(policy.ratePerSecond), String(policy.burst));
     return decisionOf(await answeredWithin(reply, this.timeoutMs));
   }
+
+  async peek(key: string, policy: RatePolicy): Promise<RateDecision> {
+    const reply = this.redis.audienceGcra(this.keyPrefix + key, String(policy.ratePerSecond), String(policy.burst), '1');
+    return decisionOf(await answeredWithin(reply, this.timeoutMs));
+  }
 }
 
 export function decisionOf([allowed, remaining, resetMs, retryAfterMs]: GcraReply): RateDecision {

@@ -26,4 +26,11 @@ export interface RateDecision {
 export interface RateLimiter {
   /** Counts one request for `key` at `nowMs` (epoch ms, from the Context clock) and decides it. */
   consume(key: string, policy: RatePolicy, nowMs: number): RateDecision | Promise<RateDecision>;
+  /**
+   * Decides a request for `key` at `nowMs` as `consume` would, counting nothing (`remaining` is how many
+   * would be allowed now). For budgets that only failures draw on (admin authentication): a request
+   * that succeeds peeks, one that fails consumes, each one atomic step, so concurrent requests cannot
+   * all be let through by one free slot.
+   */
+  peek(key: string, policy: RatePolicy, nowMs: number): RateDecision | Promise<RateDecision>;
 }

@@ -25,7 +25,9 @@ import type { AdminKey } from '../orgs/admin-key.js';
 import type { OrgStore } from '../orgs/org-store.js';
 import { registerImportRoutes } from '../profiles/import-routes.js';
 import type { ProfileIndex } from '../profiles/profile-index.js';
+import { GcraLimiter } from '../ratelimit/gcra-limiter.js';
 import type { RateLimiters } from '../ratelimit/open-rate-limiters.js';
+import type { RateLimiter } from '../ratelimit/types.js';
 import { registerTokenRoutes } from '../tokens/token-routes.js';
 import type { TokenStore } from '../tokens/token-store.js';
 import { registerTriggerRoutes } from '../triggers/trigger-routes.js';
@@ -47,6 +49,9 @@ export interface AdminApiDeps {
   relay: NatsConnection | undefined;
   /** The api role: org, credential and token routes too (a storage process alone has only the org-database ones). */
   withOrgRoutes: boolean;
+  metrics: Metrics;
+  /** Failed admin authentications per client address: the api role's `auth` limiter; without it, in memory. */
+  authLimiter: RateLimiter | undefined;
 }
 
 export function registerAudienceApi(
@@ -68,7 +73,8 @@ export async function registerAdminApi(app: FastifyInstance, deps: AdminApiDeps)
   const { config, ctx, orgs, storage, relay } = deps;
   const orgExists = (slug: string) => orgs.cached(slug) !== undefined;
   await app.register(async (admin) => {
-    admin.addHook('onRequest', adminAuth(deps.adminKey.hash));
+    const limiter = deps.authLimiter ?? new GcraLimiter();
+    admin.addHook('onRequest', adminAuth({ keyHash: deps.adminKey.hash, limiter, clock: ctx.clock, metrics: deps.metrics }));
     if (deps.withOrgRoutes) {
       registerOrgRoutes(admin, orgs, deps.tokens);
       registerTokenRoutes(admin, { tokens: deps.tokens, orgs });

@@ -23,11 +23,13 @@ import type { ProfileIndex } from '../profiles/profile-index.js';
 import { ProfileMaterializer } from '../profiles/profile-materializer.js';
 import { ProfileRefresher } from '../profiles/profile-refresher.js';
 import { writeOrgSettings } from '../storage/migrate.js';
-import { openStorage, type Storage } from '../storage/open-storage.js';
+import { openStorage, orgMemoryShare, type Storage } from '../storage/open-storage.js';
+import { OrgUnavailable, REOPEN_DAMAGED_AFTER_SECONDS } from '../storage/org-storage.js';
 import { type RetentionPolicy, sweepExpired } from '../storage/retention.js';
 import { ownsOrg } from '../storage/shard.js';
 import { PeriodicTask } from '../periodic-task.js';
 import { SINGLE_FILE, SPLIT_SUFFIX, splitSingleFile } from '../storage/split-single-file.js';
+import { SqlChecker } from '../triggers/sql-checker.js';
 import { TriggerStore } from '../triggers/trigger-store.js';
 
 /** How often QUERIES_DIR is read for changed trigger and segment files. */
@@ -68,8 +70,10 @@ export interface StorageRole {
   stopFlows(): Promise<void>;
   /** Finishes the compaction batch and the profile refreshes it queued, and their publishing. */
   stopCompaction(): Promise<void>;
-  /** Closes the databases (the storage worker thread). */
+  /** Closes the databases (and ends the storage process). */
   close(): Promise<void>;
+  /** A new storage process took over: sends the old one had recorded but not delivered are resumed. */
+  storageRestarted(): Promise<void>;
 }
 
 export async function openStorageRole(deps: StorageRoleDeps): Promise<StorageRole> {
@@ -86,6 +90,10 @@ export async function openStorageRole(deps: StorageRoleDeps): Promise<StorageRol
     onMetric: (update) => applyMetric(deps.metrics, update),
     logger,
     onCompacted: (report) => role?.refresher.enqueue(report.touched, { backlog: report.backlog }),
+    onRestarted: (_reason, queryKilled) => {
+      deps.metrics.storageRestarts.inc({ cause: queryKilled ? 'query_killed' : 'ended' });
+      void role?.storageRestarted();
+    },
   });
   let role: StorageRole | undefined;
   try {
@@ -113,11 +121,15 @@ function assemble(deps: StorageRoleDeps, storage: Storage): StorageRole {
   const refresher = new ProfileRefresher(materializer, (err) => logger.error({ err }, 'profile refresh failed'));
   const signingKey = resolveWebhookSigningKey(config.webhookSigningKey, config.dataDir, ctx.randomBytes);
   const flows = new FlowStore(orgData, ctx);
+  // Checker processes start with the first check.
+  const share = orgMemoryShare(config);
+  const checker = new SqlChecker({ memoryLimit: share.limit, memoryLimitBytes: share.bytes });
   const triggers = new TriggerStore(orgData, ctx, {
     queriesDir: config.queriesDir,
     logger,
     orgExists: (slug) => owns(slug) && orgs.cached(slug) !== undefined,
     timeoutMs: config.triggerTimeoutMs,
+    checker,
   });
   const flowsRole = config.roles.includes('flows');
   // Message templates render on their own worker thread.
@@ -184,8 +196,51 @@ function assemble(deps: StorageRoleDeps, storage: Storage): StorageRole {
   const compaction = storage.compaction;
   const logRelease =
     log instanceof EmbeddedLog && compaction
-      ? new PeriodicTask(async () => void (await log.release(compaction.compactedSeq)), (err) => logger.error({ err }, 'deleting compacted log segments failed'))
+      ? new PeriodicTask(async () => void (await log.release(compaction.retainFromSeq)), (err) => logger.error({ err }, 'deleting compacted log segments failed'))
       : undefined;
+
+  /**
+   * One org's settings, profiles, triggers and flows, from its database. A damaged database is its org's
+   * problem alone: the others load. Its API answers say so (503 org_unavailable), /readyz names it, its
+   * events wait in the log, and it is loaded again once its database opens (a restored file, say).
+   */
+  const unloaded = new Set<string>();
+  const loadOrg = async (slug: string): Promise<void> => {
+    const org = orgs.cached(slug);
+    if (!org) return;
+    try {
+      await writeOrgSettings(orgData.org(slug), org);
+      await materializer.refreshOrg(slug);
+      await triggers.load(slug);
+      await flows.load(slug);
+      deps.profiles.setUnavailable(slug, false);
+      if (unloaded.delete(slug)) {
+        logger.info({ org: slug }, 'org database opens again; the org is available');
+        await resumePending([slug]);
+      }
+    } catch (error) {
+      if (!(error instanceof OrgUnavailable)) throw error;
+      if (!unloaded.has(slug)) logger.error({ org: slug, reason: error.reason }, 'org database cannot be opened; this org is unavailable, every other org runs');
+      unloaded.add(slug);
+      deps.profiles.setUnavailable(slug, true);
+    }
+  };
+  const recovery = new PeriodicTask(
+    async () => {
+      for (const slug of [...unloaded]) await loadOrg(slug);
+    },
+    (err) => logger.error({ err }, 'loading an unavailable org again failed'),
+  );
+
+  /** Sends recorded as pending and not queued in this process, org by org: one unavailable org does not hold the others'. */
+  const resumePending = async (slugs: string[]): Promise<void> => {
+    for (const slug of slugs) {
+      await dispatcher?.resumePending([slug]).catch((err: unknown) => {
+        if (err instanceof OrgUnavailable) return;
+        logger.error({ err, org: slug }, 'resuming pending sends failed');
+      });
+    }
+  };
 
   /** A deleted org's data goes: flows stop, then its database, its events in the stream and its published profiles. */
   const dropOrg = async (slug: string): Promise<void> => {
@@ -193,6 +248,7 @@ function assemble(deps: StorageRoleDeps, storage: Storage): StorageRole {
     await runner?.forgetOrg(slug);
     triggers.forget(slug);
     dispatcher?.dropOrg(slug);
+    unloaded.delete(slug);
     await orgData.drop(slug);
     if (log instanceof JetStreamLog) await log.purgeOrg(slug);
     await feed?.purgeOrg(slug);
@@ -228,30 +284,31 @@ function assemble(deps: StorageRoleDeps, storage: Storage): StorageRole {
       // than ORG_DATABASES_MAX_OPEN, a pass per store would open each database once per store). The
       // settings are written again in case a crash came between the control plane and the org's database.
       const owned = (await orgs.list()).filter((org) => owns(org.slug));
-      for (const org of owned) {
-        await writeOrgSettings(orgData.org(org.slug), org);
-        await materializer.refreshOrg(org.slug);
-        await triggers.load(org.slug);
-        await flows.load(org.slug);
-      }
+      for (const org of owned) await loadOrg(org.slug);
+      recovery.start(REOPEN_DAMAGED_AFTER_SECONDS * 1000);
       await triggers.scan();
       await storage.compaction?.start();
       if (storage.compaction) retention.start(RETENTION_SWEEP_INTERVAL_MS);
       logRelease?.start(LOG_RELEASE_INTERVAL_MS);
       if (runner && dispatcher) {
         triggers.watch(QUERIES_POLL_MS);
-        await dispatcher.resumePending(owned.map((org) => org.slug));
+        await resumePending(owned.map((org) => org.slug));
         renderer?.start();
         runner.start();
       }
     },
     async stopFlows() {
-      await runSteps([() => triggers.stopWatching(), () => runner?.close(), () => renderer?.close(), () => dispatcher?.close(), () => channels?.close()]);
+      await runSteps([() => recovery.stop(), () => triggers.stopWatching(), () => runner?.close(), () => renderer?.close(), () => dispatcher?.close(), () => channels?.close()]);
     },
     async stopCompaction() {
       await runSteps([() => retention.stop(), () => logRelease?.stop(), () => storage.compaction?.stop(), () => refresher.settled(), () => feed?.flushed()]);
     },
-    close: () => storage.close(),
+    close: () => runSteps([() => checker.close(), () => storage.close()]),
+    async storageRestarted() {
+      // A flow run's commit may have been made just before the process ended, its answer lost: those
+      // sends are pending in the database, not queued here. Queued ones are not queued twice.
+      await resumePending((await orgs.list()).map((org) => org.slug).filter(owns));
+    },
   };
 }
 

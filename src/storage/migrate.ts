@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pipelinesDir } from '../paths.js';
 import { foldContactActivity } from '../compaction/fold-contact-activity.js';
+import { foldEventTypes } from '../compaction/fold-event-types.js';
 import type { Database } from '../db/sql.js';
 
 /** The statements of an org's database schema, in order: tables, then the macros and views over them. */
@@ -24,8 +25,9 @@ export async function applyOrgSchema(db: Database): Promise<void> {
   await db.transaction(async (c) => {
     for (const sql of orgSchemaSql()) await c.run(sql);
     // Whatever is not folded yet (a store from before the aggregates, events loaded in bulk) is folded
-    // now, so the first profile computations after opening do not each read it.
+    // now, so the first profile computations and event type lists after opening do not each read it.
     await foldContactActivity(c);
+    await foldEventTypes(c);
   });
 }
 

@@ -10,8 +10,9 @@
  * abandoned-connection budget (db/untrusted.ts) is shared by all of them.
  */
 import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { LocalDatabase } from '../db/database.js';
+import { OrgUnavailable, REOPEN_DAMAGED_AFTER_SECONDS } from './org-storage.js';
 import { UntrustedBudget } from '../db/untrusted.js';
 import { applyOrgSchema } from './migrate.js';
 
@@ -22,6 +23,11 @@ export const ORGS_DIR = 'orgs';
 const DELETED_SUFFIX = '.deleted';
 /** How long `drop` waits for the org's database to be put down by whoever holds it. */
 const DROP_WAIT_MS = 30_000;
+/** DuckDB's words for a file it cannot read as a database (a cut, overwritten or foreign file). */
+const DAMAGE = /IO Error: .*(Could not read enough bytes|Corrupt database file|not a valid DuckDB database|checksum)/i;
+/** How long an open waits for another process's lock on the file to go (see `open`). */
+const LOCK_WAIT_MS = 10_000;
+const LOCK_RETRY_MS = 100;
 
 /** The org was deleted: its database is gone and is never created again. */
 export class OrgDeletedError extends Error {
@@ -55,6 +61,7 @@ export interface OrgLease {
 }
 
 interface Entry {
+  slug: string;
   opening: Promise<LocalDatabase>;
   leases: number;
   lastUsed: number;
@@ -73,6 +80,8 @@ export class OrgDatabases {
   private readonly deleted: Set<string>;
   /** The most org databases open at once since start (metrics, tests). */
   highWater = 0;
+  /** Orgs whose database could not be opened, why, and when it may be tried again. */
+  private readonly damaged = new Map<string, { error: OrgUnavailable; retryAt: number }>();
 
   constructor(
     readonly dir: string,
@@ -125,6 +134,8 @@ export class OrgDatabases {
     const lease = await this.lease(slug);
     try {
       return await work(lease.db);
+    } catch (error) {
+      throw this.damage(slug, error);
     } finally {
       lease.release();
     }
@@ -134,6 +145,8 @@ export class OrgDatabases {
   async lease(slug: string): Promise<OrgLease> {
     if (!SLUG.test(slug)) throw new Error(`not an org slug: ${JSON.stringify(slug)}`);
     if (this.deleted.has(slug)) throw new OrgDeletedError(slug);
+    const damaged = this.damaged.get(slug);
+    if (damaged && Date.now() < damaged.retryAt) throw damaged.error;
     for (;;) {
       if (this.closed) throw new Error('org databases are closed');
       const entry = this.entries.get(slug);
@@ -155,7 +168,7 @@ export class OrgDatabases {
       if (this.entries.size < this.limits.maxOpen || (await this.evictOne())) {
         if (this.entries.has(slug)) continue; // opened by another caller meanwhile
         const opening = this.open(slug);
-        const created: Entry = { opening, leases: 0, lastUsed: Date.now() };
+        const created: Entry = { slug, opening, leases: 0, lastUsed: Date.now() };
         this.entries.set(slug, created);
         this.highWater = Math.max(this.highWater, this.entries.size);
         opening.catch(() => this.entries.delete(slug));
@@ -171,28 +184,68 @@ export class OrgDatabases {
     await Promise.all([...this.entries.keys()].map((slug) => this.closeEntry(slug)));
   }
 
+  /** Orgs whose database cannot be opened now, with DuckDB's reason. */
+  unavailable(): Record<string, string> {
+    return Object.fromEntries([...this.damaged].map(([slug, { error }]) => [slug, error.reason]));
+  }
+
   private async open(slug: string): Promise<LocalDatabase> {
     const file = orgDatabaseFile(this.dir, slug);
     const fresh = !existsSync(file);
-    const db = await LocalDatabase.open(file, {
-      memoryLimit: this.limits.memoryLimit,
-      threads: this.limits.threads,
-      untrustedBudget: this.budget,
-    });
+    let db: LocalDatabase;
+    for (let waited = 0; ; waited += LOCK_RETRY_MS) {
+      try {
+        db = await LocalDatabase.open(file, { memoryLimit: this.limits.memoryLimit, threads: this.limits.threads, untrustedBudget: this.budget });
+        break;
+      } catch (error) {
+        // The storage process before this one (killed a moment ago, or a service that was killed -9)
+        // may still be on its way out with the file's lock: not damage, wait for it.
+        if (/Could not set lock on file/i.test((error as Error).message) && waited < LOCK_WAIT_MS) {
+          await new Promise((resolve) => setTimeout(resolve, LOCK_RETRY_MS));
+          continue;
+        }
+        throw this.markDamaged(slug, file, error as Error);
+      }
+    }
     try {
       if (!this.prepared.has(slug)) await applyOrgSchema(db);
       this.prepared.add(slug);
     } catch (error) {
-      await db.close();
-      throw new Error(`cannot prepare ${fresh ? 'new' : 'existing'} org database ${file}: ${(error as Error).message}`, { cause: error });
+      await db.close().catch(() => undefined);
+      throw this.markDamaged(slug, file, new Error(`cannot prepare ${fresh ? 'new' : 'existing'} org database: ${(error as Error).message}`));
     }
+    this.damaged.delete(slug);
     return db;
+  }
+
+  private markDamaged(slug: string, file: string, error: Error): OrgUnavailable {
+    // DuckDB's message names the file; the reason keeps its name, not DATA_DIR's path.
+    const reason = error.message.split('\n')[0]!.replaceAll(file, basename(file)).replaceAll(this.dir, ORGS_DIR);
+    const unavailable = new OrgUnavailable(slug, reason);
+    this.damaged.set(slug, { error: unavailable, retryAt: Date.now() + REOPEN_DAMAGED_AFTER_SECONDS * 1000 });
+    return unavailable;
   }
 
   private release(entry: Entry): void {
     entry.leases--;
     entry.lastUsed = Date.now();
-    if (entry.leases === 0) this.waiting.shift()?.();
+    if (entry.leases > 0) return;
+    // A database found damaged while open is closed as soon as nobody uses it.
+    if (this.damaged.has(entry.slug)) void this.closeEntry(entry.slug);
+    else this.waiting.shift()?.();
+  }
+
+  /**
+   * What to throw for `error`, raised by a statement on `slug`'s database: an error that says the file is
+   * damaged (DuckDB found it so only when it read that part) makes the org unavailable, as a failed open
+   * does; any other error comes back as it is.
+   */
+  damage(slug: string, error: unknown): unknown {
+    if (!(error instanceof Error) || !DAMAGE.test(error.message) || error instanceof OrgUnavailable) return error;
+    const unavailable = this.markDamaged(slug, orgDatabaseFile(this.dir, slug), error);
+    const entry = this.entries.get(slug);
+    if (entry && entry.leases === 0) void this.closeEntry(slug);
+    return unavailable;
   }
 
   /** Closes the least recently used idle database; false when every open one is in use. */

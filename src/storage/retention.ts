@@ -13,7 +13,8 @@
  *   read, and what campaigns_received and flow_variant_membership count.
  * 0 keeps forever.
  */
-import type { Database } from '../db/sql.js';
+import { forgetEvents } from '../compaction/fold-event-types.js';
+import type { Database, Row, Sql } from '../db/sql.js';
 
 export interface RetentionPolicy {
   eventsDays: number;
@@ -34,9 +35,14 @@ interface Sweep {
   /** Deletes (or clears) at most $2 expired rows, older than $1, returning one row per row changed. */
   sql: string;
   days: number;
+  /** Runs in the transaction of each batch with the rows it returned. */
+  deleted?: (c: Sql, rows: Row[]) => Promise<void>;
 }
 
-/** Events older than the cut-off by `column`, among those already folded into the aggregates. */
+/**
+ * Events older than the cut-off by `column`, among those already folded into the aggregates and into
+ * event_types, whose counts go down in the same transaction.
+ */
 function expiredEvents(column: 'received_at' | 'event_time', days: number): Sweep {
   return {
     table: 'events',
@@ -44,7 +50,9 @@ function expiredEvents(column: 'received_at' | 'event_time', days: number): Swee
     sql: `DELETE FROM events WHERE rowid IN (
             SELECT rowid FROM events
              WHERE ${column} < $1::TIMESTAMPTZ AND visible_at <= (SELECT max(through) FROM contact_activity_folded)
-             LIMIT $2) RETURNING 1`,
+               AND visible_at <= (SELECT max(through) FROM event_types_folded)
+             LIMIT $2) RETURNING environment, event_name`,
+    deleted: (c, rows) => forgetEvents(c, rows as Array<{ environment: string; event_name: string }>),
   };
 }
 
@@ -73,7 +81,14 @@ export async function sweepExpired(db: Database, policy: RetentionPolicy, now: n
   for (const sweep of sweeps(policy)) {
     const cutoff = new Date(now - sweep.days * DAY_MS).toISOString();
     for (;;) {
-      const changed = (await db.all(sweep.sql, [cutoff, batchRows])).length;
+      const params = [cutoff, batchRows];
+      const changed = sweep.deleted
+        ? await db.transaction(async (c) => {
+            const deleted = await c.all(sweep.sql, params);
+            await sweep.deleted!(c, deleted);
+            return deleted.length;
+          })
+        : (await db.all(sweep.sql, params)).length;
       statements++;
       rows[sweep.table] = (rows[sweep.table] ?? 0) + changed;
       if (changed < batchRows) break;

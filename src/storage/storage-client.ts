@@ -1,43 +1,110 @@
 /**
- * The main thread's side of the storage worker (storage-worker.ts): a Database whose statements run
- * on the worker's connection, and the worker's compactor seen as a Compaction. A held connection
- * (exclusive, transaction) is a session on the worker: other users of DuckDB, the compactor included,
- * wait until it is released, exactly as with the in-thread Database.
+ * The service's side of the storage process (storage-process.ts): starts it, supervises it, and offers
+ * a Database per org whose statements run there, and its compactor seen as a Compaction. A held
+ * connection (exclusive, transaction, untrusted) is a session in that process: other users of the same
+ * database, the compactor included, wait until it is released, exactly as with the in-process Database.
+ *
+ * Supervision. When the process ends for any reason other than close() — a crash, the kernel's OOM
+ * killer, or a kill of ours to stop an untrusted query that DuckDB could not interrupt — every call in
+ * flight fails with StorageUnavailable (503, retry), its sessions are gone, and a new process is started
+ * (at once after a long run, with a growing pause when it keeps dying: 250 ms doubling to 15 s). Calls
+ * made meanwhile wait for it (up to CALL_WAIT_MS). Compaction resumes from the databases' own log
+ * positions, so nothing in flight is lost or applied twice. Collect, the log and lookups live in this
+ * process and never wait for the storage process.
  */
-import type { Worker } from 'node:worker_threads';
+import type { ChildProcess } from 'node:child_process';
 import type { CommitReport, Compaction } from '../compaction/compactor.js';
 import { SeqWaiters } from '../compaction/seq-waiters.js';
-import { type AppendTarget, type Database, type Params, type Row, type RowAppender, type RowPage, type Sql, inTransaction } from '../db/sql.js';
-import { SandboxBusy, withDeadline } from '../db/untrusted.js';
-import type { Call, FromWorker, MetricUpdate, StorageWorkerData, ToWorker } from './storage-protocol.js';
-import { paramsToWire, recordRows } from '../db/value-codec.js';
-import { spawnWorker } from '../spawn-worker.js';
-import type { OrgStorage } from './org-storage.js';
+import type { Database } from '../db/sql.js';
+import { SandboxBusy } from '../db/untrusted.js';
+import type { SegmentLayout } from '../log/segments.js';
+import { type ChildProcessOptions, spawnProcess } from '../spawn-process.js';
+import type { Call, FromStorage, MetricUpdate, StorageProcessData, ToStorage, WireError } from './storage-protocol.js';
+import { OrgDeletedError } from './org-databases.js';
+import { ProcessDatabase, type StorageCalls } from './process-database.js';
+import { type OrgStorage, OrgUnavailable, StorageUnavailable } from './org-storage.js';
+import { UntrustedGate } from './untrusted-gate.js';
+
+/** How long a call made while the process restarts waits for the new one before answering 503. */
+const CALL_WAIT_MS = 10_000;
+/** How long a new process may take to become ready (a cold start under tsx took ~4 s on a loaded 2-core machine). */
+const START_TIMEOUT_MS = 60_000;
+/** A process that ran this long before it ended is restarted at once; one that died sooner, after a pause. */
+const STABLE_RUN_MS = 30_000;
+const FIRST_RESTART_PAUSE_MS = 250;
+const MAX_RESTART_PAUSE_MS = 15_000;
 
 export interface StorageEvents {
   /** A compaction commit wrote events (before its progress is reported). */
   onCompacted(report: CommitReport): void;
   onMetric(update: MetricUpdate): void;
   onError(details: object, message: string): void;
+  /**
+   * A new storage process took over from one that ended: whatever the old one held is gone.
+   * `queryKilled`: it was killed to stop an org's query.
+   */
+  onRestarted(reason: string, queryKilled: boolean): void;
 }
 
-export class StorageWorker implements OrgStorage {
-  readonly compaction: WorkerCompaction | undefined;
-  private nextId = 1;
-  private readonly pending = new Map<number, { resolve: (value: unknown) => void; reject: (error: Error) => void }>();
-  private stopped: Error | undefined;
-  private readonly handles = new Map<string, Database>();
+export interface StorageProcessOptions {
+  /** What each new process is started with; `layout` is the embedded log as it is at that moment. */
+  data: Omit<StorageProcessData, 'log'> & { log?: Exclude<StorageProcessData['log'], { kind: 'embedded' }> | { kind: 'embedded' } };
+  layout?: () => SegmentLayout[];
+  process: ChildProcessOptions;
+  events: StorageEvents;
+}
 
-  private constructor(
-    private readonly worker: Worker,
-    compacts: boolean,
-  ) {
-    this.compaction = compacts ? new WorkerCompaction(this) : undefined;
+type State =
+  | { kind: 'starting'; child: ChildProcess; generation: number; startedAt: number }
+  | { kind: 'up'; child: ChildProcess; generation: number; startedAt: number }
+  /** Killed by us and not gone yet: new calls wait for the next process. */
+  | { kind: 'stopping'; child: ChildProcess; generation: number; startedAt: number }
+  | { kind: 'down'; reason: string; generation: number }
+  | { kind: 'closed' };
+
+interface Pending {
+  resolve: (value: unknown) => void;
+  reject: (error: Error) => void;
+}
+
+export class StorageProcess implements OrgStorage, StorageCalls {
+  readonly compaction: ProcessCompaction | undefined;
+  /** Who may run untrusted SQL now (untrusted-gate.ts). */
+  readonly gate = new UntrustedGate();
+  private state: State;
+  private nextId = 1;
+  private pending = new Map<number, Pending>();
+  private readonly upWaiters = new Set<() => void>();
+  private readonly handles = new Map<string, Database>();
+  /** Why we killed the running process, if we did, and whether to stop an org's query. */
+  private killReason: string | undefined;
+  private killedForQuery = false;
+  private restartPause = 0;
+  private compacting = false;
+  /** Why the last process ended, for the restart's log line and health, and whether we killed it for a query. */
+  private lastDownReason: string | undefined;
+  private lastKilledForQuery = false;
+  /** Settled by the first process: ready, or ended before it was. */
+  private firstStart: { resolve: () => void; reject: (error: Error) => void } | undefined;
+
+  private constructor(private readonly options: StorageProcessOptions) {
+    this.compaction = options.data.log ? new ProcessCompaction(this) : undefined;
+    this.state = { kind: 'down', reason: 'not started', generation: 0 };
+  }
+
+  /** Starts the first process; its failure to start is the caller's (server.ts says it in one line). */
+  static async start(options: StorageProcessOptions): Promise<StorageProcess> {
+    const client = new StorageProcess(options);
+    await new Promise<void>((resolve, reject) => {
+      client.firstStart = { resolve, reject };
+      client.spawn();
+    });
+    return client;
   }
 
   org(slug: string): Database {
     let handle = this.handles.get(slug);
-    if (!handle) this.handles.set(slug, (handle = new WorkerDatabase(this, slug)));
+    if (!handle) this.handles.set(slug, (handle = new ProcessDatabase(this, slug)));
     return handle;
   }
 
@@ -49,95 +116,222 @@ export class StorageWorker implements OrgStorage {
     await this.call({ op: 'drop', slug });
   }
 
-  /** Org databases open now, and the most open at once since start. */
+  /** Org databases open now, and the most open at once since start (of the current process). */
   poolStats(): Promise<{ open: number; highWater: number }> {
     return this.call({ op: 'pool' });
   }
 
-  static async start(data: StorageWorkerData, events: StorageEvents): Promise<StorageWorker> {
-    const worker = spawnWorker(import.meta.url, './storage-worker', { workerData: data });
-    const client = new StorageWorker(worker, data.log !== undefined);
-    let started = false;
-    await new Promise<void>((ready, failed) => {
-      worker.on('message', (message: FromWorker) => {
-        if (message.type === 'ready') {
-          started = true;
-          ready();
-        } else client.receive(message, events);
-      });
-      worker.once('error', (error) => {
-        failed(error);
-        client.fail(error);
-        // A failure to start reaches the caller (and server.ts's one line); logging it too would say it twice.
-        if (started) events.onError({ err: error }, 'storage worker failed');
-      });
-      worker.once('exit', (code) => {
-        const error = new Error(`storage worker exited (code ${code})`);
-        failed(error);
-        // After close() the exit is expected; any other is a dead thread, worth an error in the log.
-        if (!client.stopped) events.onError({ code }, 'storage worker exited');
-        client.fail(error);
-      });
-    });
-    return client;
+  get generation(): number {
+    return this.state.kind === 'closed' ? -1 : this.state.generation;
   }
 
-  call<T = unknown>(call: Call): Promise<T> {
-    if (this.stopped) return Promise.reject(this.stopped);
-    const id = this.nextId++;
-    return new Promise<T>((resolve, reject) => {
-      this.pending.set(id, { resolve: resolve as (value: unknown) => void, reject });
-      this.send({ type: 'call', id, call });
-    });
-  }
-
-  send(message: ToWorker): void {
-    if (!this.stopped) this.worker.postMessage(message);
+  /** A process is up and answering calls (probes that must not wait for a restart ask this first). */
+  get running(): boolean {
+    return this.state.kind === 'up';
   }
 
   /**
-   * Health: fatal once the thread is gone (nothing restarts it: every DuckDB call fails until the
-   * process restarts); otherwise a ping its event loop answers without touching DuckDB, so a long
-   * statement holding the connection does not make a live thread look dead. The caller bounds the wait.
+   * Sends a call to the process, waiting for it if it is restarting. `generation`: the call belongs to a
+   * session of that process, and fails if another process has taken over since.
    */
-  async health(): Promise<{ ok: true } | { ok: false; reason: string; fatal: boolean }> {
-    if (this.stopped) return { ok: false, reason: this.stopped.message, fatal: true };
-    try {
-      await this.call({ op: 'ping' });
-      return { ok: true };
-    } catch (error) {
-      return { ok: false, reason: (error as Error).message, fatal: this.stopped !== undefined };
+  async call<T = unknown>(call: Call, generation?: number): Promise<T> {
+    return (await this.callOn<T>(call, generation)).value;
+  }
+
+  /** A call, and which process answered it (a session's calls go to the process that opened it). */
+  async callOn<T>(call: Call, generation?: number): Promise<{ value: T; generation: number }> {
+    if (this.state.kind !== 'up') await this.whenUp(generation);
+    const state = this.state;
+    if (state.kind !== 'up') throw new StorageUnavailable(this.describeDown());
+    if (generation !== undefined && generation !== state.generation) throw new StorageUnavailable('the process holding this session ended');
+    const id = this.nextId++;
+    const value = await new Promise<T>((resolve, reject) => {
+      this.pending.set(id, { resolve: resolve as (value: unknown) => void, reject });
+      this.post(state.child, { type: 'call', id, call });
+    });
+    return { value, generation: state.generation };
+  }
+
+  /** A message for the running process; dropped when none runs (a new one starts from a fresh state). */
+  send(message: ToStorage, generation?: number): void {
+    const state = this.state;
+    if ((state.kind === 'up' || state.kind === 'starting') && (generation === undefined || generation === state.generation)) this.post(state.child, message);
+  }
+
+  /**
+   * Ends the running process at once (SIGKILL), e.g. to stop a query DuckDB cannot interrupt; a new one
+   * is started. Only the process of `generation` is killed, never its successor.
+   */
+  kill(reason: string, generation: number, forQuery = false): void {
+    const state = this.state;
+    if ((state.kind !== 'up' && state.kind !== 'starting') || state.generation !== generation) return;
+    this.killReason ??= reason;
+    this.killedForQuery = forQuery;
+    this.state = { ...state, kind: 'stopping' };
+    state.child.kill('SIGKILL');
+  }
+
+  /**
+   * Health: the process answers a ping from its event loop (DuckDB untouched), or it is restarting.
+   * Neither makes this service unready: collect and lookups do not need it.
+   */
+  async health(): Promise<{ ok: true; note?: string }> {
+    if (this.state.kind !== 'up') return { ok: true, note: `restarting: ${this.describeDown()}` };
+    await this.call({ op: 'ping' });
+    return { ok: true };
+  }
+
+  /** Ends the process without closing DuckDB, as a crash would (tests of the supervision). */
+  crash(): void {
+    const state = this.state;
+    if (state.kind === 'up' || state.kind === 'starting') this.kill('a test ended it', state.generation);
+  }
+
+  /** Closes DuckDB (after the compactor, if any) and ends the process. */
+  async close(): Promise<void> {
+    const state = this.state;
+    if (state.kind === 'closed') return;
+    if (state.kind === 'up') await this.call({ op: 'close' }).catch(() => undefined);
+    this.state = { kind: 'closed' };
+    this.failPending(new StorageUnavailable('the service is shutting down'));
+    for (const notify of [...this.upWaiters]) notify();
+    if (state.kind === 'up' || state.kind === 'starting' || state.kind === 'stopping') {
+      const exited = new Promise((resolve) => state.child.once('exit', resolve));
+      state.child.kill('SIGKILL');
+      if (state.child.exitCode === null && state.child.signalCode === null) await exited;
     }
   }
 
-  /** Ends the thread at once without closing DuckDB, as a crash of the thread would (tests of the above). */
-  async terminate(): Promise<void> {
-    await this.worker.terminate();
+  /** Compaction was started (and so runs again in every new process) or stopped. */
+  setCompacting(on: boolean): void {
+    this.compacting = on;
   }
 
-  /** Closes DuckDB (after the compactor, if any) and ends the thread. */
-  async close(): Promise<void> {
-    if (this.stopped) return;
-    await this.call({ op: 'close' });
-    this.stopped = new Error('storage worker is closed');
-    await this.worker.terminate();
+  private spawn(): void {
+    const generation = (this.state.kind === 'closed' ? 0 : this.state.generation) + 1;
+    const { data, layout } = this.options;
+    const child = spawnProcess(import.meta.url, './storage-process', this.options.process);
+    this.state = { kind: 'starting', child, generation, startedAt: Date.now() };
+    this.killReason = undefined;
+    this.killedForQuery = false;
+    const log = data.log?.kind === 'embedded' ? { kind: 'embedded' as const, layout: layout!() } : data.log;
+    this.post(child, { type: 'init', data: { ...data, ...(log ? { log } : {}) } as StorageProcessData });
+    const startTimer = setTimeout(() => this.kill(`it did not start within ${START_TIMEOUT_MS} ms`, generation), START_TIMEOUT_MS);
+    child.on('message', (message: FromStorage) => {
+      if (message.type === 'ready') {
+        clearTimeout(startTimer);
+        this.ready(generation);
+      } else this.receive(message);
+    });
+    let ended = false;
+    const end = (reason: string) => {
+      clearTimeout(startTimer);
+      if (ended) return;
+      ended = true;
+      this.ended(generation, reason);
+    };
+    child.once('error', (error) => end(`it could not be started: ${error.message}`));
+    child.once('exit', (code, signal) => end(signal ? `it was ended by ${signal}` : `it exited with code ${code}`));
   }
 
-  private receive(message: Exclude<FromWorker, { type: 'ready' }>, events: StorageEvents): void {
+  private ready(generation: number): void {
+    const state = this.state;
+    if (state.kind !== 'starting' || state.generation !== generation) return;
+    this.state = { ...state, kind: 'up' };
+    this.firstStart?.resolve();
+    this.firstStart = undefined;
+    if (generation > 1) {
+      this.options.events.onRestarted(this.lastDownReason ?? 'it ended', this.lastKilledForQuery);
+      if (this.compacting) void this.compaction?.start().catch((error: unknown) => this.options.events.onError({ err: error }, 'restarting compaction failed'));
+    }
+    for (const notify of [...this.upWaiters]) notify();
+  }
+
+  private ended(generation: number, how: string): void {
+    const state = this.state;
+    if (state.kind === 'closed' || state.kind === 'down' || state.generation !== generation) return;
+    const reason = this.killReason ? `${this.killReason}; ${how}` : how;
+    this.lastDownReason = reason;
+    this.lastKilledForQuery = this.killedForQuery;
+    this.state = { kind: 'down', reason, generation };
+    this.failPending(new StorageUnavailable(reason));
+    if (this.firstStart) {
+      // Never started: the service's start fails with the reason; nothing is restarted.
+      this.firstStart.reject(new Error(`storage process did not start: ${reason}`));
+      this.firstStart = undefined;
+      return;
+    }
+    this.options.events.onError({ generation, reason }, 'storage process ended; starting a new one');
+    // A process that dies soon after starting (a bad file, no memory) is retried with a growing pause.
+    const ranMs = Date.now() - state.startedAt;
+    this.restartPause = ranMs >= STABLE_RUN_MS ? 0 : Math.min(MAX_RESTART_PAUSE_MS, Math.max(FIRST_RESTART_PAUSE_MS, this.restartPause * 2));
+    setTimeout(() => {
+      if (this.state.kind === 'down' && this.state.generation === generation) this.spawn();
+    }, this.restartPause).unref();
+    for (const notify of [...this.upWaiters]) notify();
+  }
+
+  private whenUp(generation: number | undefined): Promise<void> {
+    if (this.state.kind === 'closed') return Promise.reject(new StorageUnavailable('the service is shutting down'));
+    if (generation !== undefined) return Promise.reject(new StorageUnavailable('the process holding this session ended'));
+    return new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.upWaiters.delete(notify);
+        reject(new StorageUnavailable(this.describeDown()));
+      }, CALL_WAIT_MS);
+      const notify = () => {
+        if (this.state.kind === 'up') resolve();
+        else if (this.state.kind === 'closed') reject(new StorageUnavailable('the service is shutting down'));
+        else return;
+        clearTimeout(timer);
+        this.upWaiters.delete(notify);
+      };
+      this.upWaiters.add(notify);
+    });
+  }
+
+  private describeDown(): string {
+    const state = this.state;
+    switch (state.kind) {
+      case 'down':
+        return state.reason;
+      case 'starting':
+        return `a new storage process is starting after: ${this.lastDownReason ?? 'start'}`;
+      case 'stopping':
+        return `it is being stopped: ${this.killReason ?? 'killed'}`;
+      case 'up':
+        return 'running';
+      case 'closed':
+        return 'the service is shutting down';
+    }
+  }
+
+  private post(child: ChildProcess, message: ToStorage): void {
+    // The channel closes as the process ends; its 'exit' fails what is pending.
+    if (child.connected) child.send(message, (error) => void error);
+  }
+
+  private failPending(error: Error): void {
+    const pending = this.pending;
+    this.pending = new Map();
+    for (const waiting of pending.values()) waiting.reject(error);
+  }
+
+  private receive(message: Exclude<FromStorage, { type: 'ready' }>): void {
+    const { events } = this.options;
     switch (message.type) {
       case 'reply': {
         const waiting = this.pending.get(message.id);
         this.pending.delete(message.id);
         if (message.ok) waiting?.resolve(message.value);
-        else if (message.error.name === 'SandboxBusy') waiting?.reject(new SandboxBusy(message.error.message));
-        else waiting?.reject(Object.assign(new Error(message.error.message), { name: message.error.name }));
+        else waiting?.reject(rebuildError(message.error));
         return;
       }
       case 'compacted':
         events.onCompacted(message.report);
         return;
       case 'progress':
-        this.compaction?.progress(message.seq);
+        this.compaction?.progress(message.seq, message.retainFromSeq);
         return;
       case 'metric':
         events.onMetric(message);
@@ -147,112 +341,59 @@ export class StorageWorker implements OrgStorage {
         return;
     }
   }
+}
 
-  private fail(error: Error): void {
-    this.stopped ??= error;
-    for (const waiting of this.pending.values()) waiting.reject(error);
-    this.pending.clear();
+/** Errors cross the process boundary as name and message; the ones callers tell apart get their class back. */
+function rebuildError(error: WireError): Error {
+  switch (error.name) {
+    case 'SandboxBusy':
+      return new SandboxBusy(error.message);
+    case 'OrgUnavailable':
+      return new OrgUnavailable(error.slug ?? '', error.reason ?? error.message);
+    case 'OrgDeletedError':
+      return new OrgDeletedError(error.slug ?? '');
+    default:
+      return Object.assign(new Error(error.message), { name: error.name });
   }
 }
 
-class WorkerDatabase implements Database {
-  constructor(
-    private readonly worker: StorageWorker,
-    private readonly slug: string,
-  ) {}
-
-  async exclusive<T>(work: (connection: Sql) => Promise<T>): Promise<T> {
-    const session = await this.worker.call<number>({ op: 'open', db: this.slug });
-    try {
-      return await work(new WorkerSql(this.worker, session));
-    } finally {
-      await this.worker.call({ op: 'release', session });
-    }
-  }
-
-  transaction<T>(work: (connection: Sql) => Promise<T>): Promise<T> {
-    return this.exclusive((c) => inTransaction(c, work));
-  }
-
-  async untrusted<T>(timeoutMs: number, work: (connection: Sql) => Promise<T>): Promise<T> {
-    const session = await this.worker.call<number>({ op: 'open', db: this.slug, untrusted: true });
-    const ignore = () => undefined;
-    const handle = {
-      sql: new WorkerSql(this.worker, session),
-      interrupt: () => this.worker.send({ type: 'interrupt', session }),
-      release: () => void this.worker.call({ op: 'release', session }).catch(ignore),
-      abandon: () => void this.worker.call({ op: 'abandon', session }).catch(ignore),
-    };
-    return withDeadline(handle, timeoutMs, work);
-  }
-
-  all<T = Row>(sql: string, params: Params = []): Promise<T[]> {
-    return this.worker.call<T[]>({ op: 'all', db: this.slug, sql, params: paramsToWire(params) });
-  }
-
-  run(sql: string, params: Params = []): Promise<void> {
-    return this.worker.call({ op: 'run', db: this.slug, sql, params: paramsToWire(params) });
-  }
-
-  /** The worker's pool closes org databases; one org's handle does not. */
-  async close(): Promise<void> {}
-}
-
-class WorkerSql implements Sql {
-  constructor(
-    private readonly worker: StorageWorker,
-    private readonly session: number,
-  ) {}
-
-  run(sql: string, params: Params = []): Promise<void> {
-    return this.worker.call({ op: 'run', sql, params: paramsToWire(params), session: this.session });
-  }
-
-  all<T = Row>(sql: string, params: Params = []): Promise<T[]> {
-    return this.worker.call<T[]>({ op: 'all', sql, params: paramsToWire(params), session: this.session });
-  }
-
-  append<T>(target: AppendTarget, rows: readonly T[], write: (appender: RowAppender, row: T) => void): Promise<void> {
-    return this.worker.call({ op: 'append', session: this.session, target, rows: recordRows(rows, write) });
-  }
-
-  read<T = Row>(sql: string, params: Params, maxRows: number): Promise<RowPage<T>> {
-    return this.worker.call<RowPage<T>>({ op: 'read', session: this.session, sql, params: paramsToWire(params), maxRows });
-  }
-
-  columnNames(sql: string): Promise<string[]> {
-    return this.worker.call<string[]>({ op: 'columns', session: this.session, sql });
-  }
-
-  interrupt(): void {
-    this.worker.send({ type: 'interrupt', session: this.session });
-  }
-}
-
-class WorkerCompaction implements Compaction {
+class ProcessCompaction implements Compaction {
   private cursor = 0;
+  private retainFrom = 0;
   private readonly waiters = new SeqWaiters();
 
-  constructor(private readonly worker: StorageWorker) {}
+  constructor(private readonly storage: StorageProcess) {}
 
   get compactedSeq(): number {
     return this.cursor;
   }
 
-  async start(): Promise<void> {
-    this.progress(await this.worker.call<number>({ op: 'compactor.start' }));
+  get retainFromSeq(): number {
+    return this.retainFrom;
   }
 
-  stop(): Promise<void> {
-    return this.worker.call({ op: 'compactor.stop' });
+  async start(): Promise<void> {
+    this.storage.setCompacting(true);
+    const { seq, retainFromSeq } = await this.storage.call<{ seq: number; retainFromSeq: number }>({ op: 'compactor.start' });
+    this.progress(seq, retainFromSeq);
+  }
+
+  async stop(): Promise<void> {
+    this.storage.setCompacting(false);
+    await this.storage.call({ op: 'compactor.stop' }).catch((error: unknown) => {
+      // A process that is gone compacts nothing: stopped either way.
+      if (!(error instanceof StorageUnavailable)) throw error;
+    });
   }
 
   whenCompacted(seq: number): Promise<void> {
     return this.waiters.wait(seq, this.cursor);
   }
 
-  progress(seq: number): void {
+  progress(seq: number, retainFromSeq: number): void {
     this.cursor = Math.max(this.cursor, seq);
+    // Not max: a held org that recovers replays from the checkpoint, which holds it where it was.
+    this.retainFrom = retainFromSeq;
     this.waiters.reached(this.cursor);
   }
 }

@@ -9,8 +9,8 @@
 import type { DuckDBValue } from '@duckdb/node-api';
 import { microsParam } from '../db/database.js';
 import type { Database, Row, RowPage, Sql } from '../db/sql.js';
-import { QueryTimeout, SandboxBusy } from '../db/untrusted.js';
-import { type CheckedSql, checkSql, type QueryKind, SqlRefused, TRIGGER_COLUMNS } from './sql-guard.js';
+import { QueryTimeout } from '../db/untrusted.js';
+import { type CheckedSql, TRIGGER_COLUMNS } from './sql-guard.js';
 
 /** A checked query that failed while running: interrupted, out of memory, or a runtime error. */
 export class QueryFailed extends Error {
@@ -39,22 +39,10 @@ export async function runSandboxed(connection: Sql, query: CheckedSql, window: W
 }
 
 /**
- * Checks `source` on an untrusted connection within `timeoutMs`. A check that overruns (preparing folds
- * constant expressions) or finds the sandbox busy is a refusal like any other: the version is invalid.
+ * Runs `work` on an untrusted connection within `timeoutMs`; an overrun becomes QueryFailed. No capacity
+ * (SandboxBusy), a paused org (SandboxPaused) and a restarting storage process pass through: nothing ran,
+ * which is not the query's failure (a preview answers 503; a flow run is tried again on its schedule).
  */
-export async function checkUntrusted(db: Database, source: string, org: string, kind: QueryKind, timeoutMs: number): Promise<CheckedSql> {
-  try {
-    return await db.untrusted(timeoutMs, (c) => checkSql(c, source, org, kind));
-  } catch (error) {
-    if (error instanceof QueryTimeout) {
-      throw new SqlRefused(`checking the query took longer than ${timeoutMs} ms (TRIGGER_TIMEOUT_MS): DuckDB evaluates constant expressions while it prepares a query`);
-    }
-    if (error instanceof SandboxBusy) throw new SqlRefused(`the query could not be checked now: ${error.message}; try again later`);
-    throw error;
-  }
-}
-
-/** Runs `work` on an untrusted connection within `timeoutMs`; overruns and a busy sandbox become QueryFailed. */
 export async function withSandbox<T>(db: Database, timeoutMs: number, work: (c: Sql) => Promise<T>): Promise<T> {
   try {
     return await db.untrusted(timeoutMs, work);
@@ -62,7 +50,6 @@ export async function withSandbox<T>(db: Database, timeoutMs: number, work: (c: 
     if (error instanceof QueryTimeout) {
       throw new QueryFailed(`the query ran longer than ${timeoutMs} ms and was interrupted (TRIGGER_TIMEOUT_MS)`);
     }
-    if (error instanceof SandboxBusy) throw new QueryFailed(`the query did not run: ${error.message}; it is retried on the next run`);
     throw error;
   }
 }

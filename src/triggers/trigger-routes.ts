@@ -3,17 +3,21 @@
  * preview a version (given SQL or the live one) over a window without sending anything.
  * Segments have the same routes under /segments.
  */
+import { listValue } from '@duckdb/node-api';
 import type { FastifyInstance } from 'fastify';
+import { type Keyset, PAGE_LIMITS, pageOf, pageQuerySchema, pageRequest, readPage } from '../admin/paging.js';
 import { slugParams, slugSchema } from '../admin/route-params.js';
 import type { Context } from '../context.js';
 import type { OrgStorage } from '../storage/org-storage.js';
 import { AppError } from '../errors.js';
 import { microsToIso, newestVisibleAt } from '../compaction/visible-at.js';
 import type { OrgStore } from '../orgs/org-store.js';
+import { FileRefused } from '../regular-file.js';
 import { jsonRow } from './json-row.js';
+import { QUERY_NAME, SQL_MAX_CHARS } from './query-files.js';
 import { QueryFailed, runSandboxed, windowOf, withSandbox } from './sandbox.js';
 import { type QueryKind, SqlRefused } from './sql-guard.js';
-import { QUERY_NAME, type TriggerStore } from './trigger-store.js';
+import type { QueryVersion, TriggerStore } from './trigger-store.js';
 
 const PREVIEW_DEFAULT_HOURS = 24;
 const PREVIEW_DEFAULT_ROWS = 100;
@@ -21,18 +25,19 @@ const PREVIEW_DEFAULT_ROWS = 100;
 const PREVIEW_MAX_ROWS = 1000;
 
 const KINDS: Record<string, QueryKind> = { triggers: 'trigger', segments: 'segment' };
+const VERSIONS_KEYSET: Keyset = { columns: [{ sql: 'version', kind: 'integer', desc: true }], rowid: 'rowid' };
 
 const nameParams = {
   type: 'object',
   properties: { slug: slugSchema, name: { type: 'string', pattern: QUERY_NAME.source } },
   required: ['slug', 'name'],
 } as const;
-const putBody = { type: 'object', additionalProperties: false, required: ['sql'], properties: { sql: { type: 'string', minLength: 1, maxLength: 100_000 } } } as const;
+const putBody = { type: 'object', additionalProperties: false, required: ['sql'], properties: { sql: { type: 'string', minLength: 1, maxLength: SQL_MAX_CHARS } } } as const;
 const previewBody = {
   type: 'object',
   additionalProperties: false,
   properties: {
-    sql: { type: 'string', minLength: 1, maxLength: 100_000 },
+    sql: { type: 'string', minLength: 1, maxLength: SQL_MAX_CHARS },
     from: { type: 'string', format: 'date-time', description: 'Window start (exclusive). Default: 24 h before the newest event' },
     to: { type: 'string', format: 'date-time', description: 'Window end (inclusive). Default: the newest visible event' },
     limit: { type: 'integer', minimum: 1, maximum: PREVIEW_MAX_ROWS },
@@ -56,48 +61,78 @@ export function registerTriggerRoutes(
     app.get<{ Params: { slug: string } }>(`/admin/v1/orgs/:slug/${plural}`, { schema: { params: slugParams } }, async (request) => {
       const org = await orgs.get(request.params.slug);
       await triggers.scanOrg(org.slug);
-      return { [plural]: triggers.list(org.slug, kind).map((s) => describe(s.name, s.latest, s.live)) };
+      // Refused files with no recorded version are listed too: that is where a data engineer looks.
+      const names = new Set([...triggers.list(org.slug, kind).map((s) => s.name), ...triggers.files.refusedNames(org.slug, kind)]);
+      return {
+        [plural]: [...names].sort((a, b) => a.localeCompare(b)).map((name) => describeQuery(triggers, org.slug, kind, name)),
+        folderError: triggers.files.folderRefusal(org.slug, kind) ?? null,
+      };
     });
 
     app.get<{ Params: { slug: string; name: string } }>(`/admin/v1/orgs/:slug/${plural}/:name`, { schema: { params: nameParams } }, async (request) => {
       const org = await orgs.get(request.params.slug);
       await triggers.refresh(org.slug, kind, request.params.name);
       const state = triggers.get(org.slug, kind, request.params.name);
-      if (!state) throw new AppError('trigger_not_found', `no ${kind} "${request.params.name}"`);
-      return { ...describe(state.name, state.latest, state.live), sql: state.live?.sql ?? state.latest.sql };
+      if (!state && !triggers.files.refusal(org.slug, kind, request.params.name)) throw new AppError('trigger_not_found', `no ${kind} "${request.params.name}"`);
+      return { ...describeQuery(triggers, org.slug, kind, request.params.name), sql: state?.live?.sql ?? state?.latest.sql ?? null };
     });
 
     // Every version, newest first, with what each fired: the trigger rows flows decided on, and the sends.
-    app.get<{ Params: { slug: string; name: string } }>(`/admin/v1/orgs/:slug/${plural}/:name/versions`, { schema: { params: nameParams } }, async (request) => {
-      const org = await orgs.get(request.params.slug);
-      const rows = await storage.org(org.slug).all<{ version: number; hash: string; sql: string; status: string; error: string | null; created_at: Date; decided: bigint; sent: bigint }>(
-        `SELECT v.version, v.hash, v.sql, v.status, v.error, v.created_at, count(d.event_id) AS decided, count(d.event_id) FILTER (d.outcome = 'sent') AS sent
-           FROM trigger_versions v
-           LEFT JOIN flow_decisions d ON $2 = 'trigger' AND d.trigger_hash = v.hash
-          WHERE v.org = $1 AND v.kind = $2 AND v.name = $3
-          GROUP BY ALL ORDER BY v.version DESC`,
-        [org.slug, kind, request.params.name],
-      );
-      if (rows.length === 0) throw new AppError('trigger_not_found', `no ${kind} "${request.params.name}"`);
-      return {
-        versions: rows.map((r) => ({
-          version: r.version,
-          hash: r.hash,
-          status: r.status === 'valid' ? 'valid' : 'refused',
-          error: r.error,
-          committedAt: r.created_at.toISOString(),
-          sql: r.sql,
-          ...(kind === 'trigger' ? { fired: { rows: Number(r.decided), sent: Number(r.sent) } } : {}),
-        })),
-      };
-    });
+    // Paged: a file saved in a loop makes a version each time, each with up to 100,000 characters of SQL.
+    app.get<{ Params: { slug: string; name: string }; Querystring: { limit?: string; cursor?: string } }>(
+      `/admin/v1/orgs/:slug/${plural}/:name/versions`,
+      { schema: { params: nameParams, querystring: { type: 'object', properties: pageQuerySchema } } },
+      async (request) => {
+        const org = await orgs.get(request.params.slug);
+        const { name } = request.params;
+        const page = pageRequest(request.query, PAGE_LIMITS.versions, ['versions', org.slug, kind, name], VERSIONS_KEYSET);
+        const db = storage.org(org.slug);
+        const rows = await readPage<{ version: number; hash: string; sql: string; status: string; error: string | null; created_at: Date }>(
+          db,
+          { select: 'version, hash, sql, status, error, created_at', from: 'trigger_versions', where: 'org = $1 AND kind = $2 AND name = $3', params: [org.slug, kind, name], keyset: VERSIONS_KEYSET },
+          page,
+        );
+        if (rows.length === 0 && !page.after) throw new AppError('trigger_not_found', `no ${kind} "${name}"`);
+        // Counted for this page's versions only: one pass over the decisions' trigger_hash column.
+        const fired = new Map<string, { decided: bigint; sent: bigint }>();
+        if (kind === 'trigger' && rows.length > 0) {
+          const counts = await db.all<{ hash: string; decided: bigint; sent: bigint }>(
+            `SELECT trigger_hash AS hash, count(*) AS decided, count(*) FILTER (outcome = 'sent') AS sent
+               FROM flow_decisions WHERE trigger_hash IN (SELECT unnest($1::VARCHAR[])) GROUP BY trigger_hash`,
+            [listValue([...new Set(rows.map((r) => r.hash))])],
+          );
+          for (const c of counts) fired.set(c.hash, c);
+        }
+        const { items, nextCursor } = pageOf(
+          rows,
+          page,
+          (r) => ({
+            version: r.version,
+            hash: r.hash,
+            status: r.status === 'valid' ? 'valid' : 'refused',
+            error: r.error,
+            committedAt: r.created_at.toISOString(),
+            sql: r.sql,
+            ...(kind === 'trigger' ? { fired: { rows: Number(fired.get(r.hash)?.decided ?? 0), sent: Number(fired.get(r.hash)?.sent ?? 0) } } : {}),
+          }),
+          VERSIONS_KEYSET,
+        );
+        return { versions: items, nextCursor };
+      },
+    );
 
     app.put<{ Params: { slug: string; name: string }; Body: { sql: string } }>(
       `/admin/v1/orgs/:slug/${plural}/:name`,
       { schema: { params: nameParams, body: putBody } },
       async (request) => {
         const org = await orgs.get(request.params.slug);
-        const version = await triggers.put(org.slug, kind, request.params.name, request.body.sql);
+        let version: QueryVersion;
+        try {
+          version = await triggers.put(org.slug, kind, request.params.name, request.body.sql);
+        } catch (error) {
+          if (error instanceof FileRefused) throw new AppError('query_file_refused', `${error.message}: fix this in QUERIES_DIR (the service never writes through a link, nor replaces a folder) and save again.`);
+          throw error;
+        }
         if (version.status === 'invalid') {
           throw new AppError('invalid_trigger', version.error ?? 'refused', {
             members: { name: request.params.name, version: version.version, reason: version.error, liveVersion: triggers.live(org.slug, kind, request.params.name)?.version ?? null },
@@ -148,18 +183,18 @@ export function registerTriggerRoutes(
   }
 }
 
-function describe(
-  name: string,
-  latest: { version: number; hash: string; status: string; error: string | null; committedAt: number },
-  live: { version: number; hash: string } | undefined,
-) {
+/** A refused file (`file_refused`) is reported over its recorded versions: the live one, if any, stays live. */
+function describeQuery(triggers: TriggerStore, org: string, kind: QueryKind, name: string) {
+  const state = triggers.get(org, kind, name);
+  const refused = triggers.files.refusal(org, kind, name);
+  const { latest, live } = state ?? {};
   return {
     name,
-    status: latest.status === 'valid' ? 'live' : live ? 'live_previous_version' : 'invalid',
+    status: refused ? 'file_refused' : latest?.status === 'valid' ? 'live' : live ? 'live_previous_version' : 'invalid',
     liveVersion: live?.version ?? null,
     liveHash: live?.hash ?? null,
-    latestVersion: latest.version,
-    error: latest.error,
-    committedAt: new Date(latest.committedAt).toISOString(),
+    latestVersion: latest?.version ?? null,
+    error: refused ?? latest?.error ?? null,
+    committedAt: latest ? new Date(latest.committedAt).toISOString() : null,
   };
 }

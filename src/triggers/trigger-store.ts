@@ -5,18 +5,20 @@
  * recorded with its reason and the previous live version stays live.
  * Layout: QUERIES_DIR/<org>/<trigger>.sql and QUERIES_DIR/<org>/segments/<segment>.sql.
  */
-import { mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Context } from '../context.js';
 import { tsParam } from '../db/database.js';
 import type { OrgStorage } from '../storage/org-storage.js';
 import { sha256Hex } from '../orgs/secrets.js';
 import { PeriodicTask } from '../periodic-task.js';
-import { checkUntrusted } from './sandbox.js';
+import { SandboxBusy } from '../db/untrusted.js';
+import { QUERY_NAME, QueryFiles } from './query-files.js';
+import type { SqlChecker } from './sql-checker.js';
 import { type CheckedSql, type QueryKind, SqlRefused } from './sql-guard.js';
 
-export const QUERY_NAME = /^[a-z][a-z0-9_]{0,63}$/;
+export { QUERY_NAME };
+/** A start waits this many tries (a second apart) for a free checker per live version it loads. */
+const LOAD_CHECK_TRIES = 60;
 
 export type VersionStatus = 'valid' | 'invalid';
 
@@ -61,8 +63,8 @@ interface VersionRow {
 export class TriggerStore {
   private readonly states = new Map<string, QueryState>();
   private commits: Promise<unknown> = Promise.resolve();
-  /** Files whose names cannot be queries, warned about once. */
-  private readonly warned = new Set<string>();
+  /** The files in QUERIES_DIR, and why any of them is refused. */
+  readonly files: QueryFiles;
   private readonly watcher = new PeriodicTask(
     () => this.scan(),
     (err) => this.options.logger.error({ err }, 'scanning QUERIES_DIR failed'),
@@ -77,8 +79,12 @@ export class TriggerStore {
       orgExists: (slug: string) => boolean;
       /** TRIGGER_TIMEOUT_MS: a check prepares the query, which can take as long as a run. */
       timeoutMs: number;
+      /** Where checks run (checker processes, sql-checker.ts). */
+      checker: Pick<SqlChecker, 'check'>;
     },
-  ) {}
+  ) {
+    this.files = new QueryFiles(options.queriesDir, options.logger);
+  }
 
   /** Loads an org's recorded versions: the newest of each query, and its newest valid one re-checked as live. */
   async load(org: string): Promise<void> {
@@ -97,10 +103,12 @@ export class TriggerStore {
     for (const state of loaded) state.fileHash = lastValid.get(state)?.hash ?? state.latest.hash;
     for (const [state, row] of lastValid) {
       try {
-        const checked = await this.check(row.sql, state.org, state.kind);
+        const checked = await this.checkWhenFree(row.sql, state.org, state.kind);
         state.live = { ...fromRow(row), checked };
       } catch (error) {
-        this.options.logger.warn({ org: state.org, name: state.name, reason: (error as Error).message }, 'recorded version no longer passes the checks');
+        if (error instanceof SqlRefused) this.options.logger.warn({ org: state.org, name: state.name, reason: error.reason }, 'recorded version no longer passes the checks');
+        else if (error instanceof SandboxBusy) this.options.logger.warn({ org: state.org, name: state.name }, 'recorded version could not be checked (the checkers stayed busy); it is checked again at its next change or start');
+        else throw error;
       }
     }
   }
@@ -136,7 +144,7 @@ export class TriggerStore {
 
   /** Reads every org's query files and commits those whose content changed. */
   async scan(): Promise<void> {
-    for (const org of listDir(this.options.queriesDir)) {
+    for (const org of this.files.orgs()) {
       if (this.options.orgExists(org)) await this.scanOrg(org);
     }
   }
@@ -144,12 +152,13 @@ export class TriggerStore {
   /** One org's files now: what the admin list shows includes a file saved a moment ago. */
   async scanOrg(org: string): Promise<void> {
     for (const kind of ['trigger', 'segment'] as const) {
-      const dir = this.dirFor(org, kind);
-      for (const file of listDir(dir)) {
-        if (!file.endsWith('.sql')) continue;
-        const name = file.slice(0, -'.sql'.length);
-        if (QUERY_NAME.test(name)) await this.refresh(org, kind, name);
-        else this.warnOnce(join(dir, file), `ignored: query file names match ${QUERY_NAME}`);
+      for (const name of this.files.names(org, kind)) {
+        try {
+          await this.refresh(org, kind, name);
+        } catch (error) {
+          // No capacity to check it now: nothing was recorded, and the next scan tries again.
+          if (!(error instanceof SandboxBusy)) throw error;
+        }
       }
     }
   }
@@ -160,8 +169,9 @@ export class TriggerStore {
    */
   async refresh(org: string, kind: QueryKind, name: string): Promise<void> {
     if (!QUERY_NAME.test(name)) return;
-    const sql = readText(join(this.dirFor(org, kind), `${name}.sql`));
-    if (sql === undefined) return;
+    const file = this.files.read(org, kind, name);
+    if (file.kind !== 'sql') return;
+    const { sql } = file;
     const hash = sha256Hex(sql);
     const state = this.get(org, kind, name);
     if (state?.fileHash === hash) return;
@@ -174,13 +184,10 @@ export class TriggerStore {
    * version is recorded and reported but the file is left as it was, so file and live version agree.
    */
   async put(org: string, kind: QueryKind, name: string, sql: string): Promise<QueryVersion> {
+    this.files.assertWritable(org, kind, name);
     const version = await this.commit(org, kind, name, sql);
     if (version.status === 'valid') {
-      const dir = this.dirFor(org, kind);
-      mkdirSync(dir, { recursive: true });
-      const file = join(dir, `${name}.sql`);
-      writeFileSync(`${file}.tmp`, sql);
-      renameSync(`${file}.tmp`, file);
+      this.files.write(org, kind, name, sql);
       this.get(org, kind, name)!.fileHash = version.hash;
     }
     return version;
@@ -236,9 +243,24 @@ export class TriggerStore {
     return version;
   }
 
-  /** The guard on an untrusted connection, within TRIGGER_TIMEOUT_MS. */
+  /**
+   * The guard, in a checker process, within TRIGGER_TIMEOUT_MS. Throws SqlRefused (a verdict) or
+   * SandboxBusy (no capacity now: not a verdict, nothing may be recorded).
+   */
   check(sql: string, org: string, kind: QueryKind): Promise<CheckedSql> {
-    return checkUntrusted(this.orgs.org(org), sql, org, kind, this.options.timeoutMs);
+    return this.options.checker.check(sql, org, kind, this.options.timeoutMs);
+  }
+
+  /** A check that waits out busy checkers (loading at start, when every live version must be had). */
+  private async checkWhenFree(sql: string, org: string, kind: QueryKind): Promise<CheckedSql> {
+    for (let tries = 1; ; tries++) {
+      try {
+        return await this.check(sql, org, kind);
+      } catch (error) {
+        if (!(error instanceof SandboxBusy) || tries >= LOAD_CHECK_TRIES) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+      }
+    }
   }
 
   private stateFor(org: string, kind: QueryKind, name: string, initial: QueryVersion): QueryState {
@@ -246,16 +268,6 @@ export class TriggerStore {
     let state = this.states.get(k);
     if (!state) this.states.set(k, (state = { org, kind, name, latest: initial }));
     return state;
-  }
-
-  private dirFor(org: string, kind: QueryKind): string {
-    return kind === 'trigger' ? join(this.options.queriesDir, org) : join(this.options.queriesDir, org, 'segments');
-  }
-
-  private warnOnce(file: string, message: string): void {
-    if (this.warned.has(file)) return;
-    this.warned.add(file);
-    this.options.logger.warn({ file }, message);
   }
 }
 
@@ -272,21 +284,4 @@ function fromRow(row: VersionRow): QueryVersion {
     error: row.error,
     committedAt: row.created_at.getTime(),
   };
-}
-
-function listDir(dir: string): string[] {
-  try {
-    return readdirSync(dir);
-  } catch {
-    return [];
-  }
-}
-
-/** undefined when the file vanished between listing and reading (an editor's save), picked up next scan. */
-function readText(file: string): string | undefined {
-  try {
-    return readFileSync(file, 'utf8');
-  } catch {
-    return undefined;
-  }
 }

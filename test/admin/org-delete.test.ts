@@ -35,7 +35,7 @@ const lookup = (h: TestApp, token: string) =>
 t.test('a deleted org is gone for good, and no other org loses anything', async (t) => {
   const dataDir = t.testdir();
   // Compaction on this thread, so the test can hold it while an event waits in the log.
-  const options = { dataDir, config: { storageThread: 'main' as const } };
+  const options = { dataDir, config: { storageProcess: 'inline' as const } };
   let h = await startTestApp(t, options);
   const { acme, beta, token } = await setUp(h);
   t.equal((await lookup(h, token)).statusCode, 200, 'the token works before');

@@ -3,7 +3,7 @@
  * trigger columns) named like Object.prototype members never break an answer or pollute a prototype.
  */
 import t from 'tap';
-import { propertyTypes } from '../../src/admin/property-types.js';
+import { addPropertyKey, parsePropertyTypes, propertiesAnswer, propertyTypesJson } from '../../src/admin/property-types.js';
 import { ADMIN_KEY, customEvent, startTestApp, type TestApp } from '../helpers/app.js';
 import { putQuery } from '../helpers/flows.js';
 
@@ -71,24 +71,23 @@ t.test('__proto__ as a property key in the log: events/types reports it as an ow
   t.equal(res.statusCode, 200, res.body);
   const props = res.json().types[0].properties;
   t.ok(Object.hasOwn(props, '__proto__'), '__proto__ listed');
-  t.same(JSON.parse(res.body).types[0].properties, JSON.parse('{"__proto__":"object","constructor":"object","city":"string","nights":"integer"}'));
+  t.same(JSON.parse(res.body).types[0].properties, JSON.parse('{"__proto__":"object","city":"string","constructor":"object","nights":"integer"}'));
   const samples = await h.admin('GET', '/admin/v1/orgs/acme/events/samples');
   t.equal(samples.statusCode, 200);
   t.match(samples.body, /"__proto__":\{"polluted":"yes"\}/, 'the raw event is shown as sent');
   t.equal(({} as Record<string, unknown>).polluted, undefined);
 });
 
-t.test('propertyTypes: __proto__ becomes an own key; several types are joined', async (t) => {
-  const rows = [
-    { event_name: 'e', environment: 'production', key: '__proto__', type: 'OBJECT' },
-    { event_name: 'e', environment: 'production', key: '__proto__', type: 'NULL' },
-    { event_name: 'e', environment: 'production', key: 'constructor', type: 'BIGINT' },
-    { event_name: 'e', environment: 'production', key: 'toString', type: 'VARCHAR' },
-  ];
-  const props = propertyTypes(rows).get('e\u0000production')!;
+t.test('property types: __proto__ becomes an own key, in the answer and stored; several types are joined', async (t) => {
+  const types = parsePropertyTypes(null, false);
+  for (const [key, type] of [['__proto__', 'OBJECT'], ['__proto__', 'NULL'], ['constructor', 'BIGINT'], ['toString', 'VARCHAR']] as const) addPropertyKey(types, { key, type });
+  const props = propertiesAnswer(types);
   t.ok(Object.hasOwn(props, '__proto__'), '__proto__ is an own key');
   t.equal(Object.getPrototypeOf(props), Object.prototype, 'the prototype is untouched');
   t.equal(JSON.stringify(props), '{"__proto__":"object|null","constructor":"integer","toString":"string"}');
+  const stored = propertyTypesJson(types);
+  t.equal(stored, '{"__proto__":["object","null"],"constructor":["integer"],"toString":["string"]}');
+  t.equal(JSON.stringify(propertiesAnswer(parsePropertyTypes(stored, false))), JSON.stringify(props), 'read back from the stored form');
   t.equal(({} as Record<string, unknown>).polluted, undefined);
 });
 

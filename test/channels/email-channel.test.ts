@@ -36,13 +36,13 @@ t.test('the SMTP server receives the message for the contact, Message-ID carryin
 });
 
 t.test('550 from the server: failed, no retry', async (t) => {
-  const smtp = await smtpServer(t, 550);
+  const smtp = await smtpServer(t, { reject: 550 });
   t.match(await channel(t, smtp.url).attempt(delivery), { kind: 'failed', reason: /^SMTP 550/ });
   t.equal(smtp.mails.length, 0);
 });
 
 t.test('451 from the server: retry', async (t) => {
-  const smtp = await smtpServer(t, 451);
+  const smtp = await smtpServer(t, { reject: 451 });
   t.match(await channel(t, smtp.url).attempt(delivery), { kind: 'retry', reason: /^SMTP 451/ });
 });
 

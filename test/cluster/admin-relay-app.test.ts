@@ -7,6 +7,8 @@ import t from 'tap';
 import Fastify, { type InjectOptions } from 'fastify';
 import { connect } from '@nats-io/transport-node';
 import { adminAuth } from '../../src/admin/admin-auth.js';
+import { systemClock } from '../../src/context.js';
+import { GcraLimiter } from '../../src/ratelimit/gcra-limiter.js';
 import { registerRelayRoutes } from '../../src/cluster/relay-routes.js';
 import { serveOrgAdmin } from '../../src/cluster/serve-org-admin.js';
 import { registerJsonBodyParser } from '../../src/http/json-body.js';
@@ -32,7 +34,7 @@ natsTest('real admin routes answered through the relay as the app answers them',
   registerProblemHandlers(api);
   registerRequestIdHeader(api);
   await api.register(async (admin) => {
-    admin.addHook('onRequest', adminAuth(sha256Hex(ADMIN_KEY)));
+    admin.addHook('onRequest', adminAuth({ keyHash: sha256Hex(ADMIN_KEY), limiter: new GcraLimiter(), clock: systemClock }));
     registerRelayRoutes(admin, { nc: apiNc, orgExists: () => true });
   });
   t.teardown(async () => {
@@ -73,4 +75,34 @@ natsTest('real admin routes answered through the relay as the app answers them',
   const statuses: number[] = [];
   for (const call of calls) statuses.push((await api.inject(call)).statusCode);
   t.same(statuses, [200, 200, 422, 200, 200, 400, 200, 422, 200, 404], 'the calls cover answers and refusals');
+});
+
+natsTest("failed admin keys at the shard do not throttle relayed calls (the shard's inject() is no client address)", async (t) => {
+  const h = await startTestApp(t);
+  const nats = await startNatsServer(t);
+  await h.createOrg('acme');
+  const [shardNc, apiNc] = await Promise.all([connect({ servers: nats.url }), connect({ servers: nats.url })]);
+  const server = await serveOrgAdmin({ nc: shardNc, app: h.app, owned: () => true, adminKeyHash: h.app.audience.adminKey.hash });
+  await server.addOrg('acme');
+  const api = Fastify();
+  registerProblemHandlers(api);
+  registerRequestIdHeader(api);
+  await api.register(async (admin) => {
+    admin.addHook('onRequest', adminAuth({ keyHash: sha256Hex(ADMIN_KEY), limiter: new GcraLimiter(), clock: systemClock }));
+    registerRelayRoutes(admin, { nc: apiNc, orgExists: () => true });
+  });
+  t.teardown(async () => {
+    await server.close();
+    await Promise.all([api.close(), shardNc.close(), apiNc.close()]);
+  });
+
+  // Someone on the shard's own machine guesses at its port (inject() is 127.0.0.1 by default).
+  const guesses = [];
+  for (let i = 0; i < 20; i++) guesses.push((await h.app.inject({ url: '/admin/v1/orgs/acme/flows', headers: { authorization: `Bearer guess-${i}` } })).statusCode);
+  t.same(guesses.slice(-5), [429, 429, 429, 429, 429], 'the guesser at the shard is throttled');
+  t.equal((await h.app.inject({ url: '/admin/v1/orgs/acme/flows', headers: { authorization: `Bearer ${ADMIN_KEY}` } })).statusCode, 429, 'and so is its address');
+
+  const relayed = await api.inject({ url: '/admin/v1/orgs/acme/flows', headers: { authorization: `Bearer ${ADMIN_KEY}` } });
+  t.equal(relayed.statusCode, 200, 'a client of the api process is answered by the shard');
+  t.same(relayed.json(), { flows: [] });
 });

@@ -4,8 +4,9 @@
  * the type, preview it and save it, make a segment, build a flow through Triggered → When a contact
  * triggers an event → Configure Event Trigger with an experiment and a segment exclusion, start it, and
  * see its sends and why an excluded contact was not messaged. Screenshots of each page go to docs/console/.
+ * Lists longer than a page show the rest with "Load more".
  */
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, symlinkSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -102,10 +103,13 @@ t.test('from sample events to a saved trigger in the console', async (t) => {
   await page.getByRole('button', { name: 'Save' }).click();
   await page.getByRole('alert').waitFor();
   t.match(await page.getByRole('alert').textContent(), /invalid_trigger/, 'the refusal and its code');
+  // A link planted in QUERIES_DIR is listed as not read, with why.
+  symlinkSync(join(h.dataDir, 'webhook.key'), join(h.dataDir, 'queries', 'acme', 'planted.sql'));
   await page.getByRole('link', { name: 'Triggers' }).click();
   const listed = page.locator('[data-query="booking_completed"]');
   await listed.waitFor();
   t.match(await listed.textContent(), /latest refused, previous live.*v1/s, 'the list: v1 still live, the latest refused');
+  t.match(await page.locator('[data-query="planted"]').textContent(), /file not read.*QUERIES_DIR\/acme\/planted\.sql is a symbolic link; only regular files are read/s, 'a refused file, and why');
   await shot('triggers');
 
   // A segment of the contacts not to message.
@@ -263,6 +267,43 @@ t.test('from sample events to a saved trigger in the console', async (t) => {
   await narrow(page, url, t);
   t.same(elsewhere, [], 'no request leaves the service');
   t.same(problems, [], 'no script error, no CSP violation, no unlabelled control');
+});
+
+t.test('long lists come a page at a time: Load more shows the next page, once', async (t) => {
+  const browser = await launchChromium(t);
+  const h = await startTestApp(t);
+  const url = await h.app.listen({ port: 0, host: '127.0.0.1' });
+  const cred = (await h.createOrg('acme')).production;
+  // 130 event types (the console asks for the default 100 a page) and 55 rejected events (50 a page).
+  const custom = (eventName: string) => ({ clientId: 'c', sentAt: Date.now(), type: 'track', event: 'custom', properties: { eventName, requiresIdentity: false } });
+  t.equal((await h.batch({ ...cred, batch: Array.from({ length: 130 }, (_, i) => custom(`type_${String(i).padStart(3, '0')}`)) })).statusCode, 200);
+  t.equal((await h.batch({ ...cred, batch: Array.from({ length: 55 }, () => ({ ...custom('x'), type: 'bogus' })) })).statusCode, 412);
+  await h.compacted();
+
+  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  const { problems, elsewhere } = watchPage(page, url);
+  await page.goto(`${url}/console`);
+  await page.getByLabel('Admin key').fill(ADMIN_KEY);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('heading', { name: 'Orgs' }).waitFor();
+  await page.goto(`${url}/console/#/orgs/acme/events`);
+  await page.locator('[data-event-type="custom_type_099"]').waitFor();
+  const types = () => page.locator('[data-event-type]').evaluateAll((rows) => rows.map((row) => row.getAttribute('data-event-type')!));
+  t.equal((await types()).length, 100, 'the first page of event types');
+  await page.getByRole('button', { name: 'Load more event types' }).click();
+  await page.locator('[data-event-type="custom_type_129"]').waitFor();
+  const all = await types();
+  t.same(all, Array.from({ length: 130 }, (_, i) => `custom_type_${String(i).padStart(3, '0')}`), 'then the rest, each once, in order');
+  t.equal(await page.getByRole('button', { name: 'Load more event types' }).count(), 0, 'no more to load');
+
+  const rejected = page.locator('section[aria-labelledby="quarantine-title"] tbody tr');
+  await rejected.nth(49).waitFor();
+  t.equal(await rejected.count(), 50, 'the first page of the quarantine');
+  await page.getByRole('button', { name: 'Load more rejected events' }).click();
+  await rejected.nth(54).waitFor();
+  t.equal(await rejected.count(), 55, 'and the rest');
+  t.same(elsewhere, [], 'no request leaves the service');
+  t.same(problems, [], 'no script error');
 });
 
 /** Sign-in by keyboard, and the orgs page in a phone-sized window: nothing wider than the window. */

@@ -8,6 +8,8 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import type { Test } from 'tap';
 import { adminAuth } from '../../src/admin/admin-auth.js';
+import { systemClock } from '../../src/context.js';
+import { GcraLimiter } from '../../src/ratelimit/gcra-limiter.js';
 import { serveOrgAdmin, type OrgAdminServer } from '../../src/cluster/serve-org-admin.js';
 import { relayOrgAdmin } from '../../src/cluster/relay-org-admin.js';
 import { registerRelayRoutes } from '../../src/cluster/relay-routes.js';
@@ -55,7 +57,7 @@ export async function startRelay(t: Test, natsUrl: string, options: { timeoutMs?
 
   const api = testApp('api');
   await api.register(async (admin) => {
-    admin.addHook('onRequest', adminAuth(sha256Hex(ADMIN_KEY)));
+    admin.addHook('onRequest', adminAuth({ keyHash: sha256Hex(ADMIN_KEY), limiter: new GcraLimiter(), clock: systemClock }));
     admin.addHook('onRequest', relayOrgAdmin({ nc: apiNc, isLocal: (slug) => slug === 'home', orgExists: (slug) => slug !== UNKNOWN_ORG, ...options }));
     registerRoutes(admin, 'api', () => {}, Promise.resolve());
   });
@@ -63,7 +65,7 @@ export async function startRelay(t: Test, natsUrl: string, options: { timeoutMs?
 
   const bare = testApp('bare');
   await bare.register(async (admin) => {
-    admin.addHook('onRequest', adminAuth(sha256Hex(ADMIN_KEY)));
+    admin.addHook('onRequest', adminAuth({ keyHash: sha256Hex(ADMIN_KEY), limiter: new GcraLimiter(), clock: systemClock }));
     registerRelayRoutes(admin, { nc: apiNc, orgExists: (slug) => slug !== UNKNOWN_ORG, ...options });
     admin.get('/admin/v1/orgs/:slug/tokens', async () => ({ answeredBy: 'bare' }));
   });

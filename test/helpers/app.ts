@@ -37,7 +37,7 @@ export async function startTestApp(
   options: { clock?: Clock; natsUrl?: string; dataDir?: string; config?: Partial<Config> } = {},
 ): Promise<TestApp> {
   // Registered before t.testdir(): tap then closes the app before it removes the directory, so no
-  // thread of the service (the storage worker) still writes into a directory being removed.
+  // part of the service (the storage process) still writes into a directory being removed.
   let close = async (): Promise<void> => {};
   t.teardown(() => close());
   const dataDir = options.dataDir ?? t.testdir();
@@ -52,8 +52,8 @@ export async function startTestApp(
     webhookAllowPrivate: true,
     adminKey: ADMIN_KEY,
     ...(options.natsUrl ? { natsUrl: options.natsUrl } : {}),
-    // The storage worker keeps system time; a test clock needs DuckDB and compaction on this thread.
-    ...(options.clock ? { storageThread: 'main' as const } : {}),
+    // The storage process keeps system time; a test clock needs DuckDB and compaction in this one.
+    ...(options.clock ? { storageProcess: 'inline' as const } : {}),
     ...options.config,
   };
   const app = await buildApp(config, createContext(options.clock ? { clock: options.clock } : {}));

@@ -12,8 +12,17 @@ export interface Mail {
   data: string;
 }
 
-/** `reject` makes RCPT TO answer with that SMTP code. */
-export async function smtpServer(t: Tap, reject?: number): Promise<{ url: string; mails: Mail[] }> {
+export interface SmtpServerOptions {
+  /** RCPT TO answers with this SMTP code. */
+  reject?: number;
+  /** The 250 after DATA comes this long after the message arrived (a server busy with each message). */
+  answerDelayMs?: () => number;
+  /** Called with the count of messages arrived so far, as each arrives (before it is answered). */
+  onMail?: (count: number) => void;
+}
+
+export async function smtpServer(t: Tap, options: SmtpServerOptions = {}): Promise<{ url: string; mails: Mail[] }> {
+  const { reject, answerDelayMs, onMail } = options;
   const mails: Mail[] = [];
   const server = new SMTPServer({
     authOptional: true,
@@ -30,10 +39,14 @@ export async function smtpServer(t: Tap, reject?: number): Promise<{ url: string
         const from = session.envelope.mailFrom ? session.envelope.mailFrom.address : '';
         const to = session.envelope.rcptTo.map((a) => a.address);
         mails.push({ from, to, data: Buffer.concat(chunks).toString('utf8') });
-        callback();
+        onMail?.(mails.length);
+        if (answerDelayMs) setTimeout(() => callback(), answerDelayMs());
+        else callback();
       });
     },
   });
+  // A client killed mid-session resets its connection: not the server's failure.
+  server.on('error', () => undefined);
   await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
   t.teardown(() => new Promise<void>((ok) => server.close(() => ok())));
   const { port } = server.server.address() as AddressInfo;

@@ -3,6 +3,7 @@ import t from 'tap';
 import { GcraLimiter } from '../../src/ratelimit/gcra-limiter.js';
 import { rateLimitHeaders } from '../../src/ratelimit/headers.js';
 import {
+  ADMIN_AUTH_POLICY,
   AUTH_FAILURE_POLICY,
   AUTH_FAILURE_POLICY_NAME,
   ORG_POLICY_NAME,
@@ -38,6 +39,18 @@ t.test('rate 50, burst 50: exactly 50 at once, the 51st waits 20 ms; 50 more aft
   let allowed = 0;
   for (let i = 0; i < 60; i++) if (limiter.consume('org:acme', policy, T0 + 1020).allowed) allowed++;
   t.equal(allowed, 50, '1 s after that, a full burst of 50 again');
+});
+
+t.test('peek decides as consume would, counting nothing (admin auth: 10 at once, then 1/s)', async (t) => {
+  const limiter = new GcraLimiter();
+  for (let i = 0; i < 100; i++) t.match(limiter.peek('k', ADMIN_AUTH_POLICY, T0), { allowed: true, remaining: 10 }, `peek ${i}`);
+  t.equal(limiter.size, 0, 'peeks store nothing');
+  t.same([...Array(11)].map(() => limiter.consume('k', ADMIN_AUTH_POLICY, T0).allowed), [...Array(10).fill(true), false]);
+  const denied = limiter.peek('k', ADMIN_AUTH_POLICY, T0 + 999);
+  t.match(denied, { allowed: false, remaining: 0 });
+  t.ok(Math.abs(denied.retryAfterSeconds - 0.001) < 1e-9, `the same wait as a consume (${denied.retryAfterSeconds} s)`);
+  t.match(limiter.peek('k', ADMIN_AUTH_POLICY, T0 + 1000), { allowed: true, remaining: 1 }, 'one more after 1 s');
+  t.match(limiter.consume('k', ADMIN_AUTH_POLICY, T0 + 1000), { allowed: true, remaining: 0 }, 'which a consume then takes');
 });
 
 t.test('sustained rate: one request per 20 ms is always allowed', async (t) => {

@@ -11,7 +11,7 @@ import t from 'tap';
 import { type GcraReply, withGcraCommand } from '../../src/ratelimit/gcra-script.js';
 import { GcraLimiter } from '../../src/ratelimit/gcra-limiter.js';
 import { rateLimitHeaders } from '../../src/ratelimit/headers.js';
-import { AUTH_FAILURE_POLICY, orgRatePolicy } from '../../src/ratelimit/policies.js';
+import { ADMIN_AUTH_POLICY, AUTH_FAILURE_POLICY, orgRatePolicy } from '../../src/ratelimit/policies.js';
 import { decisionOf, RedisGcraLimiter } from '../../src/ratelimit/redis-gcra-limiter.js';
 import type { RateDecision, RatePolicy } from '../../src/ratelimit/types.js';
 import { inspectRedis, redisUrl, redisUrlIfReachable, uniquePrefix } from '../helpers/redis-server.js';
@@ -42,9 +42,9 @@ if (url === undefined) {
   const redis = withGcraCommand(inspectRedis(t, url));
   const prefix = uniquePrefix();
 
-  async function bracketed(key: string, policy: RatePolicy): Promise<{ decision: RateDecision; nowMs: number; beforeMs: number; afterMs: number }> {
+  async function bracketed(key: string, policy: RatePolicy, peek = false): Promise<{ decision: RateDecision; nowMs: number; beforeMs: number; afterMs: number }> {
     const multi = redis.multi().time() as unknown as { audienceGcra(...args: string[]): { time(): typeof multi }; exec(): Promise<Array<[Error | null, unknown]>> };
-    const results = await multi.audienceGcra(key, String(policy.ratePerSecond), String(policy.burst)).time().exec();
+    const results = await multi.audienceGcra(key, String(policy.ratePerSecond), String(policy.burst), ...(peek ? ['1'] : [])).time().exec();
     const [before, reply, after] = results.map(([error, value]) => {
       if (error) throw error;
       return value;
@@ -77,6 +77,27 @@ if (url === undefined) {
       t.ok(outcomes.allowed > 0 && outcomes.denied > 0, `the scenario allows and denies (${JSON.stringify(outcomes)})`);
     });
   }
+
+  t.test('peek: the same decisions as in memory, and nothing counted (admin auth: 10 at once, then 1/s)', async (t) => {
+    const key = `${prefix}:peek`;
+    const memory = new GcraLimiter();
+    const mismatches: object[] = [];
+    const allowedPeeks: boolean[] = [];
+    // Peeks between the consumes of a burst: each must see what a consume would, and leave it unchanged.
+    for (let i = 0; i < 12; i++) {
+      for (const peek of [true, true, false]) {
+        const { decision, nowMs } = await bracketed(key, ADMIN_AUTH_POLICY, peek);
+        const expected = peek ? memory.peek(key, ADMIN_AUTH_POLICY, nowMs) : memory.consume(key, ADMIN_AUTH_POLICY, nowMs);
+        if (JSON.stringify(decision) !== JSON.stringify(expected)) mismatches.push({ i, peek, redis: decision, memory: expected });
+        if (peek) allowedPeeks.push(decision.allowed);
+      }
+    }
+    t.same(mismatches, [], 'every peek and consume equal, at the Redis time');
+    t.same(allowedPeeks.slice(0, 20), Array(20).fill(true), 'peeks before the 10th consume are allowed');
+    t.ok(allowedPeeks.slice(-2).every((allowed) => !allowed), 'and refused once the burst is consumed: peeks did not count');
+    await bracketed(`${prefix}:peek-only`, ADMIN_AUTH_POLICY, true);
+    t.equal(await redis.exists(`${prefix}:peek-only`), 0, 'a peek writes no key');
+  });
 
   t.test('keys carry the prefix and expire when their TAT passes (idle eviction)', async (t) => {
     const limiter = new RedisGcraLimiter(redis, `${prefix}:ratelimit:org:`, 1000);

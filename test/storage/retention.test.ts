@@ -31,7 +31,11 @@ t.test('expired events go, profile aggregates stay, recent rows and other orgs a
   t.equal((await h.collect(customEvent(acme, { traits: { email: 'bob@example.com' } }))).statusCode, 200, 'a recent acme event');
   await h.compacted();
 
+  const types = async () =>
+    Object.fromEntries(((await h.admin('GET', '/admin/v1/orgs/acme/events/types?env=production')).json().types as Array<{ eventType: string; count: number }>).map((x) => [x.eventType, x.count]));
+  t.same(await types(), { complete_transaction: 2, custom_booking_completed: 1, identify: 1 }, 'event types before');
   await h.app.audience.storage!.sweepRetention();
+  t.same(await types(), { custom_booking_completed: 1 }, 'event types count the events kept; a type with none left is gone');
   const count = async (org: string, table: string) => Number((await h.db(org).all<{ n: bigint }>(`SELECT count(*) AS n FROM ${table}`))[0]!.n);
   t.equal(await count('acme', 'events'), 1, 'the three old acme events are deleted, the recent one kept');
   t.equal(await count('acme', 'quarantine'), 0, 'the quarantine row older than 7 days is deleted');

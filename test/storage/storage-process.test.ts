@@ -1,5 +1,5 @@
 /**
- * The Database interface across the thread boundary (storage-client.ts ↔ storage-worker.ts): parameters
+ * The Database interface across the process boundary (storage-client.ts ↔ storage-process.ts): parameters
  * and appended cells keep their DuckDB types, a failed transaction rolls back, a session holds the
  * connection, and DuckDB errors reach the caller with their message.
  */
@@ -8,25 +8,27 @@ import { listValue } from '@duckdb/node-api';
 import t from 'tap';
 import { tsParam } from '../../src/db/database.js';
 import { SINGLE_SHARD } from '../../src/storage/shard.js';
-import { StorageWorker } from '../../src/storage/storage-client.js';
+import { StorageProcess } from '../../src/storage/storage-client.js';
 
-/** The worker, and the database of one org, 'acme', through it. */
+/** The storage process, and the database of one org, 'acme', through it. */
 async function startWorker(t: { testdir(): string; teardown(fn: () => unknown): void }) {
   const dir = t.testdir();
-  const worker = await StorageWorker.start(
-    {
+  const worker = await StorageProcess.start({
+    data: {
       orgsDir: join(dir, 'orgs'),
       limits: { maxOpen: 4, memoryLimit: '256MB', threads: 1, idleCloseMs: 60_000 },
       checkpointFile: join(dir, 'orgs', 'log.checkpoint'),
       shard: SINGLE_SHARD,
+      threadPoolSize: 4,
     },
-    { onCompacted: () => {}, onMetric: () => {}, onError: () => {} },
-  );
+    process: {},
+    events: { onCompacted: () => {}, onMetric: () => {}, onError: () => {}, onRestarted: () => {} },
+  });
   t.teardown(() => worker.close());
   return { worker, db: worker.org('acme') };
 }
 
-t.test('parameters and appended cells keep their types across the thread boundary', async (t) => {
+t.test('parameters and appended cells keep their types across the process boundary', async (t) => {
   const { db } = await startWorker(t);
   await db.run('CREATE TABLE things (name VARCHAR, n INTEGER, big BIGINT, seen_at TIMESTAMPTZ, note VARCHAR)');
   await db.transaction((c) =>

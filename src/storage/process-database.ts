@@ -1,0 +1,156 @@
+/**
+ * One org's database in the storage process (storage-client.ts supervises it), as a Database: plain
+ * statements go there one call each; a held connection (exclusive, transaction, untrusted) is a session
+ * there, whose calls go only to the process that opened it and fail once another has taken over.
+ */
+import { type AppendTarget, type Database, type Params, type Row, type RowAppender, type RowPage, type Sql, inTransaction } from '../db/sql.js';
+import { QueryTimeout, SandboxBusy, type UntrustedHandle, withDeadline } from '../db/untrusted.js';
+import { paramsToWire, recordRows } from '../db/value-codec.js';
+import { type Call, READ_PAGE_ROWS, type ReadPage, type ToStorage } from './storage-protocol.js';
+import type { UntrustedGate } from './untrusted-gate.js';
+
+/** What a database and its sessions need of the supervisor. */
+export interface StorageCalls {
+  /** The running process's generation: one more each time a new process takes over. */
+  readonly generation: number;
+  readonly gate: UntrustedGate;
+  /** `generation`: the call belongs to a session of that process. */
+  call<T = unknown>(call: Call, generation?: number): Promise<T>;
+  /** A call, and which process answered it. */
+  callOn<T>(call: Call): Promise<{ value: T; generation: number }>;
+  send(message: ToStorage, generation?: number): void;
+  /** Ends the process of `generation` at once; `forQuery`: to stop an org's query. */
+  kill(reason: string, generation: number, forQuery: boolean): void;
+}
+
+async function openSession(storage: StorageCalls, db: string, untrusted: boolean): Promise<ProcessSql> {
+  const { value, generation } = await storage.callOn<number>({ op: 'open', db, ...(untrusted ? { untrusted } : {}) });
+  return new ProcessSql(storage, value, generation);
+}
+
+export class ProcessDatabase implements Database {
+  constructor(
+    private readonly storage: StorageCalls,
+    private readonly slug: string,
+  ) {}
+
+  async exclusive<T>(work: (connection: Sql) => Promise<T>): Promise<T> {
+    const sql = await openSession(this.storage, this.slug, false);
+    try {
+      return await work(sql);
+    } finally {
+      await sql.release();
+    }
+  }
+
+  transaction<T>(work: (connection: Sql) => Promise<T>): Promise<T> {
+    return this.exclusive((c) => inTransaction(c, work));
+  }
+
+  /**
+   * Untrusted SQL: a slot of the gate (waited for within the deadline), a session, and the deadline
+   * (untrusted.ts). A query still running ABANDON_GRACE_MS past its deadline cannot be interrupted: the
+   * process is killed, which stops it, and the org is paused (gate.strike). A query that overran after
+   * waiting more than half its time for a slot was short of capacity, not too slow: SandboxBusy.
+   */
+  async untrusted<T>(timeoutMs: number, work: (connection: Sql) => Promise<T>): Promise<T> {
+    const deadline = Date.now() + timeoutMs;
+    const release = await this.storage.gate.enter(this.slug, deadline);
+    try {
+      const sql = await openSession(this.storage, this.slug, true);
+      const handle: UntrustedHandle = {
+        sql,
+        interrupt: () => sql.interrupt(),
+        release: () => void sql.release(),
+        abandon: () => {
+          if (!sql.settled) {
+            // Still running past the grace: only killing the process stops DuckDB now.
+            this.storage.gate.strike(this.slug);
+            this.storage.kill(`org "${this.slug}"'s query ran past its ${timeoutMs} ms deadline and could not be interrupted`, sql.generation, true);
+          } else void sql.release(true);
+        },
+      };
+      const budget = Math.max(1, deadline - Date.now());
+      return await withDeadline(handle, budget, work).catch((error: unknown) => {
+        throw error instanceof QueryTimeout && budget < timeoutMs / 2 ? new SandboxBusy('The query waited too long for a free slot to finish in its time; try again in a second.') : error;
+      });
+    } finally {
+      release();
+    }
+  }
+
+  all<T = Row>(sql: string, params: Params = []): Promise<T[]> {
+    return this.storage.call<T[]>({ op: 'all', db: this.slug, sql, params: paramsToWire(params) });
+  }
+
+  run(sql: string, params: Params = []): Promise<void> {
+    return this.storage.call({ op: 'run', db: this.slug, sql, params: paramsToWire(params) });
+  }
+
+  /** The process's pool closes org databases; one org's handle does not. */
+  async close(): Promise<void> {}
+}
+
+/** A session: a connection held in the process that opened it. */
+class ProcessSql implements Sql {
+  /** Statements sent and not answered yet. */
+  private inFlight = 0;
+
+  constructor(
+    private readonly storage: StorageCalls,
+    private readonly session: number,
+    readonly generation: number,
+  ) {}
+
+  /** No statement of this session is running in the storage process now. */
+  get settled(): boolean {
+    return this.inFlight === 0 || this.storage.generation !== this.generation;
+  }
+
+  /** Gives the connection back (`discard`: an untrusted one is closed, not reused). */
+  release(discard = false): Promise<void> {
+    return this.storage.call<void>({ op: discard ? 'abandon' : 'release', session: this.session }, this.generation).catch(() => undefined);
+  }
+
+  run(sql: string, params: Params = []): Promise<void> {
+    return this.send({ op: 'run', sql, params: paramsToWire(params), session: this.session });
+  }
+
+  all<T = Row>(sql: string, params: Params = []): Promise<T[]> {
+    return this.send<T[]>({ op: 'all', sql, params: paramsToWire(params), session: this.session });
+  }
+
+  /** A page of rows per message, as for reads (storage-protocol.ts, READ_PAGE_ROWS): the event loop runs between them. */
+  async append<T>(target: AppendTarget, rows: readonly T[], write: (appender: RowAppender, row: T) => void): Promise<void> {
+    for (let from = 0; from < rows.length || from === 0; from += READ_PAGE_ROWS) {
+      await this.send({ op: 'append', session: this.session, target, rows: recordRows(rows.slice(from, from + READ_PAGE_ROWS), write) });
+    }
+  }
+
+  async read<T = Row>(sql: string, params: Params, maxRows: number): Promise<RowPage<T>> {
+    let page = await this.send<ReadPage>({ op: 'read', session: this.session, sql, params: paramsToWire(params), maxRows });
+    const rows = page.rows as T[];
+    while (page.more) {
+      page = await this.send<ReadPage>({ op: 'read-more', session: this.session });
+      for (const row of page.rows as T[]) rows.push(row);
+    }
+    return { rows, truncated: page.truncated };
+  }
+
+  columnNames(sql: string): Promise<string[]> {
+    return this.send<string[]>({ op: 'columns', session: this.session, sql });
+  }
+
+  private async send<T>(call: Call): Promise<T> {
+    this.inFlight++;
+    try {
+      return await this.storage.call<T>(call, this.generation);
+    } finally {
+      this.inFlight--;
+    }
+  }
+
+  interrupt(): void {
+    this.storage.send({ type: 'interrupt', session: this.session }, this.generation);
+  }
+}

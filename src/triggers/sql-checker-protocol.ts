@@ -1,0 +1,15 @@
+/** Messages between the service (sql-checker.ts) and a checker process (sql-check-process.ts). */
+import type { CheckedSql, QueryKind } from './sql-guard.js';
+
+export type CheckerRequest =
+  | { type: 'init'; memoryLimit: string }
+  | { type: 'check'; id: number; org: string; kind: QueryKind; source: string }
+  /** Stops the check running now (DuckDB stops between vectors; a folded constant may not stop). */
+  | { type: 'interrupt' };
+
+export type CheckerReply =
+  | { type: 'ready' }
+  | { type: 'checked'; id: number; checked: CheckedSql }
+  | { type: 'refused'; id: number; reason: string }
+  /** DuckDB failed on the SQL otherwise than by refusing it (out of memory while parsing it, say). */
+  | { type: 'failed'; id: number; message: string };
