@@ -4,7 +4,7 @@
  * Never used for bench/results/collect.json.
  *   materializer   the profile refresh after each compaction commit (ProfileMaterializer.refresh) does nothing
  */
-import { ProfileMaterializer } from '../src/profiles/profile-materializer.js';
+import { ProfileMaterializer } from '../src/events/profiles/profile-materializer.js';
 
 const parts = new Set((process.env.BENCH_ABLATE ?? '').split(',').filter(Boolean));
 for (const part of parts) {

@@ -15,8 +15,8 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { buildApp } from '../src/app.js';
-import { readConfig } from '../src/config.js';
-import { createContext } from '../src/context.js';
+import { readConfig } from '../src/core/config.js';
+import { createContext } from '../src/core/context.js';
 import { LocalDatabase } from '../src/db/database.js';
 import { applyOrgSchema } from '../src/storage/migrate.js';
 

@@ -48,11 +48,11 @@ export interface ProfileSummary {
 
 /** The first matching rule wins, looking at every frame of the sample's stack. */
 const ACTIVITIES: Array<[string, RegExp]> = [
-  // Before compaction: the lookup's ProfileIndex.find lives in src/profiles/ too.
-  ['audience API handler (src/audience, src/tokens, src/ratelimit)', /\/src\/(audience|tokens|ratelimit)\//],
-  ['compaction (src/compaction, src/profiles, src/db, duckdb)', /\/src\/(compaction|profiles|db)\/|@duckdb\//],
-  ['log append (src/log: group commit, avro, frame write, fdatasync)', /\/src\/log\//],
-  ['collect handler (src/collect, src/orgs)', /\/src\/(collect|orgs)\//],
+  // Before compaction: the lookup's ProfileIndex.find lives in src/events/profiles/ too.
+  ['audience API handler (src/routes/audience, src/control, src/ratelimit)', /\/src\/(routes\/audience|control|ratelimit)\//],
+  ['compaction (src/events/compaction, src/events/profiles, src/db, duckdb)', /\/src\/(events\/compaction|events\/profiles|db)\/|@duckdb\//],
+  ['log append (src/events/log: group commit, avro, frame write, fdatasync)', /\/src\/events\/log\//],
+  ['collect handler (src/routes/http, src/events/collect)', /\/src\/(routes\/http|events\/collect)\//],
   ['metrics (prom-client)', /prom-client\//],
   ['http + fastify (parse, route, hooks, reply, sockets)', /fastify\/|secure-json-parse|node:_http|node:net|\/src\/http\/|pino|find-my-way|light-my-request|stream_base/],
 ];

@@ -71,7 +71,7 @@ const SETTLED_CORES = 0.1;
 const SETTLE_MS = 30_000;
 /**
  * Seconds in a row our processes must stay below SETTLED_CORES: the shard defers profile refreshes up
- * to 5 s while it has a backlog (src/compaction), then publishes them, and the api processes apply them.
+ * to 5 s while it has a backlog (src/events/compaction), then publishes them, and the api processes apply them.
  */
 const SETTLED_SECONDS = 2;
 const SETTLED_SECONDS_AFTER_COLLECT = 6;

@@ -4,8 +4,8 @@
  */
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { EmbeddedLog } from '../src/log/embedded-log.js';
-import { decodeRecord } from '../src/log/record-codec.js';
+import { EmbeddedLog } from '../src/events/log/embedded-log.js';
+import { decodeRecord } from '../src/events/log/record-codec.js';
 
 export interface LogCounts {
   records: number;

@@ -1,5 +1,5 @@
 -- One sample row behind each relation trigger and segment SQL reads, in the in-memory databases where
--- SQL is checked (src/triggers/sql-check-process.ts), never in an org's own database. A checked query
+-- SQL is checked (src/reactions/triggers/sql-check-process.ts), never in an org's own database. A checked query
 -- is run once over them: what a row costs it (a huge constant, a quadratic string function) is then
 -- paid in the checker, within the org's memory share and the check's deadline, not by the storage
 -- process every org shares. $org is the org's slug, $now the check's time.

@@ -1,5 +1,5 @@
 -- The contact profile (SPEC 6.1): one row per (org, contact e-mail).
--- Applied when an org's file is opened (src/storage/migrate.ts). Served from memory: src/profiles/ materializes the rows of
+-- Applied when an org's file is opened (src/storage/migrate.ts). Served from memory: src/events/profiles/ materializes the rows of
 -- contacts that changed after each compaction batch, so a lookup never scans events.
 -- Sources: imported contacts, identify and registration traits (per field, the latest observation
 -- wins), complete_transaction events, flow sends (delivered sends are campaigns received, and delivered

@@ -69,7 +69,7 @@ CREATE TABLE IF NOT EXISTS quarantine (
 -- One row per environment and event type, for GET …/events/types: events stored, the latest received,
 -- and the property keys seen with their JSON types (JSON {key: [types]}, at most 100 keys of at most 128
 -- characters, properties_truncated when a type had more). The compactor folds newly visible events in
--- every few seconds (src/compaction/fold-event-types.ts); the admin API adds the events not folded yet,
+-- every few seconds (src/events/compaction/fold-event-types.ts); the admin API adds the events not folded yet,
 -- and retention subtracts the events it deletes, so a type reads as a GROUP BY over events would.
 CREATE TABLE IF NOT EXISTS event_types (
   environment           VARCHAR NOT NULL,
@@ -88,7 +88,7 @@ CREATE TABLE IF NOT EXISTS event_types_folded (
 
 -- Per-contact aggregates of production events (SPEC 6.1 fields), so a profile reads rows of its own
 -- contact instead of every event of the org. The compactor folds newly visible events in every few
--- seconds (src/compaction/fold-contact-activity.ts); profiles combine these rows with the events not
+-- seconds (src/events/compaction/fold-contact-activity.ts); profiles combine these rows with the events not
 -- folded yet (macros in profiles.sql), so they are exact whenever the fold last ran.
 -- Each trait column keeps the latest non-null observation, with the time it was observed.
 CREATE TABLE IF NOT EXISTS contact_activity (

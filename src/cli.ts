@@ -12,7 +12,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { parseArgs } from 'node:util';
-import { serviceVersion } from './paths.js';
+import { serviceVersion } from './core/paths.js';
 
 const USAGE = `usage: audience <command> [options]
 
@@ -206,9 +206,9 @@ async function backup(dir: string): Promise<void> {
 
 /** Offline: the backup in `dir` (a folder or an archive) into this machine's DATA_DIR (and QUERIES_DIR, control plane). */
 async function restore(dir: string): Promise<void> {
-  const { ConfigError, readConfig } = await import('./config.js');
+  const { ConfigError, readConfig } = await import('./core/config.js');
   const { RestoreError, restoreBackup } = await import('./backup/restore.js');
-  const { DataDirInUseError } = await import('./data-dir-lock.js');
+  const { DataDirInUseError } = await import('./core/data-dir-lock.js');
   try {
     const report = await restoreBackup(dir, readConfig(process.env), { resetLogPositions: opts['reset-log-positions'] === true });
     console.log(JSON.stringify(report, null, 2));

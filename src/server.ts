@@ -6,12 +6,12 @@
  */
 import type { Server } from 'node:http';
 import { buildApp } from './app.js';
-import { ConfigError, readConfig } from './config.js';
-import { DataDirInUseError } from './data-dir-lock.js';
-import { LogBehindError, LogUnavailableError } from './log/types.js';
+import { ConfigError, readConfig } from './core/config.js';
+import { DataDirInUseError } from './core/data-dir-lock.js';
+import { LogBehindError, LogUnavailableError } from './events/log/types.js';
 import { ControlUnavailableError } from './control/types.js';
 import { listenMetrics } from './ops/metrics-server.js';
-import { SERVICE_THREAD_POOL_SIZE, threadPoolHasAtLeast } from './threadpool.js';
+import { SERVICE_THREAD_POOL_SIZE, threadPoolHasAtLeast } from './core/threadpool.js';
 
 async function main(): Promise<void> {
   if (!(await threadPoolHasAtLeast(SERVICE_THREAD_POOL_SIZE))) {

@@ -1,6 +1,6 @@
 /** Config is read once from the environment; a bad value names its variable. */
 import t from 'tap';
-import { ConfigError, readConfig } from '../src/config.js';
+import { ConfigError, readConfig } from '../src/core/config.js';
 
 t.test('defaults', async (t) => {
   const c = readConfig({});

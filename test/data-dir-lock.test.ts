@@ -9,7 +9,7 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import t from 'tap';
 import { ADMIN_KEY, customEvent, startTestApp } from './helpers/app.js';
 import { createOrgOverHttp, freePort, spawnServer } from './helpers/server-process.js';
-import { DataDirInUseError, LOCK_FILE } from '../src/data-dir-lock.js';
+import { DataDirInUseError, LOCK_FILE } from '../src/core/data-dir-lock.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 

@@ -6,7 +6,7 @@
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import t from 'tap';
-import { projectRoot } from '../src/paths.js';
+import { projectRoot } from '../src/core/paths.js';
 
 const markdownFiles = (dir: string): string[] =>
   readdirSync(dir).flatMap((name) => {

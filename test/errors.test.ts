@@ -5,8 +5,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
-import { errorCatalog } from '../src/errors.js';
-import { projectRoot } from '../src/paths.js';
+import { errorCatalog } from '../src/core/errors.js';
+import { projectRoot } from '../src/core/paths.js';
 import { startTestApp } from './helpers/app.js';
 
 const docs = readFileSync(join(projectRoot, 'docs', 'errors.md'), 'utf8');

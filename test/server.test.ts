@@ -10,8 +10,8 @@ import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { ADMIN_KEY } from './helpers/app.js';
 import { freePort } from './helpers/free-port.js';
-import { LOCK_FILE } from '../src/data-dir-lock.js';
-import { JetStreamLog } from '../src/log/jetstream-log.js';
+import { LOCK_FILE } from '../src/core/data-dir-lock.js';
+import { JetStreamLog } from '../src/events/log/jetstream-log.js';
 import { HIGH_WATER_FILE } from '../src/storage/checkpoint.js';
 import { hasNatsServerBinary, startNatsServer } from './helpers/nats-server.js';
 

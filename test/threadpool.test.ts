@@ -1,5 +1,5 @@
 /**
- * The check that libuv's pool really has the threads a process relies on (src/threadpool.ts): exact, not
+ * The check that libuv's pool really has the threads a process relies on (src/core/threadpool.ts): exact, not
  * timed, in real processes started with a given UV_THREADPOOL_SIZE, and the storage process refuses to
  * start when the pool it got is smaller than the one it needs.
  */
@@ -7,13 +7,13 @@ import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
-import { SINGLE_SHARD } from '../src/storage/shard.js';
+import { SINGLE_SHARD } from '../src/core/shard.js';
 import { StorageProcess } from '../src/storage/storage-client.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 
 function probe(poolSize: string, threads: number[]): boolean[] {
-  const script = `const { threadPoolHasAtLeast } = await import('./src/threadpool.ts'); const out = []; for (const n of ${JSON.stringify(threads)}) out.push(await threadPoolHasAtLeast(n, 1000)); console.log(JSON.stringify(out));`;
+  const script = `const { threadPoolHasAtLeast } = await import('./src/core/threadpool.ts'); const out = []; for (const n of ${JSON.stringify(threads)}) out.push(await threadPoolHasAtLeast(n, 1000)); console.log(JSON.stringify(out));`;
   const stdout = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: ROOT, env: { ...process.env, UV_THREADPOOL_SIZE: poolSize }, encoding: 'utf8' });
   return JSON.parse(stdout) as boolean[];
 }

@@ -7,7 +7,7 @@
  */
 import { RequestError, TimeoutError, type NatsConnection } from '@nats-io/transport-node';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { AppError } from '../errors.js';
+import { AppError } from '../core/errors.js';
 import { adminSubject, orgOfDatabasePath } from './admin-subject.js';
 import { readBody } from './read-body.js';
 import { DEFAULT_MAX_PAYLOAD, decodeAnswer, encodeRequest, natsHeaderBytes } from './relay-message.js';

@@ -4,12 +4,19 @@
  * so a NATS client without it reaches no route even if the app were wired without `adminAuth`.
  */
 import type { FastifyBaseLogger, FastifyInstance, HTTPMethods } from 'fastify';
-import { RELAYED_CALL_ADDRESS } from '../admin/admin-auth.js';
-import { AppError } from '../errors.js';
+import { AppError } from '../core/errors.js';
 import { bearerToken } from '../http/bearer.js';
 import { problemBody } from '../http/problem.js';
-import { matchesHash } from '../orgs/secrets.js';
+import { matchesHash } from '../core/secrets.js';
 import { orgOfDatabasePath } from './admin-subject.js';
+
+/**
+ * The socket address of an admin call a storage shard replays from the relay (below,
+ * through inject()). No TCP peer has it, and X-Forwarded-For cannot fake it (it is the socket's, not
+ * `request.ip`). Its key was checked before the replay, and its address is not the client's: counting
+ * it would let failures on one shard throttle every client of every api process.
+ */
+export const RELAYED_CALL_ADDRESS = 'nats-relay';
 import type { RelayAnswer, RelayRequest } from './relay-message.js';
 
 export interface ReplayDeps {

@@ -12,7 +12,7 @@
 import { type Service, type ServiceMsg, Svcm } from '@nats-io/services';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
-import { AppError } from '../errors.js';
+import { AppError } from '../core/errors.js';
 import { adminSubject } from './admin-subject.js';
 import {
   DEFAULT_MAX_PAYLOAD,

@@ -4,7 +4,7 @@
  * creator, revoked by id, last 3 or creator).
  */
 import { type FormEvent, type ReactNode, useState } from 'react';
-import { DEFAULT_PROFILE_FIELDS } from '../profiles/profile-fields';
+import { DEFAULT_PROFILE_FIELDS } from '../core/profile-fields';
 import { api, type ApiError, seg } from './api';
 import type { Org } from './orgs-page';
 import { asApiError, CopyButton, ErrorBox, Status, Time, useRequest } from './ui';

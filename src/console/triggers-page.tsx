@@ -4,7 +4,7 @@
  * leaves the last good one live).
  */
 import { type FormEvent, type ReactNode, useState } from 'react';
-import { DEFAULT_PROFILE_FIELDS } from '../profiles/profile-fields';
+import { DEFAULT_PROFILE_FIELDS } from '../core/profile-fields';
 import { api, type ApiError, asPage, cursorParam, seg } from './api';
 import { go, href } from './route';
 import { SqlEditor } from './sql-editor';

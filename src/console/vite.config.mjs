@@ -1,4 +1,4 @@
-// The console's build: src/console → dist/console, served at /console/ by src/admin/console-routes.ts.
+// The console's build: src/console → dist/console, served at /console/ by src/routes/console.ts.
 // React's JSX is compiled by Vite's own esbuild (no plugin); everything is bundled, nothing is fetched
 // from another host at run time.
 import { fileURLToPath } from 'node:url';

@@ -3,7 +3,7 @@
  * (which may refuse by throwing an AppError), write it at the revision read; when another process wrote
  * in between, read again. An unreachable control plane answers 503 and says the change may have been made.
  */
-import { AppError } from '../errors.js';
+import { AppError } from '../core/errors.js';
 import { type ControlDocuments, type ControlEntry, ControlConflictError, ControlUnavailableError } from './types.js';
 
 /**

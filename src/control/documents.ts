@@ -1,5 +1,5 @@
 /** The shapes of the control plane's documents (types.ts: `orgKey`, `tokensKey`). Times are epoch ms. */
-import type { Environment } from '../domain.js';
+import type { Environment } from '../core/domain.js';
 import type { Org } from '../generated/org.js';
 
 /** `org.<slug>`: the org's settings and both partner credentials, written together so a create is atomic. */

@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { LocalDatabase } from '../db/database.js';
 import type { Database } from '../db/sql.js';
-import { pipelinesDir } from '../paths.js';
+import { pipelinesDir } from '../core/paths.js';
 import { migrateControlTables } from './migrate-control-tables.js';
 import { type ControlDocuments, type ControlEntry, ControlConflictError } from './types.js';
 

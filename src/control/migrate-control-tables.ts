@@ -4,7 +4,7 @@
  * tables, and the next start converts them again).
  */
 import type { Database, Sql } from '../db/sql.js';
-import type { Environment } from '../domain.js';
+import type { Environment } from '../core/domain.js';
 import type { Org } from '../generated/org.js';
 import type { OrgDocument, StoredCredential, StoredToken, TokensDocument } from './documents.js';
 import { orgKey, tokensKey } from './types.js';

@@ -1,7 +1,8 @@
 /** Picks the control plane's backend: a JetStream KV bucket in NATS mode, else DATA_DIR/control.duckdb. */
 import { existsSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
-import { type Config, natsSecurity } from '../config.js';
+import type { Config } from '../core/config.js';
+import { natsSecurity } from '../nats/nats-client.js';
 import { CONTROL_FILE, DuckDbDocuments } from './duckdb-documents.js';
 import { KvDocuments } from './kv-documents.js';
 import { type ControlDocuments, type ControlEntry, ControlConflictError } from './types.js';

@@ -8,7 +8,7 @@
  * database on the caller's own thread (STORAGE_PROCESS=inline, tests) the connection is never used again
  * and is closed once DuckDB returns.
  */
-import { AppError } from '../errors.js';
+import { AppError } from '../core/errors.js';
 import type { Sql } from './sql.js';
 
 /** How long an interrupted query may take to stop before its connection is given up. */

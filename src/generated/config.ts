@@ -1,7 +1,7 @@
 /* Generated from schemas/ by src/tools/generate-types.ts (npm run types). Do not edit. */
 
 /**
- * Service configuration, read once from the environment at start (src/config.ts).
+ * Service configuration, read once from the environment at start (src/core/config.ts).
  */
 export interface Config {
   /**

@@ -10,7 +10,7 @@
 import { maxHeaderSize } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { AppError } from '../errors.js';
+import { AppError } from '../core/errors.js';
 import { sendProblem, toAppError } from './problem.js';
 import { answerAndClose, rawProblemResponse } from './raw-problem.js';
 import { generateRequestId } from './request-id.js';

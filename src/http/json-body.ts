@@ -5,7 +5,7 @@
  * lost the event. No real event comes close to the limit (ours nest 4–5 levels).
  */
 import type { FastifyInstance } from 'fastify';
-import { AppError } from '../errors.js';
+import { AppError } from '../core/errors.js';
 
 /** Objects and arrays nested deeper than this are refused (`{}` is depth 1). */
 export const MAX_JSON_DEPTH = 64;

@@ -3,8 +3,8 @@
  * 5xx answers never carry internals; the cause is logged instead.
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { AppError, type ErrorCode, errorCatalog } from '../errors.js';
-import { toProblemDetails } from '../schemas.js';
+import { AppError, type ErrorCode, errorCatalog } from '../core/errors.js';
+import { toProblemDetails } from '../core/schemas.js';
 
 /** Fastify's own parser/limit errors, mapped to catalog codes. */
 const fastifyCodes: Record<string, ErrorCode> = {

@@ -4,7 +4,7 @@
  */
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { AppError } from '../errors.js';
+import type { AppError } from '../core/errors.js';
 import { problemBody } from './problem.js';
 
 /**

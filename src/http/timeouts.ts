@@ -4,7 +4,7 @@
  * turns off) let 3,000 slow-body connections stay open indefinitely.
  */
 import type { ServerOptions } from 'node:http';
-import type { Config } from '../config.js';
+import type { Config } from '../core/config.js';
 
 /** Node checks the header and request timeouts on this interval (its default is 30 s, so a 10 s
  *  timeout could take 40 s to act); a pass over the open connections costs microseconds. */

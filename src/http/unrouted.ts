@@ -10,7 +10,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
-import { AppError } from '../errors.js';
+import { AppError } from '../core/errors.js';
 import { sendProblem } from './problem.js';
 import { answerAndClose, rawProblemResponse } from './raw-problem.js';
 import { generateRequestId } from './request-id.js';

@@ -3,6 +3,7 @@ import { jetstream } from '@nats-io/jetstream';
 import { type KV, Kvm } from '@nats-io/kv';
 import { readFileSync } from 'node:fs';
 import { type ConnectionOptions, connect, credsAuthenticator, type NatsConnection } from '@nats-io/transport-node';
+import type { Config } from '../core/config.js';
 
 /** How the service proves itself to NATS and checks the server: NATS_CREDS, NATS_USER/NATS_PASSWORD, NATS_TLS_*. */
 export interface NatsSecurity {
@@ -51,4 +52,18 @@ export async function whileElecting<T>(work: () => Promise<T>, withinMs = 60_000
       await new Promise((r) => setTimeout(r, 500));
     }
   }
+}
+
+/** What every NATS connection of the service authenticates and verifies with. */
+export function natsSecurity(config: Config): NatsSecurity {
+  const tls = {
+    ...(config.natsTlsCa ? { caFile: config.natsTlsCa } : {}),
+    ...(config.natsTlsCert ? { certFile: config.natsTlsCert } : {}),
+    ...(config.natsTlsKey ? { keyFile: config.natsTlsKey } : {}),
+  };
+  return {
+    ...(config.natsCreds ? { credsFile: config.natsCreds } : {}),
+    ...(config.natsUser !== undefined ? { user: config.natsUser, password: config.natsPassword ?? '' } : {}),
+    ...(Object.keys(tls).length > 0 ? { tls } : {}),
+  };
 }

@@ -6,8 +6,8 @@
  */
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { schemasDir } from '../paths.js';
-import { SCHEMA_BASE } from '../schemas.js';
+import { schemasDir } from '../core/paths.js';
+import { SCHEMA_BASE } from '../core/schemas.js';
 
 /** Service configuration is not part of the HTTP API. */
 const NOT_API = new Set(['config']);

@@ -3,8 +3,8 @@
  * process learns the collect endpoints too), from the operation table and the schemas of schemas/.
  * Built once per process, on first request.
  */
-import { type ErrorCode, errorCatalog } from '../errors.js';
-import { serviceVersion } from '../paths.js';
+import { type ErrorCode, errorCatalog } from '../core/errors.js';
+import { serviceVersion } from '../core/paths.js';
 import { schemaComponents } from './components.js';
 import { type Auth, type Operation, operations } from './operations.js';
 

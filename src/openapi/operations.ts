@@ -3,8 +3,8 @@
  * what it answers and which problem codes it can answer with. test/ops/openapi.test.ts fails when a
  * registered route is missing here, so a new route comes with its entry.
  */
-import { PAGE_BYTES, PAGE_LIMITS } from '../admin/paging.js';
-import type { ErrorCode } from '../errors.js';
+import { PAGE_BYTES, PAGE_LIMITS } from '../db/paging.js';
+import type { ErrorCode } from '../core/errors.js';
 import { componentRef } from './components.js';
 
 export type Auth = 'none' | 'partner' | 'audienceToken' | 'adminKey';

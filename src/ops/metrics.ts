@@ -1,6 +1,5 @@
 /** Prometheus metrics (SPEC 9), one registry per app instance (no module-level singletons). */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { MetricUpdate } from '../storage/storage-protocol.js';
 
 export function createMetrics() {
   const registry = new Registry();
@@ -150,6 +149,14 @@ export function registerScrapedGauge(metrics: Metrics, name: string, help: strin
     },
   });
 }
+
+/** A metric the storage process reports to the service's registry (over its IPC channel). */
+export type MetricUpdate =
+  | { metric: 'compactionBatchSeconds'; seconds: number }
+  | { metric: 'eventsQuarantined'; code: string }
+  | { metric: 'duplicatesDropped'; count: number }
+  | { metric: 'compactionLag'; records: number }
+  | { metric: 'compactionLagSeconds'; seconds: number };
 
 /** A metric update the storage worker's compactor sent, applied to this thread's registry. */
 export function applyMetric(metrics: Metrics, update: MetricUpdate): void {

@@ -4,7 +4,7 @@
  * memory per process. Two limiters, so a flood of failed authentications cannot evict the orgs' keys.
  */
 import { Redis, type RedisOptions } from 'ioredis';
-import type { Clock } from '../context.js';
+import type { Clock } from '../core/context.js';
 import type { Metrics } from '../ops/metrics.js';
 import { FallbackLimiter } from './fallback-limiter.js';
 import { GcraLimiter } from './gcra-limiter.js';

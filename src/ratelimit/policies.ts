@@ -1,5 +1,5 @@
 /** The named rate-limit policies of the Audience API (SPEC 6.2). */
-import { AppError } from '../errors.js';
+import { AppError } from '../core/errors.js';
 import type { RatePolicy } from './types.js';
 
 /** Per org, shared by all its tokens: the org's `rateLimit` per second, with a burst of the same size. */

@@ -7,30 +7,30 @@
  */
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { FastifyInstance } from 'fastify';
-import { adminAuth } from '../admin/admin-auth.js';
-import { registerContactRoute } from '../admin/contact-route.js';
-import { registerInspectRoutes } from '../admin/inspect-routes.js';
-import { registerOrgRoutes } from '../admin/org-routes.js';
-import { registerContactsRoute } from '../audience/contacts-route.js';
-import { registerBackupRoutes } from '../backup/backup-routes.js';
+import { adminAuth } from '../routes/admin/auth.js';
+import { registerContactRoute } from '../routes/admin/orgs/contacts.js';
+import { registerInspectRoutes } from '../routes/admin/orgs/events.js';
+import { registerOrgRoutes } from '../routes/admin/orgs.js';
+import { registerContactsRoute } from '../routes/audience/contacts.js';
+import { registerBackupRoutes } from '../routes/admin/backup.js';
 import { relayOrgAdmin } from '../cluster/relay-org-admin.js';
 import { registerRelayRoutes } from '../cluster/relay-routes.js';
-import type { Config } from '../config.js';
-import type { Context } from '../context.js';
+import type { Config } from '../core/config.js';
+import type { Context } from '../core/context.js';
 import type { ControlDocuments } from '../control/types.js';
-import { registerFlowRoutes } from '../flows/flow-routes.js';
-import type { LogBackend } from '../log/types.js';
+import { registerFlowRoutes } from '../routes/admin/orgs/flows.js';
+import type { LogBackend } from '../events/log/types.js';
 import type { Metrics } from '../ops/metrics.js';
-import type { AdminKey } from '../orgs/admin-key.js';
-import type { OrgStore } from '../orgs/org-store.js';
-import { registerImportRoutes } from '../profiles/import-routes.js';
-import type { ProfileIndex } from '../profiles/profile-index.js';
+import type { AdminKey } from '../control/admin-key.js';
+import type { OrgStore } from '../control/org-store.js';
+import { registerImportRoutes } from '../routes/admin/orgs/contacts-import.js';
+import type { ProfileIndex } from '../events/profiles/profile-index.js';
 import { GcraLimiter } from '../ratelimit/gcra-limiter.js';
 import type { RateLimiters } from '../ratelimit/open-rate-limiters.js';
 import type { RateLimiter } from '../ratelimit/types.js';
-import { registerTokenRoutes } from '../tokens/token-routes.js';
-import type { TokenStore } from '../tokens/token-store.js';
-import { registerTriggerRoutes } from '../triggers/trigger-routes.js';
+import { registerTokenRoutes } from '../routes/admin/orgs/tokens.js';
+import type { TokenStore } from '../control/token-store.js';
+import { registerTriggerRoutes } from '../routes/admin/orgs/triggers.js';
 import type { StorageRole } from './storage-role.js';
 
 export interface AdminApiDeps {

@@ -4,12 +4,12 @@
  * collectors can run against one JetStream stream.
  */
 import type { FastifyInstance } from 'fastify';
-import { registerCollectRoutes } from '../collect/collect-routes.js';
-import type { Context } from '../context.js';
-import { GroupCommitter } from '../log/group-commit.js';
-import type { LogBackend } from '../log/types.js';
+import { registerCollectRoutes } from '../routes/http/collect.js';
+import type { Context } from '../core/context.js';
+import { GroupCommitter } from '../events/log/group-commit.js';
+import type { LogBackend } from '../events/log/types.js';
 import type { Metrics } from '../ops/metrics.js';
-import type { PartnerRegistry } from '../orgs/partner-registry.js';
+import type { PartnerRegistry } from '../control/partner-registry.js';
 
 export function registerCollectorRole(app: FastifyInstance, deps: { ctx: Context; log: LogBackend; registry: PartnerRegistry; metrics: Metrics }): GroupCommitter {
   const committer = new GroupCommitter(deps.log, { onWrite: (seconds) => deps.metrics.logAppendSeconds.observe(seconds) });

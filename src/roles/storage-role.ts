@@ -4,33 +4,33 @@
  * `start` loads the owned orgs and sets everything going; the stop steps run in app.ts's close order.
  */
 import type { FastifyBaseLogger } from 'fastify';
-import type { Config } from '../config.js';
-import type { Context } from '../context.js';
-import { openChannels } from '../channels/open-channels.js';
-import { resolveWebhookSigningKey } from '../channels/webhook-signing.js';
-import { FlowRunner } from '../flows/flow-runner.js';
-import { FlowStore } from '../flows/flow-store.js';
-import { SendDispatcher } from '../flows/send-dispatcher.js';
-import { TemplateRenderer } from '../flows/template-renderer.js';
-import { EmbeddedLog } from '../log/embedded-log.js';
-import { JetStreamLog } from '../log/jetstream-log.js';
-import type { LogBackend } from '../log/types.js';
+import type { Config } from '../core/config.js';
+import type { Context } from '../core/context.js';
+import { openChannels } from '../reactions/channels/open-channels.js';
+import { resolveWebhookSigningKey } from '../reactions/channels/webhook-signing.js';
+import { FlowRunner } from '../reactions/flows/flow-runner.js';
+import { FlowStore } from '../reactions/flows/flow-store.js';
+import { SendDispatcher } from '../reactions/flows/send-dispatcher.js';
+import { TemplateRenderer } from '../reactions/flows/template-renderer.js';
+import { EmbeddedLog } from '../events/log/embedded-log.js';
+import { JetStreamLog } from '../events/log/jetstream-log.js';
+import type { LogBackend } from '../events/log/types.js';
 import { type Metrics, applyMetric, registerOrgDatabasesGauge, registerScrapedGauge } from '../ops/metrics.js';
-import type { OrgStore } from '../orgs/org-store.js';
-import { ContactStore } from '../profiles/contact-store.js';
-import type { ProfileFeed } from '../profiles/profile-feed.js';
-import type { ProfileIndex } from '../profiles/profile-index.js';
-import { ProfileMaterializer } from '../profiles/profile-materializer.js';
-import { ProfileRefresher } from '../profiles/profile-refresher.js';
+import type { OrgStore } from '../control/org-store.js';
+import { ContactStore } from '../events/profiles/contact-store.js';
+import type { ProfileFeed } from '../events/profiles/profile-feed.js';
+import type { ProfileIndex } from '../events/profiles/profile-index.js';
+import { ProfileMaterializer } from '../events/profiles/profile-materializer.js';
+import { ProfileRefresher } from '../events/profiles/profile-refresher.js';
 import { writeOrgSettings } from '../storage/migrate.js';
 import { openStorage, orgMemoryShare, type Storage } from '../storage/open-storage.js';
-import { OrgUnavailable, REOPEN_DAMAGED_AFTER_SECONDS } from '../storage/org-storage.js';
+import { OrgUnavailable, REOPEN_DAMAGED_AFTER_SECONDS } from '../core/unavailable.js';
 import { type RetentionPolicy, sweepExpired } from '../storage/retention.js';
-import { ownsOrg } from '../storage/shard.js';
-import { PeriodicTask } from '../periodic-task.js';
+import { ownsOrg } from '../core/shard.js';
+import { PeriodicTask } from '../core/periodic-task.js';
 import { SINGLE_FILE, SPLIT_SUFFIX, splitSingleFile } from '../storage/split-single-file.js';
-import { SqlChecker } from '../triggers/sql-checker.js';
-import { TriggerStore } from '../triggers/trigger-store.js';
+import { SqlChecker } from '../reactions/triggers/sql-checker.js';
+import { TriggerStore } from '../reactions/triggers/trigger-store.js';
 
 /** How often QUERIES_DIR is read for changed trigger and segment files. */
 const QUERIES_POLL_MS = 1000;

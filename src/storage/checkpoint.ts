@@ -16,7 +16,7 @@ import { constants, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { ORGS_DIR } from './org-databases.js';
-import { syncDirectory } from '../sync-directory.js';
+import { syncDirectory } from '../core/sync-directory.js';
 
 /** In DATA_DIR/orgs. */
 export const CHECKPOINT_FILE = 'log.checkpoint';

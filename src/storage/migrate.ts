@@ -5,9 +5,9 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { pipelinesDir } from '../paths.js';
-import { foldContactActivity } from '../compaction/fold-contact-activity.js';
-import { foldEventTypes } from '../compaction/fold-event-types.js';
+import { pipelinesDir } from '../core/paths.js';
+import { foldContactActivity } from '../events/compaction/fold-contact-activity.js';
+import { foldEventTypes } from '../events/compaction/fold-event-types.js';
 import type { Database } from '../db/sql.js';
 
 /** The statements of an org's database schema, in order: tables, then the macros and views over them. */

@@ -4,16 +4,17 @@
  * the rest of the service gets one Database per org and a Compaction with the same behaviour.
  */
 import { join } from 'node:path';
-import { type CommitReport, Compactor, type Compaction, type CompactorMetrics } from '../compaction/compactor.js';
-import { type Config, jetStreamOptions } from '../config.js';
-import { type Context, systemClock } from '../context.js';
-import { EmbeddedLog } from '../log/embedded-log.js';
-import type { LogBackend } from '../log/types.js';
+import { type CommitReport, Compactor, type Compaction, type CompactorMetrics } from '../events/compaction/compactor.js';
+import type { Config } from '../core/config.js';
+import { jetStreamOptions } from '../events/log/jetstream-log.js';
+import { type Context, systemClock } from '../core/context.js';
+import { EmbeddedLog } from '../events/log/embedded-log.js';
+import type { LogBackend } from '../events/log/types.js';
 import { CHECKPOINT_FILE, LogCheckpoint } from './checkpoint.js';
 import { type OrgDatabaseLimits, OrgDatabases, ORGS_DIR } from './org-databases.js';
 import { LocalOrgStorage, type OrgStorage } from './org-storage.js';
 import { StorageProcess } from './storage-client.js';
-import type { MetricUpdate } from './storage-protocol.js';
+import type { MetricUpdate } from '../ops/metrics.js';
 import { UNTRUSTED_LIMITS } from './untrusted-gate.js';
 
 /** An org database's memory limit is never set below this, however many may be open. */

@@ -12,7 +12,7 @@
 import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { LocalDatabase } from '../db/database.js';
-import { OrgUnavailable, REOPEN_DAMAGED_AFTER_SECONDS } from './org-storage.js';
+import { OrgUnavailable, REOPEN_DAMAGED_AFTER_SECONDS } from '../core/unavailable.js';
 import { UntrustedBudget } from '../db/untrusted.js';
 import { applyOrgSchema } from './migrate.js';
 

@@ -13,7 +13,7 @@
  *   read, and what campaigns_received and flow_variant_membership count.
  * 0 keeps forever.
  */
-import { forgetEvents } from '../compaction/fold-event-types.js';
+import { forgetEvents } from '../events/compaction/fold-event-types.js';
 import type { Database, Row, Sql } from '../db/sql.js';
 
 export interface RetentionPolicy {

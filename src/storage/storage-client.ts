@@ -13,16 +13,18 @@
  * process and never wait for the storage process.
  */
 import type { ChildProcess } from 'node:child_process';
-import type { CommitReport, Compaction } from '../compaction/compactor.js';
-import { SeqWaiters } from '../compaction/seq-waiters.js';
+import type { CommitReport, Compaction } from '../events/compaction/compactor.js';
+import { SeqWaiters } from '../events/compaction/seq-waiters.js';
 import type { Database } from '../db/sql.js';
 import { SandboxBusy } from '../db/untrusted.js';
-import type { SegmentLayout } from '../log/segments.js';
-import { type ChildProcessOptions, spawnProcess } from '../spawn-process.js';
-import type { Call, FromStorage, MetricUpdate, StorageProcessData, ToStorage, WireError } from './storage-protocol.js';
+import type { SegmentLayout } from '../events/log/segments.js';
+import { type ChildProcessOptions, spawnProcess } from '../core/spawn-process.js';
+import type { MetricUpdate } from '../ops/metrics.js';
+import type { Call, FromStorage, StorageProcessData, ToStorage, WireError } from './storage-protocol.js';
 import { OrgDeletedError } from './org-databases.js';
 import { ProcessDatabase, type StorageCalls } from './process-database.js';
-import { type OrgStorage, OrgUnavailable, StorageUnavailable } from './org-storage.js';
+import { OrgUnavailable, StorageUnavailable } from '../core/unavailable.js';
+import type { OrgStorage } from './org-storage.js';
 import { UntrustedGate } from './untrusted-gate.js';
 
 /** How long a call made while the process restarts waits for the new one before answering 503. */

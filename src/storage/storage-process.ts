@@ -8,19 +8,19 @@
  * new one, which replays from the log what was in flight. The service reaches DuckDB through
  * storage-client.ts with the same Database interface, so stores and routes do not know where the file is held.
  */
-import { Compactor, type CompactorMetrics } from '../compaction/compactor.js';
-import { createContext } from '../context.js';
-import { EmbeddedTail } from '../log/embedded-tail.js';
-import { JetStreamLog } from '../log/jetstream-log.js';
-import type { LogBackend } from '../log/types.js';
+import { Compactor, type CompactorMetrics } from '../events/compaction/compactor.js';
+import { createContext } from '../core/context.js';
+import { EmbeddedTail } from '../events/log/embedded-tail.js';
+import { JetStreamLog } from '../events/log/jetstream-log.js';
+import type { LogBackend } from '../events/log/types.js';
 import type { Sql } from '../db/sql.js';
-import { threadPoolHasAtLeast } from '../threadpool.js';
+import { threadPoolHasAtLeast } from '../core/threadpool.js';
 import { LogCheckpoint } from './checkpoint.js';
 import { OrgDatabases } from './org-databases.js';
 import { LocalOrgStorage } from './org-storage.js';
 import { type Call, type FromStorage, READ_PAGE_ROWS, type ReadPage, type StorageProcessData, type ToStorage, type WireError } from './storage-protocol.js';
 import { paramsFromWire, replayCells } from '../db/value-codec.js';
-import { liveWithParent } from '../spawn-process.js';
+import { liveWithParent } from '../core/spawn-process.js';
 
 type CompactorLog = Pick<LogBackend, 'openReader' | 'headSeq'> & { close(): Promise<void> };
 

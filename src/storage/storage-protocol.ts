@@ -1,11 +1,12 @@
 /** Messages between the service (storage-client.ts) and the storage process (storage-process.ts). */
-import type { CommitReport } from '../compaction/compactor.js';
-import type { JetStreamLogOptions } from '../log/jetstream-log.js';
-import type { LayoutChange, SegmentLayout } from '../log/segments.js';
+import type { CommitReport } from '../events/compaction/compactor.js';
+import type { JetStreamLogOptions } from '../events/log/jetstream-log.js';
+import type { LayoutChange, SegmentLayout } from '../events/log/segments.js';
 import type { AppendTarget } from '../db/sql.js';
 import type { OrgDatabaseLimits } from './org-databases.js';
-import type { Shard } from './shard.js';
+import type { Shard } from '../core/shard.js';
 import type { WireCell, WireParams } from '../db/value-codec.js';
+import type { MetricUpdate } from '../ops/metrics.js';
 
 export interface StorageProcessData {
   /** DATA_DIR/orgs: one DuckDB file per org. */
@@ -69,13 +70,6 @@ export type ToStorage =
   | { type: 'call'; id: number; call: Call }
   | { type: 'interrupt'; session: number }
   | { type: 'log-changed'; change: LayoutChange };
-
-export type MetricUpdate =
-  | { metric: 'compactionBatchSeconds'; seconds: number }
-  | { metric: 'eventsQuarantined'; code: string }
-  | { metric: 'duplicatesDropped'; count: number }
-  | { metric: 'compactionLag'; records: number }
-  | { metric: 'compactionLagSeconds'; seconds: number };
 
 /** An error as it crosses: name and message, and what OrgUnavailable / OrgDeletedError carry. */
 export interface WireError {

@@ -10,10 +10,10 @@ import { createWriteStream, existsSync, mkdirSync, readFileSync } from 'node:fs'
 import { join, resolve } from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
-import { resolveWebhookSigningKey } from '../channels/webhook-signing.js';
-import { createContext } from '../context.js';
-import { resolveAdminKey } from '../orgs/admin-key.js';
-import { projectRoot } from '../paths.js';
+import { resolveWebhookSigningKey } from '../reactions/channels/webhook-signing.js';
+import { createContext } from '../core/context.js';
+import { resolveAdminKey } from '../control/admin-key.js';
+import { projectRoot } from '../core/paths.js';
 
 const NODES = [
   { name: 'n1', port: 14222 },

@@ -5,7 +5,7 @@
 import { readdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { compileFromFile } from 'json-schema-to-typescript';
-import { projectRoot, schemasDir } from '../paths.js';
+import { projectRoot, schemasDir } from '../core/paths.js';
 
 const outDir = join(projectRoot, 'src', 'generated');
 const check = process.argv.includes('--check');

@@ -4,7 +4,7 @@
  * working and valid requests never use up the budget. On a manual clock, through inject().
  */
 import t from 'tap';
-import { ManualClock } from '../../src/context.js';
+import { ManualClock } from '../../src/core/context.js';
 import { ADMIN_AUTH_POLICY } from '../../src/ratelimit/policies.js';
 import { ADMIN_KEY, startTestApp, type TestApp } from '../helpers/app.js';
 

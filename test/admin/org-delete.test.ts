@@ -8,8 +8,8 @@ import { join } from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import t from 'tap';
-import { DEFAULT_STREAM, DEFAULT_SUBJECT } from '../../src/log/jetstream-log.js';
-import { DEFAULT_PROFILES_BUCKET } from '../../src/profiles/profile-feed.js';
+import { DEFAULT_STREAM, DEFAULT_SUBJECT } from '../../src/events/log/jetstream-log.js';
+import { DEFAULT_PROFILES_BUCKET } from '../../src/events/profiles/profile-feed.js';
 import { type OrgCredentials, type TestApp, customEvent, startTestApp, waitFor } from '../helpers/app.js';
 import { hasNatsServerBinary, startNatsServer } from '../helpers/nats-server.js';
 

@@ -3,11 +3,11 @@ import t from 'tap';
 import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { buildApp } from '../../src/app.js';
-import { readConfig } from '../../src/config.js';
+import { readConfig } from '../../src/core/config.js';
 import type { OrgDocument } from '../../src/control/documents.js';
 import { orgKey } from '../../src/control/types.js';
-import { sha256Hex } from '../../src/orgs/secrets.js';
-import { DEFAULT_PROFILE_FIELDS } from '../../src/profiles/profile-fields.js';
+import { sha256Hex } from '../../src/core/secrets.js';
+import { DEFAULT_PROFILE_FIELDS } from '../../src/core/profile-fields.js';
 import { customEvent, startTestApp } from '../helpers/app.js';
 
 t.test('create returns the org and both credentials once; secrets are stored hashed', async (t) => {

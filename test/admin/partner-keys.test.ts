@@ -3,7 +3,7 @@
  * trigger columns) named like Object.prototype members never break an answer or pollute a prototype.
  */
 import t from 'tap';
-import { addPropertyKey, parsePropertyTypes, propertiesAnswer, propertyTypesJson } from '../../src/admin/property-types.js';
+import { addPropertyKey, parsePropertyTypes, propertiesAnswer, propertyTypesJson } from '../../src/events/compaction/property-types.js';
 import { ADMIN_KEY, customEvent, startTestApp, type TestApp } from '../helpers/app.js';
 import { putQuery } from '../helpers/flows.js';
 

@@ -5,7 +5,7 @@
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
 import { Agent, request } from 'undici';
-import type { Config } from '../../src/config.js';
+import type { Config } from '../../src/core/config.js';
 import { ADMIN_KEY, startTestApp, type TestApp, waitFor } from '../helpers/app.js';
 import { freePort } from '../helpers/free-port.js';
 import { inspectRedis, redisUrl, redisUrlIfReachable, startRedisServer, uniquePrefix, withoutRedisServer } from '../helpers/redis-server.js';

@@ -1,8 +1,8 @@
 /** GET /audience/v2/contacts: the status matrix of SPEC 6.2, identities, fields, rate limit, freshness. */
 import t, { type Test } from 'tap';
 import { Agent, request } from 'undici';
-import { ManualClock } from '../../src/context.js';
-import { emailHash } from '../../src/profiles/profile-index.js';
+import { ManualClock } from '../../src/core/context.js';
+import { emailHash } from '../../src/events/profiles/profile-index.js';
 import { ADMIN_KEY, startTestApp, type TestApp } from '../helpers/app.js';
 
 async function setup(t: Test, org: Record<string, unknown> = {}, clock?: ManualClock) {

@@ -17,7 +17,7 @@ import { Header, type HeaderData, list } from 'tar';
 import { BACKUP_FORMAT, copyDatabaseFile } from '../../src/backup/backup.js';
 import { restoreBackup, RestoreError } from '../../src/backup/restore.js';
 import { unpackBackup } from '../../src/backup/unpack.js';
-import { type Config, readConfig } from '../../src/config.js';
+import { type Config, readConfig } from '../../src/core/config.js';
 import { ADMIN_KEY, startTestApp, type TestApp } from '../helpers/app.js';
 import { BOOKING_TRIGGER } from '../helpers/flows.js';
 

@@ -13,7 +13,7 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import t, { type Test } from 'tap';
 import { BACKUP_FORMAT } from '../../src/backup/backup.js';
 import { restoreBackup, RestoreError } from '../../src/backup/restore.js';
-import { readConfig } from '../../src/config.js';
+import { readConfig } from '../../src/core/config.js';
 import { ADMIN_KEY, type Credential, createOrgOverHttp, spawnServer, waitForCompaction } from '../helpers/server-process.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));

@@ -12,7 +12,7 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import t from 'tap';
 import { restoreBackup } from '../../src/backup/restore.js';
-import { readConfig } from '../../src/config.js';
+import { readConfig } from '../../src/core/config.js';
 import { LocalDatabase } from '../../src/db/database.js';
 import { HIGH_WATER_FILE } from '../../src/storage/checkpoint.js';
 import { hasNatsServerBinary, startNatsServer } from '../helpers/nats-server.js';

@@ -1,6 +1,6 @@
 /** The backoff schedule (SPEC 8): exponential, full jitter, capped, never sooner than Retry-After. */
 import t from 'tap';
-import { type RetryPolicy, retryDelayMs } from '../../src/channels/deliver-with-retries.js';
+import { type RetryPolicy, retryDelayMs } from '../../src/reactions/channels/deliver-with-retries.js';
 
 const policy: RetryPolicy = { maxAttempts: 8, baseDelayMs: 500, maxDelayMs: 10_000 };
 

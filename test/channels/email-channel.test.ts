@@ -1,8 +1,8 @@
 /** The email channel (SPEC 8) against a real SMTP server (smtp-server) through real nodemailer. */
 import t from 'tap';
 import { smtpServer, type Tap } from '../helpers/smtp-server.js';
-import { EmailChannel } from '../../src/channels/email-channel.js';
-import type { Delivery } from '../../src/channels/types.js';
+import { EmailChannel } from '../../src/reactions/channels/email-channel.js';
+import type { Delivery } from '../../src/reactions/channels/types.js';
 
 function channel(t: Tap, smtpUrl: string): EmailChannel {
   const ch = new EmailChannel({ smtpUrl, from: 'Audience <flows@audience.test>' });

@@ -2,10 +2,10 @@
 import t from 'tap';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { EmailChannel } from '../../src/channels/email-channel.js';
-import { openChannels } from '../../src/channels/open-channels.js';
-import { OutboxChannel } from '../../src/channels/outbox-channel.js';
-import { WebhookChannel } from '../../src/channels/webhook-channel.js';
+import { EmailChannel } from '../../src/reactions/channels/email-channel.js';
+import { openChannels } from '../../src/reactions/channels/open-channels.js';
+import { OutboxChannel } from '../../src/reactions/channels/outbox-channel.js';
+import { WebhookChannel } from '../../src/reactions/channels/webhook-channel.js';
 
 const base = { allowPrivate: false, timeoutMs: 1000, signingKey: 'k', clock: { now: () => 0 } };
 

@@ -2,8 +2,8 @@
 import t from 'tap';
 import { appendFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { OutboxChannel } from '../../src/channels/outbox-channel.js';
-import type { Delivery } from '../../src/channels/types.js';
+import { OutboxChannel } from '../../src/reactions/channels/outbox-channel.js';
+import type { Delivery } from '../../src/reactions/channels/types.js';
 
 function delivery(sendId: string, org = 'acme'): Delivery {
   return {

@@ -3,9 +3,9 @@ import t from 'tap';
 import { lookup } from 'node:dns/promises';
 import { hostname } from 'node:os';
 import { request } from 'undici';
-import { checkWebhookUrl, createGuardedAgent, isForbiddenAddress } from '../../src/channels/target-guard.js';
-import type { Delivery } from '../../src/channels/types.js';
-import { WebhookChannel } from '../../src/channels/webhook-channel.js';
+import { checkWebhookUrl, createGuardedAgent, isForbiddenAddress } from '../../src/reactions/channels/target-guard.js';
+import type { Delivery } from '../../src/reactions/channels/types.js';
+import { WebhookChannel } from '../../src/reactions/channels/webhook-channel.js';
 import { startReceiver } from '../helpers/http-receiver.js';
 
 interface Tap {

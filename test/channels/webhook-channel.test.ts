@@ -1,10 +1,10 @@
 /** The webhook channel (SPEC 8) against a real HTTP receiver: signed JSON, retry classes, the retry loop. */
 import t from 'tap';
 import { Webhook } from 'standardwebhooks';
-import { deliverWithRetries, type RetryPolicy } from '../../src/channels/deliver-with-retries.js';
-import type { Delivery } from '../../src/channels/types.js';
-import { WebhookChannel } from '../../src/channels/webhook-channel.js';
-import { webhookSecretFor } from '../../src/channels/webhook-signing.js';
+import { deliverWithRetries, type RetryPolicy } from '../../src/reactions/channels/deliver-with-retries.js';
+import type { Delivery } from '../../src/reactions/channels/types.js';
+import { WebhookChannel } from '../../src/reactions/channels/webhook-channel.js';
+import { webhookSecretFor } from '../../src/reactions/channels/webhook-signing.js';
 import { type Responder, startReceiver, status } from '../helpers/http-receiver.js';
 
 const MASTER_KEY = 'test-master-key';

@@ -4,7 +4,7 @@ import { createHmac, randomBytes } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { Webhook } from 'standardwebhooks';
-import { resolveWebhookSigningKey, signingHeaders, webhookSecretFor } from '../../src/channels/webhook-signing.js';
+import { resolveWebhookSigningKey, signingHeaders, webhookSecretFor } from '../../src/reactions/channels/webhook-signing.js';
 
 t.test('the org secret is whsec_ + base64 HMAC-SHA256(master, "audience-webhook:" + org)', async (t) => {
   const expected = createHmac('sha256', 'master').update('audience-webhook:acme').digest('base64');

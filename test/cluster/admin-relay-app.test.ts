@@ -6,15 +6,15 @@
 import t from 'tap';
 import Fastify, { type InjectOptions } from 'fastify';
 import { connect } from '@nats-io/transport-node';
-import { adminAuth } from '../../src/admin/admin-auth.js';
-import { systemClock } from '../../src/context.js';
+import { adminAuth } from '../../src/routes/admin/auth.js';
+import { systemClock } from '../../src/core/context.js';
 import { GcraLimiter } from '../../src/ratelimit/gcra-limiter.js';
 import { registerRelayRoutes } from '../../src/cluster/relay-routes.js';
 import { serveOrgAdmin } from '../../src/cluster/serve-org-admin.js';
 import { registerJsonBodyParser } from '../../src/http/json-body.js';
 import { registerProblemHandlers } from '../../src/http/problem.js';
 import { registerRequestIdHeader } from '../../src/http/request-id.js';
-import { sha256Hex } from '../../src/orgs/secrets.js';
+import { sha256Hex } from '../../src/core/secrets.js';
 import { ADMIN_KEY, startTestApp } from '../helpers/app.js';
 import { BOOKING_TRIGGER } from '../helpers/flows.js';
 import { hasNatsServerBinary, startNatsServer } from '../helpers/nats-server.js';

@@ -5,13 +5,13 @@
  */
 import t from 'tap';
 import Fastify from 'fastify';
-import { registerInspectRoutes } from '../../src/admin/inspect-routes.js';
-import { registerOrgRoutes } from '../../src/admin/org-routes.js';
+import { registerInspectRoutes } from '../../src/routes/admin/orgs/events.js';
+import { registerOrgRoutes } from '../../src/routes/admin/orgs.js';
 import { adminSubject, isSlug, orgOfDatabasePath } from '../../src/cluster/admin-subject.js';
-import { registerFlowRoutes } from '../../src/flows/flow-routes.js';
-import { registerImportRoutes } from '../../src/profiles/import-routes.js';
-import { registerTokenRoutes } from '../../src/tokens/token-routes.js';
-import { registerTriggerRoutes } from '../../src/triggers/trigger-routes.js';
+import { registerFlowRoutes } from '../../src/routes/admin/orgs/flows.js';
+import { registerImportRoutes } from '../../src/routes/admin/orgs/contacts-import.js';
+import { registerTokenRoutes } from '../../src/routes/admin/orgs/tokens.js';
+import { registerTriggerRoutes } from '../../src/routes/admin/orgs/triggers.js';
 
 t.test('a subject is built from a slug and nothing else', async (t) => {
   t.equal(adminSubject('acme'), 'audience.admin.acme');

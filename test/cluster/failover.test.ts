@@ -41,7 +41,7 @@ import { Kvm } from '@nats-io/kv';
 import { nanos } from '@nats-io/transport-node';
 import { performance } from 'node:perf_hooks';
 import t from 'tap';
-import { DEFAULT_PUBLISH_TIMEOUT_MS } from '../../src/log/jetstream-log.js';
+import { DEFAULT_PUBLISH_TIMEOUT_MS } from '../../src/events/log/jetstream-log.js';
 import { hasNatsServerBinary, startNatsCluster } from '../helpers/nats-cluster.js';
 import { connectTo, moveLeader, watcherWithConsumer } from './cluster-setup.js';
 import {

@@ -15,7 +15,7 @@
  */
 import { join } from 'node:path';
 import t from 'tap';
-import { shardOf } from '../../src/storage/shard.js';
+import { shardOf } from '../../src/core/shard.js';
 import { ADMIN_KEY, type ServerProcess, spawnServer } from '../helpers/server-process.js';
 import { hasNatsServerBinary, startNatsCluster } from '../helpers/nats-cluster.js';
 import { redisUrlIfReachable, uniquePrefix } from '../helpers/redis-server.js';

@@ -1,6 +1,6 @@
 /** POST /http/v1/collect end to end on the embedded log and real DuckDB (SPEC 4.3, 4.4). */
 import t from 'tap';
-import { ManualClock } from '../../src/context.js';
+import { ManualClock } from '../../src/core/context.js';
 import { customEvent, startTestApp } from '../helpers/app.js';
 
 t.test('a valid event is acknowledged with its messageId and lands in DuckDB once', async (t) => {

@@ -4,8 +4,8 @@
  * and none may store an event with an implausible time.
  */
 import t from 'tap';
-import { storedBody } from '../../src/collect/to-log-entry.js';
-import { ManualClock } from '../../src/context.js';
+import { storedBody } from '../../src/events/collect/to-log-entry.js';
+import { ManualClock } from '../../src/core/context.js';
 import { MAX_JSON_DEPTH } from '../../src/http/json-body.js';
 import { ADMIN_KEY, customEvent, startTestApp, type TestApp } from '../helpers/app.js';
 

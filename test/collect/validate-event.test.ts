@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
-import { validateBatch, validateBatchMember, validateEvent } from '../../src/collect/validate-event.js';
+import { validateBatch, validateBatchMember, validateEvent } from '../../src/events/collect/validate-event.js';
 import type { Event } from '../../src/generated/event.js';
-import { schemasDir } from '../../src/paths.js';
+import { schemasDir } from '../../src/core/paths.js';
 
 const credentials = { partnerId: 'partner-1', partnerSecret: 'secret-1' };
 const body = { clientId: 'client-1', sentAt: 1_700_000_000_000 };

@@ -7,8 +7,8 @@
 import { DuckDBInstance } from '@duckdb/node-api';
 import fc from 'fast-check';
 import t from 'tap';
-import { foldContactActivity } from '../../src/compaction/fold-contact-activity.js';
-import { ManualClock } from '../../src/context.js';
+import { foldContactActivity } from '../../src/events/compaction/fold-contact-activity.js';
+import { ManualClock } from '../../src/core/context.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 
 const EMAILS = ['ada@example.com', 'grace@example.com', 'alan@example.com'];

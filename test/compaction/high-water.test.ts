@@ -7,16 +7,16 @@
 import { mkdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
-import { type CommitReport, Compactor } from '../../src/compaction/compactor.js';
-import { createContext } from '../../src/context.js';
-import { EmbeddedLog } from '../../src/log/embedded-log.js';
-import { encodeRecord } from '../../src/log/record-codec.js';
-import type { LogEntry } from '../../src/log/types.js';
+import { type CommitReport, Compactor } from '../../src/events/compaction/compactor.js';
+import { createContext } from '../../src/core/context.js';
+import { EmbeddedLog } from '../../src/events/log/embedded-log.js';
+import { encodeRecord } from '../../src/events/log/record-codec.js';
+import type { LogEntry } from '../../src/events/log/types.js';
 import { createMetrics } from '../../src/ops/metrics.js';
 import { CHECKPOINT_FILE, HIGH_WATER_FILE, LogCheckpoint } from '../../src/storage/checkpoint.js';
 import { OrgDatabases } from '../../src/storage/org-databases.js';
 import { LocalOrgStorage } from '../../src/storage/org-storage.js';
-import { SINGLE_SHARD } from '../../src/storage/shard.js';
+import { SINGLE_SHARD } from '../../src/core/shard.js';
 
 const ORGS = ['acme', 'beta'];
 

@@ -1,6 +1,6 @@
 /** Identity rules of SPEC 4.5 across the 7-day windows, with a manual clock. */
 import t, { type Test as Tap } from 'tap';
-import { ManualClock } from '../../src/context.js';
+import { ManualClock } from '../../src/core/context.js';
 import { customEvent, startTestApp, waitFor, type TestApp } from '../helpers/app.js';
 
 const DAY = 24 * 3600 * 1000;

@@ -4,7 +4,7 @@
  * key signs in.
  */
 import t from 'tap';
-import { ManualClock } from '../../src/context.js';
+import { ManualClock } from '../../src/core/context.js';
 import { ADMIN_AUTH_POLICY } from '../../src/ratelimit/policies.js';
 import { ADMIN_KEY, startTestApp } from '../helpers/app.js';
 import { launchChromium, watchPage } from '../helpers/browser.js';

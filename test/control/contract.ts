@@ -7,11 +7,11 @@
 import type { Test } from 'tap';
 import { changeDocument } from '../../src/control/change-document.js';
 import { type ControlDocuments, type ControlEntry, ControlConflictError } from '../../src/control/types.js';
-import { createContext } from '../../src/context.js';
-import { AppError } from '../../src/errors.js';
-import { OrgStore } from '../../src/orgs/org-store.js';
-import { PartnerRegistry } from '../../src/orgs/partner-registry.js';
-import { TOKEN_POOL_SIZE, TokenStore } from '../../src/tokens/token-store.js';
+import { createContext } from '../../src/core/context.js';
+import { AppError } from '../../src/core/errors.js';
+import { OrgStore } from '../../src/control/org-store.js';
+import { PartnerRegistry } from '../../src/control/partner-registry.js';
+import { TOKEN_POOL_SIZE, TokenStore } from '../../src/control/token-store.js';
 
 export interface FreshControl {
   first: ControlDocuments;

@@ -8,7 +8,7 @@
  */
 import { join } from 'node:path';
 import t from 'tap';
-import { ManualClock } from '../../src/context.js';
+import { ManualClock } from '../../src/core/context.js';
 import { type Database, LocalDatabase } from '../../src/db/database.js';
 import { type TestApp, startTestApp, waitFor } from '../helpers/app.js';
 import {

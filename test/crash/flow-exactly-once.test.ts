@@ -14,7 +14,7 @@ import { type Receiver, startReceiver, status } from '../helpers/http-receiver.j
 import { ADMIN_KEY, type Credential, createOrgOverHttp, freePort, type ServerProcess, spawnServer, waitForCompaction } from '../helpers/server-process.js';
 import { smtpServer } from '../helpers/smtp-server.js';
 import { waitFor } from '../helpers/app.js';
-import { SEND_CONCURRENCY } from '../../src/flows/send-dispatcher.js';
+import { SEND_CONCURRENCY } from '../../src/reactions/flows/send-dispatcher.js';
 
 // Twelve real services started, six of them killed, 1,240 sends: longer than the default 120 s when busy.
 t.setTimeout(300_000);

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { parse } from 'yaml';
-import { CONFIG_VARIABLES, readConfig } from '../../src/config.js';
+import { CONFIG_VARIABLES, readConfig } from '../../src/core/config.js';
 import { NATS_SERVER, hasNatsServerBinary } from '../helpers/nats-process.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));

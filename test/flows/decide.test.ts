@@ -1,10 +1,10 @@
 /** The per-row rules of a run (SPEC 8), without a database: identity, segment, re-entry, variants, branches. */
 import t from 'tap';
-import { matches } from '../../src/flows/condition.js';
-import { type Decision, decide, type RunState } from '../../src/flows/decide.js';
-import { RenderFailed, renderMessage } from '../../src/flows/render.js';
-import { renderDecisions } from '../../src/flows/template-renderer.js';
-import { pickVariant } from '../../src/flows/variant.js';
+import { matches } from '../../src/reactions/flows/condition.js';
+import { type Decision, decide, type RunState } from '../../src/reactions/flows/decide.js';
+import { RenderFailed, renderMessage } from '../../src/reactions/flows/render.js';
+import { renderDecisions } from '../../src/reactions/flows/template-renderer.js';
+import { pickVariant } from '../../src/reactions/flows/variant.js';
 import type { FlowDefinition } from '../../src/generated/flow.js';
 
 const base: FlowDefinition = {

@@ -1,6 +1,6 @@
 /** A channel's delivery slots: never more than its size held, shared among orgs, retries first. */
 import t from 'tap';
-import { DeliverySlots } from '../../src/flows/delivery-slots.js';
+import { DeliverySlots } from '../../src/reactions/flows/delivery-slots.js';
 
 function recorder(slots: DeliverySlots) {
   const started: string[] = [];

@@ -7,10 +7,10 @@
  */
 import t, { type Test as Tap } from 'tap';
 import { pino } from 'pino';
-import { openChannels } from '../../src/channels/open-channels.js';
-import { createContext } from '../../src/context.js';
+import { openChannels } from '../../src/reactions/channels/open-channels.js';
+import { createContext } from '../../src/core/context.js';
 import type { Database } from '../../src/db/sql.js';
-import { type PendingSend, SEND_CONCURRENCY, SendDispatcher } from '../../src/flows/send-dispatcher.js';
+import { type PendingSend, SEND_CONCURRENCY, SendDispatcher } from '../../src/reactions/flows/send-dispatcher.js';
 import { createMetrics } from '../../src/ops/metrics.js';
 import { OrgDatabases } from '../../src/storage/org-databases.js';
 import { LocalOrgStorage, type OrgStorage } from '../../src/storage/org-storage.js';

@@ -4,9 +4,9 @@
  * the other messages of the run still render.
  */
 import t, { type Test } from 'tap';
-import type { MessageToRender } from '../../src/flows/decide.js';
-import { DEFAULT_MESSAGE_LIMITS } from '../../src/flows/render.js';
-import { DEFAULT_RENDERER_LIMITS, RendererClosed, type RendererLimits, TemplateRenderer } from '../../src/flows/template-renderer.js';
+import type { MessageToRender } from '../../src/reactions/flows/decide.js';
+import { DEFAULT_MESSAGE_LIMITS } from '../../src/reactions/flows/render.js';
+import { DEFAULT_RENDERER_LIMITS, RendererClosed, type RendererLimits, TemplateRenderer } from '../../src/reactions/flows/template-renderer.js';
 
 const data = { event: { properties: { city: 'Lisbon' } }, contact: { email_address: 'ada@example.com' }, flow: { id: 'f1', name: 'F' }, variant: null };
 const job = (text: string, extra: Partial<MessageToRender['data']> = {}): MessageToRender => ({

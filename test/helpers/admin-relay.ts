@@ -7,17 +7,17 @@ import { createHash } from 'node:crypto';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import type { Test } from 'tap';
-import { adminAuth } from '../../src/admin/admin-auth.js';
-import { systemClock } from '../../src/context.js';
+import { adminAuth } from '../../src/routes/admin/auth.js';
+import { systemClock } from '../../src/core/context.js';
 import { GcraLimiter } from '../../src/ratelimit/gcra-limiter.js';
 import { serveOrgAdmin, type OrgAdminServer } from '../../src/cluster/serve-org-admin.js';
 import { relayOrgAdmin } from '../../src/cluster/relay-org-admin.js';
 import { registerRelayRoutes } from '../../src/cluster/relay-routes.js';
-import { AppError } from '../../src/errors.js';
+import { AppError } from '../../src/core/errors.js';
 import { registerJsonBodyParser } from '../../src/http/json-body.js';
 import { registerProblemHandlers } from '../../src/http/problem.js';
 import { registerRequestIdHeader } from '../../src/http/request-id.js';
-import { sha256Hex } from '../../src/orgs/secrets.js';
+import { sha256Hex } from '../../src/core/secrets.js';
 
 /** An org the control plane does not know: refused with a 404 before anything is relayed. */
 export const UNKNOWN_ORG = 'unknown_org';

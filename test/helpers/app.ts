@@ -1,8 +1,8 @@
 /** Builds the real app on a fresh DATA_DIR (t.testdir) with a test admin key; closes it at teardown. */
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { buildApp } from '../../src/app.js';
-import { type Config, readConfig } from '../../src/config.js';
-import { type Clock, createContext } from '../../src/context.js';
+import { type Config, readConfig } from '../../src/core/config.js';
+import { type Clock, createContext } from '../../src/core/context.js';
 import type { Database } from '../../src/db/sql.js';
 
 export const ADMIN_KEY = 'test-admin-key-0123456789abcdef';

@@ -5,7 +5,7 @@
  */
 import t from 'tap';
 import { startTestApp } from '../helpers/app.js';
-import { ManualClock } from '../../src/context.js';
+import { ManualClock } from '../../src/core/context.js';
 
 const BALANCER = '10.1.2.3';
 const AUTH_FAILURE_BURST = 10;

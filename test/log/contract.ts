@@ -4,9 +4,9 @@
  * hands out (t.teardown), so the suite only closes a backend where closing is the point.
  */
 import type { Test } from 'tap';
-import { GroupCommitter } from '../../src/log/group-commit.js';
-import { decodeRecord } from '../../src/log/record-codec.js';
-import type { LogBackend, LogEntry, StoredRecord } from '../../src/log/types.js';
+import { GroupCommitter } from '../../src/events/log/group-commit.js';
+import { decodeRecord } from '../../src/events/log/record-codec.js';
+import type { LogBackend, LogEntry, StoredRecord } from '../../src/events/log/types.js';
 
 export interface FreshLog {
   backend: LogBackend;

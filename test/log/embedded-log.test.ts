@@ -4,10 +4,10 @@ import { appendFile, readdir, readFile, rename, stat, unlink, writeFile } from '
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t, { type Test } from 'tap';
-import { EmbeddedLog, LEGACY_LOG_FILE, type TornTail } from '../../src/log/embedded-log.js';
-import { EmbeddedTail } from '../../src/log/embedded-tail.js';
-import { encodeFrame } from '../../src/log/frame.js';
-import { type LayoutChange, segmentFile } from '../../src/log/segments.js';
+import { EmbeddedLog, LEGACY_LOG_FILE, type TornTail } from '../../src/events/log/embedded-log.js';
+import { EmbeddedTail } from '../../src/events/log/embedded-tail.js';
+import { encodeFrame } from '../../src/events/log/frame.js';
+import { type LayoutChange, segmentFile } from '../../src/events/log/segments.js';
 import { logContract } from './contract.js';
 
 for (const [name, segmentBytes] of [
@@ -126,7 +126,7 @@ for (const [name, segmentBytes] of [
   t.test(`kill -9 while writing (${name}): every acknowledged record survives`, async (t) => {
     const dir = t.testdir();
     const child = join(dir, 'writer.mts');
-    const logModule = fileURLToPath(new URL('../../src/log/embedded-log.ts', import.meta.url));
+    const logModule = fileURLToPath(new URL('../../src/events/log/embedded-log.ts', import.meta.url));
     await writeFile(
       child,
       `import { EmbeddedLog } from ${JSON.stringify(logModule)};

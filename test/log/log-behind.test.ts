@@ -9,12 +9,12 @@ import { join } from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import t, { type Test } from 'tap';
-import { EmbeddedLog, type EmbeddedLogOptions } from '../../src/log/embedded-log.js';
-import { EmbeddedTail } from '../../src/log/embedded-tail.js';
-import { encodeFrame } from '../../src/log/frame.js';
-import { JetStreamLog } from '../../src/log/jetstream-log.js';
-import { type LayoutChange, segmentFile } from '../../src/log/segments.js';
-import { describeLogBehind, type LogBehind, LogBehindError, type LogReader } from '../../src/log/types.js';
+import { EmbeddedLog, type EmbeddedLogOptions } from '../../src/events/log/embedded-log.js';
+import { EmbeddedTail } from '../../src/events/log/embedded-tail.js';
+import { encodeFrame } from '../../src/events/log/frame.js';
+import { JetStreamLog } from '../../src/events/log/jetstream-log.js';
+import { type LayoutChange, segmentFile } from '../../src/events/log/segments.js';
+import { describeLogBehind, type LogBehind, LogBehindError, type LogReader } from '../../src/events/log/types.js';
 import { hasNatsServerBinary, startNatsServer } from '../helpers/nats-server.js';
 
 const payload = (i: number): Buffer => Buffer.from(`record ${i} `.repeat(4));

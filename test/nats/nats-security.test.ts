@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import t from 'tap';
-import { readConfig } from '../../src/config.js';
+import { readConfig } from '../../src/core/config.js';
 import { customEvent, startTestApp } from '../helpers/app.js';
 import { hasNatsServerBinary, startNatsServer } from '../helpers/nats-server.js';
 

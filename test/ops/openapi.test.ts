@@ -4,7 +4,7 @@
  */
 import { Validator } from '@seriousme/openapi-schema-validator';
 import t from 'tap';
-import { errorCatalog } from '../../src/errors.js';
+import { errorCatalog } from '../../src/core/errors.js';
 import { startTestApp } from '../helpers/app.js';
 
 t.test('the document is valid OpenAPI 3.1 and covers exactly the registered routes', async (t) => {

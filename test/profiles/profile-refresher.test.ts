@@ -5,9 +5,9 @@
 import t, { type Test as Tap } from 'tap';
 import { OrgDatabases } from '../../src/storage/org-databases.js';
 import { LocalOrgStorage } from '../../src/storage/org-storage.js';
-import { type ContactKey, ProfileMaterializer } from '../../src/profiles/profile-materializer.js';
-import { ProfileIndex } from '../../src/profiles/profile-index.js';
-import { ProfileRefresher } from '../../src/profiles/profile-refresher.js';
+import { type ContactKey, ProfileMaterializer } from '../../src/events/profiles/profile-materializer.js';
+import { ProfileIndex } from '../../src/events/profiles/profile-index.js';
+import { ProfileRefresher } from '../../src/events/profiles/profile-refresher.js';
 
 async function setup(t: Tap, backlogIntervalMs?: number) {
   const pool = new OrgDatabases(t.testdir(), { maxOpen: 2, memoryLimit: '256MB', threads: 1, idleCloseMs: 60_000 });

@@ -1,6 +1,6 @@
 /** Profiles: import, traits, purchases, materialized after each compaction batch (SPEC 6.1). */
 import t from 'tap';
-import { emailHash } from '../../src/profiles/profile-index.js';
+import { emailHash } from '../../src/events/profiles/profile-index.js';
 import { ADMIN_KEY, startTestApp, type TestApp } from '../helpers/app.js';
 
 function importContacts(h: TestApp, contentType: string, body: string) {

@@ -4,7 +4,7 @@
  * that is killed, frozen and restarted, and a port where nothing listens.
  */
 import t from 'tap';
-import { systemClock } from '../../src/context.js';
+import { systemClock } from '../../src/core/context.js';
 import { createMetrics, type Metrics } from '../../src/ops/metrics.js';
 import { processShare } from '../../src/ratelimit/fallback-limiter.js';
 import { REDIS_COMMAND_TIMEOUT_MS, REDIS_CONNECT_TIMEOUT_MS, openRateLimiters } from '../../src/ratelimit/open-rate-limiters.js';

@@ -4,8 +4,8 @@
  * lifetime value and order count; other orgs' rows and recent rows stay.
  */
 import t from 'tap';
-import { readConfig } from '../../src/config.js';
-import { ManualClock } from '../../src/context.js';
+import { readConfig } from '../../src/core/config.js';
+import { ManualClock } from '../../src/core/context.js';
 import { sweepExpired } from '../../src/storage/retention.js';
 import { customEvent, startTestApp } from '../helpers/app.js';
 

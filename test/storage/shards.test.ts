@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import t from 'tap';
-import { parseShard, shardOf } from '../../src/storage/shard.js';
+import { parseShard, shardOf } from '../../src/core/shard.js';
 import { customEvent, startTestApp, type OrgCredentials, type TestApp } from '../helpers/app.js';
 import { hasNatsServerBinary, startNatsServer } from '../helpers/nats-server.js';
 

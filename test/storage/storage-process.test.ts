@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { listValue } from '@duckdb/node-api';
 import t from 'tap';
 import { tsParam } from '../../src/db/database.js';
-import { SINGLE_SHARD } from '../../src/storage/shard.js';
+import { SINGLE_SHARD } from '../../src/core/shard.js';
 import { StorageProcess } from '../../src/storage/storage-client.js';
 
 /** The storage process, and the database of one org, 'acme', through it. */

@@ -1,8 +1,8 @@
 /** Audience API token format (SPEC 3): prefix, shape, CRC32 checksum, uniqueness. */
 import t from 'tap';
 import { crc32 } from 'node:zlib';
-import { createContext } from '../../src/context.js';
-import { TOKEN_LENGTH, TOKEN_PATTERN, hasValidChecksum, issueToken } from '../../src/tokens/token-format.js';
+import { createContext } from '../../src/core/context.js';
+import { TOKEN_LENGTH, TOKEN_PATTERN, hasValidChecksum, issueToken } from '../../src/control/token-format.js';
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 const ctx = createContext();

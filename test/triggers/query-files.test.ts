@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import t from 'tap';
-import { QueryFiles } from '../../src/triggers/query-files.js';
+import { QueryFiles } from '../../src/reactions/triggers/query-files.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { BOOKING_TRIGGER } from '../helpers/flows.js';
 import { ADMIN_KEY, createOrgOverHttp, spawnServer } from '../helpers/server-process.js';

@@ -7,9 +7,9 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
 import { timestampTZValue } from '@duckdb/node-api';
-import { bindPlaceholders } from '../../src/triggers/placeholders.js';
-import { QueryFailed, runSandboxed, withSandbox } from '../../src/triggers/sandbox.js';
-import { type QueryKind, SqlRefused } from '../../src/triggers/sql-guard.js';
+import { bindPlaceholders } from '../../src/reactions/triggers/placeholders.js';
+import { QueryFailed, runSandboxed, withSandbox } from '../../src/reactions/triggers/sandbox.js';
+import { type QueryKind, SqlRefused } from '../../src/reactions/triggers/sql-guard.js';
 import { customEvent, startTestApp, type TestApp } from '../helpers/app.js';
 
 const REFERENCE = `SELECT identity, identity_type, ts, event_type, event_id, event_raw

@@ -1,0 +1,62 @@
+/** Turns an accepted or rejected event into the log entry that carries it (secret removed). */
+import { v7 as uuidv7 } from 'uuid';
+import type { PartnerIdentity } from '../../control/partner-registry.js';
+import type { ProblemDetail } from '../../core/errors.js';
+import type { LogEntry } from '../log/types.js';
+import { tooDeep } from '../../http/json-body.js';
+
+type Body = Record<string, unknown>;
+
+/** The client's messageId when it sent a usable one, else a server-assigned UUIDv7 (SPEC 4.2). */
+export function messageIdOf(body: Body): string {
+  const given = body.messageId;
+  return typeof given === 'string' && given.length > 0 && given.length <= 100 ? given : uuidv7();
+}
+
+/**
+ * The event as stored: JSON text without partnerSecret, with its messageId. Serialized once.
+ * Bodies come through the depth-bounded parser (http/json-body.ts); should one ever not, a stack
+ * overflow here still answers json_too_deep instead of a 500.
+ */
+export function storedBody(body: Body, messageId: string): string {
+  const { partnerSecret: _secret, ...rest } = body;
+  try {
+    return JSON.stringify({ ...rest, messageId });
+  } catch (error) {
+    if (error instanceof RangeError) throw tooDeep();
+    throw error;
+  }
+}
+
+export function acceptedEntry(storedText: string, who: PartnerIdentity, messageId: string, receivedAt: number): LogEntry {
+  return {
+    kind: 'event',
+    org: who.org,
+    environment: who.environment,
+    messageId,
+    receivedAt,
+    body: storedText,
+    code: null,
+    errors: null,
+  };
+}
+
+export function rejectedEntry(
+  body: unknown,
+  who: PartnerIdentity,
+  code: string,
+  errors: ProblemDetail[],
+  receivedAt: number,
+): LogEntry {
+  const asObject = body !== null && typeof body === 'object' && !Array.isArray(body) ? (body as Body) : { value: body };
+  return {
+    kind: 'rejected',
+    org: who.org,
+    environment: who.environment,
+    messageId: uuidv7(),
+    receivedAt,
+    body: storedBody(asObject, typeof asObject.messageId === 'string' ? asObject.messageId : ''),
+    code,
+    errors: JSON.stringify(errors),
+  };
+}

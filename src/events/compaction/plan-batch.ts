@@ -1,0 +1,132 @@
+/**
+ * Decides, for one org's entries of a batch of log records in log order, what each becomes: an event
+ * row, a pending row (waiting for identity), a quarantine row, or nothing (a duplicate). Outcomes are values.
+ */
+import type { DedupeWindow } from './dedupe-window.js';
+import { dedupeKey } from './dedupe-window.js';
+import { type EventFacts, eventFacts } from './event-facts.js';
+import { type IdentityMap, type Mapping, clientKey } from './identity-map.js';
+import { decodeRecord } from '../log/record-codec.js';
+import type { LogEntry, StoredRecord } from '../log/types.js';
+import { YIELD_EVERY, yieldNow } from '../../db/yield-now.js';
+
+export interface EventRow {
+  entry: LogEntry;
+  seq: number;
+  facts: EventFacts;
+  /** Resolved identity; null only for requiresIdentity=false events. */
+  email: string | null;
+}
+
+export interface QuarantineRow {
+  id: string;
+  org: string;
+  environment: string;
+  code: string;
+  errors: string;
+  receivedAt: number;
+  raw: string;
+}
+
+/** An identify whose clientId has events pending: release those received within 7 days before it. */
+export interface Release {
+  org: string;
+  environment: string;
+  clientId: string;
+  email: string;
+  identifiedAt: number;
+}
+
+export interface BatchPlan {
+  events: EventRow[];
+  pending: EventRow[];
+  quarantine: QuarantineRow[];
+  mappings: Mapping[];
+  releases: Release[];
+  duplicates: number;
+  lastSeq: number;
+}
+
+export interface PlanState {
+  dedupe: DedupeWindow;
+  identities: IdentityMap;
+  /** Count of pending events per clientKey. */
+  pendingByClient: Map<string, number>;
+}
+
+/** One log entry with the seq of the record that carried it. */
+export interface SeqEntry {
+  seq: number;
+  entry: LogEntry;
+}
+
+/** Decodes records into their entries, grouped by org, in log order. */
+export async function entriesByOrg(records: StoredRecord[], owned: (org: string) => boolean = () => true): Promise<Map<string, SeqEntry[]>> {
+  const byOrg = new Map<string, SeqEntry[]>();
+  let decoded = 0;
+  for (const record of records) {
+    for (const entry of decodeRecord(record.payload)) {
+      if (!owned(entry.org)) continue;
+      const entries = byOrg.get(entry.org);
+      if (entries) entries.push({ seq: record.seq, entry });
+      else byOrg.set(entry.org, [{ seq: record.seq, entry }]);
+      if (++decoded % YIELD_EVERY === 0) await yieldNow();
+    }
+  }
+  return byOrg;
+}
+
+/** One org's entries, in log order, planned against its state; `lastSeq` is the caller's to set. */
+export async function planEntries(entries: readonly SeqEntry[], state: PlanState): Promise<BatchPlan> {
+  const plan: BatchPlan = { events: [], pending: [], quarantine: [], mappings: [], releases: [], duplicates: 0, lastSeq: 0 };
+  let planned = 0;
+  for (const { seq, entry } of entries) {
+    planEntry(entry, seq, state, plan);
+    if (++planned % YIELD_EVERY === 0) await yieldNow();
+  }
+  return plan;
+}
+
+function planEntry(entry: LogEntry, seq: number, state: PlanState, plan: BatchPlan): void {
+  switch (entry.kind) {
+    case 'rejected':
+      plan.quarantine.push({
+        id: entry.messageId,
+        org: entry.org,
+        environment: entry.environment,
+        code: entry.code ?? 'schema_violation',
+        errors: entry.errors ?? '[]',
+        receivedAt: entry.receivedAt,
+        raw: entry.body,
+      });
+      return;
+    case 'event':
+      planEvent(entry, seq, state, plan);
+      return;
+  }
+}
+
+function planEvent(entry: LogEntry, seq: number, state: PlanState, plan: BatchPlan): void {
+  if (state.dedupe.checkAndRecord(dedupeKey(entry.org, entry.environment, entry.messageId), entry.receivedAt)) {
+    plan.duplicates++;
+    return;
+  }
+  const facts = eventFacts(JSON.parse(entry.body), entry.receivedAt);
+  const { org, environment } = entry;
+  if (facts.eventType === 'identify' && facts.traitEmail) {
+    const mapping = { org, environment, clientId: facts.clientId, email: facts.traitEmail, receivedAt: entry.receivedAt };
+    if (state.identities.record(mapping)) plan.mappings.push(mapping);
+    if ((state.pendingByClient.get(clientKey(org, environment, facts.clientId)) ?? 0) > 0) {
+      plan.releases.push({ org, environment, clientId: facts.clientId, email: facts.traitEmail, identifiedAt: entry.receivedAt });
+    }
+  }
+  const email = facts.traitEmail ?? state.identities.emailAt(org, environment, facts.clientId, entry.receivedAt) ?? null;
+  const row: EventRow = { entry, seq, facts, email };
+  if (email !== null || !facts.requiresIdentity) {
+    plan.events.push(row);
+    return;
+  }
+  plan.pending.push(row);
+  const key = clientKey(org, environment, facts.clientId);
+  state.pendingByClient.set(key, (state.pendingByClient.get(key) ?? 0) + 1);
+}

@@ -1,0 +1,15 @@
+/** visible_at, the trigger cursor column (written by write-batch.ts): reading it back. */
+import type { Sql } from '../../db/sql.js';
+
+/** The newest visible_at (epoch µs) in this transaction's snapshot; 0 when nothing is stored. */
+export async function newestVisibleAt(c: Sql): Promise<bigint> {
+  const [row] = await c.all<{ newest: bigint | null }>('SELECT epoch_us(max(visible_at)) AS newest FROM events');
+  return row?.newest ?? 0n;
+}
+
+/** ISO 8601 with the microseconds visible_at has (Date keeps only milliseconds). */
+export function microsToIso(micros: bigint): string {
+  const ms = micros / 1000n;
+  const rest = String(micros % 1000n).padStart(3, '0');
+  return new Date(Number(ms)).toISOString().replace('Z', `${rest}Z`);
+}

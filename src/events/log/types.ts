@@ -1,0 +1,121 @@
+/**
+ * The event log: an ordered, durable, append-only sequence of records.
+ * Two backends implement `LogBackend` (embedded file, JetStream); both pass test/log/contract.ts.
+ * Records carry Avro-encoded batches of `LogEntry` (see record-codec.ts); backends only see bytes.
+ */
+import type { Environment } from '../../core/domain.js';
+
+/** One event (or one rejected event bound for quarantine) as carried by the log. */
+export interface LogEntry {
+  kind: 'event' | 'rejected';
+  org: string;
+  environment: Environment;
+  /** The event's messageId; for a rejected event, the quarantine row id. */
+  messageId: string;
+  /** Server clock at receipt, epoch milliseconds. */
+  receivedAt: number;
+  /** The event as received, without partnerSecret, with messageId filled in, as JSON text. */
+  body: string;
+  /** Rejected entries only: stable reason code and JSON array of `{ path, message }`. */
+  code: string | null;
+  errors: string | null;
+}
+
+/**
+ * A record as read back: its position (1-based, increasing; never reused, so positions may be skipped:
+ * see `LogBehind`) and payload.
+ */
+export interface StoredRecord {
+  seq: number;
+  payload: Uint8Array;
+  /** The one org of every entry in the record, where the backend keeps records per org (JetStream subjects). */
+  org?: string;
+}
+
+export interface WriteResult {
+  seq: number;
+  /** True when a record with the same id was already stored (within the dedupe window). */
+  duplicate: boolean;
+}
+
+export interface LogBackend {
+  readonly kind: 'embedded' | 'jetstream';
+  /** Records are written per org (`write`'s `org`), so a reader can skip other orgs' records unread. */
+  readonly perOrg: boolean;
+  /**
+   * Stores one record. Resolves only once the record is durable (fsync / JetStream ack).
+   * A record whose id was written within the dedupe window is not stored again.
+   * Rejects with `LogUnavailableError` when the record was certainly not stored (the store cannot be
+   * reached, or it refused the write), and with `LogOutcomeUnknownError` when it was sent but not
+   * confirmed (it may be stored).
+   */
+  write(recordId: string, payload: Uint8Array, org?: string): Promise<WriteResult>;
+  /** Replays records with seq > afterSeq, in order. */
+  openReader(afterSeq: number): Promise<LogReader>;
+  /** Highest stored seq (0 when empty). */
+  headSeq(): Promise<number>;
+  /** False while the store is known to be unreachable (fast 503s); cheap, no I/O. */
+  isAvailable(): boolean;
+  /**
+   * Whether the log can take a write now, asking the store itself (readiness): may do I/O, so callers
+   * bound its time. `fatal` when only a restart helps (the log was closed).
+   */
+  health(): Promise<LogHealth>;
+  close(): Promise<void>;
+}
+
+export type LogHealth = { ok: true } | { ok: false; reason: string; fatal: boolean };
+
+export interface LogReader {
+  /** Up to `max` next records; waits up to `waitMs` when none is available yet (may return []). */
+  read(max: number, waitMs: number): Promise<StoredRecord[]>;
+  /** Every position up to here is read: the records handed out, and positions that hold none. */
+  readonly position: number;
+  close(): Promise<void>;
+}
+
+/**
+ * At open, the log ended below the high-water mark (storage/checkpoint.ts): it lost records that org
+ * databases had already compacted (a cut tail, a removed directory, an older copy, a recreated stream).
+ * It numbers new records from `highWater + 1`, so no org skips them as already applied.
+ */
+export interface LogBehind {
+  /** The last position the log held at open (0: none). */
+  headSeq: number;
+  highWater: number;
+  /** The checkpoint: every org's database held every record up to here. */
+  compactedSeq: number;
+}
+
+/** The one line an operator reads about a `LogBehind` (docs/operators.md, "A lost event log"). */
+export function describeLogBehind(log: string, { headSeq, highWater, compactedSeq }: LogBehind): string {
+  return (
+    `${log} was behind the org databases: it ends at position ${headSeq} but they may hold up to ${highWater} ` +
+    `(records were lost: a cut tail, a removed log, an older copy or a recreated stream); new records are numbered ` +
+    `from ${highWater + 1}, skipping ${highWater - headSeq} positions. Acknowledged events after position ` +
+    `${Math.max(headSeq, compactedSeq)} that were in the lost records may be missing from their org: see docs/operators.md "A lost event log"`
+  );
+}
+
+/** The log cannot start without skipping or losing records; the message is the one line to print. */
+export class LogBehindError extends Error {
+  override name = 'LogBehindError';
+}
+
+export class LogUnavailableError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'LogUnavailableError';
+  }
+}
+
+/**
+ * The record was handed to the store but its acknowledgement never came (timeout, connection lost
+ * while waiting): it may or may not be stored. Callers must not report it as "nothing stored".
+ */
+export class LogOutcomeUnknownError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'LogOutcomeUnknownError';
+  }
+}

@@ -1,0 +1,42 @@
+/**
+ * Upserts imported contacts by normalised e-mail in one transaction (nothing half-imported).
+ * A column left empty keeps the stored value; custom columns merge into the stored ones.
+ */
+import type { Context } from '../../core/context.js';
+import { tsParam } from '../../db/database.js';
+import type { OrgStorage } from '../../storage/org-storage.js';
+import { CONTACT_COLUMNS, type ContactRow } from './parse-contacts.js';
+
+export class ContactStore {
+  constructor(
+    private readonly orgs: OrgStorage,
+    private readonly ctx: Context,
+  ) {}
+
+  async upsert(org: string, rows: ContactRow[]): Promise<void> {
+    // Later lines win over earlier lines for the same e-mail (one row per key in one INSERT).
+    const latest = new Map(rows.map((r) => [r.email, r]));
+    const now = tsParam(this.ctx.clock.now());
+    await this.orgs.org(org).transaction(async (c) => {
+      await c.run(`CREATE OR REPLACE TEMP TABLE contact_import AS SELECT * FROM contacts LIMIT 0`);
+      await c.append({ table: 'contact_import', catalog: 'temp' }, [...latest.values()], (a, row) => {
+        a.appendVarchar(org);
+        a.appendVarchar(row.email);
+        for (const column of CONTACT_COLUMNS) {
+          const value = row.columns[column];
+          if (value === undefined) a.appendNull();
+          else a.appendVarchar(value);
+        }
+        a.appendVarchar(JSON.stringify(row.custom));
+        a.appendTimestampTZ(now);
+      });
+      const keep = CONTACT_COLUMNS.map((col) => `${col} = coalesce(excluded.${col}, contacts.${col})`).join(', ');
+      await c.run(
+        `INSERT INTO contacts SELECT * FROM contact_import
+         ON CONFLICT (org, email) DO UPDATE SET ${keep},
+           custom = json_merge_patch(contacts.custom, excluded.custom), updated_at = excluded.updated_at`,
+      );
+      await c.run('DROP TABLE contact_import');
+    });
+  }
+}

@@ -1,0 +1,345 @@
+/**
+ * Runs live flows on their schedule (SPEC 8). One run:
+ *   window (cursor, newest visible_at] → trigger rows (untrusted, on a connection of their own) →
+ *   decisions → rendered messages (off this thread) → one transaction: outbox rows + cursor advance.
+ * Why every visible event falls in exactly one window: visible_at is assigned inside the (serialized)
+ * compaction transaction and grows with each commit, so once the window end is read every event with
+ * visible_at ≤ end is committed (a commit in flight gets a later visible_at) and the trigger query sees it,
+ * while the placeholders keep every later event for a later window. A narrowed window ends on a commit.
+ * Why a send key is never decided twice: runs of one flow never overlap in this process, and the final
+ * transaction writes nothing unless the cursor is still where the run started.
+ */
+import type { FastifyBaseLogger } from 'fastify';
+import type { Row, Sql } from '../../db/sql.js';
+import { listValue } from '@duckdb/node-api';
+import type { Context } from '../../core/context.js';
+import { microsParam, tsParam } from '../../db/database.js';
+import type { OrgStorage } from '../../storage/org-storage.js';
+import { normalizeEmail } from '../../core/domain.js';
+import type { Metrics } from '../../ops/metrics.js';
+import { PeriodicTask } from '../../core/periodic-task.js';
+import type { ContactKey } from '../../events/profiles/profile-materializer.js';
+import type { ProfileIndex } from '../../events/profiles/profile-index.js';
+import { QueryFailed, runSandboxed, windowOf, withSandbox } from '../triggers/sandbox.js';
+import { SandboxBusy, SandboxPaused } from '../../db/untrusted.js';
+import type { LiveQuery, TriggerStore } from '../triggers/trigger-store.js';
+import { type Decision, decide, resolveEmail, type RunState, sendKey } from './decide.js';
+import { newestVisibleAt } from '../../events/compaction/visible-at.js';
+import type { FlowRecord, FlowStore } from './flow-store.js';
+import type { PendingSend, SendDispatcher } from './send-dispatcher.js';
+import { renderDecisions, type TemplateRenderer } from './template-renderer.js';
+import { YIELD_EVERY, yieldNow } from '../../db/yield-now.js';
+
+export interface RunSummary {
+  /** Why nothing ran, when nothing did. */
+  skipped?: string;
+  rows: number;
+  decisions: Decision[];
+  /** The window was narrowed to TRIGGER_MAX_ROWS rows: the next run goes on from where this one ended. */
+  more?: boolean;
+}
+
+interface WindowRead {
+  rows: Row[];
+  /** Where the window read ends (the whole window, or a commit inside it). */
+  end: bigint;
+  /** Emails of the flow's segment. */
+  segment?: Set<string>;
+}
+
+const TICK_MS = 100;
+/** A segment may return this many rows per trigger row a run may take (it lists contacts, not events). */
+const SEGMENT_ROWS_PER_TRIGGER_ROW = 10;
+
+
+export class FlowRunner {
+  private readonly nextRunAt = new Map<string, number>();
+  /** The run in progress (or queued) per flow. */
+  private readonly running = new Map<string, Promise<void>>();
+  private readonly ticker = new PeriodicTask(
+    () => this.runDue(),
+    (err) => this.deps.logger.error({ err }, 'running due flows failed'),
+  );
+
+  constructor(
+    private readonly deps: {
+      orgs: OrgStorage;
+      ctx: Context;
+      flows: FlowStore;
+      triggers: TriggerStore;
+      profiles: ProfileIndex;
+      dispatcher: SendDispatcher;
+      renderer: Pick<TemplateRenderer, 'render'>;
+      metrics: Metrics;
+      logger: FastifyBaseLogger;
+      timeoutMs: number;
+      /** TRIGGER_MAX_ROWS. */
+      maxRows: number;
+      refreshProfiles(keys: ContactKey[]): void;
+    },
+  ) {}
+
+  start(): void {
+    this.ticker.start(TICK_MS);
+  }
+
+  close(): Promise<void> {
+    return this.ticker.stop();
+  }
+
+  /** The org was deleted (its flows forgotten already): waits for its runs in progress, forgets its schedule. */
+  async forgetOrg(org: string): Promise<void> {
+    const prefix = `${org}/`;
+    for (const key of this.nextRunAt.keys()) if (key.startsWith(prefix)) this.nextRunAt.delete(key);
+    await Promise.all([...this.running].filter(([key]) => key.startsWith(prefix)).map(([, run]) => run));
+  }
+
+  /** Runs every live flow whose schedule is due (one at a time: they share the DuckDB connection). */
+  async runDue(): Promise<void> {
+    for (const flow of this.deps.flows.live()) {
+      const key = `${flow.org}/${flow.definition.id}`;
+      const now = Date.now();
+      const interval = (flow.definition.scheduleSeconds ?? 60) * 1000;
+      const due = this.nextRunAt.get(key);
+      // A flow seen for the first time (just started, or at process start) runs one interval later.
+      if (due === undefined) this.nextRunAt.set(key, now + interval);
+      if (due === undefined || due > now) continue;
+      this.nextRunAt.set(key, now + interval);
+      await this.run(flow.org, flow.definition.id).catch((err: unknown) =>
+        this.deps.logger.error({ err, org: flow.org, flow: flow.definition.id }, 'flow run failed'),
+      );
+    }
+  }
+
+  /** One run of one flow now, whatever its schedule. Runs of one flow never overlap (the tick and `POST …/run` may race). */
+  run(org: string, id: string): Promise<RunSummary> {
+    const key = `${org}/${id}`;
+    const previous = this.running.get(key) ?? Promise.resolve();
+    const result = previous.then(() => this.runNow(org, id));
+    const tail = result.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.running.set(key, tail);
+    void tail.then(() => {
+      if (this.running.get(key) === tail) this.running.delete(key);
+    });
+    return result;
+  }
+
+  private async runNow(org: string, id: string): Promise<RunSummary> {
+    const flow = this.deps.flows.get(org, id);
+    if (flow.status !== 'live') return { skipped: `flow is ${flow.status}`, rows: 0, decisions: [] };
+    const trigger = this.deps.triggers.live(org, 'trigger', flow.definition.trigger);
+    if (!trigger) return this.fail(flow, `trigger ${flow.definition.trigger} has no valid version`);
+    const segmentName = flow.definition.segmentFilter?.segment;
+    const segment = segmentName === undefined ? undefined : this.deps.triggers.live(org, 'segment', segmentName);
+    if (segmentName !== undefined && !segment) return this.fail(flow, `segment ${segmentName} has no valid version`);
+
+    const stopTimer = this.deps.metrics.triggerRunSeconds.startTimer();
+    try {
+      const window = await this.nextWindow(flow);
+      if (!window) return { rows: 0, decisions: [] };
+      const read = await this.readWindow(org, trigger, segment, window.start, window.end);
+      const now = this.deps.ctx.clock.now();
+      const profile: RunState['profile'] = (type, value) => this.deps.profiles.find(org, type, value);
+      const emails = [...new Set(read.rows.map((r) => resolveEmail(str(r.identity), str(r.identity_type), { profile })).filter((e): e is string => e !== null))];
+      const eventIds = [...new Set(read.rows.map((r) => str(r.event_id)).filter((e): e is string => e !== null))];
+      const state: RunState = {
+        org,
+        flow: flow.definition,
+        now,
+        ...(read.segment ? { segment: read.segment } : {}),
+        keys: await this.usedKeys(org, id, eventIds),
+        lastEntry: await this.lastEntries(org, id, emails),
+        profile,
+      };
+      // Templates render on the renderer's thread, within its limits; a template over them fails its row.
+      const decisions = await renderDecisions(this.deps.renderer, await decideAll(read.rows, state));
+      const committed = await this.deps.orgs.org(org).transaction(async (c) => {
+        // Runs of one flow are serialized here; the check keeps a second process or a restarted runner
+        // from writing a window twice.
+        if ((await this.cursorOf(c, org, id)) !== window.start) return false;
+        await this.record(c, org, id, trigger.hash, decisions, now);
+        await c.run('UPDATE flows SET cursor_at = $3, last_run_at = $4, last_error = NULL WHERE org = $1 AND id = $2', [
+          org,
+          id,
+          microsParam(read.end),
+          tsParam(now),
+        ]);
+        return true;
+      });
+      if (!committed) return { skipped: 'the flow moved on while this run read its window', rows: 0, decisions: [] };
+      await this.deps.flows.reload(org, id);
+      this.afterCommit(org, id, decisions);
+      return { rows: read.rows.length, decisions, ...(read.end < window.end ? { more: true } : {}) };
+    } catch (error) {
+      if (error instanceof QueryFailed) return this.fail(flow, error.reason);
+      // Nothing ran (no capacity, the org paused after a runaway query): the cursor stays, the next run tries again.
+      if (error instanceof SandboxBusy || error instanceof SandboxPaused) return this.fail(flow, `the window was not read: ${error.message}`);
+      throw error;
+    } finally {
+      stopTimer();
+    }
+  }
+
+  /** The run's window (cursor, newest visible_at], or undefined when nothing new is visible. */
+  private async nextWindow(flow: FlowRecord): Promise<{ start: bigint; end: bigint } | undefined> {
+    const { org } = flow;
+    const id = flow.definition.id;
+    const window = await this.deps.orgs.org(org).exclusive(async (c) => {
+      const start = await this.cursorOf(c, org, id);
+      return start === undefined ? undefined : { start, end: await newestVisibleAt(c) };
+    });
+    if (!window || window.end > window.start) return window;
+    await this.deps.orgs.org(org).run('UPDATE flows SET last_run_at = $3, last_error = NULL WHERE org = $1 AND id = $2', [org, id, tsParam(this.deps.ctx.clock.now())]);
+    return undefined;
+  }
+
+  /** The flow's cursor (epoch µs), undefined when it is no longer live. */
+  private async cursorOf(c: Sql, org: string, id: string): Promise<bigint | undefined> {
+    const [row] = await c.all<{ status: string; cursor_us: bigint | null }>(
+      'SELECT status, epoch_us(cursor_at) AS cursor_us FROM flows WHERE org = $1 AND id = $2',
+      [org, id],
+    );
+    return row?.status === 'live' ? (row.cursor_us ?? 0n) : undefined;
+  }
+
+  /**
+   * The trigger rows of (start, end], at most TRIGGER_MAX_ROWS of them. A window with more is narrowed to
+   * a compaction commit inside it (halving the time span each try) and the rest is left to the next
+   * runs: every window still ends on a commit, so every event still falls in exactly one window.
+   */
+  private async readWindow(org: string, trigger: LiveQuery, segment: LiveQuery | undefined, start: bigint, end: bigint): Promise<WindowRead> {
+    const { timeoutMs, maxRows } = this.deps;
+    const db = this.deps.orgs.org(org);
+    const stopQueryTimer = this.deps.metrics.triggerQuerySeconds.startTimer();
+    let upTo = end;
+    let page = await withSandbox(db, timeoutMs, (c) => runSandboxed(c, trigger.checked, windowOf(start, upTo), maxRows));
+    while (page.truncated) {
+      const split = await this.commitInside(org, start, upTo);
+      if (split === undefined) {
+        throw new QueryFailed(
+          `one compaction commit alone gives more than ${maxRows} trigger rows (TRIGGER_MAX_ROWS), so the window cannot be ` +
+            'narrowed further: make the trigger return fewer rows per event (and read only its window), or raise TRIGGER_MAX_ROWS',
+        );
+      }
+      upTo = split;
+      page = await withSandbox(db, timeoutMs, (c) => runSandboxed(c, trigger.checked, windowOf(start, upTo), maxRows));
+    }
+    stopQueryTimer();
+    if (!segment) return { rows: page.rows, end: upTo };
+    const segmentLimit = maxRows * SEGMENT_ROWS_PER_TRIGGER_ROW;
+    const members = await withSandbox(db, timeoutMs, (c) => runSandboxed(c, segment.checked, windowOf(start, upTo), segmentLimit));
+    if (members.truncated) throw new QueryFailed(`the segment returns more than ${segmentLimit} rows (${SEGMENT_ROWS_PER_TRIGGER_ROW} × TRIGGER_MAX_ROWS)`);
+    return { rows: page.rows, end: upTo, segment: new Set(members.rows.map((r) => normalizeEmail(String(r.email ?? '')))) };
+  }
+
+  /** A commit (visible_at) of the org strictly inside (start, end): the latest in the first half, else the first one. */
+  private async commitInside(org: string, start: bigint, end: bigint): Promise<bigint | undefined> {
+    const [row] = await this.deps.orgs.org(org).all<{ below: bigint | null; first: bigint | null }>(
+      `SELECT epoch_us(max(visible_at) FILTER (WHERE visible_at <= $4)) AS below, epoch_us(min(visible_at)) AS first
+         FROM events WHERE org = $1 AND visible_at > $2 AND visible_at < $3`,
+      [org, microsParam(start), microsParam(end), microsParam(start + (end - start) / 2n)],
+    );
+    return row?.below ?? row?.first ?? undefined;
+  }
+
+  private async usedKeys(org: string, flowId: string, eventIds: string[]): Promise<Set<string>> {
+    if (eventIds.length === 0) return new Set();
+    const used = await this.deps.orgs.org(org).all<{ email: string; event_id: string }>(
+      'SELECT email, event_id FROM flow_sends WHERE org = $1 AND flow_id = $2 AND event_id IN (SELECT unnest($3::VARCHAR[]))',
+      [org, flowId, listValue(eventIds)],
+    );
+    return new Set(used.map((u) => sendKey(u.email, u.event_id)));
+  }
+
+  private async lastEntries(org: string, flowId: string, emails: string[]): Promise<Map<string, number>> {
+    if (emails.length === 0) return new Map();
+    const last = await this.deps.orgs.org(org).all<{ email: string; last_ms: bigint }>(
+      'SELECT email, epoch_ms(max(created_at)) AS last_ms FROM flow_sends WHERE org = $1 AND flow_id = $2 AND email IN (SELECT unnest($3::VARCHAR[])) GROUP BY email',
+      [org, flowId, listValue(emails)],
+    );
+    return new Map(last.map((l) => [l.email, Number(l.last_ms)]));
+  }
+
+  /** Decisions and outbox rows (sent → pending, holdout → recorded) in the run's transaction. */
+  private async record(c: Sql, org: string, flowId: string, triggerHash: string, decisions: Decision[], now: number): Promise<void> {
+    const at = tsParam(now);
+    await c.append({ table: 'flow_decisions' }, decisions, (a, d) => {
+      a.appendVarchar(org);
+      a.appendVarchar(flowId);
+      appendNullable(a, d.email);
+      appendNullable(a, d.identity);
+      appendNullable(a, d.identityType);
+      appendNullable(a, d.eventId);
+      a.appendVarchar(d.outcome);
+      appendNullable(a, d.variant);
+      appendNullable(a, d.sendId);
+      a.appendVarchar(triggerHash);
+      appendNullable(a, d.reason);
+      a.appendTimestampTZ(at);
+    });
+    const entered = decisions.filter((d) => d.outcome === 'sent' || d.outcome === 'holdout');
+    await c.append({ table: 'flow_sends' }, entered, (a, d) => {
+      a.appendVarchar(d.sendId!);
+      a.appendVarchar(org);
+      a.appendVarchar(flowId);
+      a.appendVarchar(d.email!);
+      a.appendVarchar(d.eventId!);
+      appendNullable(a, d.variant);
+      appendNullable(a, d.message?.channel ?? null);
+      appendNullable(a, d.message ? JSON.stringify(d.message) : null);
+      a.appendVarchar(triggerHash);
+      a.appendVarchar(d.outcome === 'sent' ? 'pending' : 'holdout');
+      a.appendInteger(0);
+      a.appendNull();
+      a.appendTimestampTZ(at);
+      a.appendNull();
+    });
+  }
+
+  private afterCommit(org: string, flowId: string, decisions: Decision[]): void {
+    const sends: PendingSend[] = [];
+    const holdouts: ContactKey[] = [];
+    for (const d of decisions) {
+      this.deps.metrics.flowDecisions.inc({ outcome: d.outcome });
+      if (d.outcome === 'sent') {
+        sends.push({ sendId: d.sendId!, org, flowId, email: d.email!, eventId: d.eventId!, variant: d.variant, message: d.message! });
+      } else if (d.outcome === 'holdout') holdouts.push({ org, email: d.email! });
+    }
+    this.deps.dispatcher.enqueue(sends);
+    if (holdouts.length > 0) this.deps.refreshProfiles(holdouts);
+  }
+
+  private async fail(flow: FlowRecord, reason: string): Promise<RunSummary> {
+    this.deps.logger.warn({ org: flow.org, flow: flow.definition.id, reason }, 'flow run did not run its window');
+    await this.deps.orgs.org(flow.org).run('UPDATE flows SET last_run_at = $3, last_error = $4 WHERE org = $1 AND id = $2', [
+      flow.org,
+      flow.definition.id,
+      tsParam(this.deps.ctx.clock.now()),
+      reason,
+    ]);
+    await this.deps.flows.reload(flow.org, flow.definition.id);
+    return { skipped: reason, rows: 0, decisions: [] };
+  }
+}
+
+/** `decide` for every row, yielding now and then: a run may hold 100,000 rows, and collect and lookups share this thread. */
+async function decideAll(rows: readonly Row[], state: RunState): Promise<Decision[]> {
+  const decisions: Decision[] = [];
+  for (const row of rows) {
+    decisions.push(decide(row, state));
+    if (decisions.length % YIELD_EVERY === 0) await yieldNow();
+  }
+  return decisions;
+}
+
+function str(value: unknown): string | null {
+  return value == null ? null : String(value);
+}
+
+function appendNullable(a: { appendVarchar(v: string): void; appendNull(): void }, value: string | null): void {
+  if (value === null) a.appendNull();
+  else a.appendVarchar(value);
+}

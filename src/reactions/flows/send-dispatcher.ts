@@ -1,0 +1,188 @@
+/**
+ * Delivers outbox rows (flow_sends with status pending) through their channel, with retries, and
+ * records how each ended. A row is only ever written pending in the run's transaction, so:
+ * - a crash before delivery leaves it pending: it is delivered on the next start;
+ * - a crash after delivery but before it is recorded delivers it once more on the next start, with
+ *   the same send id (webhook-id, Message-ID), so the receiver can drop the repeat; the outbox channel
+ *   drops it itself.
+ * How many the second case can be is bounded by construction: a send holds one of its channel's
+ * SEND_CONCURRENCY slots from its request until its outcome is committed (send-outcomes.ts), so at most
+ * that many per channel are ever sent but not recorded, however slow the database. Between retries a
+ * send holds no slot (nothing of it is in flight then).
+ */
+import type { FastifyBaseLogger } from 'fastify';
+import { deliverWithRetries, type RetryPolicy } from '../channels/deliver-with-retries.js';
+import type { Channels } from '../channels/open-channels.js';
+import type { ChannelName, Delivery, DeliveryResult, RenderedMessage } from '../channels/types.js';
+import type { Context } from '../../core/context.js';
+import type { OrgStorage } from '../../storage/org-storage.js';
+import type { Metrics } from '../../ops/metrics.js';
+import { DeliverySlots } from './delivery-slots.js';
+import { SendOutcomes } from './send-outcomes.js';
+
+export interface PendingSend {
+  sendId: string;
+  org: string;
+  flowId: string;
+  email: string;
+  eventId: string;
+  variant: string | null;
+  message: RenderedMessage;
+}
+
+/**
+ * Slots per channel: a kill -9 re-sends at most this many of a channel's sends (the ones in flight).
+ * It also bounds throughput, to about 16 ÷ (2 × an org's UPDATE time) sends per second: the slots settle
+ * into two groups, each sending while the other's outcomes are written (figures in docs/design.md).
+ */
+export const SEND_CONCURRENCY = 16;
+
+class Closing extends Error {}
+
+export class SendDispatcher {
+  /** Sends queued, in flight or waiting for a retry (a send id is taken once until it ends). */
+  private readonly queued = new Set<string>();
+  private readonly slots = new Map<ChannelName, DeliverySlots>();
+  private readonly outcomes: SendOutcomes;
+  private closing = false;
+  private readonly sleeps = new Set<() => void>();
+  private idleWaiters: (() => void)[] = [];
+  /** Deleted orgs: their sends are dropped, not delivered or recorded. */
+  private readonly droppedOrgs = new Set<string>();
+
+  constructor(
+    private readonly deps: {
+      orgs: OrgStorage;
+      ctx: Context;
+      channels: Channels;
+      policy: RetryPolicy;
+      metrics: Metrics;
+      logger: FastifyBaseLogger;
+      /** Contacts whose profile changed (campaigns_received, flow_variant_membership). */
+      onDelivered(org: string, emails: string[]): void;
+    },
+  ) {
+    this.outcomes = new SendOutcomes(deps);
+  }
+
+  /** Queues what an earlier process left pending in these orgs (crash or shutdown mid-delivery). */
+  async resumePending(slugs: readonly string[]): Promise<number> {
+    let resumed = 0;
+    for (const slug of slugs) {
+      const rows = await this.deps.orgs.org(slug).all<{ send_id: string; org: string; flow_id: string; email: string; event_id: string; variant: string | null; content: string }>(
+        "SELECT send_id, org, flow_id, email, event_id, variant, content FROM flow_sends WHERE status = 'pending' ORDER BY created_at",
+      );
+      this.enqueue(
+        rows.map((r) => ({ sendId: r.send_id, org: r.org, flowId: r.flow_id, email: r.email, eventId: r.event_id, variant: r.variant, message: JSON.parse(r.content) as RenderedMessage })),
+      );
+      resumed += rows.length;
+    }
+    return resumed;
+  }
+
+  enqueue(sends: PendingSend[]): void {
+    for (const send of sends) {
+      if (this.closing || this.queued.has(send.sendId) || this.droppedOrgs.has(send.org)) continue;
+      this.queued.add(send.sendId);
+      const slots = this.slotsFor(send.message.channel);
+      slots.wait(send.org, { start: () => void this.deliver(send, slots), cancel: () => this.ended(send) });
+    }
+  }
+
+  /**
+   * The org was deleted: its queued sends are dropped, and one waiting for a retry is not attempted again
+   * (an attempt already under way ends as it ends; its result is not recorded, the database being gone).
+   */
+  dropOrg(org: string): void {
+    this.droppedOrgs.add(org);
+    this.outcomes.drop(org);
+    for (const slots of this.slots.values()) slots.cancel(org);
+  }
+
+  /** Sends queued, in flight or waiting for a retry. */
+  get pending(): number {
+    return this.queued.size;
+  }
+
+  /** Resolves when nothing is queued, in flight, waiting for a retry or being recorded (tests, benchmarks). */
+  async idle(): Promise<void> {
+    while (this.queued.size > 0) await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  /**
+   * Stops taking work; deliveries waiting for a retry stay pending for the next start. Sends in flight
+   * end and are recorded (a recording that fails now is not tried again: see send-outcomes.ts).
+   */
+  async close(): Promise<void> {
+    this.closing = true;
+    this.outcomes.close();
+    for (const slots of this.slots.values()) slots.cancel();
+    for (const wake of this.sleeps) wake();
+    await this.idle();
+  }
+
+  private slotsFor(channel: ChannelName): DeliverySlots {
+    let slots = this.slots.get(channel);
+    if (!slots) this.slots.set(channel, (slots = new DeliverySlots(SEND_CONCURRENCY)));
+    return slots;
+  }
+
+  /** Runs with a slot of `slots` held; gives it back once the outcome is recorded. */
+  private async deliver(send: PendingSend, slots: DeliverySlots): Promise<void> {
+    let holding = true;
+    // Between attempts nothing of this send is in flight: its slot serves another send meanwhile.
+    const sleep = async (ms: number) => {
+      slots.release(send.org);
+      holding = false;
+      await this.sleep(ms);
+      if (this.droppedOrgs.has(send.org) || !(await slots.reacquire(send.org))) throw new Closing();
+      holding = true;
+    };
+    try {
+      const result = await this.attempt(send, sleep);
+      if (result === undefined || this.droppedOrgs.has(send.org)) return;
+      this.deps.metrics.sends.inc({ channel: send.message.channel, status: result.kind });
+      await this.outcomes.record(send.org, { sendId: send.sendId, email: send.email, result, at: this.deps.ctx.clock.now() });
+    } finally {
+      if (holding) slots.release(send.org);
+      this.ended(send);
+    }
+  }
+
+  /** Every attempt of one send; undefined when the service or the org went while it waited for a retry. */
+  private async attempt(send: PendingSend, sleep: (ms: number) => Promise<void>): Promise<DeliveryResult | undefined> {
+    try {
+      const channel = this.deps.channels.channelFor(send.message.channel);
+      if (!channel) return { kind: 'failed', attempts: 0, reason: `channel ${send.message.channel} is not configured (SMTP_URL for email)` };
+      const delivery: Delivery = { ...send };
+      return await deliverWithRetries(channel, delivery, this.deps.policy, { sleep, random: Math.random });
+    } catch (error) {
+      if (error instanceof Closing) return undefined;
+      return { kind: 'failed', attempts: 1, reason: `delivery error: ${(error as Error).message}` };
+    }
+  }
+
+  private ended(send: PendingSend): void {
+    this.queued.delete(send.sendId);
+    this.wakeIdle();
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const wake = () => {
+        clearTimeout(timer);
+        this.sleeps.delete(wake);
+        if (this.closing) reject(new Closing());
+        else resolve();
+      };
+      const timer = setTimeout(wake, ms);
+      this.sleeps.add(wake);
+    });
+  }
+
+  private wakeIdle(): void {
+    const waiters = this.idleWaiters;
+    this.idleWaiters = [];
+    for (const wake of waiters) wake();
+  }
+}

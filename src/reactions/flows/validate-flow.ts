@@ -1,0 +1,69 @@
+/**
+ * A flow definition is checked twice: its shape against schemas/flow.schema.json, then what the
+ * schema cannot say: the trigger and segment exist with a valid version, production only, webhook
+ * targets allowed, a mail server for e-mail, well-formed branch conditions. All problems come back
+ * together as 422 invalid_flow.
+ */
+import { checkWebhookUrl } from '../channels/target-guard.js';
+import { AppError, type ProblemDetail } from '../../core/errors.js';
+import type { Condition, FlowDefinition, Message } from '../../generated/flow.js';
+import { toProblemDetails, validatorFor } from '../../core/schemas.js';
+import type { TriggerStore } from '../triggers/trigger-store.js';
+
+const validateShape = validatorFor<FlowDefinition>('flow.schema.json');
+
+export interface FlowChecks {
+  org: string;
+  triggers: TriggerStore;
+  webhookAllowPrivate: boolean;
+  smtpConfigured: boolean;
+}
+
+export function checkFlow(body: unknown, checks: FlowChecks): FlowDefinition {
+  if (!validateShape(body)) {
+    throw new AppError('invalid_flow', 'the flow definition does not match schemas/flow.schema.json', {
+      members: { errors: toProblemDetails(validateShape.errors) },
+    });
+  }
+  const flow = body;
+  const errors: ProblemDetail[] = [];
+  if (flow.environment === 'staging') {
+    errors.push({ path: '/environment', message: 'flows run on production events only: event_triggers shows production events' });
+  }
+  if (!checks.triggers.live(checks.org, 'trigger', flow.trigger)) {
+    errors.push({ path: '/trigger', message: `trigger ${flow.trigger} does not exist or has no valid version (queries/${checks.org}/${flow.trigger}.sql)` });
+  }
+  const segment = flow.segmentFilter?.segment;
+  if (segment !== undefined && !checks.triggers.live(checks.org, 'segment', segment)) {
+    errors.push({ path: '/segmentFilter/segment', message: `segment ${segment} does not exist or has no valid version (queries/${checks.org}/segments/${segment}.sql)` });
+  }
+  const labels = flow.experiment?.variants.map((v) => v.label) ?? [];
+  if (new Set(labels).size !== labels.length) errors.push({ path: '/experiment/variants', message: 'variant labels must be unique' });
+
+  checkMessage(flow.message, '/message', checks, errors);
+  flow.branches?.forEach((branch, i) => {
+    checkCondition(branch.when, `/branches/${i}/when`, errors);
+    checkMessage(branch.message, `/branches/${i}/message`, checks, errors);
+  });
+  flow.experiment?.variants.forEach((variant, i) => {
+    if (variant.message) checkMessage(variant.message, `/experiment/variants/${i}/message`, checks, errors);
+  });
+  if (errors.length > 0) throw new AppError('invalid_flow', errors.map((e) => `${e.path}: ${e.message}`).join('; '), { members: { errors } });
+  return flow;
+}
+
+function checkMessage(message: Message, path: string, checks: FlowChecks, errors: ProblemDetail[]): void {
+  if (message.channel === 'webhook') {
+    const refused = checkWebhookUrl(message.url, checks.webhookAllowPrivate);
+    if (refused) errors.push({ path: `${path}/url`, message: refused });
+  } else if (message.channel === 'email' && !checks.smtpConfigured) {
+    errors.push({ path: `${path}/channel`, message: 'the email channel needs SMTP_URL configured' });
+  }
+}
+
+function checkCondition(when: Condition, path: string, errors: ProblemDetail[]): void {
+  const hasValue = Object.hasOwn(when, 'value');
+  if (when.op === 'exists' && hasValue) errors.push({ path: `${path}/value`, message: 'exists takes no value' });
+  else if (when.op === 'in' && !Array.isArray(when.value)) errors.push({ path: `${path}/value`, message: 'in takes an array' });
+  else if (when.op !== 'exists' && !hasValue) errors.push({ path: `${path}/value`, message: `${when.op} needs a value` });
+}

@@ -1,0 +1,98 @@
+/**
+ * The static half of the sandbox (SPEC 7): trigger and segment SQL is untrusted, so it is checked before
+ * anything runs. In order:
+ * - the text (sql-text.ts): constructs DuckDB reads differently from what a data engineer means;
+ * - DuckDB parses it (json_serialize_sql gives the syntax tree of SELECT statements only): exactly one
+ *   statement, and a SELECT;
+ * - the tree (sql-tree.ts), deny by default: only known node types, only the org's relations and CTEs in
+ *   scope, only allowed functions (function-rules.ts), only the two cursor parameters;
+ * - a trigger uses both cursor placeholders, so every run and preview reads exactly its window;
+ * - DuckDB prepares it against the org's views, which checks names and types and gives the columns.
+ * The caller runs this on an untrusted connection of the org's own database with a deadline
+ * (Database.untrusted): preparing folds constant expressions, which can take as long as the query
+ * author likes. The second wall holds alone: that database holds nothing of another org or of the control
+ * plane, and its instance reads no files, loads no extensions and has its configuration locked.
+ */
+import type { Sql } from '../../db/sql.js';
+import { functionRules } from './function-rules.js';
+import { bindPlaceholders, CURSOR_PARAMETERS } from './placeholders.js';
+import { checkText } from './sql-text.js';
+import { checkTree, SqlRefused } from './sql-tree.js';
+
+export { SqlRefused };
+
+export type QueryKind = 'trigger' | 'segment';
+
+/** The columns a trigger returns first, in this order (SPEC 7); more may follow. */
+export const TRIGGER_COLUMNS = ['identity', 'identity_type', 'ts', 'event_type', 'event_id', 'event_raw'] as const;
+
+export interface CheckedSql {
+  /** The SQL with placeholders turned into named parameters, as it will run. */
+  sql: string;
+  /** The cursor parameters it uses (named parameters must all be given, and only those). */
+  parameters: string[];
+  columns: string[];
+}
+
+/** Checks untrusted SQL for `org` on an untrusted connection. Throws SqlRefused. */
+export async function checkSql(connection: Sql, source: string, org: string, kind: QueryKind): Promise<CheckedSql> {
+  checkText(source);
+  const sql = bindPlaceholders(source).trim().replace(/;\s*$/, '');
+  if (sql === '') throw new SqlRefused('the query is empty');
+  const [statement] = await parse(connection, sql);
+  const { parameters } = checkTree(statement, org, await functionRules(connection));
+  const missing = CURSOR_PARAMETERS.filter((name) => !parameters.includes(name));
+  if (kind === 'trigger' && missing.length > 0) {
+    throw new SqlRefused(
+      `a trigger reads its run's window: add ${missing.map((m) => `{${m}}`).join(' and ')}, ` +
+        'e.g. WHERE ts > {cursor_start_time} AND ts <= {cursor_end_time}',
+    );
+  }
+  const columns = await prepareColumns(connection, sql);
+  checkColumns(columns, kind);
+  return { sql, parameters, columns };
+}
+
+async function parse(connection: Sql, sql: string): Promise<unknown[]> {
+  // json_serialize_sql takes a constant; the SQL goes in as a string literal (quotes doubled), which
+  // DuckDB only parses, never runs.
+  const [row] = await connection.all<{ tree: string }>(`SELECT json_serialize_sql('${sql.replaceAll("'", "''")}') AS tree`);
+  const tree = JSON.parse(row!.tree) as { error: boolean; error_message?: string; statements?: unknown[] };
+  if (tree.error) {
+    const message = tree.error_message ?? 'unparseable';
+    if (/only SELECT statements/i.test(message)) {
+      throw new SqlRefused('only a plain SELECT statement is allowed: DDL, DML, PRAGMA, SET, ATTACH, COPY, INSTALL, LOAD and PIVOT are refused');
+    }
+    throw new SqlRefused(`the query does not parse: ${message}`);
+  }
+  const statements = tree.statements ?? [];
+  if (statements.length !== 1) throw new SqlRefused(`exactly one SELECT statement is allowed, found ${statements.length}`);
+  return statements;
+}
+
+async function prepareColumns(connection: Sql, sql: string): Promise<string[]> {
+  try {
+    return await connection.columnNames(sql);
+  } catch (error) {
+    throw new SqlRefused(`the query does not bind: ${(error as Error).message.split('\n')[0]}`);
+  }
+}
+
+/** Column names compare case-insensitively, as DuckDB's identifiers do. */
+function checkColumns(columns: string[], kind: QueryKind): void {
+  // Rows become JS objects keyed by column name (in the DuckDB client already), where `__proto__`
+  // is no key but the prototype: such a column would vanish or give the row inherited members.
+  if (columns.includes('__proto__')) throw new SqlRefused('a column named __proto__ cannot be returned; give it another name (AS …)');
+  const lower = columns.map((c) => c.toLowerCase());
+  switch (kind) {
+    case 'trigger': {
+      if (lower.slice(0, TRIGGER_COLUMNS.length).join(',') !== TRIGGER_COLUMNS.join(',')) {
+        throw new SqlRefused(`a trigger returns ${TRIGGER_COLUMNS.join(', ')} first, in this order; this one returns ${columns.join(', ')}`);
+      }
+      return;
+    }
+    case 'segment':
+      if (!lower.includes('email')) throw new SqlRefused(`a segment returns a column named email; this one returns ${columns.join(', ')}`);
+      return;
+  }
+}

@@ -1,0 +1,27 @@
+/**
+ * GET /admin/v1/orgs/:slug/contacts?identity=<type>:<value>: one contact's profile as this process holds
+ * it, every field, with the org's content fields (what the Audience API returns, in its order). For
+ * operators and the console's Profiles page: the admin key, no Audience API token, no rate limit.
+ */
+import type { FastifyInstance } from 'fastify';
+import { parseIdentity } from '../../../events/profiles/parse-identity.js';
+import { AppError } from '../../../core/errors.js';
+import type { OrgStore } from '../../../control/org-store.js';
+import type { ProfileIndex } from '../../../events/profiles/profile-index.js';
+import { slugSchema } from '../../../core/route-params.js';
+
+const schema = {
+  params: { type: 'object', properties: { slug: slugSchema }, required: ['slug'] },
+  querystring: { type: 'object', additionalProperties: false, required: ['identity'], properties: { identity: { type: 'string', maxLength: 512 } } },
+} as const;
+
+export function registerContactRoute(app: FastifyInstance, deps: { orgs: OrgStore; profiles: ProfileIndex }): void {
+  app.get<{ Params: { slug: string }; Querystring: { identity: string } }>('/admin/v1/orgs/:slug/contacts', { schema }, async (request) => {
+    const org = await deps.orgs.get(request.params.slug);
+    const identity = parseIdentity(request.query.identity);
+    if (!identity) throw new AppError('invalid_identity', 'identity must be email:<address>, email-hash:<sha256 hex> or user_id:<id>');
+    const contact = deps.profiles.find(org.slug, identity.type, identity.value);
+    if (!contact) throw new AppError('contact_not_found', 'no contact with this identity in this org');
+    return { contact, contentFields: org.contentFields };
+  });
+}

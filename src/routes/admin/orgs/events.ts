@@ -1,0 +1,139 @@
+/**
+ * What arrived, for data engineers writing trigger SQL (SPEC 7): event types with their property
+ * keys and JSON types, latest samples, and the quarantine with its reasons. Each is a list partners can
+ * grow without bound, so each is paged (paging.ts).
+ */
+import type { FastifyInstance } from 'fastify';
+import type { OrgStorage } from '../../../storage/org-storage.js';
+import { isEnvironment } from '../../../core/domain.js';
+import { AppError } from '../../../core/errors.js';
+import type { OrgStore } from '../../../control/org-store.js';
+import { EVENT_TYPES_KEYSET, eventTypesPage } from './event-types.js';
+import { type Keyset, PAGE_LIMITS, pageOf, pageQuerySchema, pageRequest, readPage } from '../../../db/paging.js';
+
+interface Query {
+  env?: string;
+  eventType?: string;
+  limit?: string;
+  cursor?: string;
+}
+
+/** One value per parameter: a repeated one (`eventType=a&eventType=b`) arrives as an array, a 400 here. */
+const query = {
+  querystring: {
+    type: 'object',
+    properties: { env: { type: 'string' }, eventType: { type: 'string' }, ...pageQuerySchema },
+  },
+} as const;
+
+/** Newest first; two events never share received_at, messageId and environment (the 24 h dedupe). */
+const SAMPLES_KEYSET: Keyset = {
+  columns: [
+    { sql: 'received_at', kind: 'micros', desc: true },
+    { sql: 'message_id', kind: 'text', desc: true },
+    { sql: 'environment', kind: 'text', desc: true },
+  ],
+  rowid: 'rowid',
+};
+
+/** Newest first. Identical rows can exist (one rejection twice in the log): rowid orders them. */
+const QUARANTINE_KEYSET: Keyset = {
+  columns: [
+    { sql: 'quarantined_at', kind: 'micros', desc: true },
+    { sql: 'received_at', kind: 'micros', desc: true },
+    { sql: 'id', kind: 'text', desc: true },
+    { sql: 'environment', kind: 'text', desc: true },
+  ],
+  rowid: 'rowid',
+};
+
+function envFilter(env: string | undefined): string | null {
+  if (env === undefined || env === '') return null;
+  if (!isEnvironment(env)) throw new AppError('invalid_request', 'env must be staging or production');
+  return env;
+}
+
+const iso = (d: Date | null) => (d ? d.toISOString() : null);
+
+export function registerInspectRoutes(app: FastifyInstance, storage: OrgStorage, orgs: OrgStore): void {
+  app.get<{ Params: { slug: string }; Querystring: Query }>('/admin/v1/orgs/:slug/events/types', { schema: query }, async (request) => {
+    const org = (await orgs.get(request.params.slug)).slug;
+    const env = envFilter(request.query.env);
+    const page = pageRequest(request.query, PAGE_LIMITS.types, ['types', org, env ?? ''], EVENT_TYPES_KEYSET);
+    const { items, nextCursor } = await eventTypesPage(storage.org(org), env, page);
+    return { types: items, nextCursor };
+  });
+
+  app.get<{ Params: { slug: string }; Querystring: Query }>('/admin/v1/orgs/:slug/events/samples', { schema: query }, async (request) => {
+    const org = (await orgs.get(request.params.slug)).slug;
+    const env = envFilter(request.query.env);
+    const eventType = request.query.eventType ?? null;
+    const page = pageRequest(request.query, PAGE_LIMITS.samples, ['samples', org, env ?? '', eventType ?? ''], SAMPLES_KEYSET);
+    const rows = await readPage<{
+      message_id: string;
+      event_name: string;
+      email: string | null;
+      environment: string;
+      received_at: Date;
+      event_time: Date;
+      raw: string;
+    }>(
+      storage.org(org),
+      {
+        select: 'message_id, event_name, email, environment, received_at, event_time, raw',
+        from: 'events',
+        where: 'org = $1 AND ($2::VARCHAR IS NULL OR environment = $2) AND ($3::VARCHAR IS NULL OR event_name = $3)',
+        params: [org, env, eventType],
+        keyset: SAMPLES_KEYSET,
+      },
+      page,
+    );
+    const { items, nextCursor } = pageOf(
+      rows,
+      page,
+      (r) => ({
+        messageId: r.message_id,
+        eventType: r.event_name,
+        email: r.email,
+        environment: r.environment,
+        receivedAt: iso(r.received_at),
+        eventTime: iso(r.event_time),
+        raw: JSON.parse(r.raw),
+      }),
+      SAMPLES_KEYSET,
+    );
+    return { events: items, nextCursor };
+  });
+
+  app.get<{ Params: { slug: string }; Querystring: Query }>('/admin/v1/orgs/:slug/quarantine', { schema: query }, async (request) => {
+    const org = (await orgs.get(request.params.slug)).slug;
+    const env = envFilter(request.query.env);
+    const page = pageRequest(request.query, PAGE_LIMITS.quarantine, ['quarantine', org, env ?? ''], QUARANTINE_KEYSET);
+    const rows = await readPage<{ id: string; code: string; errors: string; environment: string; received_at: Date; raw: string }>(
+      storage.org(org),
+      {
+        select: 'id, code, errors, environment, received_at, raw',
+        from: 'quarantine',
+        where: 'org = $1 AND ($2::VARCHAR IS NULL OR environment = $2)',
+        params: [org, env],
+        keyset: QUARANTINE_KEYSET,
+      },
+      page,
+    );
+    const { items, nextCursor } = pageOf(
+      rows,
+      page,
+      (r) => ({
+        id: r.id,
+        code: r.code,
+        errors: JSON.parse(r.errors),
+        environment: r.environment,
+        receivedAt: iso(r.received_at),
+        // partnerSecret never reaches the log, so raw is already free of it.
+        raw: JSON.parse(r.raw),
+      }),
+      QUARANTINE_KEYSET,
+    );
+    return { events: items, nextCursor };
+  });
+}

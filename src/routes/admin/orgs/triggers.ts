@@ -1,0 +1,200 @@
+/**
+ * Admin API for trigger and segment SQL (SPEC 7): list with status and errors, PUT a new version, and
+ * preview a version (given SQL or the live one) over a window without sending anything.
+ * Segments have the same routes under /segments.
+ */
+import { listValue } from '@duckdb/node-api';
+import type { FastifyInstance } from 'fastify';
+import { type Keyset, PAGE_LIMITS, pageOf, pageQuerySchema, pageRequest, readPage } from '../../../db/paging.js';
+import { slugParams, slugSchema } from '../../../core/route-params.js';
+import type { Context } from '../../../core/context.js';
+import type { OrgStorage } from '../../../storage/org-storage.js';
+import { AppError } from '../../../core/errors.js';
+import { microsToIso, newestVisibleAt } from '../../../events/compaction/visible-at.js';
+import type { OrgStore } from '../../../control/org-store.js';
+import { FileRefused } from '../../../core/regular-file.js';
+import { jsonRow } from '../../../reactions/triggers/json-row.js';
+import { QUERY_NAME, SQL_MAX_CHARS } from '../../../reactions/triggers/query-files.js';
+import { QueryFailed, runSandboxed, windowOf, withSandbox } from '../../../reactions/triggers/sandbox.js';
+import { type QueryKind, SqlRefused } from '../../../reactions/triggers/sql-guard.js';
+import type { QueryVersion, TriggerStore } from '../../../reactions/triggers/trigger-store.js';
+
+const PREVIEW_DEFAULT_HOURS = 24;
+const PREVIEW_DEFAULT_ROWS = 100;
+/** A preview answers in one HTTP response: at most this many rows, `truncated` when the window had more. */
+const PREVIEW_MAX_ROWS = 1000;
+
+const KINDS: Record<string, QueryKind> = { triggers: 'trigger', segments: 'segment' };
+const VERSIONS_KEYSET: Keyset = { columns: [{ sql: 'version', kind: 'integer', desc: true }], rowid: 'rowid' };
+
+const nameParams = {
+  type: 'object',
+  properties: { slug: slugSchema, name: { type: 'string', pattern: QUERY_NAME.source } },
+  required: ['slug', 'name'],
+} as const;
+const putBody = { type: 'object', additionalProperties: false, required: ['sql'], properties: { sql: { type: 'string', minLength: 1, maxLength: SQL_MAX_CHARS } } } as const;
+const previewBody = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    sql: { type: 'string', minLength: 1, maxLength: SQL_MAX_CHARS },
+    from: { type: 'string', format: 'date-time', description: 'Window start (exclusive). Default: 24 h before the newest event' },
+    to: { type: 'string', format: 'date-time', description: 'Window end (inclusive). Default: the newest visible event' },
+    limit: { type: 'integer', minimum: 1, maximum: PREVIEW_MAX_ROWS },
+  },
+} as const;
+
+interface PreviewBody {
+  sql?: string;
+  from?: string;
+  to?: string;
+  limit?: number;
+}
+
+export function registerTriggerRoutes(
+  app: FastifyInstance,
+  deps: { storage: OrgStorage; ctx: Context; orgs: OrgStore; triggers: TriggerStore; timeoutMs: number },
+): void {
+  const { storage, orgs, triggers } = deps;
+
+  for (const [plural, kind] of Object.entries(KINDS)) {
+    app.get<{ Params: { slug: string } }>(`/admin/v1/orgs/:slug/${plural}`, { schema: { params: slugParams } }, async (request) => {
+      const org = await orgs.get(request.params.slug);
+      await triggers.scanOrg(org.slug);
+      // Refused files with no recorded version are listed too: that is where a data engineer looks.
+      const names = new Set([...triggers.list(org.slug, kind).map((s) => s.name), ...triggers.files.refusedNames(org.slug, kind)]);
+      return {
+        [plural]: [...names].sort((a, b) => a.localeCompare(b)).map((name) => describeQuery(triggers, org.slug, kind, name)),
+        folderError: triggers.files.folderRefusal(org.slug, kind) ?? null,
+      };
+    });
+
+    app.get<{ Params: { slug: string; name: string } }>(`/admin/v1/orgs/:slug/${plural}/:name`, { schema: { params: nameParams } }, async (request) => {
+      const org = await orgs.get(request.params.slug);
+      await triggers.refresh(org.slug, kind, request.params.name);
+      const state = triggers.get(org.slug, kind, request.params.name);
+      if (!state && !triggers.files.refusal(org.slug, kind, request.params.name)) throw new AppError('trigger_not_found', `no ${kind} "${request.params.name}"`);
+      return { ...describeQuery(triggers, org.slug, kind, request.params.name), sql: state?.live?.sql ?? state?.latest.sql ?? null };
+    });
+
+    // Every version, newest first, with what each fired: the trigger rows flows decided on, and the sends.
+    // Paged: a file saved in a loop makes a version each time, each with up to 100,000 characters of SQL.
+    app.get<{ Params: { slug: string; name: string }; Querystring: { limit?: string; cursor?: string } }>(
+      `/admin/v1/orgs/:slug/${plural}/:name/versions`,
+      { schema: { params: nameParams, querystring: { type: 'object', properties: pageQuerySchema } } },
+      async (request) => {
+        const org = await orgs.get(request.params.slug);
+        const { name } = request.params;
+        const page = pageRequest(request.query, PAGE_LIMITS.versions, ['versions', org.slug, kind, name], VERSIONS_KEYSET);
+        const db = storage.org(org.slug);
+        const rows = await readPage<{ version: number; hash: string; sql: string; status: string; error: string | null; created_at: Date }>(
+          db,
+          { select: 'version, hash, sql, status, error, created_at', from: 'trigger_versions', where: 'org = $1 AND kind = $2 AND name = $3', params: [org.slug, kind, name], keyset: VERSIONS_KEYSET },
+          page,
+        );
+        if (rows.length === 0 && !page.after) throw new AppError('trigger_not_found', `no ${kind} "${name}"`);
+        // Counted for this page's versions only: one pass over the decisions' trigger_hash column.
+        const fired = new Map<string, { decided: bigint; sent: bigint }>();
+        if (kind === 'trigger' && rows.length > 0) {
+          const counts = await db.all<{ hash: string; decided: bigint; sent: bigint }>(
+            `SELECT trigger_hash AS hash, count(*) AS decided, count(*) FILTER (outcome = 'sent') AS sent
+               FROM flow_decisions WHERE trigger_hash IN (SELECT unnest($1::VARCHAR[])) GROUP BY trigger_hash`,
+            [listValue([...new Set(rows.map((r) => r.hash))])],
+          );
+          for (const c of counts) fired.set(c.hash, c);
+        }
+        const { items, nextCursor } = pageOf(
+          rows,
+          page,
+          (r) => ({
+            version: r.version,
+            hash: r.hash,
+            status: r.status === 'valid' ? 'valid' : 'refused',
+            error: r.error,
+            committedAt: r.created_at.toISOString(),
+            sql: r.sql,
+            ...(kind === 'trigger' ? { fired: { rows: Number(fired.get(r.hash)?.decided ?? 0), sent: Number(fired.get(r.hash)?.sent ?? 0) } } : {}),
+          }),
+          VERSIONS_KEYSET,
+        );
+        return { versions: items, nextCursor };
+      },
+    );
+
+    app.put<{ Params: { slug: string; name: string }; Body: { sql: string } }>(
+      `/admin/v1/orgs/:slug/${plural}/:name`,
+      { schema: { params: nameParams, body: putBody } },
+      async (request) => {
+        const org = await orgs.get(request.params.slug);
+        let version: QueryVersion;
+        try {
+          version = await triggers.put(org.slug, kind, request.params.name, request.body.sql);
+        } catch (error) {
+          if (error instanceof FileRefused) throw new AppError('query_file_refused', `${error.message}: fix this in QUERIES_DIR (the service never writes through a link, nor replaces a folder) and save again.`);
+          throw error;
+        }
+        if (version.status === 'invalid') {
+          throw new AppError('invalid_trigger', version.error ?? 'refused', {
+            members: { name: request.params.name, version: version.version, reason: version.error, liveVersion: triggers.live(org.slug, kind, request.params.name)?.version ?? null },
+          });
+        }
+        return { name: request.params.name, version: version.version, hash: version.hash, status: 'live' };
+      },
+    );
+
+    app.post<{ Params: { slug: string; name: string }; Body: PreviewBody | undefined }>(
+      `/admin/v1/orgs/:slug/${plural}/:name/preview`,
+      { schema: { params: nameParams, body: previewBody } },
+      async (request) => {
+        const org = await orgs.get(request.params.slug);
+        const { name } = request.params;
+        const body = request.body ?? {};
+        // A file saved a moment ago is previewed as saved, not as the last poll saw it.
+        if (body.sql === undefined) await triggers.refresh(org.slug, kind, name);
+        const live = triggers.live(org.slug, kind, name);
+        if (body.sql === undefined && !live) throw new AppError('trigger_not_found', `no valid version of ${kind} "${name}"; send sql to preview one`);
+        let checked;
+        try {
+          checked = body.sql === undefined ? live!.checked : await triggers.check(body.sql, org.slug, kind);
+        } catch (error) {
+          if (error instanceof SqlRefused) throw new AppError('invalid_trigger', error.reason, { members: { reason: error.reason } });
+          throw error;
+        }
+        const db = storage.org(org.slug);
+        const end = body.to ? BigInt(Date.parse(body.to)) * 1000n : await db.exclusive(newestVisibleAt);
+        const start = body.from ? BigInt(Date.parse(body.from)) * 1000n : end - BigInt(PREVIEW_DEFAULT_HOURS * 3600) * 1_000_000n;
+        if (start >= end) throw new AppError('invalid_request', 'from must be before to: the window is (from, to]');
+        const limit = body.limit ?? PREVIEW_DEFAULT_ROWS;
+        try {
+          const page = await withSandbox(db, deps.timeoutMs, (c) => runSandboxed(c, checked, windowOf(start, end), limit));
+          return {
+            version: body.sql === undefined ? live!.version : null,
+            window: { from: microsToIso(start), to: microsToIso(end) },
+            count: page.rows.length,
+            truncated: page.truncated,
+            rows: page.rows.map(jsonRow),
+          };
+        } catch (error) {
+          if (error instanceof QueryFailed) throw new AppError('trigger_query_failed', error.reason);
+          throw error;
+        }
+      },
+    );
+  }
+}
+
+/** A refused file (`file_refused`) is reported over its recorded versions: the live one, if any, stays live. */
+function describeQuery(triggers: TriggerStore, org: string, kind: QueryKind, name: string) {
+  const state = triggers.get(org, kind, name);
+  const refused = triggers.files.refusal(org, kind, name);
+  const { latest, live } = state ?? {};
+  return {
+    name,
+    status: refused ? 'file_refused' : latest?.status === 'valid' ? 'live' : live ? 'live_previous_version' : 'invalid',
+    liveVersion: live?.version ?? null,
+    liveHash: live?.hash ?? null,
+    latestVersion: latest?.version ?? null,
+    error: refused ?? latest?.error ?? null,
+    committedAt: latest ? new Date(latest.committedAt).toISOString() : null,
+  };
+}

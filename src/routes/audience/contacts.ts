@@ -1,0 +1,150 @@
+/**
+ * GET /audience/v2/contacts?identity=<type>:<value>[&fields=a,b] (SPEC 6.2): one contact's profile from
+ * the in-memory serving index. Order: token → org access → org rate limit → Accept → identity → fields
+ * → lookup, so every answer after authentication carries the org's RateLimit headers.
+ * The e-mail never reaches logs (the request log has no query string) or error bodies.
+ */
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { Context } from '../../core/context.js';
+import { AppError } from '../../core/errors.js';
+import { OrgUnavailable } from '../../core/unavailable.js';
+import { bearerToken } from '../../http/bearer.js';
+import type { Metrics } from '../../ops/metrics.js';
+import type { OrgStore } from '../../control/org-store.js';
+import type { IndexedProfile, ProfileIndex } from '../../events/profiles/profile-index.js';
+import { rateLimitHeaders } from '../../ratelimit/headers.js';
+import {
+  AUTH_FAILURE_POLICY,
+  AUTH_FAILURE_POLICY_NAME,
+  ORG_POLICY_NAME,
+  orgRatePolicy,
+  rateLimitedError,
+} from '../../ratelimit/policies.js';
+import type { RateLimiter } from '../../ratelimit/types.js';
+import type { TokenStore } from '../../control/token-store.js';
+import { acceptsJson } from '../../http/accepts-json.js';
+import { parseIdentity } from '../../events/profiles/parse-identity.js';
+
+export interface ContactsRouteDeps {
+  ctx: Context;
+  tokens: TokenStore;
+  orgs: OrgStore;
+  profiles: ProfileIndex;
+  /** Per-org budget, shared by all the org's tokens. */
+  orgLimiter: RateLimiter;
+  /** Per client address, failed authentications only. */
+  authLimiter: RateLimiter;
+  metrics: Metrics;
+}
+
+/** Fastify's querystring parser gives an array for a repeated parameter (`fields=a&fields=b`). */
+interface Query {
+  identity?: string | string[];
+  fields?: string | string[];
+}
+
+const WWW_AUTHENTICATE = 'Bearer realm="audience", error="invalid_token"';
+
+function setHeaders(reply: FastifyReply, headers: Record<string, string>): void {
+  for (const [name, value] of Object.entries(headers)) reply.header(name, value);
+}
+
+export function registerContactsRoute(app: FastifyInstance, deps: ContactsRouteDeps): void {
+  const { ctx, tokens, orgs, profiles, metrics } = deps;
+  const onResponse = (_request: unknown, reply: FastifyReply, done: () => void) => {
+    metrics.lookups.inc({ status: String(reply.statusCode) });
+    done();
+  };
+
+  app.get<{ Querystring: Query }>('/audience/v2/contacts', { onResponse }, async (request, reply) => {
+    const now = ctx.clock.now();
+    const auth = tokens.authenticate(bearerToken(request.headers.authorization), now);
+    if (!auth.ok) {
+      const decision = await deps.authLimiter.consume(`auth:${request.ip}`, AUTH_FAILURE_POLICY, now);
+      const headers = rateLimitHeaders(AUTH_FAILURE_POLICY_NAME, AUTH_FAILURE_POLICY, decision);
+      if (!decision.allowed) {
+        metrics.rateLimited.inc({ policy: AUTH_FAILURE_POLICY_NAME });
+        throw rateLimitedError(headers);
+      }
+      throw new AppError('invalid_token', `the bearer token is ${auth.reason}`, {
+        headers: { ...headers, 'WWW-Authenticate': WWW_AUTHENTICATE },
+      });
+    }
+
+    const org = orgs.cached(auth.org);
+    if (!org) throw new AppError('invalid_token', 'the bearer token is unknown', { headers: { 'WWW-Authenticate': WWW_AUTHENTICATE } });
+    if (!org.audienceApi) {
+      throw new AppError(
+        'audience_api_not_enabled',
+        `The Audience API is not enabled for this org. An operator enables it with \`npx audience org update ${org.slug} --audience-api\` ` +
+          `(or PATCH /admin/v1/orgs/${org.slug} with {"audienceApi": true}).`,
+      );
+    }
+    const policy = orgRatePolicy(org);
+    const decision = await deps.orgLimiter.consume(`org:${org.slug}`, policy, now);
+    const headers = rateLimitHeaders(ORG_POLICY_NAME, policy, decision);
+    if (!decision.allowed) {
+      metrics.rateLimited.inc({ policy: ORG_POLICY_NAME });
+      throw rateLimitedError(headers);
+    }
+    setHeaders(reply, headers);
+
+    if (!acceptsJson(request.headers.accept)) throw new AppError('not_acceptable', 'this API answers application/json only');
+    if (Array.isArray(request.query.identity)) {
+      throw new AppError('invalid_identity', 'identity was given more than once; pass exactly one identity=<type>:<value>');
+    }
+    const identity = parseIdentity(request.query.identity);
+    if (!identity) {
+      throw new AppError('invalid_identity', 'identity must be email:<address>, email-hash:<sha256 hex> or user_id:<id>');
+    }
+    const fields = selectFields(org.contentFields, request.query.fields);
+
+    const contact = profiles.lookup(org.slug, identity.type, identity.value);
+    if (!contact) {
+      // Its profiles could not be loaded: "no such contact" would be a lie.
+      if (profiles.isUnavailable(org.slug)) throw new OrgUnavailable(org.slug, 'its profiles could not be loaded');
+      throw new AppError('contact_not_found', 'no contact with this identity', { status: org.notFoundStatus });
+    }
+    reply.type('application/json; charset=utf-8');
+    return responseBody(contact, fields);
+  });
+}
+
+/**
+ * Each contact's answer is serialized once and reused while the same fields are asked for: the org's
+ * content fields are one array until the org changes, so the usual check is one comparison.
+ */
+function responseBody(contact: IndexedProfile, fields: readonly string[]): string {
+  const cached = contact.answer;
+  if (cached !== undefined && (cached.fields === fields || sameFields(cached.fields, fields))) return cached.json;
+  const body: Record<string, unknown> = Object.create(null);
+  for (const field of fields) {
+    // Own members only: a content field named like an Object.prototype member (an imported `constructor`
+    // column) must answer null for a contact without it, not the inherited function.
+    const value = Object.hasOwn(contact.profile, field) ? contact.profile[field] : undefined;
+    body[field] = value === undefined ? (ARRAY_FIELDS.has(field) ? [] : null) : value;
+  }
+  const json = JSON.stringify({ status: 'success', contact: body });
+  contact.answer = { fields, json };
+  return json;
+}
+
+function sameFields(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && a.every((field, i) => field === b[i]);
+}
+
+const ARRAY_FIELDS = new Set(['campaigns_received', 'flow_variant_membership']);
+
+/** The org's content fields, or the requested subset of them, in configured order. */
+function selectFields(contentFields: string[], requested: string | string[] | undefined): string[] {
+  if (requested === undefined) return contentFields;
+  if (typeof requested !== 'string') {
+    throw new AppError('invalid_fields', 'fields was given more than once; pass one comma-separated list, e.g. fields=email_address,first_name');
+  }
+  const wanted = requested.split(',').map((f) => f.trim());
+  const unknown = wanted.filter((f) => !contentFields.includes(f));
+  if (wanted.length === 0 || unknown.length > 0 || wanted.some((f) => f === '')) {
+    throw new AppError('invalid_fields', `not content fields of this org: ${unknown.join(', ') || '(empty)'}`);
+  }
+  return contentFields.filter((f) => wanted.includes(f));
+}
