@@ -35,7 +35,7 @@ async function main(): Promise<void> {
     }
     throw error;
   });
-  const { adminKey, log } = app.audience;
+  const { adminKey, eventLog: log } = app;
   if (adminKey.file) app.log.info(`admin key ${adminKey.generated ? 'generated and ' : ''}stored in ${adminKey.file}`);
   await app.listen({ port: config.port, host: config.host }).catch(async (error: NodeJS.ErrnoException) => {
     if (error.code !== 'EADDRINUSE' && error.code !== 'EADDRNOTAVAIL') throw error;
@@ -47,7 +47,7 @@ async function main(): Promise<void> {
   let metricsServer: Server | undefined;
   if (config.metricsPort !== undefined) {
     const port = config.metricsPort;
-    metricsServer = await listenMetrics(app.audience.metrics.registry, port, config.host).catch(async (error: NodeJS.ErrnoException) => {
+    metricsServer = await listenMetrics(app.metrics.registry, port, config.host).catch(async (error: NodeJS.ErrnoException) => {
       await app.close();
       stop(`cannot listen on ${config.host}:${port} for /metrics (${error.code}); set METRICS_PORT`);
     });

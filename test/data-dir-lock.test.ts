@@ -72,7 +72,7 @@ t.test('apps built in one process: the second is refused until the first closes'
   await first.close();
   t.notOk(existsSync(join(dataDir, LOCK_FILE)), 'close releases it');
   const second = await startTestApp(t, { dataDir });
-  t.ok(second.app.audience, 'then a new app starts');
+  t.ok(second.app.control, 'then a new app starts');
 });
 
 t.test('stale or hostile lock files are taken over; a live foreign pid is not', async (t) => {

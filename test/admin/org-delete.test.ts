@@ -43,7 +43,7 @@ t.test('a deleted org is gone for good, and no other org loses anything', async 
   t.ok(existsSync(acmeFile));
 
   // An event still in the log when the org is deleted must not bring its database back.
-  const compaction = h.app.audience.storage!.storage.compaction!;
+  const compaction = h.app.orgStorage!.compaction!;
   await compaction.stop();
   t.equal((await h.collect(customEvent(acme.production, { messageId: 'late' }))).statusCode, 200);
   const deleted = await h.admin('DELETE', '/admin/v1/orgs/acme');
@@ -61,9 +61,9 @@ t.test('a deleted org is gone for good, and no other org loses anything', async 
   t.same((await h.admin('GET', '/admin/v1/orgs')).json().orgs.map((o: { slug: string }) => o.slug), ['beta'], 'the list has the others only');
   t.equal((await h.admin('GET', '/admin/v1/orgs/acme/events/types')).statusCode, 404, 'its data cannot be read');
   t.equal((await h.admin('GET', '/admin/v1/orgs/acme/tokens')).statusCode, 404);
-  t.same(h.app.audience.tokens.list('acme'), [], 'no token hash is kept in memory');
-  t.same((await h.app.audience.control.get('tokens.acme'))?.value, { tokens: [] }, 'nor in the control plane');
-  const tombstone = (await h.app.audience.control.get('org.acme'))?.value as Record<string, unknown>;
+  t.same(h.app.tokens.list('acme'), [], 'no token hash is kept in memory');
+  t.same((await h.app.control.get('tokens.acme'))?.value, { tokens: [] }, 'nor in the control plane');
+  const tombstone = (await h.app.control.get('org.acme'))?.value as Record<string, unknown>;
   t.same(Object.keys(tombstone), ['deletedAt'], 'the org document keeps nothing but the time of deletion');
 
   const again = await h.admin('POST', '/admin/v1/orgs', { slug: 'acme', name: 'Another Acme' });

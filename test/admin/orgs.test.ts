@@ -23,7 +23,7 @@ t.test('create returns the org and both credentials once; secrets are stored has
   }
   t.not(body.credentials.staging.partnerId, body.credentials.production.partnerId);
 
-  const stored = (await h.app.audience.control.get(orgKey('acme')))!.value as OrgDocument;
+  const stored = (await h.app.control.get(orgKey('acme')))!.value as OrgDocument;
   const dump = JSON.stringify(stored);
   t.notOk(dump.includes(body.credentials.production.partnerSecret), 'plaintext secret not stored');
   t.notOk(dump.includes(body.credentials.staging.partnerSecret), 'plaintext secret not stored');
@@ -108,7 +108,7 @@ t.test('without ADMIN_KEY the first start generates one into DATA_DIR/admin.key 
   const app = await buildApp(config);
   t.teardown(() => app.close());
   const file = join(dataDir, 'admin.key');
-  t.equal(app.audience.adminKey.file, file);
+  t.equal(app.adminKey.file, file);
   t.equal(statSync(file).mode & 0o777, 0o600);
   const key = readFileSync(file, 'utf8').trim();
   const res = await app.inject({ method: 'GET', url: '/admin/v1/orgs', headers: { authorization: `Bearer ${key}` } });

@@ -23,7 +23,7 @@ natsTest('NATS mode: an acknowledged event goes through JetStream into DuckDB on
   const dataDir = t.testdir();
   const nats = await startNatsServer(t);
   const h = await startTestApp(t, { natsUrl: nats.url, dataDir });
-  t.equal(h.app.audience.log!.kind, 'jetstream', 'the JetStream backend is in use');
+  t.equal(h.app.eventLog!.kind, 'jetstream', 'the JetStream backend is in use');
   const cred = await h.createOrg('acme');
 
   const res = await h.collect(customEvent(cred.production, { messageId: 'js-1' }));
@@ -39,7 +39,7 @@ natsTest('NATS mode: an acknowledged event goes through JetStream into DuckDB on
   });
   t.equal(batch.statusCode, 200, 'a batch is acknowledged');
   t.same(batch.json(), { messageIds: ['js-b1', 'js-b2'] });
-  t.ok((await h.app.audience.log!.headSeq()) >= 1, 'records are in the stream');
+  t.ok((await h.app.eventLog!.headSeq()) >= 1, 'records are in the stream');
 
   await h.compacted();
   const rows = await h.db().all<{ message_id: string; org: string; environment: string; email: string }>(
@@ -61,7 +61,7 @@ natsTest('NATS down: 503 + Retry-After, nothing stored, not ready; back up: acce
   const cred = await h.createOrg('acme');
   t.equal((await h.collect(customEvent(cred.production, { messageId: 'before' }))).statusCode, 200, 'accepted while up');
   await h.compacted();
-  const headBefore = await h.app.audience.log!.headSeq();
+  const headBefore = await h.app.eventLog!.headSeq();
 
   await nats.stop();
   await waitFor(async () => (await readyStatus(h)) === 503, 5_000);
@@ -90,7 +90,7 @@ natsTest('NATS down: 503 + Retry-After, nothing stored, not ready; back up: acce
   await nats.restart();
   await waitFor(async () => (await readyStatus(h)) === 200, 15_000);
   t.pass('/readyz: ready again once NATS is back');
-  t.equal(await h.app.audience.log!.headSeq(), headBefore, 'no record reached the stream while NATS was down');
+  t.equal(await h.app.eventLog!.headSeq(), headBefore, 'no record reached the stream while NATS was down');
 
   const after = await h.collect(customEvent(cred.production, { messageId: 'after' }));
   t.equal(after.statusCode, 200, 'accepted again without restarting the service');

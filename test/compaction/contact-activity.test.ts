@@ -140,7 +140,7 @@ t.test('a store written before the aggregates existed gets them filled at start'
   await first.collect({ ...base, type: 'track', event: 'complete_transaction', traits: { email: 'ada@example.com' },
     properties: { transactionId: 't1', revenue: 12.5, cartItems: [{ productId: 'p', variant: 'v', quantity: 1 }] } });
   await first.compacted();
-  const before = first.app.audience.profiles.find('acme', 'email', 'ada@example.com');
+  const before = first.app.profiles.find('acme', 'email', 'ada@example.com');
   t.match(before, { first_name: 'Ada', order_count: 1, total_lifetime_value: 12.5 });
   await first.close();
 
@@ -152,6 +152,6 @@ t.test('a store written before the aggregates existed gets them filled at start'
   instance.closeSync();
 
   const second = await startTestApp(t, { dataDir });
-  t.same(second.app.audience.profiles.find('acme', 'email', 'ada@example.com'), before);
-  t.same(await second.app.audience.storage!.storage.orgs.org('acme').all('SELECT email, revenue FROM contact_activity'), [{ email: 'ada@example.com', revenue: 12.5 }], 'folded at start');
+  t.same(second.app.profiles.find('acme', 'email', 'ada@example.com'), before);
+  t.same(await second.app.orgStorage!.orgs.org('acme').all('SELECT email, revenue FROM contact_activity'), [{ email: 'ada@example.com', revenue: 12.5 }], 'folded at start');
 });

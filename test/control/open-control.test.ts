@@ -20,9 +20,9 @@ if (!hasNatsServerBinary()) {
 
     const nats = await startNatsServer(t);
     const h = await startTestApp(t, { dataDir, natsUrl: nats.url });
-    t.equal(h.app.audience.control.kind, 'kv');
-    t.ok(h.app.audience.orgs.cached('acme'), 'the org is in the bucket');
-    t.ok(h.app.audience.tokens.authenticate(issued.token, Date.now()).ok, 'its token authenticates');
+    t.equal(h.app.control.kind, 'kv');
+    t.ok(h.app.orgs.cached('acme'), 'the org is in the bucket');
+    t.ok(h.app.tokens.authenticate(issued.token, Date.now()).ok, 'its token authenticates');
     t.equal((await h.collect(customEvent(cred.production))).statusCode, 200, 'its partner secret collects');
     t.notOk(existsSync(join(dataDir, 'control.duckdb')), 'the file is set aside');
     t.ok(existsSync(join(dataDir, 'control.duckdb.imported')), 'and kept');

@@ -79,8 +79,8 @@ for (const when of ['after-commit', 'before-commit'] as const) {
     const clock = new ManualClock(Date.UTC(2026, 0, 1));
     const h = await startTestApp(t, { clock });
     const cred = await h.createOrg('acme');
-    const log = h.app.audience.log!;
-    const compactor = h.app.audience.storage!.storage.compaction;
+    const log = h.app.eventLog!;
+    const compactor = h.app.orgStorage!.compaction;
     const db = h.db();
 
     // Past the 24 h dedupe window, a replayed record would be stored again: only the cursor can stop it.

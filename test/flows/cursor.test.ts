@@ -20,7 +20,7 @@ t.test('events committed during runs are each picked up by exactly one window', 
   let runs = 0;
   const runner = (async () => {
     while (sending) {
-      await h.app.audience.storage!.runner!.run('acme', 'f1');
+      await h.app.flowsRole!.runner!.run('acme', 'f1');
       runs++;
       await new Promise((resolve) => setImmediate(resolve));
     }
@@ -40,7 +40,7 @@ t.test('events committed during runs are each picked up by exactly one window', 
   sending = false;
   await runner;
   await h.compacted();
-  await h.app.audience.storage!.runner!.run('acme', 'f1');
+  await h.app.flowsRole!.runner!.run('acme', 'f1');
 
   t.equal(acked.length, SENDERS * PER_SENDER);
   t.ok(runs >= 4, `runs interleaved with commits (${runs} runs)`);

@@ -58,7 +58,7 @@ t.test('draft sends nothing, pause keeps the cursor, resume catches up', async (
   t.equal((await h.admin('POST', '/admin/v1/orgs/acme/flows', flowBody({ scheduleSeconds: 3600 }))).statusCode, 201);
   await book(h, cred, 'ada@example.com', 'before');
   await h.compacted();
-  t.match(await h.app.audience.storage!.runner!.run('acme', 'f1'), { skipped: 'flow is draft' });
+  t.match(await h.app.flowsRole!.runner!.run('acme', 'f1'), { skipped: 'flow is draft' });
   await h.admin('POST', '/admin/v1/orgs/acme/flows/f1/start');
   await book(h, cred, 'ada@example.com', 'live-1');
   t.same((await runFlow(h, 'f1')).decisions.map((d) => d.eventId), ['live-1'], 'the event before go-live never triggers');
@@ -98,7 +98,7 @@ t.test('segment include and exclude, experiment with holdout, decisions explain 
 
   const holdout = ex.decisions.find((d) => d.outcome === 'holdout')!;
   const sent = ex.decisions.find((d) => d.outcome === 'sent')!;
-  const index = h.app.audience.profiles;
+  const index = h.app.profiles;
   t.same(index.find('acme', 'email', holdout.email!)!.flow_variant_membership, ['ex-Holdout']);
   t.same(index.find('acme', 'email', holdout.email!)!.campaigns_received, [], 'a holdout received nothing');
   t.same(index.find('acme', 'email', sent.email!)!.flow_variant_membership, ['ex-A']);
@@ -132,7 +132,7 @@ t.test('webhook retries on 5xx then delivers; 4xx fails without retry and the de
   t.match((await h.admin('GET', '/admin/v1/orgs/acme/flows/refused/decisions?identity=email:ada@example.com')).json().decisions, [
     { outcome: 'failed', deliveryStatus: 'failed', attempts: 1, reason: /400/ },
   ]);
-  t.same(h.app.audience.profiles.find('acme', 'email', 'ada@example.com')!.campaigns_received, ['flaky'], 'a failed send is no campaign received');
+  t.same(h.app.profiles.find('acme', 'email', 'ada@example.com')!.campaigns_received, ['flaky'], 'a failed send is no campaign received');
 });
 
 t.test('webhook dead-letters after the last attempt', async (t) => {

@@ -35,7 +35,7 @@ t.test('outbox flow: only events after go-live, once each, template from the eve
   t.match(porto, { flowId: 'f1', eventId: 'after-2', channel: 'outbox', content: { subject: 'Hi grace@example.com', body: 'Enjoy Porto', nights: '7' } });
   t.match(porto.sendId, /^msg_[0-9a-f]{32}$/);
 
-  const ada = h.app.audience.profiles.find('acme', 'email', 'ada@example.com')!;
+  const ada = h.app.profiles.find('acme', 'email', 'ada@example.com')!;
   t.same(ada.campaigns_received, ['f1']);
   t.same(ada.flow_variant_membership, ['f1']);
 

@@ -114,7 +114,7 @@ t.test('costly templates fail their rows naming the limit; lookups and collect a
   await h.compacted();
 
   // Requests made once the run is rendering must be answered before its rendering ends.
-  const renderer = h.app.audience.storage!.renderer!;
+  const renderer = h.app.flowsRole!.renderer!;
   const order: string[] = [];
   let rendering!: () => void;
   const started = new Promise<void>((resolve) => (rendering = resolve));

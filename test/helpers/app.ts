@@ -84,13 +84,12 @@ export async function startTestApp(
       if (res.statusCode !== 201) throw new Error(`createOrg ${slug}: ${res.statusCode} ${res.body}`);
       return res.json().credentials as OrgCredentials;
     },
-    db: (org = 'acme') => app.audience.storage!.storage.orgs.org(org),
+    db: (org = 'acme') => app.orgStorage!.orgs.org(org),
     collect: (body) => post('/http/v1/collect', body),
     batch: (body) => post('/http/v1/batch', body),
     async compacted() {
-      const { log, storage } = app.audience;
-      await storage!.storage.compaction!.whenCompacted(await log!.headSeq());
-      await storage!.refresher.settled();
+      await app.orgStorage!.compaction!.whenCompacted(await app.eventLog!.headSeq());
+      await app.storageRole!.refresher.settled();
     },
     close,
   };

@@ -29,8 +29,8 @@ export async function startFlow(h: TestApp, definition: Record<string, unknown>,
 /** Runs the flow's window now and waits until its sends are delivered and profiles refreshed. */
 export async function runFlow(h: TestApp, id: string, org = 'acme') {
   await h.compacted();
-  const summary = await h.app.audience.storage!.runner!.run(org, id);
-  await h.app.audience.storage!.dispatcher!.idle();
-  await h.app.audience.storage!.refresher.settled();
+  const summary = await h.app.flowsRole!.runner!.run(org, id);
+  await h.app.flowsRole!.dispatcher!.idle();
+  await h.app.storageRole!.refresher.settled();
   return summary;
 }

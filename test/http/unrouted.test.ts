@@ -14,7 +14,7 @@ const concrete = (url: string) => url.replace(/:\w+/g, 'acme').replace(/\*$/, 'x
 
 function routeMethods(h: TestApp): Map<string, Set<string>> {
   const byUrl = new Map<string, Set<string>>();
-  for (const { method, url } of h.app.audience.routes) byUrl.set(url, (byUrl.get(url) ?? new Set()).add(method));
+  for (const { method, url } of h.app.registeredRoutes) byUrl.set(url, (byUrl.get(url) ?? new Set()).add(method));
   return byUrl;
 }
 
@@ -27,7 +27,7 @@ function isProblem(t: Test, res: { statusCode: number; headers: Record<string, u
 
 t.test('every method on every route: answered, or 405 with the methods the path has', async (t) => {
   const h = await startTestApp(t);
-  const routed = new Set(h.app.audience.routes.map((r) => r.method));
+  const routed = new Set(h.app.registeredRoutes.map((r) => r.method));
   const failures: string[] = [];
   for (const [url, methods] of routeMethods(h)) {
     const path = concrete(url);

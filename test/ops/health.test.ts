@@ -19,7 +19,7 @@ t.test('storage process killed: /readyz and /healthz stay 200 with a note, a new
   const cred = await h.createOrg('acme');
   t.equal((await h.collect(customEvent(cred.production, { messageId: 'before' }))).statusCode, 200);
   await h.compacted();
-  const storage = h.app.audience.storage!.storage.process!;
+  const storage = h.app.orgStorage!.process!;
   const first = storage.generation;
 
   storage.crash();
@@ -42,7 +42,7 @@ t.test('storage process killed: /readyz and /healthz stay 200 with a note, a new
 t.test('a call made while the storage process restarts waits for the new one', async (t) => {
   const h = await startTestApp(t);
   await h.createOrg('acme');
-  const storage = h.app.audience.storage!.storage.process!;
+  const storage = h.app.orgStorage!.process!;
   storage.crash();
   const list = await h.admin('GET', '/admin/v1/orgs/acme/events/samples');
   t.equal(list.statusCode, 200, `answered by the new process, not a 503: ${list.body}`);
@@ -61,7 +61,7 @@ natsTest('NATS frozen (SIGSTOP): /readyz 503 within the check timeout, /healthz 
 
   await nats.freeze();
   t.teardown(() => nats.thaw()); // so closing the app does not wait on a stopped server
-  t.equal(h.app.audience.log!.isAvailable(), true, 'the client still thinks it is connected: that alone would lie');
+  t.equal(h.app.eventLog!.isAvailable(), true, 'the client still thinks it is connected: that alone would lie');
   const started = Date.now();
   const answers = await Promise.all(Array.from({ length: 10 }, () => probe(h, '/readyz')));
   const elapsed = Date.now() - started;

@@ -27,7 +27,7 @@ t.test('the document is valid OpenAPI 3.1 and covers exactly the registered rout
 
   const documented = new Set(Object.entries(doc.paths).flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`)));
   const registered = new Set(
-    h.app.audience.routes
+    h.app.registeredRoutes
       // Web pages, not API: the reference itself and the console.
       .filter((r) => r.method !== 'HEAD' && !r.url.startsWith('/docs') && !r.url.startsWith('/console'))
       .map((r) => `${r.method} ${r.url.replace(/:(\w+)/g, '{$1}')}`),

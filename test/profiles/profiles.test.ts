@@ -13,7 +13,7 @@ function importContacts(h: TestApp, contentType: string, body: string) {
 }
 
 const find = (h: TestApp, type: 'email' | 'email-hash' | 'user_id', value: string) =>
-  h.app.audience.profiles.find('acme', type, value);
+  h.app.profiles.find('acme', type, value);
 
 t.test('CSV import upserts by normalised e-mail, keeps extra columns, reports bad rows', async (t) => {
   const h = await startTestApp(t);

@@ -21,7 +21,7 @@ t.test('with the guard switched off, org A reaches no row of org B and no secret
   await h.compacted();
   const trigger = "SELECT identity, identity_type, ts, event_type, event_id, event_raw FROM event_triggers WHERE event_id <> 'beta-trigger-marker' AND ts > {cursor_start_time} AND ts <= {cursor_end_time}";
   t.equal((await h.admin('PUT', '/admin/v1/orgs/beta/triggers/beta_only', { sql: trigger })).statusCode, 200);
-  const { control } = h.app.audience;
+  const { control } = h.app;
   const hashes: string[] = [];
   for (const org of ['acme', 'beta']) {
     const stored = (await control.get(orgKey(org)))!.value as OrgDocument;

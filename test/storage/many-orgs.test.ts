@@ -58,7 +58,7 @@ t.test(`${ORGS} orgs with at most ${MAX_OPEN} databases open: every event stored
     t.same(summary.decisions.map((d) => `${d.eventId}:${d.outcome}`), [`${slug}-flow:sent`], `${slug}: one send`);
   }
 
-  const pool = await h.app.audience.storage!.storage.poolStats();
+  const pool = await h.app.orgStorage!.poolStats();
   t.ok(pool.highWater <= MAX_OPEN, `at most ${MAX_OPEN} open at once (${pool.highWater})`);
   t.ok(pool.highWater > 1, 'several were open at once');
 });

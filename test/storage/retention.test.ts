@@ -22,7 +22,7 @@ t.test('expired events go, profile aggregates stay, recent rows and other orgs a
   }
   t.equal((await h.collect(customEvent(acme, { type: 'bogus' }))).statusCode, 412, 'one event to quarantine');
   await h.compacted();
-  const before = h.app.audience.profiles.find('acme', 'email', 'ada@example.com')!;
+  const before = h.app.profiles.find('acme', 'email', 'ada@example.com')!;
   t.match(before, { order_count: 2, total_lifetime_value: 141.5, first_name: 'Ada' });
 
   clock.advance(31 * DAY);
@@ -34,15 +34,15 @@ t.test('expired events go, profile aggregates stay, recent rows and other orgs a
   const types = async () =>
     Object.fromEntries(((await h.admin('GET', '/admin/v1/orgs/acme/events/types?env=production')).json().types as Array<{ eventType: string; count: number }>).map((x) => [x.eventType, x.count]));
   t.same(await types(), { complete_transaction: 2, custom_booking_completed: 1, identify: 1 }, 'event types before');
-  await h.app.audience.storage!.sweepRetention();
+  await h.app.storageRole!.sweepRetention();
   t.same(await types(), { custom_booking_completed: 1 }, 'event types count the events kept; a type with none left is gone');
   const count = async (org: string, table: string) => Number((await h.db(org).all<{ n: bigint }>(`SELECT count(*) AS n FROM ${table}`))[0]!.n);
   t.equal(await count('acme', 'events'), 1, 'the three old acme events are deleted, the recent one kept');
   t.equal(await count('acme', 'quarantine'), 0, 'the quarantine row older than 7 days is deleted');
   t.equal(await count('other', 'events'), 1, "the other org's event is kept");
 
-  await h.app.audience.storage!.materializer.refreshOrg('acme');
-  t.match(h.app.audience.profiles.find('acme', 'email', 'ada@example.com'), { order_count: 2, total_lifetime_value: 141.5, first_name: 'Ada' }, 'recomputed from the database, the profile keeps its aggregates');
+  await h.app.storageRole!.materializer.refreshOrg('acme');
+  t.match(h.app.profiles.find('acme', 'email', 'ada@example.com'), { order_count: 2, total_lifetime_value: 141.5, first_name: 'Ada' }, 'recomputed from the database, the profile keeps its aggregates');
 
   const metrics = (await h.app.inject({ url: '/metrics' })).body;
   t.match(metrics, /audience_retention_deleted_rows_total\{table="events"\} 3/);
@@ -100,18 +100,18 @@ t.test("an org's own retention overrides the service's, member by member", async
   await h.compacted();
 
   const count = async (org: string, table: string) => Number((await h.db(org).all<{ n: bigint }>(`SELECT count(*) AS n FROM ${table}`))[0]!.n);
-  await h.app.audience.storage!.sweepRetention();
+  await h.app.storageRole!.sweepRetention();
   t.equal(await count('short', 'events'), 1, "short: its 10 days apply, the 11-day-old event is deleted");
   t.equal(await count('short', 'quarantine'), 1, 'short: quarantineDays 0 keeps forever, over the service’s 7');
   t.equal(await count('plain', 'events'), 2, "plain: the service's 30 days apply");
   t.equal(await count('plain', 'quarantine'), 0, "plain: the service's 7 days of quarantine apply");
 
   t.equal((await h.admin('PATCH', '/admin/v1/orgs/plain', { retention: { eventsDays: 5 } })).statusCode, 200);
-  await h.app.audience.storage!.sweepRetention();
+  await h.app.storageRole!.sweepRetention();
   t.equal(await count('plain', 'events'), 1, 'a retention set later applies at the next sweep');
   t.equal((await h.admin('PATCH', '/admin/v1/orgs/short', { retention: {} })).statusCode, 200);
   t.same((await h.admin('GET', '/admin/v1/orgs/short')).json().org.retention, {});
-  await h.app.audience.storage!.sweepRetention();
+  await h.app.storageRole!.sweepRetention();
   t.equal(await count('short', 'quarantine'), 0, '{} drops the overrides: the service’s 7 days apply again');
 
   for (const retention of [{ eventsDays: -1 }, { eventsDays: 1.5 }, { quarantineDays: 36501 }, { eventsDays: '10' }, { forever: 1 }, JSON.parse('{"__proto__": {"eventsDays": 1}}') as object, [], null]) {

@@ -40,8 +40,8 @@ if (!hasNatsServerBinary()) {
     for (const slug of slugs) credentials.set(slug, await shards[0]!.createOrg(slug));
     // The org made on shard 0 is known to shard 1 through the control plane.
     for (const slug of slugs) {
-      for (let i = 0; i < 500 && !shards[1]!.app.audience.orgs.cached(slug); i++) await new Promise((r) => setTimeout(r, 10));
-      t.ok(shards[1]!.app.audience.orgs.cached(slug), `${slug} is known on shard 1`);
+      for (let i = 0; i < 500 && !shards[1]!.app.orgs.cached(slug); i++) await new Promise((r) => setTimeout(r, 10));
+      t.ok(shards[1]!.app.orgs.cached(slug), `${slug} is known on shard 1`);
     }
 
     const perOrg = 6;

@@ -55,14 +55,14 @@ async function setup(t: Tap, options: { script?: string[]; store?: TokenStoreOpt
   const clock = new ManualClock(Date.UTC(2026, 0, 1));
   const h = await startTestApp(t, { clock });
   const ctx = createContext({ clock, randomBytes: scriptedRandom(options.script ?? []) });
-  const control = h.app.audience.control;
+  const control = h.app.control;
   const tokens = await watchedStore(control, ctx, options.store);
   t.teardown(() => tokens.close());
 
   const admin = Fastify();
   admin.setValidatorCompiler(({ schema }) => compileRouteSchema(schema));
   registerProblemHandlers(admin);
-  registerTokenRoutes(admin, { tokens, orgs: h.app.audience.orgs });
+  registerTokenRoutes(admin, { tokens, orgs: h.app.orgs });
   await admin.ready();
   t.teardown(() => admin.close());
 

@@ -72,7 +72,7 @@ t.test('each file that is not a regular file of its own is refused, shown on its
   t.teardown(() => new Promise((resolve) => socket.close(resolve)));
   cases.push(['sock', () => undefined, /is a socket; only regular files are read/]);
 
-  await h.app.audience.storage!.triggers.scan();
+  await h.app.storageRole!.triggers.scan();
   const list = await h.admin('GET', '/admin/v1/orgs/acme/triggers');
   t.equal(list.statusCode, 200);
   const rows = new Map((list.json().triggers as Array<{ name: string }>).map((row) => [row.name, row]));
@@ -108,7 +108,7 @@ t.test("an org's folder or segments/ that is a link is not read: one org never s
   writeFileSync(join(queries, 'beta', 'segments', 'vip.sql'), `SELECT email_address AS email FROM profiles ${marker}`);
   symlinkSync(join(queries, 'beta'), join(queries, 'acme'));
 
-  await h.app.audience.storage!.triggers.scan();
+  await h.app.storageRole!.triggers.scan();
   const list = await h.admin('GET', '/admin/v1/orgs/acme/triggers');
   t.same(list.json(), { triggers: [], folderError: 'QUERIES_DIR/acme is a symbolic link; only a real folder is read' }, 'the folder is refused, its names not even listed');
   const one = await h.admin('GET', '/admin/v1/orgs/acme/triggers/spy');

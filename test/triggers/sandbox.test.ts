@@ -30,7 +30,7 @@ async function setup(t: Test, config: Record<string, unknown> = {}): Promise<Tes
   return h;
 }
 
-const check = (h: TestApp, sql: string, kind: QueryKind = 'trigger', org = 'acme') => h.app.audience.storage!.triggers.check(sql, org, kind);
+const check = (h: TestApp, sql: string, kind: QueryKind = 'trigger', org = 'acme') => h.app.storageRole!.triggers.check(sql, org, kind);
 
 async function refusal(h: TestApp, sql: string, kind: QueryKind = 'trigger'): Promise<string> {
   try {
@@ -156,8 +156,8 @@ t.test('the issue reproduction: no PUT, file or preview of hostile SQL reaches a
   const dir = join(h.dataDir, 'queries', 'acme');
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, 'leak2.sql'), leak.replaceAll('partner_credentials', 'audience_tokens').replace('partner_id', 'id').replace('secret_hash', 'token_hash').replace('environment', 'last3'));
-  await h.app.audience.storage!.triggers.scan();
-  t.equal(h.app.audience.storage!.triggers.live('acme', 'trigger', 'leak2'), undefined, 'a committed file is refused too');
+  await h.app.storageRole!.triggers.scan();
+  t.equal(h.app.storageRole!.triggers.live('acme', 'trigger', 'leak2'), undefined, 'a committed file is refused too');
 });
 
 t.test('constructs DuckDB reads differently are refused with the DuckDB way, or mean what they say', async (t) => {

@@ -13,7 +13,7 @@ t.test('a changed file is live for the next run; an invalid change leaves the ol
   const dir = join(h.dataDir, 'queries', 'acme');
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, 'booking_completed.sql'), BOOKING_TRIGGER);
-  await h.app.audience.storage!.triggers.scan();
+  await h.app.storageRole!.triggers.scan();
   const list = (await h.admin('GET', '/admin/v1/orgs/acme/triggers')).json().triggers;
   t.match(list, [{ name: 'booking_completed', status: 'live', liveVersion: 1, error: null }]);
   const v1 = list[0].liveHash;
@@ -25,13 +25,13 @@ t.test('a changed file is live for the next run; an invalid change leaves the ol
 
   writeFileSync(join(dir, 'booking_completed.sql'), PAGE_TRIGGER);
   // The watcher polls every second; wait for it rather than calling scan, to test the real path.
-  await waitFor(async () => h.app.audience.storage!.triggers.live('acme', 'trigger', 'booking_completed')?.version === 2, 5000);
+  await waitFor(async () => h.app.storageRole!.triggers.live('acme', 'trigger', 'booking_completed')?.version === 2, 5000);
   await h.collect(customEvent(acme.production, { messageId: 'b2' }));
   await h.collect(customEvent(acme.production, { messageId: 'p2', properties: { eventName: 'page_liked', properties: {} } }));
   t.same((await runFlow(h, 'f1')).decisions.map((d) => d.eventId), ['p2'], 'the next run uses the new version');
 
   writeFileSync(join(dir, 'booking_completed.sql'), 'SELECT * FROM main.events');
-  await h.app.audience.storage!.triggers.scan();
+  await h.app.storageRole!.triggers.scan();
   const after = (await h.admin('GET', '/admin/v1/orgs/acme/triggers/booking_completed')).json();
   t.match(after, { status: 'live_previous_version', liveVersion: 2, latestVersion: 3, error: /relation main.events is not readable/ });
   await h.collect(customEvent(acme.production, { messageId: 'p3', properties: { eventName: 'page_liked', properties: {} } }));
@@ -117,5 +117,5 @@ t.test('a file saved a moment ago is what a flow created or a preview made right
   const preview = await h.admin('POST', '/admin/v1/orgs/acme/triggers/booking_completed/preview', {});
   t.equal(preview.statusCode, 200);
   t.equal(preview.json().version, 2, 'the preview runs the file as saved');
-  t.equal(h.app.audience.storage!.triggers.live('acme', 'trigger', 'booking_completed')?.sql, PAGE_TRIGGER);
+  t.equal(h.app.storageRole!.triggers.live('acme', 'trigger', 'booking_completed')?.sql, PAGE_TRIGGER);
 });

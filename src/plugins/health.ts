@@ -1,0 +1,29 @@
+/** What /readyz and /healthz check, and the gauges an operator alerts on (readiness, profiles held, the log's size, free space). */
+import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+import { EmbeddedLog } from '../events/log/embedded-log.js';
+import type { Health } from '../ops/health.js';
+import { registerOperatorGauges } from './operator-metrics.js';
+import { serviceHealth } from './service-health.js';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    health: Health;
+  }
+}
+
+export const healthPlugin = fp(
+  async (app: FastifyInstance) => {
+    const { config, eventLog: log, profiles } = app;
+    const usesDataDir = app.dataDirLock !== undefined;
+    const health = serviceHealth({ control: app.control, log, storage: app.orgStorage, dataDir: config.dataDir, usesDataDir });
+    registerOperatorGauges(app.metrics, {
+      ready: async () => (await health.probe()).ready,
+      profileEntries: () => profiles.totalSize(),
+      embeddedLog: log instanceof EmbeddedLog ? log : undefined,
+      dataDir: usesDataDir ? config.dataDir : undefined,
+    });
+    app.decorate('health', health);
+  },
+  { name: 'audience-health', dependencies: ['audience-control', 'audience-event-log', 'audience-org-storage'] },
+);

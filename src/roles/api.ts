@@ -1,0 +1,142 @@
+/**
+ * The api role: the Audience API (profiles from the process's serving index) and the admin API. Org
+ * settings, credentials and tokens are answered from the control plane on any process; calls that need
+ * an org's database are answered here when this process keeps that org (storage role, SHARD), else
+ * relayed over NATS to the shard that does (src/cluster/). A storage process in NATS mode registers the
+ * org-database routes too, without the api role: relayed calls reach them through inject().
+ */
+import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+import { type ApiPresence, announceApi } from '../cluster/api-presence.js';
+import { relayOrgAdmin } from '../cluster/relay-org-admin.js';
+import { registerRelayRoutes } from '../cluster/relay-routes.js';
+import { type OrgAdminServer, serveOrgAdmin } from '../cluster/serve-org-admin.js';
+import { GcraLimiter } from '../ratelimit/gcra-limiter.js';
+import { type RateLimiters, openRateLimiters } from '../ratelimit/open-rate-limiters.js';
+import { adminAuth } from '../routes/admin/auth.js';
+import { registerBackupRoutes } from '../routes/admin/backup.js';
+import { registerOrgRoutes } from '../routes/admin/orgs.js';
+import { registerContactRoute } from '../routes/admin/orgs/contacts.js';
+import { registerImportRoutes } from '../routes/admin/orgs/contacts-import.js';
+import { registerInspectRoutes } from '../routes/admin/orgs/events.js';
+import { registerFlowRoutes } from '../routes/admin/orgs/flows.js';
+import { registerTokenRoutes } from '../routes/admin/orgs/tokens.js';
+import { registerTriggerRoutes } from '../routes/admin/orgs/triggers.js';
+import { registerContactsRoute } from '../routes/audience/contacts.js';
+import { registerConsoleRoutes } from '../routes/console.js';
+import { runSteps } from './run-steps.js';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Present with the api role: per-org request budgets and failed authentications (Redis, or in memory). */
+    rateLimiters: RateLimiters | undefined;
+  }
+}
+
+export const apiRole = fp(
+  async (app: FastifyInstance) => {
+    const { config, ctx, metrics, adminNats, profileFeed: feed, storageRole: storage } = app;
+    // The live api processes (NATS mode): while Redis is out of reach, each limits an org to its share.
+    let presence: ApiPresence | undefined;
+    if (adminNats) presence = await announceApi(adminNats, (err) => app.log.warn({ err }, 'counting the live api processes failed'));
+    const live = presence;
+    const rateLimiters = await openRateLimiters({
+      redisUrl: config.redisUrl,
+      keyPrefix: config.redisKeyPrefix,
+      metrics,
+      logger: app.log,
+      clock: ctx.clock,
+      ...(live ? { liveApiProcesses: () => live.live() } : {}),
+    });
+    app.addHook('onClose', () => runSteps([() => presence?.close(), () => rateLimiters.close()]));
+    app.decorate('rateLimiters', rateLimiters);
+    registerContactsRoute(app, {
+      ctx,
+      tokens: app.tokens,
+      orgs: app.orgs,
+      profiles: app.profiles,
+      orgLimiter: rateLimiters.org,
+      authLimiter: rateLimiters.auth,
+      metrics,
+    });
+    registerConsoleRoutes(app);
+    if (feed && !(storage && config.shard.count === 1)) {
+      // Profiles of the orgs another shard keeps come from the feed; this process's own are materialized here.
+      await feed.follow(app.profiles, (org) => (storage?.owns(org) ?? false) || app.orgs.isDeleted(org));
+    }
+  },
+  { name: 'audience-api-role', dependencies: ['audience-control', 'audience-profile-feed', 'audience-nats'] },
+);
+
+/**
+ * The admin API: with the api role, and on a NATS-mode storage process (relayed calls). Org, credential
+ * and token routes with the api role; org-database routes where this process keeps org databases, and
+ * a relay to the shard that keeps them where it does not.
+ */
+export const adminApi = fp(
+  async (app: FastifyInstance) => {
+    const { config, ctx, orgs, orgStorage, storageRole: storage, adminNats: relay } = app;
+    const orgExists = (slug: string) => orgs.cached(slug) !== undefined;
+    await app.register(async (admin) => {
+      const limiter = app.rateLimiters?.auth ?? new GcraLimiter();
+      admin.addHook('onRequest', adminAuth({ keyHash: app.adminKey.hash, limiter, clock: ctx.clock, metrics: app.metrics }));
+      if (config.roles.includes('api')) {
+        registerOrgRoutes(admin, orgs, app.tokens);
+        registerTokenRoutes(admin, { tokens: app.tokens, orgs });
+      }
+      if (!storage || !orgStorage) {
+        registerBackupRoutes(admin, undefined);
+        if (relay) registerRelayRoutes(admin, { nc: relay, orgExists });
+        return;
+      }
+      registerBackupRoutes(admin, {
+        control: app.control,
+        orgs: orgStorage.orgs,
+        owns: storage.owns,
+        log: app.eventLog!,
+        compaction: orgStorage.compaction,
+        dataDir: config.dataDir,
+        queriesDir: config.queriesDir,
+        webhookKeyConfigured: config.webhookSigningKey !== undefined,
+        now: () => ctx.clock.now(),
+      });
+      if (relay) admin.addHook('onRequest', relayOrgAdmin({ nc: relay, isLocal: storage.owns, orgExists }));
+      registerInspectRoutes(admin, orgStorage.orgs, orgs);
+      registerImportRoutes(admin, { orgs, contacts: storage.contacts, materializer: storage.materializer });
+      registerContactRoute(admin, { orgs, profiles: app.profiles });
+      registerTriggerRoutes(admin, { storage: orgStorage.orgs, ctx, orgs, triggers: storage.triggers, timeoutMs: config.triggerTimeoutMs });
+      registerFlowRoutes(admin, {
+        storage: orgStorage.orgs,
+        orgs,
+        flows: storage.flows,
+        triggers: storage.triggers,
+        runner: app.flowsRole?.runner,
+        renderer: app.flowsRole?.renderer,
+        profiles: app.profiles,
+        timeoutMs: config.triggerTimeoutMs,
+        webhookAllowPrivate: config.webhookAllowPrivate,
+        smtpConfigured: config.smtpUrl !== undefined,
+        signingKey: storage.signingKey,
+      });
+    });
+  },
+  { name: 'audience-admin-api', dependencies: ['audience-control', 'audience-nats'] },
+);
+
+/** NATS mode, storage role: the shard answers admin calls relayed for its orgs once the app is ready (inject() needs it). */
+export const relayedAdminCalls = fp(
+  async (app: FastifyInstance) => {
+    const nc = app.adminNats!;
+    const shard = app.storageRole!;
+    let server: OrgAdminServer | undefined;
+    app.addHook('onReady', async () => {
+      server = await serveOrgAdmin({ nc, app, owned: shard.owns, adminKeyHash: app.adminKey.hash });
+      for (const org of await app.orgs.list()) await server.addOrg(org.slug);
+    });
+    app.orgs.onChange(async (org, previous) => {
+      if (!previous) await server?.addOrg(org.slug);
+    });
+    app.addHook('onClose', async () => server?.close());
+  },
+  { name: 'audience-relayed-admin-calls', dependencies: ['audience-admin-api', 'audience-storage-role'] },
+);

@@ -1,0 +1,28 @@
+/**
+ * The collector role: the collect and batch endpoints, appending to the event log through a group
+ * committer. Stateless beyond the partner credentials it keeps from the control plane, so any number of
+ * collectors can run against one JetStream stream.
+ */
+import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+import { GroupCommitter } from '../events/log/group-commit.js';
+import { registerCollectRoutes } from '../routes/http/collect.js';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Present with the collector role. */
+    committer: GroupCommitter | undefined;
+  }
+}
+
+export const collectorRole = fp(
+  async (app: FastifyInstance) => {
+    const { metrics } = app;
+    const committer = new GroupCommitter(app.eventLog!, { onWrite: (seconds) => metrics.logAppendSeconds.observe(seconds) });
+    // Pending appends are flushed before the log closes.
+    app.addHook('onClose', () => committer.flush());
+    registerCollectRoutes(app, { ctx: app.ctx, registry: app.partners, log: committer, metrics });
+    app.decorate('committer', committer);
+  },
+  { name: 'audience-collector-role', dependencies: ['audience-control', 'audience-event-log'] },
+);

@@ -1,0 +1,100 @@
+/**
+ * The flows role (ROLES flows): runs flows over the trigger results of the orgs the storage role keeps,
+ * renders their messages on a worker thread and sends them through the channels. Needs the storage role,
+ * registered before it.
+ */
+import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+import { OrgUnavailable } from '../core/unavailable.js';
+import { registerScrapedGauge } from '../ops/metrics.js';
+import { openChannels } from '../reactions/channels/open-channels.js';
+import { FlowRunner } from '../reactions/flows/flow-runner.js';
+import { SendDispatcher } from '../reactions/flows/send-dispatcher.js';
+import { TemplateRenderer } from '../reactions/flows/template-renderer.js';
+import { runSteps } from './run-steps.js';
+
+/** How often QUERIES_DIR is read for changed trigger and segment files. */
+const QUERIES_POLL_MS = 1000;
+
+export interface FlowsRole {
+  runner: FlowRunner;
+  dispatcher: SendDispatcher;
+  renderer: TemplateRenderer;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Present with the flows role. */
+    flowsRole: FlowsRole | undefined;
+  }
+}
+
+export const flowsRole = fp(
+  async (app: FastifyInstance) => {
+    const { config, ctx, metrics, orgs, log: logger } = app;
+    const storage = app.storageRole!;
+    const orgData = app.orgStorage!.orgs;
+    // Message templates render on their own worker thread.
+    const renderer = new TemplateRenderer();
+    const channels = openChannels({
+      dataDir: config.dataDir,
+      ...(config.smtpUrl ? { smtpUrl: config.smtpUrl } : {}),
+      allowPrivate: config.webhookAllowPrivate,
+      timeoutMs: config.webhookTimeoutMs,
+      signingKey: storage.signingKey,
+      clock: ctx.clock,
+    });
+    const dispatcher = new SendDispatcher({
+      orgs: orgData,
+      ctx,
+      channels,
+      policy: { maxAttempts: config.webhookMaxAttempts, baseDelayMs: config.webhookBackoffMs, maxDelayMs: 60 * 60 * 1000 },
+      metrics,
+      logger,
+      onDelivered: (org, emails) => storage.refresher.enqueue(emails.map((email) => ({ org, email }))),
+    });
+    registerScrapedGauge(metrics, 'audience_sends_pending', 'Flow sends queued, in flight or waiting for a retry in this process', () => dispatcher.pending);
+    const runner = new FlowRunner({
+      orgs: orgData,
+      ctx,
+      flows: storage.flows,
+      triggers: storage.triggers,
+      profiles: app.profiles,
+      dispatcher,
+      renderer,
+      metrics,
+      logger,
+      timeoutMs: config.triggerTimeoutMs,
+      maxRows: config.triggerMaxRows,
+      refreshProfiles: (keys) => storage.refresher.enqueue(keys),
+    });
+    app.decorate('flowsRole', { runner, dispatcher, renderer });
+    // Stops polling trigger files, lets a running flow run finish, stops deliveries (retries stay pending).
+    app.addHook('onClose', () => runSteps([() => storage.triggers.stopWatching(), () => runner.close(), () => renderer.close(), () => dispatcher.close(), () => channels.close()]));
+
+    /** Sends recorded as pending and not queued in this process, org by org: one unavailable org does not hold the others'. */
+    const resumePending = async (slugs: string[]): Promise<void> => {
+      for (const slug of slugs) {
+        await dispatcher.resumePending([slug]).catch((err: unknown) => {
+          if (err instanceof OrgUnavailable) return;
+          logger.error({ err, org: slug }, 'resuming pending sends failed');
+        });
+      }
+    };
+    const ownedSlugs = async () => (await orgs.list()).map((org) => org.slug).filter(storage.owns);
+    storage.onOrgAvailable((slug) => resumePending([slug]));
+    storage.onOrgDropped(async (slug) => {
+      await runner.forgetOrg(slug);
+      dispatcher.dropOrg(slug);
+    });
+    // A flow run's commit may have been made just before the storage process ended, its answer lost:
+    // those sends are pending in the database, not queued here. Queued ones are not queued twice.
+    app.storageEvents.onRestarted(() => void ownedSlugs().then(resumePending, (err: unknown) => logger.error({ err }, 'resuming pending sends failed')));
+
+    storage.triggers.watch(QUERIES_POLL_MS);
+    await resumePending(await ownedSlugs());
+    renderer.start();
+    runner.start();
+  },
+  { name: 'audience-flows-role', dependencies: ['audience-storage-role'] },
+);

@@ -1,0 +1,184 @@
+/**
+ * The storage role (ROLES compactor and/or flows): above the org databases of the orgs this process owns
+ * (SHARD), their settings, profiles, triggers and flow definitions; compaction started, retention swept,
+ * compacted log segments released, and an org whose database cannot be opened tried again. Sending is the
+ * flows role's (flows.ts), registered after this one.
+ */
+import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+import { PeriodicTask } from '../core/periodic-task.js';
+import { ownsOrg } from '../core/shard.js';
+import { OrgUnavailable, REOPEN_DAMAGED_AFTER_SECONDS } from '../core/unavailable.js';
+import { EmbeddedLog } from '../events/log/embedded-log.js';
+import { JetStreamLog } from '../events/log/jetstream-log.js';
+import { ContactStore } from '../events/profiles/contact-store.js';
+import { ProfileMaterializer } from '../events/profiles/profile-materializer.js';
+import { ProfileRefresher } from '../events/profiles/profile-refresher.js';
+import { resolveWebhookSigningKey } from '../reactions/channels/webhook-signing.js';
+import { FlowStore } from '../reactions/flows/flow-store.js';
+import { SqlChecker } from '../reactions/triggers/sql-checker.js';
+import { TriggerStore } from '../reactions/triggers/trigger-store.js';
+import { writeOrgSettings } from '../storage/migrate.js';
+import { orgMemoryShare } from '../storage/open-storage.js';
+import { type RetentionPolicy, sweepExpired } from '../storage/retention.js';
+import { runSteps } from './run-steps.js';
+
+/** Expired rows are few between two passes an hour apart, so each pass is a handful of batches. */
+const RETENTION_SWEEP_INTERVAL_MS = 60 * 60 * 1000;
+/** How often compacted segments of the embedded log are looked for (a comparison of numbers, then unlinks). */
+const LOG_RELEASE_INTERVAL_MS = 5_000;
+
+export interface StorageRole {
+  /** The orgs whose databases this process keeps (SHARD); every org with the default 0/1. */
+  owns(slug: string): boolean;
+  materializer: ProfileMaterializer;
+  refresher: ProfileRefresher;
+  contacts: ContactStore;
+  triggers: TriggerStore;
+  flows: FlowStore;
+  signingKey: string;
+  /** One retention pass over every owned org's database (hourly by itself; tests call it). */
+  sweepRetention(): Promise<void>;
+  /** An org's database opens again after it could not be (the flows role resumes its pending sends). */
+  onOrgAvailable(listener: (slug: string) => Promise<void>): void;
+  /** A deleted org's data is about to go (the flows role stops its runs and sends first). */
+  onOrgDropped(listener: (slug: string) => Promise<void>): void;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Present with the compactor or flows role. */
+    storageRole: StorageRole | undefined;
+  }
+}
+
+export const storageRole = fp(
+  async (app: FastifyInstance) => {
+    const { config, ctx, metrics, orgs, profiles, profileFeed: feed, eventLog: log, log: logger } = app;
+    const storage = app.orgStorage!;
+    const orgData = storage.orgs;
+    const owns = (slug: string) => ownsOrg(config.shard, slug);
+    const materializer = new ProfileMaterializer(orgData, profiles, feed ? (org, profile, custom) => feed.publish(org, profile, custom) : undefined);
+    const refresher = new ProfileRefresher(materializer, (err) => logger.error({ err }, 'profile refresh failed'));
+    app.storageEvents.onCompacted((report) => refresher.enqueue(report.touched, { backlog: report.backlog }));
+    const flows = new FlowStore(orgData, ctx);
+    // Checker processes start with the first check.
+    const share = orgMemoryShare(config);
+    const checker = new SqlChecker({ memoryLimit: share.limit, memoryLimitBytes: share.bytes });
+    const triggers = new TriggerStore(orgData, ctx, {
+      queriesDir: config.queriesDir,
+      logger,
+      orgExists: (slug) => owns(slug) && orgs.cached(slug) !== undefined,
+      timeoutMs: config.triggerTimeoutMs,
+      checker,
+    });
+
+    const policy: RetentionPolicy = {
+      eventsDays: config.retentionEventsDays,
+      eventsByEventTimeDays: config.retentionEventsByEventTimeDays,
+      quarantineDays: config.retentionQuarantineDays,
+      decisionsDays: config.retentionDecisionsDays,
+      sendsContentDays: config.retentionSendsContentDays,
+    };
+    const sweepRetention = async (): Promise<void> => {
+      for (const slug of (await orgData.slugs()).filter(owns)) {
+        // An org's own settings (its `retention`) override the service's, member by member.
+        const { rows } = await sweepExpired(orgData.org(slug), { ...policy, ...orgs.cached(slug)?.retention }, ctx.clock.now());
+        for (const [table, count] of Object.entries(rows)) if (count > 0) metrics.retentionDeletedRows.inc({ table }, count);
+      }
+    };
+    const retention = new PeriodicTask(sweepRetention, (err) => logger.error({ err }, 'retention sweep failed'));
+    // The embedded log's segments are deleted once compaction holds their records (LOG_RETENTION_HOURS).
+    const compaction = storage.compaction;
+    const logRelease =
+      log instanceof EmbeddedLog && compaction
+        ? new PeriodicTask(async () => void (await log.release(compaction.retainFromSeq)), (err) => logger.error({ err }, 'deleting compacted log segments failed'))
+        : undefined;
+
+    const available: Array<(slug: string) => Promise<void>> = [];
+    const dropped: Array<(slug: string) => Promise<void>> = [];
+    /**
+     * One org's settings, profiles, triggers and flows, from its database. A damaged database is its org's
+     * problem alone: the others load. Its API answers say so (503 org_unavailable), /readyz names it, its
+     * events wait in the log, and it is loaded again once its database opens (a restored file, say).
+     */
+    const unloaded = new Set<string>();
+    const loadOrg = async (slug: string): Promise<void> => {
+      const org = orgs.cached(slug);
+      if (!org) return;
+      try {
+        await writeOrgSettings(orgData.org(slug), org);
+        await materializer.refreshOrg(slug);
+        await triggers.load(slug);
+        await flows.load(slug);
+        profiles.setUnavailable(slug, false);
+        if (unloaded.delete(slug)) {
+          logger.info({ org: slug }, 'org database opens again; the org is available');
+          for (const listener of available) await listener(slug);
+        }
+      } catch (error) {
+        if (!(error instanceof OrgUnavailable)) throw error;
+        if (!unloaded.has(slug)) logger.error({ org: slug, reason: error.reason }, 'org database cannot be opened; this org is unavailable, every other org runs');
+        unloaded.add(slug);
+        profiles.setUnavailable(slug, true);
+      }
+    };
+    const recovery = new PeriodicTask(
+      async () => {
+        for (const slug of [...unloaded]) await loadOrg(slug);
+      },
+      (err) => logger.error({ err }, 'loading an unavailable org again failed'),
+    );
+
+    /** A deleted org's data goes: flows stop, then its database, its events in the stream and its published profiles. */
+    const dropOrg = async (slug: string): Promise<void> => {
+      flows.forget(slug);
+      for (const listener of dropped) await listener(slug);
+      triggers.forget(slug);
+      unloaded.delete(slug);
+      await orgData.drop(slug);
+      if (log instanceof JetStreamLog) await log.purgeOrg(slug);
+      await feed?.purgeOrg(slug);
+      logger.info({ org: slug }, 'org deleted: its database, events and profiles are gone');
+    };
+
+    app.decorate('storageRole', {
+      owns,
+      materializer,
+      refresher,
+      contacts: new ContactStore(orgData, ctx),
+      triggers,
+      flows,
+      signingKey: resolveWebhookSigningKey(config.webhookSigningKey, config.dataDir, ctx.randomBytes),
+      sweepRetention,
+      onOrgAvailable: (listener) => void available.push(listener),
+      onOrgDropped: (listener) => void dropped.push(listener),
+    } satisfies StorageRole);
+    // Stops recovery, then finishes the compaction batch and the profile refreshes it queued, and their publishing.
+    app.addHook('onClose', () =>
+      runSteps([() => recovery.stop(), () => retention.stop(), () => logRelease?.stop(), () => storage.compaction?.stop(), () => refresher.settled(), () => feed?.flushed(), () => checker.close()]),
+    );
+
+    // Orgs created or changed from here on reach their database through the org store's watch.
+    orgs.onChange(async (org, previous) => {
+      if (!owns(org.slug) || previous?.currencySymbol === org.currencySymbol) return;
+      await writeOrgSettings(orgData.org(org.slug), org);
+      if (previous) await materializer.refreshOrg(org.slug);
+    });
+    orgs.onDelete(async (slug) => {
+      if (owns(slug)) await dropOrg(slug);
+    });
+    // An org deleted while this process was down (or before a crash finished dropping it).
+    for (const slug of await orgData.slugs()) if (owns(slug) && orgs.isDeleted(slug)) await dropOrg(slug);
+    // One pass per org, so its database is opened once for everything loaded from it (with more orgs
+    // than ORG_DATABASES_MAX_OPEN, a pass per store would open each database once per store). The
+    // settings are written again in case a crash came between the control plane and the org's database.
+    for (const org of (await orgs.list()).filter((org) => owns(org.slug))) await loadOrg(org.slug);
+    recovery.start(REOPEN_DAMAGED_AFTER_SECONDS * 1000);
+    await triggers.scan();
+    await compaction?.start();
+    if (compaction) retention.start(RETENTION_SWEEP_INTERVAL_MS);
+    logRelease?.start(LOG_RELEASE_INTERVAL_MS);
+  },
+  { name: 'audience-storage-role', dependencies: ['audience-control', 'audience-profile-feed', 'audience-event-log', 'audience-org-storage'] },
+);
