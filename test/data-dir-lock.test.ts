@@ -75,7 +75,7 @@ t.test('apps built in one process: the second is refused until the first closes'
   t.ok(second.app.control, 'then a new app starts');
 });
 
-t.test('stale or hostile lock files are taken over; a live foreign pid is not', async (t) => {
+t.test('stale or hostile lock files are taken over; a live foreign pid is not', { timeout: 180_000 }, async (t) => {
   const cases: Array<[string, string]> = [
     ['not a pid', 'garbage\n'],
     ['empty', ''],
