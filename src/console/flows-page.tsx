@@ -5,7 +5,7 @@
  * contact, why each trigger row did or did not message them.
  */
 import { type FormEvent, type ReactNode, useState } from 'react';
-import type { Condition, FlowDefinition, Message, Variant } from '../generated/flow';
+import type { Condition, Flow, FlowDefinition, Message, Variant } from '../generated/flow';
 import { api, type ApiError, asPage, cursorParam, seg } from './api';
 import { go, href } from './route';
 import { asApiError, ErrorBox, LoadMore, Status, Time, usePages, useRequest } from './ui';
@@ -40,15 +40,6 @@ function condition(branch: BranchDraft): Condition {
     // text
   }
   return { field: branch.field, op: branch.op, value };
-}
-
-interface Flow {
-  definition: FlowDefinition;
-  status: 'draft' | 'live' | 'paused';
-  createdAt: string;
-  liveSince: string | null;
-  lastRunAt: string | null;
-  lastError: string | null;
 }
 
 interface QueryStatus {

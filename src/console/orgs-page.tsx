@@ -4,24 +4,21 @@ import { api } from './api';
 import { href } from './route';
 import { asApiError, CopyButton, ErrorBox, Status, useRequest } from './ui';
 import type { ApiError } from './api';
+import type { BatchEnvelope } from '../generated/batch';
+import type { Org, OrgCreate } from '../generated/org';
 
-export interface Org {
-  slug: string;
-  name: string;
-  audienceApi: boolean;
-  rateLimit: number;
-  currencySymbol: string;
-  contentFields: string[];
-  notFoundStatus: number;
-  createdAt: string;
-  updatedAt: string;
+/** What a partner sends with its events (SPEC 4.1): the API shows the secret once, at creation and rotation. */
+export type PartnerCredential = Pick<BatchEnvelope, 'partnerId' | 'partnerSecret'>;
+
+/** The answer to POST /admin/v1/orgs. */
+interface OrgCreated {
+  org: Org;
+  credentials: Record<'staging' | 'production', PartnerCredential>;
 }
-
-type Credentials = Record<'staging' | 'production', { partnerId: string; partnerSecret: string }>;
 
 export function OrgsPage(): ReactNode {
   const orgs = useRequest(() => api<{ orgs: Org[] }>('GET', '/admin/v1/orgs'), []);
-  const [created, setCreated] = useState<{ org: Org; credentials: Credentials }>();
+  const [created, setCreated] = useState<OrgCreated>();
   return (
     <section aria-labelledby="orgs-title">
       <h1 id="orgs-title">Orgs</h1>
@@ -67,7 +64,7 @@ export function OrgsPage(): ReactNode {
   );
 }
 
-function NewOrg({ onCreated }: { onCreated(result: { org: Org; credentials: Credentials }): void }): ReactNode {
+function NewOrg({ onCreated }: { onCreated(result: OrgCreated): void }): ReactNode {
   const [slug, setSlug] = useState('');
   const [name, setName] = useState('');
   const [busy, setBusy] = useState(false);
@@ -77,7 +74,7 @@ function NewOrg({ onCreated }: { onCreated(result: { org: Org; credentials: Cred
     setBusy(true);
     setError(undefined);
     try {
-      onCreated(await api('POST', '/admin/v1/orgs', { slug, name: name || slug }));
+      onCreated(await api<OrgCreated>('POST', '/admin/v1/orgs', { slug, name: name || slug } satisfies OrgCreate));
       setSlug('');
       setName('');
     } catch (e) {
@@ -108,7 +105,7 @@ function NewOrg({ onCreated }: { onCreated(result: { org: Org; credentials: Cred
   );
 }
 
-function CredentialsOnce({ org, credentials, onDone }: { org: Org; credentials: Credentials; onDone(): void }): ReactNode {
+function CredentialsOnce({ org, credentials, onDone }: OrgCreated & { onDone(): void }): ReactNode {
   return (
     <div className="card warning" role="region" aria-labelledby="credentials-title">
       <h2 id="credentials-title">Partner credentials of {org.name}</h2>

@@ -6,19 +6,10 @@
 import { type FormEvent, type ReactNode, useState } from 'react';
 import { DEFAULT_PROFILE_FIELDS } from '../core/profile-fields';
 import { api, type ApiError, seg } from './api';
-import type { Org } from './orgs-page';
+import type { PartnerCredential } from './orgs-page';
 import { asApiError, CopyButton, ErrorBox, Status, Time, useRequest } from './ui';
-
-interface Token {
-  id: string;
-  last3: string;
-  createdBy: string;
-  label: string | null;
-  createdAt: string;
-  lastUsedAt: string | null;
-  expiresAt: string | null;
-  revokedAt: string | null;
-}
+import type { Org, OrgPatch } from '../generated/org';
+import type { Token, TokenCreate, TokenIssued } from '../generated/token';
 
 /** Runs one change; its problem, if any, goes to `setError`. */
 async function attempt(setError: (error: ApiError | undefined) => void, work: () => Promise<void>): Promise<void> {
@@ -58,7 +49,7 @@ function SettingsForm({ org, onSaved }: { org: Org; onSaved(): void }): ReactNod
     void attempt(setError, async () => {
       // Content fields keep the order of the list shown.
       const contentFields = available.filter((field) => fields.includes(field));
-      await api('PATCH', `/admin/v1/orgs/${seg(org.slug)}`, { name, audienceApi, rateLimit, currencySymbol, contentFields, notFoundStatus });
+      await api('PATCH', `/admin/v1/orgs/${seg(org.slug)}`, { name, audienceApi, rateLimit, currencySymbol, contentFields, notFoundStatus } satisfies OrgPatch);
       setSaved(true);
       onSaved();
     });
@@ -81,7 +72,7 @@ function SettingsForm({ org, onSaved }: { org: Org; onSaved(): void }): ReactNod
         </label>
         <label className="inline">
           Unknown contact answers{' '}
-          <select value={notFoundStatus} onChange={(e) => setNotFoundStatus(Number(e.target.value))}>
+          <select value={notFoundStatus} onChange={(e) => setNotFoundStatus(Number(e.target.value) as Org['notFoundStatus'])}>
             <option value={404}>404</option>
             <option value={400}>400</option>
           </select>
@@ -110,12 +101,12 @@ function SettingsForm({ org, onSaved }: { org: Org; onSaved(): void }): ReactNod
 }
 
 function Rotation({ org }: { org: string }): ReactNode {
-  const [rotated, setRotated] = useState<{ environment: string; partnerId: string; partnerSecret: string }>();
+  const [rotated, setRotated] = useState<PartnerCredential & { environment: string }>();
   const [error, setError] = useState<ApiError>();
   const rotate = (environment: 'production' | 'staging') =>
     attempt(setError, async () => {
       if (!window.confirm(`Replace the ${environment} partner secret? The current one stops working at once.`)) return;
-      const answer = await api<{ credentials: { partnerId: string; partnerSecret: string } }>('POST', `/admin/v1/orgs/${seg(org)}/credentials/${environment}/rotate`);
+      const answer = await api<{ credentials: PartnerCredential }>('POST', `/admin/v1/orgs/${seg(org)}/credentials/${environment}/rotate`);
       setRotated({ environment, ...answer.credentials });
     });
   return (
@@ -151,7 +142,7 @@ function Tokens({ org }: { org: string }): ReactNode {
   const create = (event: FormEvent) => {
     event.preventDefault();
     void attempt(setError, async () => {
-      const answer = await api<{ token: string }>('POST', `/admin/v1/orgs/${seg(org)}/tokens`, { createdBy, ...(label ? { label } : {}) });
+      const answer = await api<TokenIssued>('POST', `/admin/v1/orgs/${seg(org)}/tokens`, { createdBy, ...(label ? { label } : {}) } satisfies TokenCreate);
       setIssued(answer.token);
       tokens.reload();
     });

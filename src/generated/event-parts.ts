@@ -14,7 +14,7 @@ export type ProductId = string;
  * This interface was referenced by `EventParts`'s JSON-Schema
  * via the `definition` "variant".
  */
-export type Variant = string;
+export type ProductVariant = string;
 /**
  * This interface was referenced by `EventParts`'s JSON-Schema
  * via the `definition` "quantity".
@@ -28,7 +28,7 @@ export type CartItems = CartItem[];
 /**
  * @minItems 1
  */
-export type CartItems1 = CartItem[];
+export type TransactionCartItems = CartItem[];
 
 /**
  * Shared parts of collected events (SPEC 4.2): context, traits, cart items and the properties of every predefined track event. Only the $defs are meant to be referenced. Predefined properties objects, cart items, context and traits accept extra keys (as Segment does): clients add their own and they are kept in the stored event. Only the custom event's own properties object is closed, because it has a dedicated free-form bag (properties.properties).
@@ -103,7 +103,7 @@ export interface IdentifyTraits {
  */
 export interface CartItem {
   productId: ProductId;
-  variant: Variant;
+  variant: ProductVariant;
   quantity: Quantity;
   /**
    * Unit price.
@@ -145,7 +145,7 @@ export interface ProductViewProperties {
  */
 export interface CartChangeProperties {
   productId: ProductId;
-  variant: Variant;
+  variant: ProductVariant;
   quantity: Quantity;
   [k: string]: unknown;
 }
@@ -169,7 +169,7 @@ export interface CompleteTransactionProperties {
    * Excluding shipping and tax.
    */
   revenue: number;
-  cartItems: CartItems1;
+  cartItems: TransactionCartItems;
   [k: string]: unknown;
 }
 /**
@@ -203,7 +203,7 @@ export interface FavoriteProperties {
  */
 export interface WaitlistProperties {
   productId: ProductId;
-  variant: Variant;
+  variant: ProductVariant;
   [k: string]: unknown;
 }
 /**

@@ -1,4 +1,20 @@
 /* Generated from schemas/ by src/tools/generate-types.ts (npm run types). Do not edit. */
+import type {
+  AuthenticationProperties,
+  CartChangeProperties,
+  CartProperties,
+  CompleteTransactionProperties,
+  CustomProperties,
+  EventContext,
+  FavoriteProperties,
+  IdentifyTraits,
+  PageViewProperties,
+  ProductViewProperties,
+  RegistrationProperties,
+  SearchProperties,
+  Traits,
+  WaitlistProperties
+} from './event-parts.js';
 
 /**
  * One event as POSTed to /http/v1/collect (SPEC 4.2): the partner's credentials and an event body. Unknown top-level members are rejected. Every body member is also listed here (as true) because additionalProperties only sees the properties of its own schema; unevaluatedProperties would drop the annotations of a failing branch and then report every member of a slightly wrong event as unknown.
@@ -25,16 +41,14 @@ export type Event = EventBody & {
  * This interface was referenced by `undefined`'s JSON-Schema
  * via the `definition` "eventBody".
  */
-export type EventBody = EventCommon & EventBody1;
-export type EventBody1 = TrackEvent | IdentifyEvent;
+export type EventBody = EventCommon & (TrackEvent | IdentifyEvent);
 /**
  * Something the person did: one of the predefined events or custom, each with its own properties.
  *
  * This interface was referenced by `undefined`'s JSON-Schema
  * via the `definition` "trackEvent".
  */
-export type TrackEvent = TrackEvent1 & TrackEvent2;
-export type TrackEvent1 =
+export type TrackEvent = (
   | PageViewEvent
   | ProductViewEvent
   | CartChangeEvent
@@ -45,12 +59,24 @@ export type TrackEvent1 =
   | FavoriteEvent
   | WaitlistEvent
   | SearchEvent
-  | CustomEvent;
-export type CartItems = CartItem[];
-/**
- * @minItems 1
- */
-export type CartItems1 = CartItem[];
+  | CustomEvent
+) & {
+  type: 'track';
+  event:
+    | 'page_view'
+    | 'product_view'
+    | 'add_to_cart'
+    | 'remove_from_cart'
+    | 'update_cart'
+    | 'cart'
+    | 'complete_transaction'
+    | 'registration'
+    | 'authentication'
+    | 'favorite'
+    | 'waitlist'
+    | 'search'
+    | 'custom';
+};
 /**
  * This interface was referenced by `undefined`'s JSON-Schema
  * via the `definition` "partnerId".
@@ -67,7 +93,20 @@ export type PartnerSecret = string;
  * This interface was referenced by `undefined`'s JSON-Schema
  * via the `definition` "batchMember".
  */
-export type BatchMember = EventBody & BatchMember1;
+export type BatchMember = EventBody & {
+  clientId?: unknown;
+  sentAt?: unknown;
+  type?: unknown;
+  context?: unknown;
+  messageId?: unknown;
+  timestamp?: unknown;
+  ipAddress?: unknown;
+  timezone?: unknown;
+  traits?: unknown;
+  userId?: unknown;
+  event?: unknown;
+  properties?: unknown;
+};
 
 /**
  * Members common to every event (SPEC 4.2).
@@ -106,62 +145,12 @@ export interface EventCommon {
   userId?: string;
 }
 /**
- * About the sending client. Extra keys are accepted (clients add their own). Absent means {}.
- */
-export interface EventContext {
-  /**
-   * When true, a rejected event's 412 answer lists the schema errors. Default: false
-   */
-  debug?: boolean;
-  userAgent?: string;
-  page?: ContextPage;
-  library?: ContextLibrary;
-  [k: string]: unknown;
-}
-export interface ContextPage {
-  url?: string;
-  [k: string]: unknown;
-}
-export interface ContextLibrary {
-  name?: string;
-  version?: string;
-  [k: string]: unknown;
-}
-/**
- * What is known about the person. Extra keys are accepted and kept on the profile.
- */
-export interface Traits {
-  /**
-   * The contact key once trimmed and lower-cased (SPEC 4.5).
-   */
-  email?: string;
-  userId?: string;
-  firstName?: string;
-  lastName?: string;
-  name?: string;
-  address?: Address;
-  [k: string]: unknown;
-}
-export interface Address {
-  city?: string;
-  state?: string;
-  country?: string;
-  postalCode?: string;
-  [k: string]: unknown;
-}
-/**
  * This interface was referenced by `undefined`'s JSON-Schema
  * via the `definition` "pageViewEvent".
  */
 export interface PageViewEvent {
   event: 'page_view';
   properties?: PageViewProperties;
-}
-export interface PageViewProperties {
-  title?: string;
-  referrer?: string;
-  url?: string;
-  [k: string]: unknown;
 }
 /**
  * This interface was referenced by `undefined`'s JSON-Schema
@@ -170,10 +159,6 @@ export interface PageViewProperties {
 export interface ProductViewEvent {
   event: 'product_view';
   properties: ProductViewProperties;
-}
-export interface ProductViewProperties {
-  productId: string;
-  [k: string]: unknown;
 }
 /**
  * This interface was referenced by `undefined`'s JSON-Schema
@@ -184,49 +169,12 @@ export interface CartChangeEvent {
   properties: CartChangeProperties;
 }
 /**
- * Properties of add_to_cart and remove_from_cart.
- */
-export interface CartChangeProperties {
-  productId: string;
-  variant: string;
-  quantity: number;
-  [k: string]: unknown;
-}
-/**
  * This interface was referenced by `undefined`'s JSON-Schema
  * via the `definition` "cartEvent".
  */
 export interface CartEvent {
   event: 'update_cart' | 'cart';
   properties: CartProperties;
-}
-/**
- * Properties of update_cart and cart: the whole cart as it now is (empty when emptied).
- */
-export interface CartProperties {
-  cartItems: CartItems;
-  [k: string]: unknown;
-}
-/**
- * One line of a cart. Extra keys are accepted.
- */
-export interface CartItem {
-  productId: string;
-  variant: string;
-  quantity: number;
-  /**
-   * Unit price.
-   */
-  price?: number;
-  productName?: string;
-  productUrl?: string;
-  productImageUrl?: string;
-  brand?: string;
-  category?: string;
-  color?: string;
-  size?: string;
-  style?: string;
-  [k: string]: unknown;
 }
 /**
  * This interface was referenced by `undefined`'s JSON-Schema
@@ -236,15 +184,6 @@ export interface CompleteTransactionEvent {
   event: 'complete_transaction';
   properties: CompleteTransactionProperties;
 }
-export interface CompleteTransactionProperties {
-  transactionId: string;
-  /**
-   * Excluding shipping and tax.
-   */
-  revenue: number;
-  cartItems: CartItems1;
-  [k: string]: unknown;
-}
 /**
  * This interface was referenced by `undefined`'s JSON-Schema
  * via the `definition` "registrationEvent".
@@ -252,10 +191,6 @@ export interface CompleteTransactionProperties {
 export interface RegistrationEvent {
   event: 'registration';
   properties: RegistrationProperties;
-}
-export interface RegistrationProperties {
-  email: string;
-  [k: string]: unknown;
 }
 /**
  * This interface was referenced by `undefined`'s JSON-Schema
@@ -265,11 +200,6 @@ export interface AuthenticationEvent {
   event: 'authentication';
   properties: AuthenticationProperties;
 }
-export interface AuthenticationProperties {
-  userId: string;
-  isLoggedIn: boolean;
-  [k: string]: unknown;
-}
 /**
  * This interface was referenced by `undefined`'s JSON-Schema
  * via the `definition` "favoriteEvent".
@@ -277,10 +207,6 @@ export interface AuthenticationProperties {
 export interface FavoriteEvent {
   event: 'favorite';
   properties: FavoriteProperties;
-}
-export interface FavoriteProperties {
-  productId: string;
-  [k: string]: unknown;
 }
 /**
  * This interface was referenced by `undefined`'s JSON-Schema
@@ -290,11 +216,6 @@ export interface WaitlistEvent {
   event: 'waitlist';
   properties: WaitlistProperties;
 }
-export interface WaitlistProperties {
-  productId: string;
-  variant: string;
-  [k: string]: unknown;
-}
 /**
  * This interface was referenced by `undefined`'s JSON-Schema
  * via the `definition` "searchEvent".
@@ -303,10 +224,6 @@ export interface SearchEvent {
   event: 'search';
   properties: SearchProperties;
 }
-export interface SearchProperties {
-  term: string;
-  [k: string]: unknown;
-}
 /**
  * This interface was referenced by `undefined`'s JSON-Schema
  * via the `definition` "customEvent".
@@ -314,39 +231,6 @@ export interface SearchProperties {
 export interface CustomEvent {
   event: 'custom';
   properties: CustomProperties;
-}
-/**
- * Properties of a custom event. Closed: the client's own key-values go in the free-form properties.properties, so a key misplaced one level up is reported instead of silently ignored by triggers.
- */
-export interface CustomProperties {
-  eventName: string;
-  /**
-   * When false, the event is stored even when no identity resolves (SPEC 4.5). Default: true
-   */
-  requiresIdentity?: boolean;
-  /**
-   * Free key-values.
-   */
-  properties?: {
-    [k: string]: unknown;
-  };
-}
-export interface TrackEvent2 {
-  type: 'track';
-  event:
-    | 'page_view'
-    | 'product_view'
-    | 'add_to_cart'
-    | 'remove_from_cart'
-    | 'update_cart'
-    | 'cart'
-    | 'complete_transaction'
-    | 'registration'
-    | 'authentication'
-    | 'favorite'
-    | 'waitlist'
-    | 'search'
-    | 'custom';
 }
 /**
  * Maps the clientId to traits.email for 7 days (SPEC 4.5). Carries no event or properties.
@@ -359,24 +243,4 @@ export interface IdentifyEvent {
   traits: IdentifyTraits;
   event?: never;
   properties?: never;
-}
-/**
- * Traits of an identify event: traits.email is what the clientId is mapped to (SPEC 4.5).
- */
-export interface IdentifyTraits {
-  email: string;
-}
-export interface BatchMember1 {
-  clientId?: unknown;
-  sentAt?: unknown;
-  type?: unknown;
-  context?: unknown;
-  messageId?: unknown;
-  timestamp?: unknown;
-  ipAddress?: unknown;
-  timezone?: unknown;
-  traits?: unknown;
-  userId?: unknown;
-  event?: unknown;
-  properties?: unknown;
 }

@@ -4,8 +4,9 @@
  * This interface was referenced by `FlowDefinition`'s JSON-Schema
  * via the `definition` "Message".
  */
-export type Message = Message1 & Message2;
-export type Message1 = WebhookMessage | EmailMessage | OutboxMessage;
+export type Message = (WebhookMessage | EmailMessage | OutboxMessage) & {
+  channel: 'webhook' | 'email' | 'outbox';
+};
 /**
  * This interface was referenced by `FlowDefinition`'s JSON-Schema
  * via the `definition` "queryName".
@@ -112,9 +113,6 @@ export interface OutboxMessage {
    * Any JSON object; its strings are Liquid templates
    */
   template: {};
-}
-export interface Message2 {
-  channel: 'webhook' | 'email' | 'outbox';
 }
 /**
  * This interface was referenced by `FlowDefinition`'s JSON-Schema

@@ -49,7 +49,7 @@ export type NotFoundStatus = 404 | 400;
  * This interface was referenced by `Org`'s JSON-Schema
  * via the `definition` "email".
  */
-export type Email = string;
+export type EmailAddress = string;
 
 /**
  * An org as the admin API returns it (SPEC 3).
