@@ -11,6 +11,7 @@ import { resolveWebhookSigningKey } from '../reactions/channels/webhook-signing.
 import { FlowRunner } from '../reactions/flows/flow-runner.js';
 import { FlowStore } from '../reactions/flows/flow-store.js';
 import { SendDispatcher } from '../reactions/flows/send-dispatcher.js';
+import { SendStore } from '../reactions/flows/send-store.js';
 import { TemplateRenderer } from '../reactions/flows/template-renderer.js';
 import { EmbeddedLog } from '../events/log/embedded-log.js';
 import { JetStreamLog } from '../events/log/jetstream-log.js';
@@ -121,6 +122,7 @@ function assemble(deps: StorageRoleDeps, storage: Storage): StorageRole {
   const refresher = new ProfileRefresher(materializer, (err) => logger.error({ err }, 'profile refresh failed'));
   const signingKey = resolveWebhookSigningKey(config.webhookSigningKey, config.dataDir, ctx.randomBytes);
   const flows = new FlowStore(orgData, ctx);
+  const sends = new SendStore(orgData);
   // Checker processes start with the first check.
   const share = orgMemoryShare(config);
   const checker = new SqlChecker({ memoryLimit: share.limit, memoryLimitBytes: share.bytes });
@@ -146,7 +148,7 @@ function assemble(deps: StorageRoleDeps, storage: Storage): StorageRole {
     : undefined;
   const dispatcher = channels
     ? new SendDispatcher({
-        orgs: orgData,
+        sends,
         ctx,
         channels,
         policy: { maxAttempts: config.webhookMaxAttempts, baseDelayMs: config.webhookBackoffMs, maxDelayMs: 60 * 60 * 1000 },
@@ -164,6 +166,7 @@ function assemble(deps: StorageRoleDeps, storage: Storage): StorageRole {
           orgs: orgData,
           ctx,
           flows,
+          sends,
           triggers,
           profiles: deps.profiles,
           dispatcher,
