@@ -1,7 +1,8 @@
 /**
  * Runs live flows on their schedule (SPEC 8). One run:
  *   window (cursor, newest visible_at] → trigger rows (untrusted, on a connection of their own) →
- *   decisions → rendered messages (off this thread) → one transaction: outbox rows + cursor advance.
+ *   decisions → rendered messages (off this thread) → one transaction (FlowStore.advance): the decisions and
+ *   outbox rows (SendStore.record) + the cursor advance.
  * Why every visible event falls in exactly one window: visible_at is assigned inside the (serialized)
  * compaction transaction and grows with each commit, so once the window end is read every event with
  * visible_at ≤ end is committed (a commit in flight gets a later visible_at) and the trigger query sees it,
@@ -10,7 +11,7 @@
  * transaction writes nothing unless the cursor is still where the run started.
  */
 import type { FastifyBaseLogger } from 'fastify';
-import type { Row, Sql } from '../../db/sql.js';
+import type { Row } from '../../db/sql.js';
 import type { Context } from '../../core/context.js';
 import { assertNever } from '../../core/domain.js';
 import { microsParam } from '../../db/database.js';
