@@ -10,6 +10,7 @@ import { registerScrapedGauge } from '../ops/metrics.js';
 import { openChannels } from '../reactions/channels/open-channels.js';
 import { FlowRunner } from '../reactions/flows/flow-runner.js';
 import { SendDispatcher } from '../reactions/flows/send-dispatcher.js';
+import { SendStore } from '../reactions/flows/send-store.js';
 import { TemplateRenderer } from '../reactions/flows/template-renderer.js';
 import { runSteps } from './run-steps.js';
 
@@ -44,8 +45,9 @@ export const flowsRole = fp(
       signingKey: storage.signingKey,
       clock: ctx.clock,
     });
+    const sends = new SendStore(orgData);
     const dispatcher = new SendDispatcher({
-      orgs: orgData,
+      sends,
       ctx,
       channels,
       policy: { maxAttempts: config.webhookMaxAttempts, baseDelayMs: config.webhookBackoffMs, maxDelayMs: 60 * 60 * 1000 },
@@ -58,6 +60,7 @@ export const flowsRole = fp(
       orgs: orgData,
       ctx,
       flows: storage.flows,
+      sends,
       triggers: storage.triggers,
       profiles: app.profiles,
       dispatcher,

@@ -1,7 +1,7 @@
 /** The per-row rules of a run (SPEC 8), without a database: identity, segment, re-entry, variants, branches. */
 import t from 'tap';
 import { matches } from '../../src/reactions/flows/condition.js';
-import { type Decision, decide, type RunState } from '../../src/reactions/flows/decide.js';
+import { type Decision, decide, type MessageToRender, type RenderedDecision, type RunState } from '../../src/reactions/flows/decide.js';
 import { RenderFailed, renderMessage } from '../../src/reactions/flows/render.js';
 import { renderDecisions } from '../../src/reactions/flows/template-renderer.js';
 import { pickVariant } from '../../src/reactions/flows/variant.js';
@@ -40,9 +40,10 @@ function state(flow: Partial<FlowDefinition> = {}, extra: Partial<RunState> = {}
 }
 
 /** decide() chooses the message; rendering (on the renderer's thread in a run) is done inline here. */
-const rendered = (d: Decision) => (d.template ? renderMessage(d.template.message, d.template.data) : undefined);
+const rendered = (d: Decision) => (d.outcome === 'sent' ? renderMessage(d.template.message, d.template.data) : undefined);
+const messageOf = (d: RenderedDecision) => (d.outcome === 'sent' ? d.message : undefined);
 const inlineRenderer = {
-  render: async (jobs: NonNullable<Decision['template']>[]) =>
+  render: async (jobs: MessageToRender[]) =>
     jobs.map((job) => {
       try {
         return { ok: true as const, message: renderMessage(job.message, job.data) };
@@ -154,7 +155,7 @@ t.test('a template that does not render, or a webhook body that is not JSON, is 
   const bad = state({ message: { channel: 'webhook', url: 'https://example.com/h', template: { body: '{"city": {{ event.properties.city }}}' } } });
   t.match(await decideAndRender(row('a@example.com', 'e1'), bad), { outcome: 'failed', reason: /does not render to JSON/ });
   const good = state({ message: { channel: 'webhook', url: 'https://example.com/h', template: { body: '{"city": {{ event.properties.city | json }}}' } } });
-  t.same((await decideAndRender(row('a@example.com', 'e1'), good)).message, { channel: 'webhook', url: 'https://example.com/h', body: { city: 'Lisbon' } });
+  t.same(messageOf(await decideAndRender(row('a@example.com', 'e1'), good)), { channel: 'webhook', url: 'https://example.com/h', body: { city: 'Lisbon' } });
   const unknownFilter = state({ message: { channel: 'outbox', template: { text: '{{ event.event_id | nope }}' } } });
   t.match(await decideAndRender(row('a@example.com', 'e1'), unknownFilter), { outcome: 'failed', reason: /does not render/ });
 });

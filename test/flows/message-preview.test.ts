@@ -5,7 +5,7 @@
  */
 import t from 'tap';
 import { customEvent, startTestApp } from '../helpers/app.js';
-import { BOOKING_TRIGGER, putQuery } from '../helpers/flows.js';
+import { BOOKING_TRIGGER, putQuery, runFlow, startFlow } from '../helpers/flows.js';
 
 t.test('a message preview renders a real row; hostile messages are refused or contained', async (t) => {
   const h = await startTestApp(t, { config: { webhookAllowPrivate: false } });
@@ -54,4 +54,28 @@ t.test("a trigger's versions: hash, status, reason, and what each fired", async 
   t.equal((await h.admin('GET', '/admin/v1/orgs/acme/triggers/nosuch/versions')).statusCode, 404);
   t.equal((await h.admin('GET', '/admin/v1/orgs/acme/triggers/..%2Fx/versions')).statusCode, 400);
   t.equal((await h.admin('GET', '/admin/v1/orgs/beta/triggers/booking_completed/versions')).statusCode, 404);
+});
+
+t.test('the preview shows the message the run sends for the same row: one evaluation', async (t) => {
+  const h = await startTestApp(t);
+  const acme = await h.createOrg('acme');
+  await putQuery(h, 'triggers', 'booking_completed', BOOKING_TRIGGER);
+  const message = { channel: 'outbox', template: { text: 'Enjoy {{ event.properties.city }}, {{ contact.first_name }} ({{ flow.name }}, {{ variant.label }})' } };
+  const branches = [
+    { when: { field: 'event.properties.nights', op: 'gt', value: 5 }, message: { channel: 'outbox', template: { text: '{{ event.properties.nights }} nights, {{ contact.email_address }} ({{ flow.name }}, {{ variant.label }})' } } },
+  ];
+  const experiment = { variants: [{ label: 'A', weight: 50 }, { label: 'B', weight: 50, message: { channel: 'outbox', template: { text: 'B for {{ contact.first_name }}' } } }] };
+  await startFlow(h, { id: 'f1', name: 'Stay', scheduleSeconds: 3600, message, branches, experiment });
+  const event = (messageId: string, nights: number) =>
+    customEvent(acme.production, { messageId, properties: { eventName: 'booking_completed', properties: { city: 'Porto', nights } }, traits: { email: 'ada@example.com', firstName: 'Ada' } });
+  t.equal((await h.collect(event('long-1', 7))).statusCode, 200);
+  const summary = await runFlow(h, 'f1');
+  const [decision] = summary.decisions;
+  if (decision?.outcome !== 'sent') throw new Error(`the run did not send: ${JSON.stringify(decision)}`);
+
+  const preview = await h.admin('POST', '/admin/v1/orgs/acme/flows/message-preview', { trigger: 'booking_completed', message, branches, experiment, flowName: 'Stay', variant: decision.variant });
+  t.equal(preview.statusCode, 200);
+  t.same(preview.json().rendered, decision.message, `variant ${decision.variant}: the preview is what the run sent`);
+  const expected = decision.variant === 'B' ? { channel: 'outbox', content: { text: 'B for Ada' } } : { channel: 'outbox', content: { text: `7 nights, ada@example.com (Stay, ${decision.variant})` } };
+  t.same(decision.message, expected, 'a variant of its own wins, else the branch that holds');
 });

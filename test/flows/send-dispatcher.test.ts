@@ -11,6 +11,7 @@ import { openChannels } from '../../src/reactions/channels/open-channels.js';
 import { createContext } from '../../src/core/context.js';
 import type { Database } from '../../src/db/sql.js';
 import { type PendingSend, SEND_CONCURRENCY, SendDispatcher } from '../../src/reactions/flows/send-dispatcher.js';
+import { SendStore } from '../../src/reactions/flows/send-store.js';
 import { createMetrics } from '../../src/ops/metrics.js';
 import { OrgDatabases } from '../../src/storage/org-databases.js';
 import { LocalOrgStorage, type OrgStorage } from '../../src/storage/org-storage.js';
@@ -76,7 +77,7 @@ async function setUp(t: Tap, options: { timeoutMs?: number } = {}) {
   t.teardown(() => channels.close());
   const dispatcher = () =>
     new SendDispatcher({
-      orgs: storage,
+      sends: new SendStore(storage),
       ctx: createContext(),
       channels,
       policy: { maxAttempts: 3, baseDelayMs: 10, maxDelayMs: 100 },

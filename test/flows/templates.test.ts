@@ -146,7 +146,7 @@ t.test('costly templates fail their rows naming the limit; lookups and collect a
     const kind = rows[i]!;
     if (kind === 'plain') {
       t.equal(d.outcome, 'sent', 'an ordinary template in the same run still renders');
-      t.same(d.message, { channel: 'outbox', content: { text: `Enjoy Lisbon, user${i}@example.com` } });
+      t.same(d.outcome === 'sent' ? d.message : undefined, { channel: 'outbox', content: { text: `Enjoy Lisbon, user${i}@example.com` } });
       continue;
     }
     t.equal(d.outcome, 'failed', `${kind}: failed`);

@@ -13,23 +13,70 @@ import type { TemplateData } from './render.js';
 import { sendIdFor } from './send-id.js';
 import { pickVariant } from './variant.js';
 
-export const OUTCOMES = ['sent', 'holdout', 'excluded_by_segment', 'reentry_blocked', 'no_identity', 'duplicate', 'failed'] as const;
-export type Outcome = (typeof OUTCOMES)[number];
-
-export interface Decision {
-  outcome: Outcome;
-  email: string | null;
+/** What a trigger row says about itself, whatever is decided for it. */
+interface RowFacts {
   identity: string | null;
   identityType: string | null;
   eventId: string | null;
+}
+
+/** A row whose contact and event are known: its send key (email, event id) and the send id derived from it. */
+interface Keyed extends RowFacts {
+  email: string;
+  eventId: string;
+  sendId: string;
+}
+
+/** The row names no contact (no identity, or one that resolves to no e-mail). */
+export interface NoIdentity extends RowFacts {
+  outcome: 'no_identity';
+  email: null;
+  variant: null;
+  sendId: null;
+  reason: string;
+}
+
+/** The row cannot be sent: it has no event id (no send id then), or its template did not render. */
+export interface Failed extends RowFacts {
+  outcome: 'failed';
+  email: string;
   variant: string | null;
   sendId: string | null;
-  reason: string | null;
-  /** Present for `sent` once rendered: what the channel delivers. */
-  message?: RenderedMessage;
-  /** Present for `sent` as decided, before rendering: the chosen message and its template data. */
-  template?: MessageToRender;
+  reason: string;
 }
+
+/** The contact is not entered: the key was decided before, the segment filter or the re-entry rule says no. */
+export interface Skipped extends Keyed {
+  outcome: 'duplicate' | 'excluded_by_segment' | 'reentry_blocked';
+  variant: null;
+  reason: string;
+}
+
+/** The contact entered the flow in the experiment's holdout: recorded, nothing sent. */
+export interface Holdout extends Keyed {
+  outcome: 'holdout';
+  variant: string;
+  reason: null;
+}
+
+/** The contact entered the flow and is sent `message`, or, as decided and not yet rendered, `template`. */
+interface Entered extends Keyed {
+  outcome: 'sent';
+  variant: string | null;
+  reason: null;
+}
+export interface ToRender extends Entered {
+  template: MessageToRender;
+}
+export interface Sent extends Entered {
+  message: RenderedMessage;
+}
+
+/** What `decide` returns: a `sent` row carries the message still to render. */
+export type Decision = NoIdentity | Failed | Skipped | Holdout | ToRender;
+/** A decision after rendering (template-renderer.ts): what a run records and sends. */
+export type RenderedDecision = NoIdentity | Failed | Skipped | Holdout | Sent;
+export type Outcome = Decision['outcome'];
 
 export interface MessageToRender {
   message: Message;
@@ -54,44 +101,57 @@ export function sendKey(email: string, eventId: string): string {
 }
 
 export function decide(row: Record<string, unknown>, state: RunState): Decision {
-  const identity = row.identity == null ? null : String(row.identity);
-  const identityType = row.identity_type == null ? null : String(row.identity_type);
-  const eventId = row.event_id == null ? null : String(row.event_id);
-  const base = { identity, identityType, eventId, email: null, variant: null, sendId: null, reason: null };
+  const facts: RowFacts = { identity: textOf(row.identity), identityType: textOf(row.identity_type), eventId: textOf(row.event_id) };
+  const { identity, identityType, eventId } = facts;
 
   const email = resolveEmail(identity, identityType, state);
-  if (!email) return { ...base, outcome: 'no_identity', reason: identity ? `identity ${identityType ?? '(no type)'} not resolved to a contact` : 'the row has no identity' };
-  if (!eventId) return { ...base, email, outcome: 'failed', reason: 'the row has no event_id' };
-  const sendId = sendIdFor(state.org, state.flow.id, email, eventId);
-  const known = { ...base, email, sendId };
+  if (!email) {
+    const reason = identity ? `identity ${identityType ?? '(no type)'} not resolved to a contact` : 'the row has no identity';
+    return { ...facts, outcome: 'no_identity', email: null, variant: null, sendId: null, reason };
+  }
+  if (!eventId) return { ...facts, outcome: 'failed', email, variant: null, sendId: null, reason: 'the row has no event_id' };
+  const keyed: Keyed = { ...facts, email, eventId, sendId: sendIdFor(state.org, state.flow.id, email, eventId) };
+  const skip = (outcome: Skipped['outcome'], reason: string): Skipped => ({ ...keyed, outcome, variant: null, reason });
   const key = sendKey(email, eventId);
-  if (state.keys.has(key)) return { ...known, outcome: 'duplicate', reason: 'this (flow, contact, event) was already decided' };
+  if (state.keys.has(key)) return skip('duplicate', 'this (flow, contact, event) was already decided');
 
   const filter = state.flow.segmentFilter;
   if (filter && state.segment) {
     const inSegment = state.segment.has(email);
-    if ((filter.mode ?? 'exclude') === 'exclude' ? inSegment : !inSegment) {
-      return { ...known, outcome: 'excluded_by_segment', reason: `${filter.mode ?? 'exclude'} segment ${filter.segment}` };
-    }
+    if ((filter.mode ?? 'exclude') === 'exclude' ? inSegment : !inSegment) return skip('excluded_by_segment', `${filter.mode ?? 'exclude'} segment ${filter.segment}`);
   }
 
   const blocked = reentryBlock(email, state);
-  if (blocked) return { ...known, outcome: 'reentry_blocked', reason: blocked };
+  if (blocked) return skip('reentry_blocked', blocked);
 
   state.keys.add(key);
   const variant = state.flow.experiment ? pickVariant(state.flow.id, email, state.flow.experiment.variants) : undefined;
-  const chosen = { ...known, variant: variant?.label ?? null };
   state.lastEntry.set(email, state.now);
-  if (variant?.holdout) return { ...chosen, outcome: 'holdout' };
+  if (variant?.holdout) return { ...keyed, outcome: 'holdout', variant: variant.label, reason: null };
+  const template = messageToRender(row, state.flow, email, variant, state.profile);
+  return { ...keyed, outcome: 'sent', variant: variant?.label ?? null, reason: null, template };
+}
 
-  const profile = state.profile('email', email) ?? { email_address: email };
+/**
+ * The message a flow sends for a trigger row and the data its template reads: the evaluation a run
+ * makes for each contact it enters (`decide`) and the message preview makes for the first row of its
+ * window (message-preview.ts). `email` null: a preview of a row that names no contact.
+ */
+export function messageToRender(
+  row: Record<string, unknown>,
+  flow: Pick<FlowDefinition, 'id' | 'name' | 'message' | 'branches'>,
+  email: string | null,
+  variant: Pick<Variant, 'label' | 'message'> | undefined,
+  profile: RunState['profile'],
+): MessageToRender {
+  const contact = (email === null ? undefined : profile('email', email)) ?? { email_address: email };
   const data: TemplateData = {
     event: eventData(row),
-    contact: { ...profile },
-    flow: { id: state.flow.id, name: state.flow.name },
+    contact: { ...contact },
+    flow: { id: flow.id, name: flow.name },
     variant: variant ? { label: variant.label } : null,
   };
-  return { ...chosen, outcome: 'sent', template: { message: messageFor(state.flow, variant, data), data } };
+  return { message: messageFor(flow, variant, data), data };
 }
 
 /** The contact a row is about: its e-mail, or the e-mail of the profile with that user_id / e-mail hash. */
@@ -122,7 +182,7 @@ function reentryBlock(email: string, state: RunState): string | null {
 }
 
 /** Variant message, else the first matching branch, else the flow message (SPEC 8). */
-export function messageFor(flow: FlowDefinition, variant: Variant | undefined, data: TemplateData): Message {
+export function messageFor(flow: Pick<FlowDefinition, 'message' | 'branches'>, variant: Pick<Variant, 'message'> | undefined, data: TemplateData): Message {
   if (variant?.message) return variant.message;
   return flow.branches?.find((b) => matches(b.when, data))?.message ?? flow.message;
 }
@@ -140,6 +200,11 @@ export function eventData(row: Record<string, unknown>): Record<string, unknown>
   // A custom event carries its own properties one level down (SPEC 4.2).
   event.properties = (raw as { event?: string } | null)?.event === 'custom' ? properties?.properties : properties;
   return event;
+}
+
+/** A row's value as text (null stays null). */
+export function textOf(value: unknown): string | null {
+  return value == null ? null : String(value);
 }
 
 function parseJson(value: unknown): unknown {

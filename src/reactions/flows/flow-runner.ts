@@ -1,7 +1,8 @@
 /**
  * Runs live flows on their schedule (SPEC 8). One run:
  *   window (cursor, newest visible_at] → trigger rows (untrusted, on a connection of their own) →
- *   decisions → rendered messages (off this thread) → one transaction: outbox rows + cursor advance.
+ *   decisions → rendered messages (off this thread) → one transaction (FlowStore.advance): the decisions and
+ *   outbox rows (SendStore.record) + the cursor advance.
  * Why every visible event falls in exactly one window: visible_at is assigned inside the (serialized)
  * compaction transaction and grows with each commit, so once the window end is read every event with
  * visible_at ≤ end is committed (a commit in flight gets a later visible_at) and the trigger query sees it,
@@ -10,10 +11,10 @@
  * transaction writes nothing unless the cursor is still where the run started.
  */
 import type { FastifyBaseLogger } from 'fastify';
-import type { Row, Sql } from '../../db/sql.js';
-import { listValue } from '@duckdb/node-api';
+import type { Row } from '../../db/sql.js';
 import type { Context } from '../../core/context.js';
-import { microsParam, tsParam } from '../../db/database.js';
+import { assertNever } from '../../core/domain.js';
+import { microsParam } from '../../db/database.js';
 import type { OrgStorage } from '../../storage/org-storage.js';
 import { normalizeEmail } from '../../core/domain.js';
 import type { Metrics } from '../../ops/metrics.js';
@@ -23,10 +24,10 @@ import type { ProfileIndex } from '../../events/profiles/profile-index.js';
 import { QueryFailed, runSandboxed, windowOf, withSandbox } from '../triggers/sandbox.js';
 import { SandboxBusy, SandboxPaused } from '../../db/untrusted.js';
 import type { LiveQuery, TriggerStore } from '../triggers/trigger-store.js';
-import { type Decision, decide, resolveEmail, type RunState, sendKey } from './decide.js';
-import { newestVisibleAt } from '../../events/compaction/visible-at.js';
+import { type Decision, decide, type RenderedDecision, resolveEmail, type RunState, textOf } from './decide.js';
 import type { FlowRecord, FlowStore } from './flow-store.js';
-import type { PendingSend, SendDispatcher } from './send-dispatcher.js';
+import type { SendDispatcher } from './send-dispatcher.js';
+import type { PendingSend, SendStore } from './send-store.js';
 import { renderDecisions, type TemplateRenderer } from './template-renderer.js';
 import { YIELD_EVERY, yieldNow } from '../../db/yield-now.js';
 
@@ -34,7 +35,7 @@ export interface RunSummary {
   /** Why nothing ran, when nothing did. */
   skipped?: string;
   rows: number;
-  decisions: Decision[];
+  decisions: RenderedDecision[];
   /** The window was narrowed to TRIGGER_MAX_ROWS rows: the next run goes on from where this one ended. */
   more?: boolean;
 }
@@ -66,6 +67,7 @@ export class FlowRunner {
       orgs: OrgStorage;
       ctx: Context;
       flows: FlowStore;
+      sends: SendStore;
       triggers: TriggerStore;
       profiles: ProfileIndex;
       dispatcher: SendDispatcher;
@@ -143,34 +145,25 @@ export class FlowRunner {
       const read = await this.readWindow(org, trigger, segment, window.start, window.end);
       const now = this.deps.ctx.clock.now();
       const profile: RunState['profile'] = (type, value) => this.deps.profiles.find(org, type, value);
-      const emails = [...new Set(read.rows.map((r) => resolveEmail(str(r.identity), str(r.identity_type), { profile })).filter((e): e is string => e !== null))];
-      const eventIds = [...new Set(read.rows.map((r) => str(r.event_id)).filter((e): e is string => e !== null))];
+      const emails = [...new Set(read.rows.map((r) => resolveEmail(textOf(r.identity), textOf(r.identity_type), { profile })).filter((e): e is string => e !== null))];
+      const eventIds = [...new Set(read.rows.map((r) => textOf(r.event_id)).filter((e): e is string => e !== null))];
       const state: RunState = {
         org,
         flow: flow.definition,
         now,
         ...(read.segment ? { segment: read.segment } : {}),
-        keys: await this.usedKeys(org, id, eventIds),
-        lastEntry: await this.lastEntries(org, id, emails),
+        keys: await this.deps.sends.usedKeys(org, id, eventIds),
+        lastEntry: await this.deps.sends.lastEntries(org, id, emails),
         profile,
       };
       // Templates render on the renderer's thread, within its limits; a template over them fails its row.
       const decisions = await renderDecisions(this.deps.renderer, await decideAll(read.rows, state));
-      const committed = await this.deps.orgs.org(org).transaction(async (c) => {
-        // Runs of one flow are serialized here; the check keeps a second process or a restarted runner
-        // from writing a window twice.
-        if ((await this.cursorOf(c, org, id)) !== window.start) return false;
-        await this.record(c, org, id, trigger.hash, decisions, now);
-        await c.run('UPDATE flows SET cursor_at = $3, last_run_at = $4, last_error = NULL WHERE org = $1 AND id = $2', [
-          org,
-          id,
-          microsParam(read.end),
-          tsParam(now),
-        ]);
-        return true;
-      });
+      // Runs of one flow are serialized here; the cursor check in advance() keeps a second process or a
+      // restarted runner from writing a window twice.
+      const committed = await this.deps.flows.advance(org, id, { from: window.start, to: read.end }, now, (c) =>
+        this.deps.sends.record(c, org, id, trigger.hash, decisions, now),
+      );
       if (!committed) return { skipped: 'the flow moved on while this run read its window', rows: 0, decisions: [] };
-      await this.deps.flows.reload(org, id);
       this.afterCommit(org, id, decisions);
       return { rows: read.rows.length, decisions, ...(read.end < window.end ? { more: true } : {}) };
     } catch (error) {
@@ -185,24 +178,10 @@ export class FlowRunner {
 
   /** The run's window (cursor, newest visible_at], or undefined when nothing new is visible. */
   private async nextWindow(flow: FlowRecord): Promise<{ start: bigint; end: bigint } | undefined> {
-    const { org } = flow;
-    const id = flow.definition.id;
-    const window = await this.deps.orgs.org(org).exclusive(async (c) => {
-      const start = await this.cursorOf(c, org, id);
-      return start === undefined ? undefined : { start, end: await newestVisibleAt(c) };
-    });
+    const window = await this.deps.flows.window(flow.org, flow.definition.id);
     if (!window || window.end > window.start) return window;
-    await this.deps.orgs.org(org).run('UPDATE flows SET last_run_at = $3, last_error = NULL WHERE org = $1 AND id = $2', [org, id, tsParam(this.deps.ctx.clock.now())]);
+    await this.deps.flows.ranEmpty(flow.org, flow.definition.id, this.deps.ctx.clock.now());
     return undefined;
-  }
-
-  /** The flow's cursor (epoch µs), undefined when it is no longer live. */
-  private async cursorOf(c: Sql, org: string, id: string): Promise<bigint | undefined> {
-    const [row] = await c.all<{ status: string; cursor_us: bigint | null }>(
-      'SELECT status, epoch_us(cursor_at) AS cursor_us FROM flows WHERE org = $1 AND id = $2',
-      [org, id],
-    );
-    return row?.status === 'live' ? (row.cursor_us ?? 0n) : undefined;
   }
 
   /**
@@ -245,68 +224,27 @@ export class FlowRunner {
     return row?.below ?? row?.first ?? undefined;
   }
 
-  private async usedKeys(org: string, flowId: string, eventIds: string[]): Promise<Set<string>> {
-    if (eventIds.length === 0) return new Set();
-    const used = await this.deps.orgs.org(org).all<{ email: string; event_id: string }>(
-      'SELECT email, event_id FROM flow_sends WHERE org = $1 AND flow_id = $2 AND event_id IN (SELECT unnest($3::VARCHAR[]))',
-      [org, flowId, listValue(eventIds)],
-    );
-    return new Set(used.map((u) => sendKey(u.email, u.event_id)));
-  }
-
-  private async lastEntries(org: string, flowId: string, emails: string[]): Promise<Map<string, number>> {
-    if (emails.length === 0) return new Map();
-    const last = await this.deps.orgs.org(org).all<{ email: string; last_ms: bigint }>(
-      'SELECT email, epoch_ms(max(created_at)) AS last_ms FROM flow_sends WHERE org = $1 AND flow_id = $2 AND email IN (SELECT unnest($3::VARCHAR[])) GROUP BY email',
-      [org, flowId, listValue(emails)],
-    );
-    return new Map(last.map((l) => [l.email, Number(l.last_ms)]));
-  }
-
-  /** Decisions and outbox rows (sent → pending, holdout → recorded) in the run's transaction. */
-  private async record(c: Sql, org: string, flowId: string, triggerHash: string, decisions: Decision[], now: number): Promise<void> {
-    const at = tsParam(now);
-    await c.append({ table: 'flow_decisions' }, decisions, (a, d) => {
-      a.appendVarchar(org);
-      a.appendVarchar(flowId);
-      appendNullable(a, d.email);
-      appendNullable(a, d.identity);
-      appendNullable(a, d.identityType);
-      appendNullable(a, d.eventId);
-      a.appendVarchar(d.outcome);
-      appendNullable(a, d.variant);
-      appendNullable(a, d.sendId);
-      a.appendVarchar(triggerHash);
-      appendNullable(a, d.reason);
-      a.appendTimestampTZ(at);
-    });
-    const entered = decisions.filter((d) => d.outcome === 'sent' || d.outcome === 'holdout');
-    await c.append({ table: 'flow_sends' }, entered, (a, d) => {
-      a.appendVarchar(d.sendId!);
-      a.appendVarchar(org);
-      a.appendVarchar(flowId);
-      a.appendVarchar(d.email!);
-      a.appendVarchar(d.eventId!);
-      appendNullable(a, d.variant);
-      appendNullable(a, d.message?.channel ?? null);
-      appendNullable(a, d.message ? JSON.stringify(d.message) : null);
-      a.appendVarchar(triggerHash);
-      a.appendVarchar(d.outcome === 'sent' ? 'pending' : 'holdout');
-      a.appendInteger(0);
-      a.appendNull();
-      a.appendTimestampTZ(at);
-      a.appendNull();
-    });
-  }
-
-  private afterCommit(org: string, flowId: string, decisions: Decision[]): void {
+  private afterCommit(org: string, flowId: string, decisions: RenderedDecision[]): void {
     const sends: PendingSend[] = [];
     const holdouts: ContactKey[] = [];
     for (const d of decisions) {
       this.deps.metrics.flowDecisions.inc({ outcome: d.outcome });
-      if (d.outcome === 'sent') {
-        sends.push({ sendId: d.sendId!, org, flowId, email: d.email!, eventId: d.eventId!, variant: d.variant, message: d.message! });
-      } else if (d.outcome === 'holdout') holdouts.push({ org, email: d.email! });
+      switch (d.outcome) {
+        case 'sent':
+          sends.push({ sendId: d.sendId, org, flowId, email: d.email, eventId: d.eventId, variant: d.variant, message: d.message });
+          break;
+        case 'holdout':
+          holdouts.push({ org, email: d.email });
+          break;
+        case 'no_identity':
+        case 'failed':
+        case 'duplicate':
+        case 'excluded_by_segment':
+        case 'reentry_blocked':
+          break;
+        default:
+          assertNever(d);
+      }
     }
     this.deps.dispatcher.enqueue(sends);
     if (holdouts.length > 0) this.deps.refreshProfiles(holdouts);
@@ -314,13 +252,7 @@ export class FlowRunner {
 
   private async fail(flow: FlowRecord, reason: string): Promise<RunSummary> {
     this.deps.logger.warn({ org: flow.org, flow: flow.definition.id, reason }, 'flow run did not run its window');
-    await this.deps.orgs.org(flow.org).run('UPDATE flows SET last_run_at = $3, last_error = $4 WHERE org = $1 AND id = $2', [
-      flow.org,
-      flow.definition.id,
-      tsParam(this.deps.ctx.clock.now()),
-      reason,
-    ]);
-    await this.deps.flows.reload(flow.org, flow.definition.id);
+    await this.deps.flows.runFailed(flow.org, flow.definition.id, this.deps.ctx.clock.now(), reason);
     return { skipped: reason, rows: 0, decisions: [] };
   }
 }
@@ -333,13 +265,4 @@ async function decideAll(rows: readonly Row[], state: RunState): Promise<Decisio
     if (decisions.length % YIELD_EVERY === 0) await yieldNow();
   }
   return decisions;
-}
-
-function str(value: unknown): string | null {
-  return value == null ? null : String(value);
-}
-
-function appendNullable(a: { appendVarchar(v: string): void; appendNull(): void }, value: string | null): void {
-  if (value === null) a.appendNull();
-  else a.appendVarchar(value);
 }

@@ -1,11 +1,13 @@
 /**
  * Flow definitions and their state (draft → live ⇄ paused), in DuckDB and mirrored in memory for the
- * runner's schedule. Going live sets the cursor to the newest visible_at at that moment, so a flow
+ * runner's schedule: the one owner of the flows table, the runner's cursor and run status included.
+ * Going live sets the cursor to the newest visible_at at that moment, so a flow
  * never messages for events that became visible before it (SPEC 8). Pausing keeps the cursor: a
  * resumed flow catches up on the events that arrived while it was paused.
  */
 import type { Context } from '../../core/context.js';
 import { microsParam, tsParam } from '../../db/database.js';
+import type { Sql } from '../../db/sql.js';
 import type { OrgStorage } from '../../storage/org-storage.js';
 import { microsToIso, newestVisibleAt } from '../../events/compaction/visible-at.js';
 import { AppError } from '../../core/errors.js';
@@ -124,7 +126,45 @@ export class FlowStore {
     return this.reload(org, id);
   }
 
-  /** Re-reads one flow after a write (the runner's cursor advance included). */
+  /** The flow's next window (cursor, newest visible_at], read together; undefined when it is no longer live. */
+  window(org: string, id: string): Promise<{ start: bigint; end: bigint } | undefined> {
+    return this.orgs.org(org).exclusive(async (c) => {
+      const start = await cursorOf(c, org, id);
+      return start === undefined ? undefined : { start, end: await newestVisibleAt(c) };
+    });
+  }
+
+  /**
+   * One transaction that runs `work` (the run's writes) and moves the cursor from `from` to `to`, or
+   * writes nothing and answers false when the cursor is no longer at `from` (or the flow is no longer
+   * live): another run, here or in another process, took that window.
+   */
+  async advance(org: string, id: string, cursor: { from: bigint; to: bigint }, at: number, work: (c: Sql) => Promise<void>): Promise<boolean> {
+    const committed = await this.orgs.org(org).transaction(async (c) => {
+      if ((await cursorOf(c, org, id)) !== cursor.from) return false;
+      await work(c);
+      await c.run('UPDATE flows SET cursor_at = $3, last_run_at = $4, last_error = NULL WHERE org = $1 AND id = $2', [org, id, microsParam(cursor.to), tsParam(at)]);
+      return true;
+    });
+    if (committed) await this.reload(org, id);
+    return committed;
+  }
+
+  /**
+   * A run found nothing new to read: last_run_at moves, last_error clears. The record in memory is not
+   * re-read (it shows the previous run's until the next write that reloads it).
+   */
+  async ranEmpty(org: string, id: string, at: number): Promise<void> {
+    await this.orgs.org(org).run('UPDATE flows SET last_run_at = $3, last_error = NULL WHERE org = $1 AND id = $2', [org, id, tsParam(at)]);
+  }
+
+  /** A run did not run its window, for `reason`: the cursor stays, the next run tries again. */
+  async runFailed(org: string, id: string, at: number, reason: string): Promise<FlowRecord> {
+    await this.orgs.org(org).run('UPDATE flows SET last_run_at = $3, last_error = $4 WHERE org = $1 AND id = $2', [org, id, tsParam(at), reason]);
+    return this.reload(org, id);
+  }
+
+  /** Re-reads one flow after a write. */
   async reload(org: string, id: string): Promise<FlowRecord> {
     const [row] = await this.orgs.org(org).all<FlowRow>(`${SELECT_FLOWS} WHERE org = $1 AND id = $2`, [org, id]);
     if (!row) throw new AppError('flow_not_found', `no flow "${id}" in org "${org}"`);
@@ -149,6 +189,12 @@ export function toApiFlow(flow: FlowRecord): Flow {
     lastRunAt: iso(flow.lastRunAt),
     lastError: flow.lastError,
   };
+}
+
+/** The flow's cursor (epoch µs), undefined when it is no longer live. */
+async function cursorOf(c: Sql, org: string, id: string): Promise<bigint | undefined> {
+  const [row] = await c.all<{ status: string; cursor_us: bigint | null }>('SELECT status, epoch_us(cursor_at) AS cursor_us FROM flows WHERE org = $1 AND id = $2', [org, id]);
+  return row?.status === 'live' ? (row.cursor_us ?? 0n) : undefined;
 }
 
 function key(org: string, id: string): string {

@@ -13,22 +13,14 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { deliverWithRetries, type RetryPolicy } from '../channels/deliver-with-retries.js';
 import type { Channels } from '../channels/open-channels.js';
-import type { ChannelName, Delivery, DeliveryResult, RenderedMessage } from '../channels/types.js';
+import type { ChannelName, Delivery, DeliveryResult } from '../channels/types.js';
 import type { Context } from '../../core/context.js';
-import type { OrgStorage } from '../../storage/org-storage.js';
 import type { Metrics } from '../../ops/metrics.js';
 import { DeliverySlots } from './delivery-slots.js';
 import { SendOutcomes } from './send-outcomes.js';
+import type { PendingSend, SendStore } from './send-store.js';
 
-export interface PendingSend {
-  sendId: string;
-  org: string;
-  flowId: string;
-  email: string;
-  eventId: string;
-  variant: string | null;
-  message: RenderedMessage;
-}
+export type { PendingSend } from './send-store.js';
 
 /**
  * Slots per channel: a kill -9 re-sends at most this many of a channel's sends (the ones in flight).
@@ -52,7 +44,7 @@ export class SendDispatcher {
 
   constructor(
     private readonly deps: {
-      orgs: OrgStorage;
+      sends: SendStore;
       ctx: Context;
       channels: Channels;
       policy: RetryPolicy;
@@ -69,13 +61,9 @@ export class SendDispatcher {
   async resumePending(slugs: readonly string[]): Promise<number> {
     let resumed = 0;
     for (const slug of slugs) {
-      const rows = await this.deps.orgs.org(slug).all<{ send_id: string; org: string; flow_id: string; email: string; event_id: string; variant: string | null; content: string }>(
-        "SELECT send_id, org, flow_id, email, event_id, variant, content FROM flow_sends WHERE status = 'pending' ORDER BY created_at",
-      );
-      this.enqueue(
-        rows.map((r) => ({ sendId: r.send_id, org: r.org, flowId: r.flow_id, email: r.email, eventId: r.event_id, variant: r.variant, message: JSON.parse(r.content) as RenderedMessage })),
-      );
-      resumed += rows.length;
+      const pending = await this.deps.sends.pending(slug);
+      this.enqueue(pending);
+      resumed += pending.length;
     }
     return resumed;
   }

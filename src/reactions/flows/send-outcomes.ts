@@ -1,6 +1,6 @@
 /**
- * Records how each send ended (flow_sends status, attempts, last_error, sent_at): the one writer of those
- * columns. `record` resolves once the outcome is committed, and the dispatcher holds the send's delivery
+ * Records how each send ended (flow_sends status, attempts, last_error, sent_at, through SendStore): the one
+ * writer of those columns. `record` resolves once the outcome is committed, and the dispatcher holds the send's delivery
  * slot until then (see send-dispatcher.ts for why).
  *
  * An outcome is written at once: while one UPDATE of an org runs, the outcomes that come meanwhile wait
@@ -12,23 +12,12 @@
  * is recorded late rather than re-sent. Only at shutdown is a failed write given up: those sends stay
  * pending and are sent once more (same send id) after the restart.
  */
-import { listValue } from '@duckdb/node-api';
 import type { FastifyBaseLogger } from 'fastify';
-import type { DeliveryResult } from '../channels/types.js';
-import { tsParam } from '../../db/database.js';
 import { OrgUnavailable } from '../../core/unavailable.js';
-import type { OrgStorage } from '../../storage/org-storage.js';
-
-export interface Outcome {
-  sendId: string;
-  email: string;
-  result: DeliveryResult;
-  /** When it ended (epoch ms): sent_at of a delivered send. */
-  at: number;
-}
+import type { SendOutcome, SendStore } from './send-store.js';
 
 interface Entry {
-  outcome: Outcome;
+  outcome: SendOutcome;
   done(): void;
 }
 
@@ -44,7 +33,7 @@ export class SendOutcomes {
 
   constructor(
     private readonly deps: {
-      orgs: OrgStorage;
+      sends: SendStore;
       logger: FastifyBaseLogger;
       /** Contacts whose profile changed (campaigns_received, flow_variant_membership). */
       onDelivered(org: string, emails: string[]): void;
@@ -52,7 +41,7 @@ export class SendOutcomes {
   ) {}
 
   /** Resolves when the outcome is committed (or will never be: its org was deleted, or a write failed at shutdown). */
-  record(org: string, outcome: Outcome): Promise<void> {
+  record(org: string, outcome: SendOutcome): Promise<void> {
     if (this.dropped.has(org)) return Promise.resolve();
     return new Promise((done) => {
       const queue = this.waiting.get(org);
@@ -93,11 +82,11 @@ export class SendOutcomes {
    * damaged (OrgUnavailable): that may last days, and its slots held would stall every other org's sends;
    * its outcomes are still written once it opens again.
    */
-  private async writeUntilDone(org: string, batch: Outcome[], release: () => void): Promise<void> {
+  private async writeUntilDone(org: string, batch: SendOutcome[], release: () => void): Promise<void> {
     for (let delay = FIRST_RETRY_MS; ; delay = Math.min(delay * 2, MAX_RETRY_MS)) {
       if (this.dropped.has(org)) return;
       try {
-        await this.write(org, batch);
+        await this.deps.sends.recordOutcomes(org, batch);
         this.delivered(org, batch);
         return;
       } catch (err) {
@@ -112,7 +101,7 @@ export class SendOutcomes {
     }
   }
 
-  private delivered(org: string, batch: Outcome[]): void {
+  private delivered(org: string, batch: SendOutcome[]): void {
     const emails = batch.filter((o) => o.result.kind === 'delivered').map((o) => o.email);
     if (emails.length === 0) return;
     try {
@@ -120,25 +109,6 @@ export class SendOutcomes {
     } catch (err) {
       this.deps.logger.error({ err, org }, 'refreshing profiles after delivery failed');
     }
-  }
-
-  /** One UPDATE for the batch. */
-  private async write(org: string, batch: Outcome[]): Promise<void> {
-    await this.deps.orgs.org(org).run(
-      `UPDATE flow_sends AS s
-          SET status = u.status, attempts = u.attempts, last_error = u.reason,
-              sent_at = CASE WHEN u.status = 'delivered' THEN $5 END
-         FROM (SELECT unnest($1::VARCHAR[]) AS send_id, unnest($2::VARCHAR[]) AS status,
-                      unnest($3::INTEGER[]) AS attempts, unnest($4::VARCHAR[]) AS reason) AS u
-        WHERE s.send_id = u.send_id`,
-      [
-        listValue(batch.map((o) => o.sendId)),
-        listValue(batch.map((o) => o.result.kind)),
-        listValue(batch.map((o) => o.result.attempts)),
-        listValue(batch.map((o) => (o.result.kind === 'delivered' ? null : o.result.reason))),
-        tsParam(batch[batch.length - 1]!.at),
-      ],
-    );
   }
 
   /** A wait between tries that close and drop cut short. */

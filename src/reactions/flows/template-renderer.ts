@@ -7,7 +7,8 @@
  */
 import type { Worker } from 'node:worker_threads';
 import { spawnWorker } from '../../core/spawn-worker.js';
-import type { Decision, MessageToRender } from './decide.js';
+import { assertNever } from '../../core/domain.js';
+import type { Decision, MessageToRender, RenderedDecision } from './decide.js';
 import { DEFAULT_MESSAGE_LIMITS, limitsHint, type MessageLimits } from './render.js';
 import type { FromTemplateWorker, RenderBatch, RenderResult } from './template-worker.js';
 
@@ -211,13 +212,27 @@ function firstUncloneable(jobs: MessageToRender[], from: number): number {
  * The run's decisions with their messages rendered: a `sent` decision gets its message, or becomes
  * `failed` with the reason its template did not render. The template data is dropped either way.
  */
-export async function renderDecisions(renderer: Pick<TemplateRenderer, 'render'>, decisions: Decision[]): Promise<Decision[]> {
-  const jobs = decisions.flatMap((d) => (d.template ? [d.template] : []));
+export async function renderDecisions(renderer: Pick<TemplateRenderer, 'render'>, decisions: Decision[]): Promise<RenderedDecision[]> {
+  const jobs = decisions.flatMap((d) => (d.outcome === 'sent' ? [d.template] : []));
   const results = jobs.length === 0 ? [] : await renderer.render(jobs);
   let next = 0;
-  return decisions.map(({ template, ...decision }) => {
-    if (!template) return decision;
-    const result = results[next++]!;
-    return result.ok ? { ...decision, message: result.message } : { ...decision, outcome: 'failed', reason: result.reason };
+  return decisions.map((decision): RenderedDecision => {
+    switch (decision.outcome) {
+      case 'sent': {
+        const { template: _rendered, ...entered } = decision;
+        const result = results[next++];
+        if (result === undefined) throw new Error(`the renderer answered ${results.length} of ${jobs.length} messages`);
+        return result.ok ? { ...entered, message: result.message } : { ...entered, outcome: 'failed', reason: result.reason };
+      }
+      case 'no_identity':
+      case 'failed':
+      case 'duplicate':
+      case 'excluded_by_segment':
+      case 'reentry_blocked':
+      case 'holdout':
+        return decision;
+      default:
+        return assertNever(decision);
+    }
   });
 }

@@ -2,9 +2,8 @@
  * Admin API for flows (SPEC 8): create, list, get, replace, start, pause, run now, the sends, and per
  * contact the decision taken on each trigger row. Registered inside the admin scope.
  */
-import { listValue } from '@duckdb/node-api';
 import type { FastifyInstance } from 'fastify';
-import { type Keyset, PAGE_LIMITS, pageOf, pageQuerySchema, pageRequest, readPage, withoutKey } from '../../../db/paging.js';
+import { PAGE_LIMITS, pageOf, pageQuerySchema, pageRequest, withoutKey } from '../../../db/paging.js';
 import { slugParams, slugSchema } from '../../../core/route-params.js';
 import { parseIdentity } from '../../../events/profiles/parse-identity.js';
 import { webhookSecretFor } from '../../../reactions/channels/webhook-signing.js';
@@ -17,14 +16,10 @@ import type { TriggerStore } from '../../../reactions/triggers/trigger-store.js'
 import type { FlowRunner } from '../../../reactions/flows/flow-runner.js';
 import { type FlowStore, toApiFlow } from '../../../reactions/flows/flow-store.js';
 import { checkFlow } from '../../../reactions/flows/validate-flow.js';
-import { microsToIso, newestVisibleAt } from '../../../events/compaction/visible-at.js';
-import { QueryFailed, runSandboxed, windowOf, withSandbox } from '../../../reactions/triggers/sandbox.js';
 import { QUERY_NAME } from '../../../reactions/triggers/trigger-store.js';
-import { eventData, messageFor, resolveEmail } from '../../../reactions/flows/decide.js';
+import { previewMessage } from '../../../reactions/flows/message-preview.js';
+import { DECISIONS_KEYSET, type DecisionRow, type SendDelivery, SENDS_KEYSET, SendStore } from '../../../reactions/flows/send-store.js';
 import type { TemplateRenderer } from '../../../reactions/flows/template-renderer.js';
-
-/** A message preview renders against the first row the trigger returns over this window. */
-const MESSAGE_PREVIEW_HOURS = 24;
 
 const flowParams = { type: 'object', properties: { slug: slugSchema, id: { type: 'string' } }, required: ['slug', 'id'] } as const;
 const listQuery = {
@@ -32,43 +27,6 @@ const listQuery = {
   additionalProperties: false,
   properties: { identity: { type: 'string' }, status: { type: 'string' }, ...pageQuerySchema },
 } as const;
-/** Newest first; send_id is the table's key. */
-const SENDS_KEYSET: Keyset = {
-  columns: [
-    { sql: 'created_at', kind: 'micros', desc: true },
-    { sql: 'send_id', kind: 'text', desc: false },
-  ],
-  rowid: 'rowid',
-};
-/** Newest run first, its rows by event id; a trigger returning one row twice makes identical decisions. */
-const DECISIONS_KEYSET: Keyset = {
-  columns: [
-    { sql: 'decided_at', kind: 'micros', desc: true },
-    { sql: "coalesce(event_id, '')", kind: 'text', desc: false },
-  ],
-  rowid: 'rowid',
-};
-
-interface DecisionRow {
-  event_id: string | null;
-  identity: string | null;
-  identity_type: string | null;
-  email: string | null;
-  outcome: string;
-  variant: string | null;
-  send_id: string | null;
-  reason: string | null;
-  trigger_hash: string;
-  decided_at: Date;
-}
-
-interface SendDelivery {
-  send_id: string;
-  status: string;
-  attempts: number;
-  last_error: string | null;
-}
-
 /** A `sent` decision whose delivery then failed or was dead-lettered reads as failed. */
 function decisionAnswer(d: DecisionRow, send: SendDelivery | undefined) {
   return {
@@ -121,6 +79,7 @@ export function registerFlowRoutes(
   },
 ): void {
   const { storage, orgs, flows } = deps;
+  const sends = new SendStore(storage);
   const check = async (org: string, body: unknown) => {
     // A trigger or segment file saved a moment ago counts as saved, not as the last poll saw it.
     const named = body as { trigger?: unknown; segmentFilter?: { segment?: unknown } } | null;
@@ -184,18 +143,7 @@ export function registerFlowRoutes(
       const email = emailOf(org.slug, request.query.identity, deps.profiles);
       const status = request.query.status ?? null;
       const page = pageRequest(request.query, PAGE_LIMITS.sends, ['sends', org.slug, request.params.id, email ?? '', status ?? ''], SENDS_KEYSET);
-      const rows = await readPage(
-        storage.org(org.slug),
-        {
-          select: `send_id AS "sendId", email, event_id AS "eventId", variant, channel, status, attempts,
-                   last_error AS "lastError", trigger_hash AS "triggerHash", created_at AS "createdAt", sent_at AS "sentAt"`,
-          from: 'flow_sends',
-          where: 'org = $1 AND flow_id = $2 AND ($3::VARCHAR IS NULL OR email = $3) AND ($4::VARCHAR IS NULL OR status = $4)',
-          params: [org.slug, request.params.id, email, status],
-          keyset: SENDS_KEYSET,
-        },
-        page,
-      );
+      const rows = await sends.sendsPage(org.slug, request.params.id, { email, status }, page);
       const { items, nextCursor } = pageOf(rows, page, (row) => jsonRow(withoutKey(row)), SENDS_KEYSET);
       return { sends: items, nextCursor };
     },
@@ -210,27 +158,11 @@ export function registerFlowRoutes(
       const email = emailOf(org.slug, request.query.identity, deps.profiles);
       const rawIdentity = request.query.identity?.slice(request.query.identity.indexOf(':') + 1) ?? null;
       const page = pageRequest(request.query, PAGE_LIMITS.decisions, ['decisions', org.slug, request.params.id, request.query.identity ?? ''], DECISIONS_KEYSET);
-      const db = storage.org(org.slug);
-      const rows = await readPage<DecisionRow>(
-        db,
-        {
-          select: 'event_id, identity, identity_type, email, outcome, variant, send_id, reason, trigger_hash, decided_at',
-          from: 'flow_decisions',
-          where: 'org = $1 AND flow_id = $2 AND ($3::VARCHAR IS NULL OR email = $3 OR identity = $4)',
-          params: [org.slug, request.params.id, email, rawIdentity],
-          keyset: DECISIONS_KEYSET,
-        },
-        page,
-      );
-      // The delivery of the page's sends only: joined in the query, DuckDB compared every decision with
-      // every send (a nested loop join: 10,000 of each took 2 s).
-      const sendIds = rows.filter((r) => r.send_id !== null && (r.outcome === 'sent' || r.outcome === 'holdout')).map((r) => r.send_id!);
-      const deliveries = new Map<string, SendDelivery>();
-      if (sendIds.length > 0) {
-        const sends = await db.all<SendDelivery>('SELECT send_id, status, attempts, last_error FROM flow_sends WHERE send_id IN (SELECT unnest($1::VARCHAR[]))', [listValue(sendIds)]);
-        for (const send of sends) deliveries.set(send.send_id, send);
-      }
-      const { items, nextCursor } = pageOf(rows, page, (d) => decisionAnswer(d, d.outcome === 'sent' || d.outcome === 'holdout' ? deliveries.get(d.send_id ?? '') : undefined), DECISIONS_KEYSET);
+      const rows = await sends.decisionsPage(org.slug, request.params.id, { email, identity: rawIdentity }, page);
+      // The delivery of the page's sends only (a query of its own: see SendStore.deliveries).
+      const entered = (d: DecisionRow) => (d.outcome === 'sent' || d.outcome === 'holdout' ? d.send_id : null);
+      const deliveries = await sends.deliveries(org.slug, rows.flatMap((d) => entered(d) ?? []));
+      const { items, nextCursor } = pageOf(rows, page, (d) => decisionAnswer(d, deliveries.get(entered(d) ?? '')), DECISIONS_KEYSET);
       return { decisions: items, nextCursor };
     },
   );
@@ -257,32 +189,7 @@ export function registerFlowRoutes(
         ...(branches === undefined ? {} : { branches }),
         ...(experiment === undefined ? {} : { experiment }),
       });
-      const live = deps.triggers.live(org.slug, 'trigger', trigger)!;
-      const db = storage.org(org.slug);
-      const end = await db.exclusive(newestVisibleAt);
-      const start = end - BigInt(MESSAGE_PREVIEW_HOURS * 3600) * 1_000_000n;
-      let rows;
-      try {
-        rows = (await withSandbox(db, deps.timeoutMs, (c) => runSandboxed(c, live.checked, windowOf(start, end), 1))).rows;
-      } catch (error) {
-        if (error instanceof QueryFailed) throw new AppError('trigger_query_failed', error.reason);
-        throw error;
-      }
-      const window = { from: microsToIso(start), to: microsToIso(end) };
-      const row = rows[0];
-      if (!row) return { window, row: null, rendered: null, error: `trigger ${trigger} returns no row over this window: send a sample event first` };
-      const state = { profile: (type: 'email' | 'user_id' | 'email-hash', value: string) => deps.profiles.find(org.slug, type, value) };
-      const email = resolveEmail(row.identity as string | null, row.identity_type as string | null, state);
-      const data = {
-        event: eventData(row),
-        contact: { ...((email && deps.profiles.find(org.slug, 'email', email)) || { email_address: email }) },
-        flow: { id: definition.id, name: definition.name },
-        variant: variant ? { label: variant } : null,
-      };
-      // The message the run would pick: the variant's own, else the first branch that holds, else the flow's.
-      const chosen = messageFor(definition, definition.experiment?.variants.find((v) => v.label === variant), data);
-      const [result] = await deps.renderer.render([{ message: chosen, data }]);
-      return { window, row: jsonRow(row), rendered: result!.ok ? result!.message : null, error: result!.ok ? null : result!.reason };
+      return previewMessage({ storage, triggers: deps.triggers, profiles: deps.profiles, renderer: deps.renderer, timeoutMs: deps.timeoutMs }, org.slug, definition, variant);
     },
   );
 

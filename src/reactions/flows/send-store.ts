@@ -1,0 +1,217 @@
+/**
+ * The outbox (flow_sends) and the decision log (flow_decisions) of flows: every read and write of the two
+ * tables goes through here (retention, src/storage/retention.ts, is the one other writer: it deletes old
+ * decisions and clears old send contents). Who calls what, and in which transaction:
+ * - a run writes its decisions and outbox rows (`record`) in the transaction that advances its cursor
+ *   (FlowStore.advance), so a window's rows are written once or not at all;
+ * - the dispatcher reads what is pending at start (`pending`) and writes how each send ended
+ *   (`recordOutcomes`, batched by send-outcomes.ts);
+ * - the admin API pages through both (`sendsPage`, `decisionsPage`, `deliveries`).
+ */
+import { listValue } from '@duckdb/node-api';
+import type { DeliveryResult, RenderedMessage } from '../channels/types.js';
+import { tsParam } from '../../db/database.js';
+import { type Keyed, type Keyset, type PageRequest, readPage } from '../../db/paging.js';
+import type { Sql } from '../../db/sql.js';
+import type { OrgStorage } from '../../storage/org-storage.js';
+import { type Holdout, type RenderedDecision, type Sent, sendKey } from './decide.js';
+
+/** An outbox row to deliver. */
+export interface PendingSend {
+  sendId: string;
+  org: string;
+  flowId: string;
+  email: string;
+  eventId: string;
+  variant: string | null;
+  message: RenderedMessage;
+}
+
+/** How one send ended. */
+export interface SendOutcome {
+  sendId: string;
+  email: string;
+  result: DeliveryResult;
+  /** When it ended (epoch ms): sent_at of a delivered send. */
+  at: number;
+}
+
+/** A stored decision, as the admin API reads it. */
+export interface DecisionRow {
+  event_id: string | null;
+  identity: string | null;
+  identity_type: string | null;
+  email: string | null;
+  outcome: string;
+  variant: string | null;
+  send_id: string | null;
+  reason: string | null;
+  trigger_hash: string;
+  decided_at: Date;
+}
+
+/** Where a send is in its delivery. */
+export interface SendDelivery {
+  send_id: string;
+  status: string;
+  attempts: number;
+  last_error: string | null;
+}
+
+/** Newest first; send_id is the table's key. */
+export const SENDS_KEYSET: Keyset = {
+  columns: [
+    { sql: 'created_at', kind: 'micros', desc: true },
+    { sql: 'send_id', kind: 'text', desc: false },
+  ],
+  rowid: 'rowid',
+};
+
+/** Newest run first, its rows by event id; a trigger returning one row twice makes identical decisions. */
+export const DECISIONS_KEYSET: Keyset = {
+  columns: [
+    { sql: 'decided_at', kind: 'micros', desc: true },
+    { sql: "coalesce(event_id, '')", kind: 'text', desc: false },
+  ],
+  rowid: 'rowid',
+};
+
+export class SendStore {
+  constructor(private readonly orgs: OrgStorage) {}
+
+  /** The send keys (`email \0 eventId`) the flow already has among these events. */
+  async usedKeys(org: string, flowId: string, eventIds: string[]): Promise<Set<string>> {
+    if (eventIds.length === 0) return new Set();
+    const used = await this.orgs.org(org).all<{ email: string; event_id: string }>(
+      'SELECT email, event_id FROM flow_sends WHERE org = $1 AND flow_id = $2 AND event_id IN (SELECT unnest($3::VARCHAR[]))',
+      [org, flowId, listValue(eventIds)],
+    );
+    return new Set(used.map((u) => sendKey(u.email, u.event_id)));
+  }
+
+  /** Per contact, when the flow last entered them (epoch ms). */
+  async lastEntries(org: string, flowId: string, emails: string[]): Promise<Map<string, number>> {
+    if (emails.length === 0) return new Map();
+    const last = await this.orgs.org(org).all<{ email: string; last_ms: bigint }>(
+      'SELECT email, epoch_ms(max(created_at)) AS last_ms FROM flow_sends WHERE org = $1 AND flow_id = $2 AND email IN (SELECT unnest($3::VARCHAR[])) GROUP BY email',
+      [org, flowId, listValue(emails)],
+    );
+    return new Map(last.map((l) => [l.email, Number(l.last_ms)]));
+  }
+
+  /** A run's decisions and outbox rows (sent → pending, holdout → recorded), in the run's transaction `c`. */
+  async record(c: Sql, org: string, flowId: string, triggerHash: string, decisions: readonly RenderedDecision[], now: number): Promise<void> {
+    const at = tsParam(now);
+    await c.append({ table: 'flow_decisions' }, decisions, (a, d) => {
+      a.appendVarchar(org);
+      a.appendVarchar(flowId);
+      appendNullable(a, d.email);
+      appendNullable(a, d.identity);
+      appendNullable(a, d.identityType);
+      appendNullable(a, d.eventId);
+      a.appendVarchar(d.outcome);
+      appendNullable(a, d.variant);
+      appendNullable(a, d.sendId);
+      a.appendVarchar(triggerHash);
+      appendNullable(a, d.reason);
+      a.appendTimestampTZ(at);
+    });
+    const entered = decisions.filter((d): d is Sent | Holdout => d.outcome === 'sent' || d.outcome === 'holdout');
+    await c.append({ table: 'flow_sends' }, entered, (a, d) => {
+      const message = d.outcome === 'sent' ? d.message : null;
+      a.appendVarchar(d.sendId);
+      a.appendVarchar(org);
+      a.appendVarchar(flowId);
+      a.appendVarchar(d.email);
+      a.appendVarchar(d.eventId);
+      appendNullable(a, d.variant);
+      appendNullable(a, message?.channel ?? null);
+      appendNullable(a, message ? JSON.stringify(message) : null);
+      a.appendVarchar(triggerHash);
+      a.appendVarchar(d.outcome === 'sent' ? 'pending' : 'holdout');
+      a.appendInteger(0);
+      a.appendNull();
+      a.appendTimestampTZ(at);
+      a.appendNull();
+    });
+  }
+
+  /** The org's sends still to deliver, oldest first (an earlier process crashed or stopped mid-delivery). */
+  async pending(org: string): Promise<PendingSend[]> {
+    const rows = await this.orgs.org(org).all<{ send_id: string; org: string; flow_id: string; email: string; event_id: string; variant: string | null; content: string }>(
+      "SELECT send_id, org, flow_id, email, event_id, variant, content FROM flow_sends WHERE status = 'pending' ORDER BY created_at",
+    );
+    return rows.map((r) => ({ sendId: r.send_id, org: r.org, flowId: r.flow_id, email: r.email, eventId: r.event_id, variant: r.variant, message: JSON.parse(r.content) as RenderedMessage }));
+  }
+
+  /** How a batch of the org's sends ended (status, attempts, last_error, sent_at): one UPDATE. */
+  async recordOutcomes(org: string, batch: readonly SendOutcome[]): Promise<void> {
+    const last = batch.at(-1);
+    if (!last) return;
+    await this.orgs.org(org).run(
+      `UPDATE flow_sends AS s
+          SET status = u.status, attempts = u.attempts, last_error = u.reason,
+              sent_at = CASE WHEN u.status = 'delivered' THEN $5 END
+         FROM (SELECT unnest($1::VARCHAR[]) AS send_id, unnest($2::VARCHAR[]) AS status,
+                      unnest($3::INTEGER[]) AS attempts, unnest($4::VARCHAR[]) AS reason) AS u
+        WHERE s.send_id = u.send_id`,
+      [
+        listValue(batch.map((o) => o.sendId)),
+        listValue(batch.map((o) => o.result.kind)),
+        listValue(batch.map((o) => o.result.attempts)),
+        listValue(batch.map((o) => (o.result.kind === 'delivered' ? null : o.result.reason))),
+        tsParam(last.at),
+      ],
+    );
+  }
+
+  /** A page of the flow's sends (SENDS_KEYSET), of one contact and/or one status when given. */
+  sendsPage(org: string, flowId: string, filter: { email: string | null; status: string | null }, page: PageRequest): Promise<Array<Record<string, unknown> & Keyed>> {
+    return readPage<Record<string, unknown>>(
+      this.orgs.org(org),
+      {
+        select: `send_id AS "sendId", email, event_id AS "eventId", variant, channel, status, attempts,
+                 last_error AS "lastError", trigger_hash AS "triggerHash", created_at AS "createdAt", sent_at AS "sentAt"`,
+        from: 'flow_sends',
+        where: 'org = $1 AND flow_id = $2 AND ($3::VARCHAR IS NULL OR email = $3) AND ($4::VARCHAR IS NULL OR status = $4)',
+        params: [org, flowId, filter.email, filter.status],
+        keyset: SENDS_KEYSET,
+      },
+      page,
+    );
+  }
+
+  /** A page of the flow's decisions (DECISIONS_KEYSET), of one contact (by e-mail or raw identity) when given. */
+  decisionsPage(org: string, flowId: string, filter: { email: string | null; identity: string | null }, page: PageRequest): Promise<Array<DecisionRow & Keyed>> {
+    return readPage<DecisionRow>(
+      this.orgs.org(org),
+      {
+        select: 'event_id, identity, identity_type, email, outcome, variant, send_id, reason, trigger_hash, decided_at',
+        from: 'flow_decisions',
+        where: 'org = $1 AND flow_id = $2 AND ($3::VARCHAR IS NULL OR email = $3 OR identity = $4)',
+        params: [org, flowId, filter.email, filter.identity],
+        keyset: DECISIONS_KEYSET,
+      },
+      page,
+    );
+  }
+
+  /**
+   * The delivery of these sends only: joined in the decisions query, DuckDB compared every decision with
+   * every send (a nested loop join: 10,000 of each took 2 s).
+   */
+  async deliveries(org: string, sendIds: string[]): Promise<Map<string, SendDelivery>> {
+    const deliveries = new Map<string, SendDelivery>();
+    if (sendIds.length === 0) return deliveries;
+    const sends = await this.orgs
+      .org(org)
+      .all<SendDelivery>('SELECT send_id, status, attempts, last_error FROM flow_sends WHERE send_id IN (SELECT unnest($1::VARCHAR[]))', [listValue(sendIds)]);
+    for (const send of sends) deliveries.set(send.send_id, send);
+    return deliveries;
+  }
+}
+
+function appendNullable(a: { appendVarchar(v: string): void; appendNull(): void }, value: string | null): void {
+  if (value === null) a.appendNull();
+  else a.appendVarchar(value);
+}
