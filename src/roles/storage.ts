@@ -20,7 +20,7 @@ import { SqlChecker } from '../reactions/triggers/sql-checker.js';
 import { TriggerStore } from '../reactions/triggers/trigger-store.js';
 import { writeOrgSettings } from '../storage/migrate.js';
 import { orgMemoryShare } from '../storage/open-storage.js';
-import { type RetentionPolicy, sweepExpired } from '../storage/retention.js';
+import { type RetentionPolicy, sweepExpired } from './retention.js';
 import { runSteps } from './run-steps.js';
 
 /** Expired rows are few between two passes an hour apart, so each pass is a handful of batches. */

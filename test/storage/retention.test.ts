@@ -6,7 +6,7 @@
 import t from 'tap';
 import { readConfig } from '../../src/core/config.js';
 import { ManualClock } from '../../src/core/context.js';
-import { sweepExpired } from '../../src/storage/retention.js';
+import { sweepExpired } from '../../src/roles/retention.js';
 import { customEvent, startTestApp } from '../helpers/app.js';
 
 const DAY = 86_400_000;

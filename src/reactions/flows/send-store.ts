@@ -1,7 +1,7 @@
 /**
  * The outbox (flow_sends) and the decision log (flow_decisions) of flows: every read and write of the two
- * tables goes through here (retention, src/storage/retention.ts, is the one other writer: it deletes old
- * decisions and clears old send contents). Who calls what, and in which transaction:
+ * tables goes through here, their retention sweeps included (`sendSweeps`, run by src/roles/retention.ts).
+ * Who calls what, and in which transaction:
  * - a run writes its decisions and outbox rows (`record`) in the transaction that advances its cursor
  *   (FlowStore.advance), so a window's rows are written once or not at all;
  * - the dispatcher reads what is pending at start (`pending`) and writes how each send ended
@@ -13,6 +13,7 @@ import type { DeliveryResult, RenderedMessage } from '../channels/types.js';
 import { tsParam } from '../../db/database.js';
 import { type Keyed, type Keyset, type PageRequest, readPage } from '../../db/paging.js';
 import type { Sql } from '../../db/sql.js';
+import type { Sweep } from '../../db/sweep.js';
 import type { OrgStorage } from '../../storage/org-storage.js';
 import { type Holdout, type RenderedDecision, type Sent, sendKey } from './decide.js';
 
@@ -136,6 +137,16 @@ export class SendStore {
     });
   }
 
+  /** For the trigger versions page: how many decisions each trigger version (by hash) led to, and how many sends. */
+  async firedByTrigger(org: string, hashes: string[]): Promise<Map<string, { decided: bigint; sent: bigint }>> {
+    const counts = await this.orgs.org(org).all<{ hash: string; decided: bigint; sent: bigint }>(
+      `SELECT trigger_hash AS hash, count(*) AS decided, count(*) FILTER (outcome = 'sent') AS sent
+         FROM flow_decisions WHERE trigger_hash IN (SELECT unnest($1::VARCHAR[])) GROUP BY trigger_hash`,
+      [listValue([...new Set(hashes)])],
+    );
+    return new Map(counts.map((c) => [c.hash, c]));
+  }
+
   /** The org's sends still to deliver, oldest first (an earlier process crashed or stopped mid-delivery). */
   async pending(org: string): Promise<PendingSend[]> {
     const rows = await this.orgs.org(org).all<{ send_id: string; org: string; flow_id: string; email: string; event_id: string; variant: string | null; content: string }>(
@@ -214,4 +225,24 @@ export class SendStore {
 function appendNullable(a: { appendVarchar(v: string): void; appendNull(): void }, value: string | null): void {
   if (value === null) a.appendNull();
   else a.appendVarchar(value);
+}
+
+/**
+ * Retention of the two tables: decisions (the "why (not)" log) decided more than `decisionsDays` ago are
+ * deleted; the rendered content of a finished send (delivered, failed, dead) is cleared after
+ * `sendsContentDays`. The send row itself stays: it is what makes a send exactly-once, what re-entry rules
+ * read, and what campaigns_received and flow_variant_membership count.
+ */
+export function sendSweeps(policy: { decisionsDays: number; sendsContentDays: number }): Array<Sweep<'flow_decisions' | 'flow_sends'>> {
+  return [
+    { table: 'flow_decisions', days: policy.decisionsDays, sql: 'DELETE FROM flow_decisions WHERE rowid IN (SELECT rowid FROM flow_decisions WHERE decided_at < $1::TIMESTAMPTZ LIMIT $2) RETURNING 1' },
+    {
+      table: 'flow_sends',
+      days: policy.sendsContentDays,
+      sql: `UPDATE flow_sends SET content = NULL WHERE send_id IN (
+              SELECT send_id FROM flow_sends
+               WHERE created_at < $1::TIMESTAMPTZ AND status IN ('delivered', 'failed', 'dead') AND content IS NOT NULL
+               LIMIT $2) RETURNING 1`,
+    },
+  ];
 }

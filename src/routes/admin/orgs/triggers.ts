@@ -3,12 +3,12 @@
  * preview a version (given SQL or the live one) over a window without sending anything.
  * Segments have the same routes under /segments.
  */
-import { listValue } from '@duckdb/node-api';
 import type { FastifyInstance } from 'fastify';
 import { type Keyset, PAGE_LIMITS, pageOf, pageQuerySchema, pageRequest, readPage } from '../../../db/paging.js';
 import { slugParams, slugSchema } from '../../../core/route-params.js';
 import type { Context } from '../../../core/context.js';
 import type { OrgStorage } from '../../../storage/org-storage.js';
+import { SendStore } from '../../../reactions/flows/send-store.js';
 import { AppError } from '../../../core/errors.js';
 import { microsToIso, newestVisibleAt } from '../../../events/compaction/visible-at.js';
 import type { OrgStore } from '../../../control/org-store.js';
@@ -56,6 +56,7 @@ export function registerTriggerRoutes(
   deps: { storage: OrgStorage; ctx: Context; orgs: OrgStore; triggers: TriggerStore; timeoutMs: number },
 ): void {
   const { storage, orgs, triggers } = deps;
+  const sends = new SendStore(storage);
 
   for (const [plural, kind] of Object.entries(KINDS)) {
     app.get<{ Params: { slug: string } }>(`/admin/v1/orgs/:slug/${plural}`, { schema: { params: slugParams } }, async (request) => {
@@ -94,15 +95,7 @@ export function registerTriggerRoutes(
         );
         if (rows.length === 0 && !page.after) throw new AppError('trigger_not_found', `no ${kind} "${name}"`);
         // Counted for this page's versions only: one pass over the decisions' trigger_hash column.
-        const fired = new Map<string, { decided: bigint; sent: bigint }>();
-        if (kind === 'trigger' && rows.length > 0) {
-          const counts = await db.all<{ hash: string; decided: bigint; sent: bigint }>(
-            `SELECT trigger_hash AS hash, count(*) AS decided, count(*) FILTER (outcome = 'sent') AS sent
-               FROM flow_decisions WHERE trigger_hash IN (SELECT unnest($1::VARCHAR[])) GROUP BY trigger_hash`,
-            [listValue([...new Set(rows.map((r) => r.hash))])],
-          );
-          for (const c of counts) fired.set(c.hash, c);
-        }
+        const fired = kind === 'trigger' && rows.length > 0 ? await sends.firedByTrigger(org.slug, rows.map((r) => r.hash)) : new Map<string, { decided: bigint; sent: bigint }>();
         const { items, nextCursor } = pageOf(
           rows,
           page,
