@@ -28,10 +28,15 @@ export function schemaComponents(): Record<string, Json> {
   return components;
 }
 
+/** A document whose $refs name schemas/ by their absolute $id, pointing at the components instead. */
+export function rewriteSchemaRefs(node: unknown): unknown {
+  return rewriteRefs(node as Json, '');
+}
+
 function rewriteRefs(node: Json, file: string): Json {
   if (Array.isArray(node)) return node.map((item) => rewriteRefs(item, file));
   if (node === null || typeof node !== 'object') return node;
-  return Object.fromEntries(Object.entries(node).map(([key, value]) => [key, key === '$ref' && typeof value === 'string' ? componentRef(...target(value, file)).$ref : rewriteRefs(value, file)]));
+  return Object.fromEntries(Object.entries(node).map(([key, value]) => [key, key === '$ref' && typeof value === 'string' && (file !== '' || value.startsWith(SCHEMA_BASE)) ? componentRef(...target(value, file)).$ref : rewriteRefs(value, file)]));
 }
 
 /** `[file, def]` a $ref names. */
