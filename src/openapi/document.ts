@@ -7,7 +7,7 @@
 import type { SwaggerOptions } from '@fastify/swagger';
 import type { ErrorCode } from '../core/errors.js';
 import { serviceVersion } from '../core/paths.js';
-import { rewriteSchemaRefs, schemaComponents } from './components.js';
+import { rewriteSchemaRefs, schemaComponents, withoutUnusedComponents } from './components.js';
 import { PROBLEM_SCHEMA, SECURITY_SCHEMES, TAGS } from './route-schema.js';
 
 /** Answers any path can give, before an operation runs (unknown path or method, malformed or oversized request). */
@@ -35,6 +35,6 @@ export function swaggerOptions(): SwaggerOptions {
         securitySchemes: SECURITY_SCHEMES as never,
       },
     },
-    transformObject: (documentObject) => rewriteSchemaRefs((documentObject as { openapiObject: object }).openapiObject) as never,
+    transformObject: (documentObject) => withoutUnusedComponents(rewriteSchemaRefs((documentObject as { openapiObject: object }).openapiObject) as { components?: { schemas?: Record<string, unknown> } }) as never,
   };
 }
