@@ -29,8 +29,8 @@ t.test('openapi-fetch with the generated types: collect, an Audience API lookup,
 
   const created = await client.POST('/admin/v1/orgs', { headers: admin, body: { slug: 'acme', name: 'Acme', audienceApi: true } });
   t.equal(created.response.status, 201);
-  const credentials = created.data!.credentials.staging;
-  t.match(credentials.partnerId, /\S/, 'the typed answer has the staging credential');
+  const credentials = created.data!.credentials.production;
+  t.match(credentials.partnerId, /\S/, 'the typed answer has the production credential');
 
   const identify = {
     partnerId: credentials.partnerId,
@@ -61,7 +61,7 @@ t.test('openapi-fetch with the generated types: collect, an Audience API lookup,
 
   const org = await client.GET('/admin/v1/orgs/{slug}', { headers: admin, params: { path: { slug: 'acme' } } });
   t.equal(org.data?.org.slug, 'acme', 'GET org answers { org, credentials }');
-  t.equal(org.data?.credentials.staging.partnerId, credentials.partnerId);
+  t.equal(org.data?.credentials.production.partnerId, credentials.partnerId);
   const unknown = await client.GET('/admin/v1/orgs/{slug}', { headers: admin, params: { path: { slug: 'nobody' } } });
   t.equal(unknown.error?.code, 'org_not_found');
 });
