@@ -49,8 +49,11 @@ let documentJson: Promise<string> | undefined;
 
 /** The document as JSON text, built once per process. */
 export function openApiJson(): Promise<string> {
-  documentJson ??= buildOpenApiDocument().then((doc) => JSON.stringify(doc));
-  documentJson.catch(() => (documentJson = undefined));
+  if (!documentJson) {
+    documentJson = buildOpenApiDocument().then((doc) => JSON.stringify(doc));
+    // A failed build is tried again on the next request.
+    documentJson.catch(() => (documentJson = undefined));
+  }
   return documentJson;
 }
 
