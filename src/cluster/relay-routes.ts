@@ -19,6 +19,8 @@ export function registerRelayRoutes(admin: FastifyInstance, options: Omit<RelayO
         method: METHODS,
         url,
         onRequest: relay,
+        // Left out of /openapi.json: it documents the routes these relay to (routes/admin/orgs/).
+        schema: { hide: true },
         // The hook answers every request these routes match.
         handler: async () => {
           throw new Error(`${url} was not relayed`);

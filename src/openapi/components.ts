@@ -28,10 +28,46 @@ export function schemaComponents(): Record<string, Json> {
   return components;
 }
 
+/** A document whose $refs name schemas/ by their absolute $id, pointing at the components instead. */
+export function rewriteSchemaRefs(node: unknown): unknown {
+  return rewriteRefs(node as Json, '');
+}
+
 function rewriteRefs(node: Json, file: string): Json {
   if (Array.isArray(node)) return node.map((item) => rewriteRefs(item, file));
   if (node === null || typeof node !== 'object') return node;
-  return Object.fromEntries(Object.entries(node).map(([key, value]) => [key, key === '$ref' && typeof value === 'string' ? componentRef(...target(value, file)).$ref : rewriteRefs(value, file)]));
+  // An array schema without `items` takes any items; said explicitly, as OpenAPI tools expect.
+  if (node.type === 'array' && !('items' in node) && !('prefixItems' in node)) node = { ...node, items: {} };
+  // `discriminator` is an Ajv hint (better error messages); a `oneOf` means the same without it. Client
+  // generators read it as OpenAPI inheritance: openapi-typescript gave every schema that `allOf`s the
+  // event body a second, conflicting `type` member, and the generated client did not compile.
+  const hint = node.discriminator;
+  if (hint !== null && typeof hint === 'object' && !Array.isArray(hint) && typeof hint.propertyName === 'string') node = Object.fromEntries(Object.entries(node).filter(([key]) => key !== 'discriminator'));
+  return Object.fromEntries(Object.entries(node).map(([key, value]) => [key, key === '$ref' && typeof value === 'string' && (file !== '' || value.startsWith(SCHEMA_BASE)) ? componentRef(...target(value, file)).$ref : rewriteRefs(value, file)]));
+}
+
+/** The document without the components no operation reaches (a $defs member only other files use inline, a file of $defs only). */
+export function withoutUnusedComponents<T extends { components?: { schemas?: Record<string, unknown> } }>(doc: T): T {
+  const schemas = doc.components?.schemas;
+  if (!schemas) return doc;
+  const prefix = '#/components/schemas/';
+  const used = new Set<string>();
+  const visit = (node: unknown): void => {
+    if (Array.isArray(node)) node.forEach(visit);
+    else if (node !== null && typeof node === 'object') {
+      for (const [key, value] of Object.entries(node)) {
+        if (key === '$ref' && typeof value === 'string' && value.startsWith(prefix)) {
+          const name = value.slice(prefix.length);
+          if (!used.has(name)) {
+            used.add(name);
+            visit(schemas[name]);
+          }
+        } else visit(value);
+      }
+    }
+  };
+  visit({ ...doc, components: { ...doc.components, schemas: {} } });
+  return { ...doc, components: { ...doc.components, schemas: Object.fromEntries(Object.entries(schemas).filter(([name]) => used.has(name))) } };
 }
 
 /** `[file, def]` a $ref names. */

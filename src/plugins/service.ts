@@ -41,6 +41,8 @@ export const servicePlugin = fp(
       for (const method of [route.method].flat()) routes.push({ method, url: route.url });
     });
     app.setValidatorCompiler(({ schema }) => compileRouteSchema(schema));
+    // Response schemas document the answers (/openapi.json); answers stay JSON.stringify's, as without them.
+    app.setSerializerCompiler(() => (data) => JSON.stringify(data));
     registerJsonBodyParser(app);
     registerProblemHandlers(app);
     registerUnroutedAnswers(app);

@@ -7,12 +7,51 @@ import { AppError } from '../core/errors.js';
 import type { LogBackend } from '../events/log/types.js';
 import { describeFailures, type Health } from '../ops/health.js';
 import type { Metrics } from '../ops/metrics.js';
+import { object, operationSchema } from '../openapi/route-schema.js';
 
 /** Probers poll anyway; this only tells a client that reads Retry-After not to hammer. */
 const RETRY_AFTER_SECONDS = '1';
 
+/** Each check's outcome, by name (log, disk, control, storage, …). */
+const CHECKS = {
+  type: 'object',
+  additionalProperties: {
+    oneOf: [
+      { type: 'object', required: ['ok'], properties: { ok: { const: true }, note: { type: 'string' }, details: { type: 'object', additionalProperties: { type: 'string' } } } },
+      { type: 'object', required: ['ok', 'reason', 'fatal'], properties: { ok: { const: false }, reason: { type: 'string' }, fatal: { type: 'boolean' } } },
+    ],
+  },
+};
+
+const healthzSchema = operationSchema({
+  tag: 'Operations',
+  summary: 'Liveness: can this process still do its job without a restart',
+  description: 'A 503 `unhealthy` carries the `checks` too.',
+  operationId: 'getLiveness',
+  auth: 'none',
+  ok: { status: 200, description: 'Alive, with each check', schema: object({ status: { const: 'ok' }, checks: CHECKS }) },
+  errors: ['unhealthy'],
+});
+const readyzSchema = operationSchema({
+  tag: 'Operations',
+  summary: 'Readiness: can it serve now',
+  description: 'A 503 `not_ready` carries the `checks` too, and Retry-After.',
+  operationId: 'getReadiness',
+  auth: 'none',
+  ok: { status: 200, description: 'Ready, with each check and the kind of event log (when this process has one)', schema: object({ status: { const: 'ready' }, log: { enum: ['embedded', 'jetstream'] }, checks: CHECKS }, ['status', 'checks']) },
+  errors: ['not_ready'],
+});
+const metricsSchema = operationSchema({
+  tag: 'Operations',
+  summary: 'Prometheus metrics (on METRICS_PORT instead when set)',
+  operationId: 'getMetrics',
+  auth: 'none',
+  ok: { status: 200, description: 'Prometheus text format', contentType: 'text/plain' },
+  errors: [],
+});
+
 export function registerOpsRoutes(app: FastifyInstance, deps: { health: Health; log: LogBackend | undefined; metrics: Metrics; serveMetrics: boolean }): void {
-  app.get('/healthz', async () => {
+  app.get('/healthz', { schema: healthzSchema }, async () => {
     const report = await deps.health.probe();
     if (!report.live) {
       throw new AppError(
@@ -24,7 +63,7 @@ export function registerOpsRoutes(app: FastifyInstance, deps: { health: Health; 
     return { status: 'ok', checks: report.checks };
   });
 
-  app.get('/readyz', async () => {
+  app.get('/readyz', { schema: readyzSchema }, async () => {
     const report = await deps.health.probe();
     if (!report.ready) {
       const action = report.live
@@ -39,7 +78,7 @@ export function registerOpsRoutes(app: FastifyInstance, deps: { health: Health; 
   });
 
   if (!deps.serveMetrics) return;
-  app.get('/metrics', async (_request, reply) => {
+  app.get('/metrics', { schema: metricsSchema }, async (_request, reply) => {
     reply.type(deps.metrics.registry.contentType);
     return deps.metrics.registry.metrics();
   });

@@ -9,9 +9,29 @@ import type { FastifyInstance } from 'fastify';
 import { marked } from 'marked';
 import { AppError } from '../core/errors.js';
 import { projectRoot } from '../core/paths.js';
+import { operationSchema } from '../openapi/route-schema.js';
 
 const CSP = "default-src 'none'; style-src 'unsafe-inline'";
 const STYLE = 'body{font:16px/1.5 system-ui,sans-serif;max-width:46rem;margin:2rem auto;padding:0 1rem}code{background:#f2f2f2;padding:0 .2em}';
+
+const indexSchema = operationSchema({
+  tag: 'Operations',
+  summary: 'Every problem code, what it means and how to fix it (HTML)',
+  operationId: 'listProblems',
+  auth: 'none',
+  ok: { status: 200, description: 'HTML', contentType: 'text/html' },
+  errors: [],
+});
+const pageSchema = operationSchema({
+  tag: 'Operations',
+  summary: 'The page a problem `type` points to (HTML)',
+  operationId: 'getProblem',
+  auth: 'none',
+  // Any string: an unknown code is a 404 not_found, like any other unknown page.
+  params: { type: 'object', required: ['code'], properties: { code: { type: 'string', description: 'A problem code, e.g. schema_violation' } } },
+  ok: { status: 200, description: 'HTML', contentType: 'text/html' },
+  errors: ['not_found'],
+});
 
 export function registerProblemPages(app: FastifyInstance): void {
   const markdown = readFileSync(join(projectRoot, 'docs', 'errors.md'), 'utf8');
@@ -22,8 +42,8 @@ export function registerProblemPages(app: FastifyInstance): void {
   }
   const index = page('Errors', markdown.replace(/^## `(\w+)`/gm, '## [`$1`](/problems/$1)'));
 
-  app.get('/problems', async (_request, reply) => reply.type('text/html; charset=utf-8').header('Content-Security-Policy', CSP).send(index));
-  app.get<{ Params: { code: string } }>('/problems/:code', async (request, reply) => {
+  app.get('/problems', { schema: indexSchema }, async (_request, reply) => reply.type('text/html; charset=utf-8').header('Content-Security-Policy', CSP).send(index));
+  app.get<{ Params: { code: string } }>('/problems/:code', { schema: pageSchema }, async (request, reply) => {
     const html = pages.get(request.params.code);
     if (html === undefined) throw new AppError('not_found', 'No such error code; GET /problems lists them all.');
     return reply.type('text/html; charset=utf-8').header('Content-Security-Policy', CSP).send(html);

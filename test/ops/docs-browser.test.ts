@@ -4,7 +4,6 @@
  * any other host and without a script error.
  */
 import t from 'tap';
-import { operations } from '../../src/openapi/operations.js';
 import { startTestApp } from '../helpers/app.js';
 import { launchChromium, watchPage } from '../helpers/browser.js';
 
@@ -25,7 +24,8 @@ t.test('/docs renders every operation in Chromium, from the service alone', asyn
   const rendered = await page.$$eval('.opblock', (blocks) =>
     blocks.map((block) => `${block.querySelector('.opblock-summary-method')?.textContent} ${block.querySelector('.opblock-summary-path')?.getAttribute('data-path')}`),
   );
-  const documented = operations.map((op) => `${op.method} ${op.path.replace(/:(\w+)/g, '{$1}')}`);
+  const doc = (await (await fetch(`${url}/openapi.json`)).json()) as { paths: Record<string, Record<string, unknown>> };
+  const documented = Object.entries(doc.paths).flatMap(([path, ops]) => Object.keys(ops).map((method) => `${method.toUpperCase()} ${path}`));
   t.same([...rendered].sort(), [...documented].sort(), `every operation is on the page (${rendered.length})`);
 
   // A partner opens the collect operation and finds its error codes and where they are explained.

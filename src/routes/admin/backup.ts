@@ -11,7 +11,8 @@ import { join, relative } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { create as createTar } from 'tar';
 import { AppError } from '../../core/errors.js';
-import { slugSchema } from '../../core/route-params.js';
+import { operationSchema } from '../../openapi/route-schema.js';
+import { ADMIN, slugParam } from './schema-parts.js';
 import { type BackupSources, MANIFEST_FILE, writeBackup } from '../../backup/backup.js';
 
 /** Where backups are staged, under DATA_DIR; left-overs of a crash are removed at start. */
@@ -19,11 +20,26 @@ const STAGING_DIR = 'backup-staging';
 /** How long a backup waits for compaction to reach the log head before it answers compaction_behind. */
 const COMPACTION_WAIT_MS = 60_000;
 
-const query = { querystring: { type: 'object', properties: { org: slugSchema }, additionalProperties: false } } as const;
+const schema = operationSchema({
+  tag: 'Admin: backups',
+  summary: 'A consistent backup of what this storage process keeps, as a tar archive',
+  description: 'The control plane, the org databases and the query files; `npx audience backup <dir>` unpacks it. Taken from each storage process through its own port.',
+  operationId: 'getBackup',
+  auth: 'adminKey',
+  querystring: { type: 'object', properties: { org: { ...slugParam, description: 'back up this org only' } }, additionalProperties: false },
+  ok: {
+    status: 200,
+    description: 'A tar archive; `manifest.json` is its last entry',
+    contentType: 'application/x-tar',
+    schema: { type: 'string', format: 'binary' },
+    headers: { 'Content-Disposition': { description: 'attachment; filename="audience-backup-<time>[-<org>].tar"', schema: { type: 'string' } } },
+  },
+  errors: [...ADMIN, 'org_not_found', 'compaction_behind', 'backup_in_progress', 'no_org_databases', 'backup_file_refused'],
+});
 
 export function registerBackupRoutes(app: FastifyInstance, sources: BackupSources | undefined): void {
   if (!sources) {
-    app.get('/admin/v1/backup', { schema: query }, async () => {
+    app.get('/admin/v1/backup', { schema }, async () => {
       throw new AppError('no_org_databases', 'This process keeps no org databases (ROLES has neither compactor nor flows): take the backup from each storage process, through its own port.');
     });
     return;
@@ -32,7 +48,7 @@ export function registerBackupRoutes(app: FastifyInstance, sources: BackupSource
   rmSync(staging, { recursive: true, force: true });
   let running = false;
 
-  app.get<{ Querystring: { org?: string } }>('/admin/v1/backup', { schema: query }, async (request, reply) => {
+  app.get<{ Querystring: { org?: string } }>('/admin/v1/backup', { schema }, async (request, reply) => {
     if (running) throw new AppError('backup_in_progress', 'Another backup of this process is being taken; retry once it is done.');
     running = true;
     const dir = join(staging, randomUUID());

@@ -5,32 +5,75 @@ import type { OrgCreate, OrgPatch } from '../../generated/org.js';
 import type { OrgStore } from '../../control/org-store.js';
 import type { TokenStore } from '../../control/token-store.js';
 import { SCHEMA_BASE } from '../../core/schemas.js';
-import { slugParams, slugSchema } from '../../core/route-params.js';
+import { dateTime, object, operationSchema, schemaRef } from '../../openapi/route-schema.js';
+import { ADMIN, slugOnly, slugParam } from './schema-parts.js';
 
 const orgSchema = (def: string) => ({ $ref: `${SCHEMA_BASE}org.schema.json#/$defs/${def}` });
 
+const partnerId = { type: 'string', minLength: 1 };
+const credential = object({ partnerId, partnerSecret: { type: 'string', minLength: 1, description: 'Shown in this answer only' } });
+const envParams = { type: 'object', properties: { slug: slugParam, env: { type: 'string', enum: [...ENVIRONMENTS] } }, required: ['slug', 'env'] };
+
+const schemas = {
+  create: operationSchema({
+    tag: 'Admin: orgs', summary: 'Create an org; its partner credentials are in this answer only', operationId: 'createOrg', auth: 'adminKey',
+    body: orgSchema('OrgCreate'),
+    ok: { status: 201, description: 'The org and its staging and production credentials', schema: object({ org: schemaRef('org'), credentials: object({ staging: credential, production: credential }) }) },
+    errors: [...ADMIN, 'invalid_json', 'org_exists'],
+  }),
+  list: operationSchema({
+    tag: 'Admin: orgs', summary: 'List orgs', operationId: 'listOrgs', auth: 'adminKey',
+    ok: { status: 200, description: 'Every org', schema: object({ orgs: { type: 'array', items: schemaRef('org') } }) },
+    errors: ADMIN,
+  }),
+  get: operationSchema({
+    tag: 'Admin: orgs', summary: "An org's settings and partner ids", operationId: 'getOrg', auth: 'adminKey', params: slugOnly,
+    ok: { status: 200, description: 'The org, and the partnerId of each environment (secrets are never shown again)', schema: object({ org: schemaRef('org'), credentials: object({ staging: object({ partnerId }), production: object({ partnerId }) }) }) },
+    errors: [...ADMIN, 'org_not_found'],
+  }),
+  patch: operationSchema({
+    tag: 'Admin: orgs', summary: "Change an org's settings", operationId: 'updateOrg', auth: 'adminKey', params: slugOnly,
+    body: orgSchema('OrgPatch'),
+    ok: { status: 200, description: 'The org as changed', schema: object({ org: schemaRef('org') }) },
+    errors: [...ADMIN, 'invalid_json', 'org_not_found'],
+  }),
+  remove: operationSchema({
+    tag: 'Admin: orgs', operationId: 'deleteOrg', auth: 'adminKey', params: slugOnly,
+    summary: 'Delete an org and all its data',
+    description: 'Credentials and tokens stop working at once; its database, events and profiles are removed; the slug is never reused.',
+    ok: { status: 200, description: 'Deleted', schema: object({ slug: schemaRef('org', 'slug'), deleted: { const: true }, deletedAt: dateTime }) },
+    errors: [...ADMIN, 'org_not_found'],
+  }),
+  rotate: operationSchema({
+    tag: 'Admin: orgs', summary: 'Replace the partner secret of one environment (the old one stops working at once)', operationId: 'rotateOrgCredentials', auth: 'adminKey',
+    params: envParams,
+    ok: { status: 200, description: 'The new credential, shown once', schema: object({ environment: { type: 'string', enum: [...ENVIRONMENTS] }, credentials: credential }) },
+    errors: [...ADMIN, 'org_not_found'],
+  }),
+};
+
 export function registerOrgRoutes(app: FastifyInstance, orgs: OrgStore, tokens: TokenStore): void {
-  app.post<{ Body: OrgCreate }>('/admin/v1/orgs', { schema: { body: orgSchema('OrgCreate') } }, async (request, reply) => {
+  app.post<{ Body: OrgCreate }>('/admin/v1/orgs', { schema: schemas.create }, async (request, reply) => {
     const created = await orgs.create(request.body);
     return reply.code(201).send(created);
   });
 
-  app.get('/admin/v1/orgs', async () => ({ orgs: await orgs.list() }));
+  app.get('/admin/v1/orgs', { schema: schemas.list }, async () => ({ orgs: await orgs.list() }));
 
-  app.get<{ Params: { slug: string } }>('/admin/v1/orgs/:slug', { schema: { params: slugParams } }, async (request) => {
+  app.get<{ Params: { slug: string } }>('/admin/v1/orgs/:slug', { schema: schemas.get }, async (request) => {
     const org = await orgs.get(request.params.slug);
     return { org, credentials: await orgs.partnerIds(org.slug) };
   });
 
   app.patch<{ Params: { slug: string }; Body: OrgPatch }>(
     '/admin/v1/orgs/:slug',
-    { schema: { params: slugParams, body: orgSchema('OrgPatch') } },
+    { schema: schemas.patch },
     async (request) => ({ org: await orgs.patch(request.params.slug, request.body) }),
   );
 
   // The org and all its data: credentials and tokens stop working at once; its storage process deletes
   // its database (and, with NATS, its events and profiles). The slug is never given to another org.
-  app.delete<{ Params: { slug: string } }>('/admin/v1/orgs/:slug', { schema: { params: slugParams } }, async (request) => {
+  app.delete<{ Params: { slug: string } }>('/admin/v1/orgs/:slug', { schema: schemas.remove }, async (request) => {
     const { slug } = request.params;
     const { deletedAt } = await orgs.remove(slug);
     await tokens.removeAll(slug);
@@ -39,15 +82,7 @@ export function registerOrgRoutes(app: FastifyInstance, orgs: OrgStore, tokens: 
 
   app.post<{ Params: { slug: string; env: Environment } }>(
     '/admin/v1/orgs/:slug/credentials/:env/rotate',
-    {
-      schema: {
-        params: {
-          type: 'object',
-          properties: { slug: slugSchema, env: { enum: [...ENVIRONMENTS] } },
-          required: ['slug', 'env'],
-        },
-      },
-    },
+    { schema: schemas.rotate },
     async (request) => {
       const { slug, env } = request.params;
       return { environment: env, credentials: await orgs.rotate(slug, env) };

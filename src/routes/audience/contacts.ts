@@ -24,6 +24,7 @@ import type { RateLimiter } from '../../ratelimit/types.js';
 import type { TokenStore } from '../../control/token-store.js';
 import { acceptsJson } from '../../http/accepts-json.js';
 import { parseIdentity } from '../../events/profiles/parse-identity.js';
+import { object, operationSchema, validatedAs } from '../../openapi/route-schema.js';
 
 export interface ContactsRouteDeps {
   ctx: Context;
@@ -43,6 +44,39 @@ interface Query {
   fields?: string | string[];
 }
 
+export const IDENTITY_DESCRIPTION = 'email:<address>, email-hash:<sha256 hex> or user_id:<id>';
+
+const RATE_LIMIT_HEADERS = {
+  RateLimit: { description: 'The org\'s budget left: `"org";r=<remaining>;t=<seconds to full>`', schema: { type: 'string' } },
+  'RateLimit-Policy': { description: 'The org\'s rate policy: `"org";q=<burst>;w=<window seconds>`', schema: { type: 'string' } },
+};
+
+const schema = operationSchema({
+  tag: 'Audience API',
+  summary: "One contact's profile, with the org's content fields",
+  description:
+    'Every answer after authentication carries the org\'s RateLimit headers. An unknown contact is answered with the org\'s ' +
+    '`notFoundStatus` (404, or 400 when the org chose it). The query is checked by the operation itself: a parameter given twice is ' +
+    '`invalid_identity` or `invalid_fields`.',
+  operationId: 'getAudienceContact',
+  auth: 'audienceToken',
+  querystring: {
+    type: 'object',
+    required: ['identity'],
+    properties: {
+      identity: { type: 'string', minLength: 3, description: IDENTITY_DESCRIPTION },
+      fields: { type: 'string', description: 'comma-separated content fields to return (default: all of the org’s content fields)' },
+    },
+  },
+  ok: {
+    status: 200,
+    description: 'The contact: each content field asked for, null (or [] for a list field) when the contact has none',
+    headers: RATE_LIMIT_HEADERS,
+    schema: object({ status: { const: 'success' }, contact: { type: 'object', additionalProperties: true } }),
+  },
+  errors: ['invalid_token', 'audience_api_not_enabled', 'rate_limited', 'not_acceptable', 'invalid_identity', 'invalid_fields', 'contact_not_found', 'org_unavailable'],
+});
+
 const WWW_AUTHENTICATE = 'Bearer realm="audience", error="invalid_token"';
 
 function setHeaders(reply: FastifyReply, headers: Record<string, string>): void {
@@ -56,7 +90,7 @@ export function registerContactsRoute(app: FastifyInstance, deps: ContactsRouteD
     done();
   };
 
-  app.get<{ Querystring: Query }>('/audience/v2/contacts', { onResponse }, async (request, reply) => {
+  app.get<{ Querystring: Query }>('/audience/v2/contacts', { schema, validatorCompiler: validatedAs({ querystring: null }), onResponse }, async (request, reply) => {
     const now = ctx.clock.now();
     const auth = tokens.authenticate(bearerToken(request.headers.authorization), now);
     if (!auth.ok) {

@@ -16,6 +16,7 @@ import type { Metrics } from '../../ops/metrics.js';
 import type { PartnerIdentity, PartnerRegistry } from '../../control/partner-registry.js';
 import { acceptedEntry, messageIdOf, rejectedEntry, storedBody } from '../../events/collect/to-log-entry.js';
 import { validateBatch, validateBatchMember, validateEvent } from '../../events/collect/validate-event.js';
+import { batchSchema, collectSchema, collectValidation } from './collect-schema.js';
 
 export interface CollectDeps {
   ctx: Context;
@@ -62,7 +63,7 @@ export function registerCollectRoutes(app: FastifyInstance, deps: CollectDeps): 
     metrics.eventsRejected.inc({ code: toAppError(error).code });
     done();
   };
-  const routeOptions = (bodyLimit: number) => ({ bodyLimit, onRequest: requireJson, onError: countRejection });
+  const routeOptions = (bodyLimit: number, schema: object) => ({ bodyLimit, schema, validatorCompiler: collectValidation, onRequest: requireJson, onError: countRejection });
 
   /**
    * Appends and waits for durability. `unconfirmed` is the answer when the write was sent but not
@@ -104,7 +105,7 @@ export function registerCollectRoutes(app: FastifyInstance, deps: CollectDeps): 
     return who;
   }
 
-  app.post('/http/v1/collect', routeOptions(EVENT_LIMIT_BYTES), async (request) => {
+  app.post('/http/v1/collect', routeOptions(EVENT_LIMIT_BYTES, collectSchema), async (request) => {
     const body = request.body;
     requireObject(body, 'with partnerId, partnerSecret and the event\'s members (SPEC 4.2)');
     const who = authenticate(body);
@@ -128,7 +129,7 @@ export function registerCollectRoutes(app: FastifyInstance, deps: CollectDeps): 
     return { messageId };
   });
 
-  app.post('/http/v1/batch', routeOptions(BATCH_LIMIT_BYTES), async (request) => {
+  app.post('/http/v1/batch', routeOptions(BATCH_LIMIT_BYTES, batchSchema), async (request) => {
     const body = request.body;
     requireObject(body, 'with partnerId, partnerSecret and batch (an array of events)');
     const who = authenticate(body);

@@ -8,12 +8,23 @@ import { parseIdentity } from '../../../events/profiles/parse-identity.js';
 import { AppError } from '../../../core/errors.js';
 import type { OrgStore } from '../../../control/org-store.js';
 import type { ProfileIndex } from '../../../events/profiles/profile-index.js';
-import { slugSchema } from '../../../core/route-params.js';
+import { object, operationSchema } from '../../../openapi/route-schema.js';
+import { IDENTITY_QUERY, ORG_DATA, slugOnly } from '../schema-parts.js';
 
-const schema = {
-  params: { type: 'object', properties: { slug: slugSchema }, required: ['slug'] },
-  querystring: { type: 'object', additionalProperties: false, required: ['identity'], properties: { identity: { type: 'string', maxLength: 512 } } },
-} as const;
+const schema = operationSchema({
+  tag: 'Admin: org data',
+  summary: "One contact's profile, every field, with the org's content fields (what the Audience API returns)",
+  operationId: 'getOrgContact',
+  auth: 'adminKey',
+  params: slugOnly,
+  querystring: { type: 'object', additionalProperties: false, required: ['identity'], properties: { identity: { ...IDENTITY_QUERY, maxLength: 512 } } },
+  ok: {
+    status: 200,
+    description: "The contact's profile as this process holds it, and the org's content fields in their order",
+    schema: object({ contact: { type: 'object', additionalProperties: true }, contentFields: { type: 'array', items: { type: 'string' } } }),
+  },
+  errors: [...ORG_DATA, 'invalid_identity', 'contact_not_found'],
+});
 
 export function registerContactRoute(app: FastifyInstance, deps: { orgs: OrgStore; profiles: ProfileIndex }): void {
   app.get<{ Params: { slug: string }; Querystring: { identity: string } }>('/admin/v1/orgs/:slug/contacts', { schema }, async (request) => {

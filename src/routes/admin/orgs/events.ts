@@ -10,6 +10,8 @@ import { AppError } from '../../../core/errors.js';
 import type { OrgStore } from '../../../control/org-store.js';
 import { EVENT_TYPES_KEYSET, eventTypesPage } from './event-types.js';
 import { type Keyset, PAGE_LIMITS, pageOf, pageQuerySchema, pageRequest, readPage } from '../../../db/paging.js';
+import { dateTime, nullable, object, operationSchema, pageOf as pageSchema, validatedAs } from '../../../openapi/route-schema.js';
+import { ENV_QUERY, PAGED, pageQueryDoc, slugOnly } from '../schema-parts.js';
 
 interface Query {
   env?: string;
@@ -25,6 +27,72 @@ const query = {
     properties: { env: { type: 'string' }, eventType: { type: 'string' }, ...pageQuerySchema },
   },
 } as const;
+
+/** The documented query; `query` above is what Fastify checks, envFilter and pageRequest the rest. */
+const queryDoc = (limits: { fallback: number; max: number }, extra: Record<string, unknown> = {}) => ({
+  type: 'object',
+  properties: { env: ENV_QUERY, ...extra, ...pageQueryDoc(limits) },
+});
+// The slug is not checked by Fastify here: an unknown or malformed one is org_not_found.
+const validation = validatedAs({ querystring: query.querystring, params: null });
+const environment = { type: 'string', enum: ['staging', 'production'] };
+const raw = { type: 'object', description: 'The event as received (partnerSecret removed)' };
+
+const schemas = {
+  types: operationSchema({
+    tag: 'Admin: org data', operationId: 'listEventTypes', auth: 'adminKey', params: slugOnly, querystring: queryDoc(PAGE_LIMITS.types),
+    summary: 'Event types seen, with counts, last seen and property keys, by event type then environment',
+    description: 'At most 100 property keys per type, with their JSON types (`string|null`); `propertiesTruncated` when there were more.',
+    ok: {
+      status: 200,
+      description: 'A page of event types',
+      schema: pageSchema('types', object({
+        eventType: { type: 'string' },
+        environment,
+        count: { type: 'integer', minimum: 0 },
+        lastSeenAt: dateTime,
+        properties: { type: 'object', additionalProperties: { type: 'string' } },
+        propertiesTruncated: { type: 'boolean' },
+      })),
+    },
+    errors: PAGED,
+  }),
+  samples: operationSchema({
+    tag: 'Admin: org data', summary: 'The newest events, raw', operationId: 'listEventSamples', auth: 'adminKey', params: slugOnly,
+    querystring: queryDoc(PAGE_LIMITS.samples, { eventType: { type: 'string', description: 'only this event type (e.g. custom_booking_completed)' } }),
+    ok: {
+      status: 200,
+      description: 'A page of events, newest first',
+      schema: pageSchema('events', object({
+        messageId: { type: 'string' },
+        eventType: { type: 'string' },
+        email: nullable('string'),
+        environment,
+        receivedAt: nullable('string', { format: 'date-time' }),
+        eventTime: nullable('string', { format: 'date-time' }),
+        raw,
+      })),
+    },
+    errors: PAGED,
+  }),
+  quarantine: operationSchema({
+    tag: 'Admin: org data', summary: 'Rejected events with their reasons', operationId: 'listQuarantine', auth: 'adminKey', params: slugOnly,
+    querystring: queryDoc(PAGE_LIMITS.quarantine),
+    ok: {
+      status: 200,
+      description: 'A page of rejected events, newest first',
+      schema: pageSchema('events', object({
+        id: { type: 'string' },
+        code: { type: 'string', description: 'schema_violation, batch_rejected, …' },
+        errors: { type: 'array', items: object({ path: { type: 'string' }, message: { type: 'string' } }) },
+        environment,
+        receivedAt: nullable('string', { format: 'date-time' }),
+        raw: { description: 'The body as received (partnerSecret removed): usually an object, whatever JSON was sent otherwise' },
+      })),
+    },
+    errors: PAGED,
+  }),
+};
 
 /** Newest first; two events never share received_at, messageId and environment (the 24 h dedupe). */
 const SAMPLES_KEYSET: Keyset = {
@@ -56,7 +124,7 @@ function envFilter(env: string | undefined): string | null {
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
 export function registerInspectRoutes(app: FastifyInstance, storage: OrgStorage, orgs: OrgStore): void {
-  app.get<{ Params: { slug: string }; Querystring: Query }>('/admin/v1/orgs/:slug/events/types', { schema: query }, async (request) => {
+  app.get<{ Params: { slug: string }; Querystring: Query }>('/admin/v1/orgs/:slug/events/types', { schema: schemas.types, validatorCompiler: validation }, async (request) => {
     const org = (await orgs.get(request.params.slug)).slug;
     const env = envFilter(request.query.env);
     const page = pageRequest(request.query, PAGE_LIMITS.types, ['types', org, env ?? ''], EVENT_TYPES_KEYSET);
@@ -64,7 +132,7 @@ export function registerInspectRoutes(app: FastifyInstance, storage: OrgStorage,
     return { types: items, nextCursor };
   });
 
-  app.get<{ Params: { slug: string }; Querystring: Query }>('/admin/v1/orgs/:slug/events/samples', { schema: query }, async (request) => {
+  app.get<{ Params: { slug: string }; Querystring: Query }>('/admin/v1/orgs/:slug/events/samples', { schema: schemas.samples, validatorCompiler: validation }, async (request) => {
     const org = (await orgs.get(request.params.slug)).slug;
     const env = envFilter(request.query.env);
     const eventType = request.query.eventType ?? null;
@@ -105,7 +173,7 @@ export function registerInspectRoutes(app: FastifyInstance, storage: OrgStorage,
     return { events: items, nextCursor };
   });
 
-  app.get<{ Params: { slug: string }; Querystring: Query }>('/admin/v1/orgs/:slug/quarantine', { schema: query }, async (request) => {
+  app.get<{ Params: { slug: string }; Querystring: Query }>('/admin/v1/orgs/:slug/quarantine', { schema: schemas.quarantine, validatorCompiler: validation }, async (request) => {
     const org = (await orgs.get(request.params.slug)).slug;
     const env = envFilter(request.query.env);
     const page = pageRequest(request.query, PAGE_LIMITS.quarantine, ['quarantine', org, env ?? ''], QUARANTINE_KEYSET);

@@ -4,7 +4,6 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { PAGE_LIMITS, pageOf, pageQuerySchema, pageRequest, withoutKey } from '../../../db/paging.js';
-import { slugParams, slugSchema } from '../../../core/route-params.js';
 import { parseIdentity } from '../../../events/profiles/parse-identity.js';
 import { webhookSecretFor } from '../../../reactions/channels/webhook-signing.js';
 import type { OrgStorage } from '../../../storage/org-storage.js';
@@ -20,8 +19,9 @@ import { QUERY_NAME } from '../../../reactions/triggers/trigger-store.js';
 import { previewMessage } from '../../../reactions/flows/message-preview.js';
 import { DECISIONS_KEYSET, type DecisionRow, type SendDelivery, SENDS_KEYSET, SendStore } from '../../../reactions/flows/send-store.js';
 import type { TemplateRenderer } from '../../../reactions/flows/template-renderer.js';
+import { validatedAs } from '../../../openapi/route-schema.js';
+import { definitionValidation, flowSchemas } from './flows-schema.js';
 
-const flowParams = { type: 'object', properties: { slug: slugSchema, id: { type: 'string' } }, required: ['slug', 'id'] } as const;
 const listQuery = {
   type: 'object',
   additionalProperties: false,
@@ -88,29 +88,29 @@ export function registerFlowRoutes(
     return checkFlow(body, { org, triggers: deps.triggers, webhookAllowPrivate: deps.webhookAllowPrivate, smtpConfigured: deps.smtpConfigured });
   };
 
-  app.post<{ Params: { slug: string } }>('/admin/v1/orgs/:slug/flows', { schema: { params: slugParams } }, async (request, reply) => {
+  app.post<{ Params: { slug: string } }>('/admin/v1/orgs/:slug/flows', { schema: flowSchemas.create, validatorCompiler: definitionValidation }, async (request, reply) => {
     const org = await orgs.get(request.params.slug);
     return reply.code(201).send(toApiFlow(await flows.create(org.slug, await check(org.slug, request.body))));
   });
 
-  app.get<{ Params: { slug: string } }>('/admin/v1/orgs/:slug/flows', { schema: { params: slugParams } }, async (request) => {
+  app.get<{ Params: { slug: string } }>('/admin/v1/orgs/:slug/flows', { schema: flowSchemas.list }, async (request) => {
     const org = await orgs.get(request.params.slug);
     return { flows: flows.list(org.slug).map(toApiFlow) };
   });
 
-  app.get<{ Params: Params }>('/admin/v1/orgs/:slug/flows/:id', { schema: { params: flowParams } }, async (request) => {
+  app.get<{ Params: Params }>('/admin/v1/orgs/:slug/flows/:id', { schema: flowSchemas.get }, async (request) => {
     const org = await orgs.get(request.params.slug);
     return toApiFlow(flows.get(org.slug, request.params.id));
   });
 
-  app.put<{ Params: Params }>('/admin/v1/orgs/:slug/flows/:id', { schema: { params: flowParams } }, async (request) => {
+  app.put<{ Params: Params }>('/admin/v1/orgs/:slug/flows/:id', { schema: flowSchemas.replace, validatorCompiler: definitionValidation }, async (request) => {
     const org = await orgs.get(request.params.slug);
     const definition = await check(org.slug, request.body);
     if (definition.id !== request.params.id) throw new AppError('invalid_flow', `the body's id "${definition.id}" is not the flow's id "${request.params.id}"`);
     return toApiFlow(await flows.replace(org.slug, definition));
   });
 
-  app.post<{ Params: Params }>('/admin/v1/orgs/:slug/flows/:id/start', { schema: { params: flowParams } }, async (request) => {
+  app.post<{ Params: Params }>('/admin/v1/orgs/:slug/flows/:id/start', { schema: flowSchemas.start }, async (request) => {
     const org = await orgs.get(request.params.slug);
     const flow = flows.get(org.slug, request.params.id);
     // The trigger may have been refused since the flow was saved: check again before going live.
@@ -118,13 +118,13 @@ export function registerFlowRoutes(
     return toApiFlow(await flows.start(org.slug, request.params.id));
   });
 
-  app.post<{ Params: Params }>('/admin/v1/orgs/:slug/flows/:id/pause', { schema: { params: flowParams } }, async (request) => {
+  app.post<{ Params: Params }>('/admin/v1/orgs/:slug/flows/:id/pause', { schema: flowSchemas.pause }, async (request) => {
     const org = await orgs.get(request.params.slug);
     return toApiFlow(await flows.pause(org.slug, request.params.id));
   });
 
   /** Runs the flow's window now instead of waiting for its schedule (a live flow only). */
-  app.post<{ Params: Params }>('/admin/v1/orgs/:slug/flows/:id/run', { schema: { params: flowParams } }, async (request) => {
+  app.post<{ Params: Params }>('/admin/v1/orgs/:slug/flows/:id/run', { schema: flowSchemas.run }, async (request) => {
     const org = await orgs.get(request.params.slug);
     flows.get(org.slug, request.params.id);
     if (!deps.runner) throw new AppError('invalid_request', 'this process does not run flows (ROLES has no flows)');
@@ -136,7 +136,7 @@ export function registerFlowRoutes(
 
   app.get<{ Params: Params; Querystring: ListQuery }>(
     '/admin/v1/orgs/:slug/flows/:id/sends',
-    { schema: { params: flowParams, querystring: listQuery } },
+    { schema: flowSchemas.sends, validatorCompiler: validatedAs({ querystring: listQuery }) },
     async (request) => {
       const org = await orgs.get(request.params.slug);
       flows.get(org.slug, request.params.id);
@@ -151,7 +151,7 @@ export function registerFlowRoutes(
 
   app.get<{ Params: Params; Querystring: ListQuery }>(
     '/admin/v1/orgs/:slug/flows/:id/decisions',
-    { schema: { params: flowParams, querystring: listQuery } },
+    { schema: flowSchemas.decisions, validatorCompiler: validatedAs({ querystring: listQuery }) },
     async (request) => {
       const org = await orgs.get(request.params.slug);
       flows.get(org.slug, request.params.id);
@@ -174,7 +174,7 @@ export function registerFlowRoutes(
    */
   app.post<{ Params: { slug: string }; Body: { trigger: string; message: unknown; branches?: unknown; experiment?: unknown; flowName?: string; variant?: string } }>(
     '/admin/v1/orgs/:slug/flows/message-preview',
-    { schema: { params: slugParams, body: messagePreviewBody } },
+    { schema: flowSchemas.messagePreview, validatorCompiler: validatedAs({ body: messagePreviewBody }) },
     async (request) => {
       const org = await orgs.get(request.params.slug);
       if (!deps.renderer) throw new AppError('invalid_request', 'this process does not run flows (ROLES has no flows)');
@@ -194,7 +194,7 @@ export function registerFlowRoutes(
   );
 
   /** The org's Standard Webhooks signing secret (derived from the master key, so never stored). */
-  app.get<{ Params: { slug: string } }>('/admin/v1/orgs/:slug/webhook-secret', { schema: { params: slugParams } }, async (request) => {
+  app.get<{ Params: { slug: string } }>('/admin/v1/orgs/:slug/webhook-secret', { schema: flowSchemas.webhookSecret }, async (request) => {
     const org = await orgs.get(request.params.slug);
     return { secret: webhookSecretFor(deps.signingKey, org.slug) };
   });

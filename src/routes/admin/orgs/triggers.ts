@@ -5,7 +5,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { type Keyset, PAGE_LIMITS, pageOf, pageQuerySchema, pageRequest, readPage } from '../../../db/paging.js';
-import { slugParams, slugSchema } from '../../../core/route-params.js';
+import { slugSchema } from '../../../core/route-params.js';
 import type { Context } from '../../../core/context.js';
 import type { OrgStorage } from '../../../storage/org-storage.js';
 import { SendStore } from '../../../reactions/flows/send-store.js';
@@ -18,6 +18,8 @@ import { QUERY_NAME, SQL_MAX_CHARS } from '../../../reactions/triggers/query-fil
 import { QueryFailed, runSandboxed, windowOf, withSandbox } from '../../../reactions/triggers/sandbox.js';
 import { type QueryKind, SqlRefused } from '../../../reactions/triggers/sql-guard.js';
 import type { QueryVersion, TriggerStore } from '../../../reactions/triggers/trigger-store.js';
+import { dateTime, nullable, object, operationSchema, pageOf as pageSchema, validatedAs } from '../../../openapi/route-schema.js';
+import { ORG_DATA, pageQueryDoc, SANDBOX, slugOnly, slugParam } from '../schema-parts.js';
 
 const PREVIEW_DEFAULT_HOURS = 24;
 const PREVIEW_DEFAULT_ROWS = 100;
@@ -44,6 +46,84 @@ const previewBody = {
   },
 } as const;
 
+const versionsQuery = { type: 'object', properties: pageQuerySchema } as const;
+
+/** What the routes of `triggers` or `segments` declare for the document. */
+function schemasOf(plural: string, kind: QueryKind) {
+  const Kind = kind === 'trigger' ? 'Trigger' : 'Segment';
+  const Plural = kind === 'trigger' ? 'Triggers' : 'Segments';
+  const tag = 'Admin: triggers and flows' as const;
+  const params = { ...nameParams, properties: { slug: slugParam, name: { ...nameParams.properties.name, description: `The ${kind}'s name (its file name in QUERIES_DIR, without .sql)` } } };
+  const described = object({
+    name: { type: 'string' },
+    status: { type: 'string', enum: ['live', 'live_previous_version', 'invalid', 'file_refused'] },
+    liveVersion: nullable('integer'),
+    liveHash: nullable('string'),
+    latestVersion: nullable('integer'),
+    error: nullable('string'),
+    committedAt: nullable('string', { format: 'date-time' }),
+  });
+  const errors = [...ORG_DATA, 'trigger_not_found'] as const;
+  return {
+    list: operationSchema({
+      tag, operationId: `list${Plural}`, auth: 'adminKey', params: slugOnly,
+      summary: `List ${plural} with status, live version and hash, and the files in QUERIES_DIR that are not read and why`,
+      ok: { status: 200, description: `Every ${kind}, by name`, schema: object({ [plural]: { type: 'array', items: described }, folderError: nullable('string') }) },
+      errors: ORG_DATA,
+    }),
+    get: operationSchema({
+      tag, operationId: `get${Kind}`, auth: 'adminKey', params,
+      summary: `One ${kind}: its SQL, versions and the reason a version was refused`,
+      ok: { status: 200, description: `The ${kind}, with the SQL of its live version (else its latest)`, schema: { ...described, required: [...described.required, 'sql'], properties: { ...described.properties, sql: nullable('string') } } },
+      errors,
+    }),
+    versions: operationSchema({
+      tag, operationId: `list${Kind}Versions`, auth: 'adminKey', params, querystring: { type: 'object', properties: pageQueryDoc(PAGE_LIMITS.versions) },
+      summary: `Every version of the ${kind}, newest first: hash, SQL, why it was refused${kind === 'trigger' ? ', and the rows flows decided on and the sends it fired' : ''}`,
+      ok: {
+        status: 200,
+        description: 'A page of versions, newest first',
+        schema: pageSchema('versions', object(
+          {
+            version: { type: 'integer', minimum: 1 },
+            hash: { type: 'string' },
+            status: { type: 'string', enum: ['valid', 'refused'] },
+            error: nullable('string'),
+            committedAt: dateTime,
+            sql: { type: 'string' },
+            ...(kind === 'trigger' ? { fired: object({ rows: { type: 'integer', minimum: 0 }, sent: { type: 'integer', minimum: 0 } }) } : {}),
+          },
+          ['version', 'hash', 'status', 'error', 'committedAt', 'sql', ...(kind === 'trigger' ? ['fired'] : [])],
+        )),
+      },
+      errors: [...errors, 'invalid_cursor'],
+    }),
+    put: operationSchema({
+      tag, operationId: `save${Kind}`, auth: 'adminKey', params, body: putBody,
+      summary: `Save the ${kind}'s SQL (validated; the last good version stays live when refused)`,
+      description: 'A refused version answers 422 `invalid_trigger` with `name`, `version`, `reason` and `liveVersion`.',
+      ok: { status: 200, description: `The ${kind} as saved, live`, schema: object({ name: { type: 'string' }, version: { type: 'integer', minimum: 1 }, hash: { type: 'string' }, status: { const: 'live' } }) },
+      errors: [...ORG_DATA, 'invalid_json', 'invalid_trigger', 'query_file_refused', ...SANDBOX],
+    }),
+    preview: operationSchema({
+      tag, operationId: `preview${Kind}`, auth: 'adminKey', params, body: previewBody,
+      summary: `Run the ${kind} (or the SQL given) over a window without saving`,
+      ok: {
+        status: 200,
+        description: 'The rows, and whether the limit cut them off; `version` is null for SQL given in the body',
+        schema: object({
+          version: nullable('integer'),
+          window: object({ from: dateTime, to: dateTime }),
+          count: { type: 'integer', minimum: 0 },
+          truncated: { type: 'boolean' },
+          rows: { type: 'array', items: { type: 'object' } },
+        }),
+      },
+      errors: [...errors, 'invalid_json', 'invalid_trigger', 'trigger_query_failed', ...SANDBOX],
+    }),
+  };
+}
+
 interface PreviewBody {
   sql?: string;
   from?: string;
@@ -59,7 +139,8 @@ export function registerTriggerRoutes(
   const sends = new SendStore(storage);
 
   for (const [plural, kind] of Object.entries(KINDS)) {
-    app.get<{ Params: { slug: string } }>(`/admin/v1/orgs/:slug/${plural}`, { schema: { params: slugParams } }, async (request) => {
+    const schemas = schemasOf(plural, kind);
+    app.get<{ Params: { slug: string } }>(`/admin/v1/orgs/:slug/${plural}`, { schema: schemas.list }, async (request) => {
       const org = await orgs.get(request.params.slug);
       await triggers.scanOrg(org.slug);
       // Refused files with no recorded version are listed too: that is where a data engineer looks.
@@ -70,7 +151,7 @@ export function registerTriggerRoutes(
       };
     });
 
-    app.get<{ Params: { slug: string; name: string } }>(`/admin/v1/orgs/:slug/${plural}/:name`, { schema: { params: nameParams } }, async (request) => {
+    app.get<{ Params: { slug: string; name: string } }>(`/admin/v1/orgs/:slug/${plural}/:name`, { schema: schemas.get }, async (request) => {
       const org = await orgs.get(request.params.slug);
       await triggers.refresh(org.slug, kind, request.params.name);
       const state = triggers.get(org.slug, kind, request.params.name);
@@ -82,7 +163,7 @@ export function registerTriggerRoutes(
     // Paged: a file saved in a loop makes a version each time, each with up to 100,000 characters of SQL.
     app.get<{ Params: { slug: string; name: string }; Querystring: { limit?: string; cursor?: string } }>(
       `/admin/v1/orgs/:slug/${plural}/:name/versions`,
-      { schema: { params: nameParams, querystring: { type: 'object', properties: pageQuerySchema } } },
+      { schema: schemas.versions, validatorCompiler: validatedAs({ querystring: versionsQuery }) },
       async (request) => {
         const org = await orgs.get(request.params.slug);
         const { name } = request.params;
@@ -116,7 +197,7 @@ export function registerTriggerRoutes(
 
     app.put<{ Params: { slug: string; name: string }; Body: { sql: string } }>(
       `/admin/v1/orgs/:slug/${plural}/:name`,
-      { schema: { params: nameParams, body: putBody } },
+      { schema: schemas.put },
       async (request) => {
         const org = await orgs.get(request.params.slug);
         let version: QueryVersion;
@@ -137,7 +218,7 @@ export function registerTriggerRoutes(
 
     app.post<{ Params: { slug: string; name: string }; Body: PreviewBody | undefined }>(
       `/admin/v1/orgs/:slug/${plural}/:name/preview`,
-      { schema: { params: nameParams, body: previewBody } },
+      { schema: schemas.preview },
       async (request) => {
         const org = await orgs.get(request.params.slug);
         const { name } = request.params;

@@ -1,0 +1,128 @@
+/** What the flow routes (flows.ts) declare for the document (SPEC 8). */
+import { QUERY_NAME } from '../../../reactions/triggers/trigger-store.js';
+import { dateTime, nullable, object, operationSchema, pageOf, schemaRef, validatedAs } from '../../../openapi/route-schema.js';
+import { IDENTITY_QUERY, ORG_DATA, PAGED, SANDBOX, pageQueryDoc, slugOnly, slugParam } from '../schema-parts.js';
+import { PAGE_LIMITS } from '../../../db/paging.js';
+
+const tag = 'Admin: triggers and flows' as const;
+const auth = 'adminKey' as const;
+const flowParams = { type: 'object', properties: { slug: slugParam, id: { type: 'string', description: "The flow's id" } }, required: ['slug', 'id'] };
+const flow = { status: 200, description: 'The flow', schema: schemaRef('flow', 'Flow') };
+const sendStatus = { type: 'string', enum: ['pending', 'delivered', 'failed', 'dead', 'holdout'] };
+const identity = { ...IDENTITY_QUERY, description: `only this contact: ${IDENTITY_QUERY.description}` };
+
+/** The flow definition is checked by checkFlow (422 invalid_flow, with the reasons), not by Fastify. */
+export const definitionValidation = validatedAs({ body: null });
+
+export const flowSchemas = {
+  create: operationSchema({
+    tag, auth, operationId: 'createFlow', summary: 'Create a flow (a draft)', params: slugOnly, body: schemaRef('flow'),
+    ok: { ...flow, status: 201 },
+    errors: [...ORG_DATA, 'invalid_json', 'invalid_flow', 'flow_exists'],
+  }),
+  list: operationSchema({
+    tag, auth, operationId: 'listFlows', summary: 'List flows', params: slugOnly,
+    ok: { status: 200, description: "The org's flows", schema: object({ flows: { type: 'array', items: schemaRef('flow', 'Flow') } }) },
+    errors: ORG_DATA,
+  }),
+  get: operationSchema({ tag, auth, operationId: 'getFlow', summary: 'One flow', params: flowParams, ok: flow, errors: [...ORG_DATA, 'flow_not_found'] }),
+  replace: operationSchema({
+    tag, auth, operationId: 'replaceFlow', summary: 'Replace a flow definition', description: 'The body\'s `id` must be the flow\'s id.', params: flowParams, body: schemaRef('flow'),
+    ok: flow,
+    errors: [...ORG_DATA, 'invalid_json', 'invalid_flow', 'flow_not_found'],
+  }),
+  start: operationSchema({
+    tag, auth, operationId: 'startFlow', summary: 'Start a flow', description: 'Its definition is checked again first (the trigger may have been refused since it was saved).', params: flowParams,
+    ok: flow,
+    errors: [...ORG_DATA, 'flow_not_found', 'invalid_flow'],
+  }),
+  pause: operationSchema({ tag, auth, operationId: 'pauseFlow', summary: 'Pause a flow', params: flowParams, ok: flow, errors: [...ORG_DATA, 'flow_not_found'] }),
+  run: operationSchema({
+    tag, auth, operationId: 'runFlow', summary: 'Run a flow now, once', description: 'Runs its window now instead of waiting for its schedule: a live flow only (`skipped` says why not).', params: flowParams,
+    ok: {
+      status: 200,
+      description: 'What the run decided: the count of each outcome',
+      schema: object({
+        skipped: nullable('string'),
+        rows: { type: 'integer', minimum: 0 },
+        outcomes: { type: 'object', additionalProperties: { type: 'integer', minimum: 1 } },
+        flow: schemaRef('flow', 'Flow'),
+      }),
+    },
+    errors: [...ORG_DATA, 'flow_not_found', 'trigger_query_failed', ...SANDBOX],
+  }),
+  sends: operationSchema({
+    tag, auth, operationId: 'listFlowSends', summary: "A flow's sends: status, attempts, variant, trigger version", params: flowParams,
+    querystring: { type: 'object', additionalProperties: false, properties: { identity, status: { ...sendStatus, description: 'only sends with this status' }, ...pageQueryDoc(PAGE_LIMITS.sends) } },
+    ok: {
+      status: 200,
+      description: 'A page of sends, newest first',
+      schema: pageOf('sends', object({
+        sendId: { type: 'string' },
+        email: { type: 'string' },
+        eventId: nullable('string'),
+        variant: nullable('string'),
+        channel: { type: 'string', enum: ['email', 'webhook', 'outbox'] },
+        status: sendStatus,
+        attempts: { type: 'integer', minimum: 0 },
+        lastError: nullable('string'),
+        triggerHash: nullable('string'),
+        createdAt: dateTime,
+        sentAt: nullable('string', { format: 'date-time' }),
+      })),
+    },
+    errors: [...PAGED, 'flow_not_found', 'invalid_identity'],
+  }),
+  decisions: operationSchema({
+    tag, auth, operationId: 'listFlowDecisions', summary: 'Every trigger row the flow decided and why (sent, excluded_by_segment, reentry_blocked, …)', params: flowParams,
+    querystring: { type: 'object', additionalProperties: false, properties: { identity, ...pageQueryDoc(PAGE_LIMITS.decisions) } },
+    ok: {
+      status: 200,
+      description: 'A page of decisions, newest run first',
+      schema: pageOf('decisions', object({
+        eventId: nullable('string'),
+        identity: nullable('string'),
+        identityType: nullable('string'),
+        email: nullable('string'),
+        outcome: { type: 'string', enum: ['sent', 'holdout', 'excluded_by_segment', 'reentry_blocked', 'no_identity', 'duplicate', 'failed'] },
+        variant: nullable('string'),
+        sendId: nullable('string'),
+        reason: nullable('string'),
+        deliveryStatus: nullable('string'),
+        attempts: nullable('integer'),
+        triggerHash: { type: 'string' },
+        decidedAt: dateTime,
+      })),
+    },
+    errors: [...PAGED, 'flow_not_found', 'invalid_identity'],
+  }),
+  messagePreview: operationSchema({
+    tag, auth, operationId: 'previewFlowMessage', params: slugOnly,
+    summary: "A flow's message rendered against the first row its trigger returns over the last 24 hours; nothing is sent",
+    description: "With that contact's profile. With `branches` and `experiment`, the message the run would pick for that row (and `variant`).",
+    body: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['trigger', 'message'],
+      properties: {
+        trigger: { type: 'string', pattern: QUERY_NAME.source },
+        message: schemaRef('flow', 'Message'),
+        branches: { type: 'array', items: schemaRef('flow', 'Branch') },
+        experiment: { type: 'object' },
+        flowName: { type: 'string', minLength: 1, maxLength: 200 },
+        variant: { type: 'string', pattern: '^[A-Za-z0-9 _.-]{1,64}$' },
+      },
+    },
+    ok: {
+      status: 200,
+      description: 'The row and the rendered message; `row` and `rendered` are null and `error` says why when there is no row or the template fails',
+      schema: object({ window: object({ from: dateTime, to: dateTime }), row: nullable('object'), rendered: nullable('object'), error: nullable('string') }),
+    },
+    errors: [...ORG_DATA, 'invalid_json', 'invalid_flow', 'trigger_query_failed', ...SANDBOX],
+  }),
+  webhookSecret: operationSchema({
+    tag, auth, operationId: 'getWebhookSecret', summary: "The key webhook receivers verify the org's signatures with", params: slugOnly,
+    ok: { status: 200, description: 'The Standard Webhooks signing secret', schema: object({ secret: { type: 'string', pattern: '^whsec_' } }) },
+    errors: ORG_DATA,
+  }),
+};
