@@ -888,6 +888,7 @@ export interface components {
             email: components["schemas"]["event-parts.email"];
         };
         "event-parts.productId": string;
+        /** ProductVariant */
         "event-parts.variant": string;
         "event-parts.quantity": number;
         /**
@@ -1020,7 +1021,9 @@ export interface components {
             event?: unknown;
             properties?: unknown;
         } & components["schemas"]["event.eventBody"];
+        /** PartnerId */
         "event.partnerId": string;
+        /** PartnerSecret */
         "event.partnerSecret": string;
         /**
          * BatchMember
