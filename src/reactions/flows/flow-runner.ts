@@ -266,7 +266,7 @@ export class FlowRunner {
   /** Decisions and outbox rows (sent → pending, holdout → recorded) in the run's transaction. */
   private async record(c: Sql, org: string, flowId: string, triggerHash: string, decisions: Decision[], now: number): Promise<void> {
     const at = tsParam(now);
-    await c.append({ table: 'flow_decisions' }, decisions, (a, d) => {
+    await c.appendRows({ table: 'flow_decisions' }, decisions, (a, d) => {
       a.appendVarchar(org);
       a.appendVarchar(flowId);
       appendNullable(a, d.email);
@@ -281,7 +281,7 @@ export class FlowRunner {
       a.appendTimestampTZ(at);
     });
     const entered = decisions.filter((d) => d.outcome === 'sent' || d.outcome === 'holdout');
-    await c.append({ table: 'flow_sends' }, entered, (a, d) => {
+    await c.appendRows({ table: 'flow_sends' }, entered, (a, d) => {
       a.appendVarchar(d.sendId!);
       a.appendVarchar(org);
       a.appendVarchar(flowId);

@@ -70,7 +70,7 @@ export function registerCollectRoutes(app: FastifyInstance, deps: CollectDeps): 
    */
   async function appendToLog(entries: LogEntry[], unconfirmed: (cause: unknown) => AppError): Promise<void> {
     try {
-      await deps.log.append(entries);
+      await deps.log.commitEntries(entries);
     } catch (error) {
       if (error instanceof LogUnavailableError) {
         throw new AppError('log_unavailable', 'The event log is unavailable; nothing was stored. Retry.', {
