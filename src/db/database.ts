@@ -177,7 +177,7 @@ class LocalSql implements Sql {
     return { rows: rows.length > maxRows ? rows.slice(0, maxRows) : rows, truncated: rows.length > maxRows };
   }
 
-  async append<T>(target: AppendTarget, rows: readonly T[], write: (appender: RowAppender, row: T) => void): Promise<void> {
+  async appendRows<T>(target: AppendTarget, rows: readonly T[], write: (appender: RowAppender, row: T) => void): Promise<void> {
     const appender = target.catalog
       ? await this.connection.createAppender(target.table, 'main', target.catalog)
       : await this.connection.createAppender(target.table);

@@ -27,7 +27,7 @@ export interface Sql {
   /** Rows as plain JS objects (BIGINT as bigint, JSON as string, TIMESTAMPTZ as Date). */
   all<T = Row>(sql: string, params?: Params): Promise<T[]>;
   /** Writes rows through DuckDB's Appender (~600k rows/s against ~3k/s for single INSERTs); `write` fills one row. */
-  append<T>(target: AppendTarget, rows: readonly T[], write: (appender: RowAppender, row: T) => void): Promise<void>;
+  appendRows<T>(target: AppendTarget, rows: readonly T[], write: (appender: RowAppender, row: T) => void): Promise<void>;
   /**
    * At most `maxRows` rows, streamed: DuckDB stops producing rows once that many (and one more, to know
    * whether any were left) are read, so a query that would return millions never materializes them.

@@ -121,9 +121,9 @@ class ProcessSql implements Sql {
   }
 
   /** A page of rows per message, as for reads (storage-protocol.ts, READ_PAGE_ROWS): the event loop runs between them. */
-  async append<T>(target: AppendTarget, rows: readonly T[], write: (appender: RowAppender, row: T) => void): Promise<void> {
+  async appendRows<T>(target: AppendTarget, rows: readonly T[], write: (appender: RowAppender, row: T) => void): Promise<void> {
     for (let from = 0; from < rows.length || from === 0; from += READ_PAGE_ROWS) {
-      await this.send({ op: 'append', session: this.session, target, rows: recordRows(rows.slice(from, from + READ_PAGE_ROWS), write) });
+      await this.send({ op: 'append-rows', session: this.session, target, rows: recordRows(rows.slice(from, from + READ_PAGE_ROWS), write) });
     }
   }
 

@@ -129,8 +129,8 @@ async function handle(call: Call, { data, pool, orgs, tail }: Open): Promise<unk
       const params = paramsFromWire(call.params);
       return call.op === 'all' ? sql.all(call.sql, params) : sql.run(call.sql, params);
     }
-    case 'append':
-      return session(call.session).append(call.target, call.rows, replayCells);
+    case 'append-rows':
+      return session(call.session).appendRows(call.target, call.rows, replayCells);
     case 'columns':
       return session(call.session).columnNames(call.sql);
     case 'slugs':

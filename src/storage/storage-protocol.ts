@@ -42,7 +42,7 @@ export type Call =
   | { op: 'pool' }
   /** Orgs whose database cannot be opened, with the reason. */
   | { op: 'unavailable' }
-  | { op: 'append'; session: number; target: AppendTarget; rows: WireCell[][] }
+  | { op: 'append-rows'; session: number; target: AppendTarget; rows: WireCell[][] }
   | { op: 'columns'; session: number; sql: string }
   | { op: 'compactor.start' }
   | { op: 'compactor.stop' }

@@ -63,7 +63,7 @@ t.test('__proto__ as a property key in the log: events/types reports it as an ow
     '"properties":{"__proto__":{"polluted":"yes"},"constructor":{"prototype":{"polluted":"yes"}},"city"',
   );
   t.match(body, /"__proto__":\{"polluted"/);
-  await h.app.committer!.append([
+  await h.app.committer!.commitEntries([
     { kind: 'event', org: 'acme', environment: 'production', messageId: 'p1', receivedAt: Date.now(), body, code: null, errors: null },
   ]);
   await h.compacted();

@@ -128,7 +128,7 @@ export function logContract(t: Test, name: string, openFresh: (t: Test) => Promi
     const committer = new GroupCommitter(backend);
     const resolved: number[] = [];
     await Promise.all(
-      range(0, 499).map((i) => committer.append([entry(i)]).then(() => resolved.push(i))),
+      range(0, 499).map((i) => committer.commitEntries([entry(i)]).then(() => resolved.push(i))),
     );
     t.equal(resolved.length, 500, 'every append resolved');
     const head = await backend.headSeq();

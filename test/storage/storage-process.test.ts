@@ -32,7 +32,7 @@ t.test('parameters and appended cells keep their types across the process bounda
   const { db } = await startWorker(t);
   await db.run('CREATE TABLE things (name VARCHAR, n INTEGER, big BIGINT, seen_at TIMESTAMPTZ, note VARCHAR)');
   await db.transaction((c) =>
-    c.append({ table: 'things' }, [{ name: 'a', n: 1 }, { name: 'b', n: 2 }], (a, row) => {
+    c.appendRows({ table: 'things' }, [{ name: 'a', n: 1 }, { name: 'b', n: 2 }], (a, row) => {
       a.appendVarchar(row.name);
       a.appendInteger(row.n);
       a.appendBigInt(9007199254740993n);

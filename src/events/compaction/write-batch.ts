@@ -52,7 +52,7 @@ export async function writeBatch(
     const quarantined: QuarantineRow[] = [...plan.quarantine];
 
     if (plan.pending.length > 0) {
-      await c.append({ table: 'pending_identity' }, plan.pending, (a, row) => {
+      await c.appendRows({ table: 'pending_identity' }, plan.pending, (a, row) => {
         a.appendVarchar(row.entry.org);
         a.appendVarchar(row.entry.environment);
         a.appendVarchar(row.entry.messageId);
@@ -125,7 +125,7 @@ function pendingToEvent(p: PendingRow, email: string): EventRow {
 
 
 function appendEvents(c: Sql, rows: EventRow[], visibleAtMicros: bigint): Promise<void> {
-  return c.append({ table: 'events' }, rows, (a, row) => {
+  return c.appendRows({ table: 'events' }, rows, (a, row) => {
     const { entry, facts } = row;
     a.appendVarchar(entry.org);
     a.appendVarchar(entry.environment);
@@ -149,7 +149,7 @@ function appendEvents(c: Sql, rows: EventRow[], visibleAtMicros: bigint): Promis
 }
 
 function appendQuarantine(c: Sql, rows: QuarantineRow[], now: number): Promise<void> {
-  return c.append({ table: 'quarantine' }, rows, (a, row) => {
+  return c.appendRows({ table: 'quarantine' }, rows, (a, row) => {
     a.appendVarchar(row.id);
     a.appendVarchar(row.org);
     a.appendVarchar(row.environment);

@@ -129,7 +129,7 @@ export class EmbeddedLog implements LogBackend {
 
   write(recordId: string, payload: Uint8Array): Promise<WriteResult> {
     if (this.closing) return Promise.reject(new LogUnavailableError('embedded log is closed'));
-    const result = this.queue.then(() => this.append(recordId, payload));
+    const result = this.queue.then(() => this.writeFrame(recordId, payload));
     this.queue = result.catch(() => {});
     return result;
   }
@@ -220,7 +220,7 @@ export class EmbeddedLog implements LogBackend {
     return this.chain.last as OwnedSegment;
   }
 
-  private async append(recordId: string, payload: Uint8Array): Promise<WriteResult> {
+  private async writeFrame(recordId: string, payload: Uint8Array): Promise<WriteResult> {
     const known = this.recent.get(recordId);
     if (known !== undefined) return { seq: known, duplicate: true };
     const frame = encodeFrame(recordId, payload);

@@ -1,6 +1,6 @@
 /**
- * Group commit: concurrent appends share one durable write.
- * While a write is in flight, new appends queue; when it completes, everything queued goes out as the
+ * Group commit: concurrent `commitEntries` calls share one durable write.
+ * While a write is in flight, new calls queue; when it completes, everything queued goes out as the
  * next record. No timer: an idle log writes at once, a busy one batches as much as arrived meanwhile.
  * (Pilot on this machine: one awaited publish per request capped at ~0.2 of bare Fastify; this ~0.65.)
  */
@@ -18,7 +18,7 @@ interface Pending {
   reject: (error: unknown) => void;
 }
 
-export interface AppendObserver {
+export interface CommitObserver {
   /** Called once per durable write with its duration and the number of entries it carried. */
   onWrite(seconds: number, entries: number): void;
 }
@@ -33,11 +33,11 @@ export class GroupCommitter {
 
   constructor(
     private readonly backend: LogBackend,
-    private readonly observer: AppendObserver = { onWrite: () => {} },
+    private readonly observer: CommitObserver = { onWrite: () => {} },
   ) {}
 
   /** Resolves once every entry is durable in the log; rejects (nothing of this call stored) otherwise. All entries are of one org. */
-  append(entries: LogEntry[]): Promise<void> {
+  commitEntries(entries: LogEntry[]): Promise<void> {
     const bytes = entries.reduce((sum, e) => sum + e.body.length + 64, 0);
     const org = this.backend.perOrg ? (entries[0]?.org ?? '') : '';
     let queue = this.queues.get(org);
@@ -49,7 +49,7 @@ export class GroupCommitter {
     });
   }
 
-  /** Starts the queue's drain loop unless it runs. An append that lands after the loop's last check but
+  /** Starts the queue's drain loop unless it runs. A call that lands after the loop's last check but
    *  before it settled is picked up by the re-check on settling; an idle queue is dropped. */
   private kick(queue: Queue): void {
     if (queue.draining) return;

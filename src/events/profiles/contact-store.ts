@@ -19,7 +19,7 @@ export class ContactStore {
     const now = tsParam(this.ctx.clock.now());
     await this.orgs.org(org).transaction(async (c) => {
       await c.run(`CREATE OR REPLACE TEMP TABLE contact_import AS SELECT * FROM contacts LIMIT 0`);
-      await c.append({ table: 'contact_import', catalog: 'temp' }, [...latest.values()], (a, row) => {
+      await c.appendRows({ table: 'contact_import', catalog: 'temp' }, [...latest.values()], (a, row) => {
         a.appendVarchar(org);
         a.appendVarchar(row.email);
         for (const column of CONTACT_COLUMNS) {

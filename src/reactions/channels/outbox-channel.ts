@@ -24,18 +24,18 @@ export interface OutboxLine {
 export class OutboxChannel implements Channel {
   /** Per org: the sendIds already in its file. A promise, so concurrent first touches load once. */
   private readonly written = new Map<string, Promise<Set<string>>>();
-  /** Per org: the tail of its append chain; appends to one file never interleave. */
+  /** Per org: the tail of its write chain; lines written to one file never interleave. */
   private readonly queues = new Map<string, Promise<unknown>>();
 
   constructor(private readonly opts: { dir: string }) {}
 
   attempt(delivery: Delivery): Promise<AttemptOutcome> {
-    const run = (this.queues.get(delivery.org) ?? Promise.resolve()).then(() => this.append(delivery));
+    const run = (this.queues.get(delivery.org) ?? Promise.resolve()).then(() => this.writeLine(delivery));
     this.queues.set(delivery.org, run.catch(() => undefined));
     return run;
   }
 
-  private async append(delivery: Delivery): Promise<AttemptOutcome> {
+  private async writeLine(delivery: Delivery): Promise<AttemptOutcome> {
     const { message } = delivery;
     if (message.channel !== 'outbox') return { kind: 'failed', reason: `not an outbox message: ${message.channel}` };
     // Org slugs are validated where orgs are created; this keeps a bad one from naming another path.

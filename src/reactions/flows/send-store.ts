@@ -103,7 +103,7 @@ export class SendStore {
   /** A run's decisions and outbox rows (sent → pending, holdout → recorded), in the run's transaction `c`. */
   async record(c: Sql, org: string, flowId: string, triggerHash: string, decisions: readonly RenderedDecision[], now: number): Promise<void> {
     const at = tsParam(now);
-    await c.append({ table: 'flow_decisions' }, decisions, (a, d) => {
+    await c.appendRows({ table: 'flow_decisions' }, decisions, (a, d) => {
       a.appendVarchar(org);
       a.appendVarchar(flowId);
       appendNullable(a, d.email);
@@ -118,7 +118,7 @@ export class SendStore {
       a.appendTimestampTZ(at);
     });
     const entered = decisions.filter((d): d is Sent | Holdout => d.outcome === 'sent' || d.outcome === 'holdout');
-    await c.append({ table: 'flow_sends' }, entered, (a, d) => {
+    await c.appendRows({ table: 'flow_sends' }, entered, (a, d) => {
       const message = d.outcome === 'sent' ? d.message : null;
       a.appendVarchar(d.sendId);
       a.appendVarchar(org);

@@ -1,0 +1,45 @@
+/**
+ * Collect step 2 of /http/v1/batch: the envelope, then every member, turned into log entries. A batch is
+ * atomic (SPEC 4.1): one invalid member sends every member to quarantine and nothing is accepted.
+ */
+import { AppError } from '../../core/errors.js';
+import type { Accepted } from './accepted.js';
+import type { Body, Received } from './authenticate-step.js';
+import { ok, type Outcome, quarantine, stop } from './outcome.js';
+import { schemaViolation } from './schema-violation.js';
+import { acceptedEntry, messageIdOf, rejectedEntry, storedBody } from './to-log-entry.js';
+import { validateBatch, validateBatchMember } from './validate-event.js';
+
+/** `memberLimitBytes`: the most one member may take as stored, the limit of a single event (SPEC 4.1). */
+export function createValidateBatchStep(memberLimitBytes: number): (received: Received) => Outcome<Accepted> {
+  return function validateBatchStep({ body, who, receivedAt }) {
+    const envelope = validateBatch(body);
+    if (!envelope.ok) {
+      return quarantine([rejectedEntry(body, who, 'schema_violation', envelope.errors, receivedAt)], schemaViolation(who.org, body, envelope.errors));
+    }
+    const { partnerId, context, batch } = envelope.batch;
+    const members = batch.map((member) => {
+      // Members carry no secret (the schema refuses one), so the stored event never holds it.
+      const event: Body = { partnerId, ...(context ? { context } : {}), ...(member as Body) };
+      const result = validateBatchMember(member);
+      const messageId = result.ok ? messageIdOf(event) : '';
+      return { event, result, messageId, stored: result.ok ? storedBody(event, messageId) : '' };
+    });
+    if (members.some((m) => m.stored.length > memberLimitBytes)) {
+      return stop(new AppError('payload_too_large', `every batch member must be at most ${memberLimitBytes} bytes`));
+    }
+    const errors = members.flatMap((m, i) =>
+      m.result.ok ? [] : m.result.errors.map((e) => ({ path: `/batch/${i}${e.path}`, message: e.message })),
+    );
+    if (errors.length > 0) {
+      const entries = members.map((m) =>
+        m.result.ok
+          ? rejectedEntry(m.event, who, 'batch_rejected', [{ path: '/', message: 'another member of its batch was invalid' }], receivedAt)
+          : rejectedEntry(m.event, who, 'schema_violation', m.result.errors, receivedAt),
+      );
+      return quarantine(entries, schemaViolation(who.org, body, errors));
+    }
+    const entries = members.map((m) => acceptedEntry(m.stored, who, m.messageId, receivedAt));
+    return ok({ who, entries, answer: { messageIds: members.map((m) => m.messageId) } });
+  };
+}
