@@ -13,6 +13,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import Fastify, { type FastifyInstance } from 'fastify';
 import swagger from '@fastify/swagger';
+import { createContext } from '../core/context.js';
 import { swaggerOptions } from '../openapi/document.js';
 import { operationSchema } from '../openapi/route-schema.js';
 import { registerOrgRoutes } from './admin/orgs.js';
@@ -91,7 +92,8 @@ export async function buildOpenApiDocument(): Promise<Record<string, unknown>> {
     registerOpsRoutes(app, { health: none, log: undefined, metrics: none, serveMetrics: true });
     registerDocsRoutes(app);
     registerProblemPages(app);
-    registerCollectRoutes(app, none);
+    // The collect steps are made at registration and read the clock's owner then; nothing else runs.
+    registerCollectRoutes(app, { ctx: createContext() } as never);
     registerContactsRoute(app, none);
     await app.register(async (admin) => {
       registerOrgRoutes(admin, none, none);
