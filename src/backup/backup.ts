@@ -19,7 +19,7 @@ import type { LogBackend } from '../events/log/types.js';
 import { serviceVersion } from '../core/paths.js';
 import { copyRegularFile, FileRefused, lstatOrUndefined } from '../core/regular-file.js';
 import { orgDatabaseFile, ORGS_DIR } from '../storage/org-databases.js';
-import type { OrgStorage } from '../storage/org-storage.js';
+import type { OrgStorage } from '../db/org-storage.js';
 import { listQueryFiles, type QueryRoot, readQueryFile } from '../reactions/triggers/query-files.js';
 
 export const BACKUP_FORMAT = 'audience-backup';

@@ -1,22 +1,8 @@
-/**
- * What the service sees of the orgs' data: one Database per org, whichever thread holds DuckDB. Every use
- * leases the org's database from the pool (org-databases.ts) for its duration, so the pool may close it
- * in between; a held connection (exclusive, transaction, untrusted) keeps it open until it is released.
- */
+/** The org databases of this process's pool (org-databases.ts) as OrgStorage: the storage process's side, or STORAGE_PROCESS=inline. */
+import type { OrgStorage } from '../db/org-storage.js';
 import type { Database, Params, Row, Sql } from '../db/sql.js';
 import type { OrgDatabases } from './org-databases.js';
 
-
-export interface OrgStorage {
-  /** The org's database (opened on demand; its file is created with the org's first use). */
-  org(slug: string): Database;
-  /** Orgs with a database file. */
-  slugs(): Promise<string[]>;
-  /** Deletes the org's database for good (the org was deleted); its events still in the log are skipped. */
-  drop(slug: string): Promise<void>;
-}
-
-/** The pool in this thread (STORAGE_THREAD=main, and the storage worker's own side). */
 export class LocalOrgStorage implements OrgStorage {
   private readonly handles = new Map<string, Database>();
 

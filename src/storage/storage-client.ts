@@ -24,7 +24,7 @@ import type { Call, FromStorage, StorageProcessData, ToStorage, WireError } from
 import { OrgDeletedError } from './org-databases.js';
 import { ProcessDatabase, type StorageCalls } from './process-database.js';
 import { OrgUnavailable, StorageUnavailable } from '../core/unavailable.js';
-import type { OrgStorage } from './org-storage.js';
+import type { OrgStorage } from '../db/org-storage.js';
 import { UntrustedGate } from './untrusted-gate.js';
 
 /** How long a call made while the process restarts waits for the new one before answering 503. */

@@ -14,7 +14,8 @@ import { type PendingSend, SEND_CONCURRENCY, SendDispatcher } from '../../src/re
 import { SendStore } from '../../src/reactions/flows/send-store.js';
 import { createMetrics } from '../../src/ops/metrics.js';
 import { OrgDatabases } from '../../src/storage/org-databases.js';
-import { LocalOrgStorage, type OrgStorage } from '../../src/storage/org-storage.js';
+import type { OrgStorage } from '../../src/db/org-storage.js';
+import { LocalOrgStorage } from '../../src/storage/org-storage.js';
 import { waitFor } from '../helpers/app.js';
 import { startReceiver } from '../helpers/http-receiver.js';
 

@@ -4,7 +4,7 @@
  */
 import type { Context } from '../../core/context.js';
 import { tsParam } from '../../db/database.js';
-import type { OrgStorage } from '../../storage/org-storage.js';
+import type { OrgStorage } from '../../db/org-storage.js';
 import { CONTACT_COLUMNS, type ContactRow } from './parse-contacts.js';
 
 export class ContactStore {

@@ -4,7 +4,7 @@
  */
 import { type DuckDBListValue, listValue } from '@duckdb/node-api';
 import { foldedThrough } from '../compaction/fold-contact-activity.js';
-import type { OrgStorage } from '../../storage/org-storage.js';
+import type { OrgStorage } from '../../db/org-storage.js';
 import { YIELD_EVERY, yieldNow } from '../../db/yield-now.js';
 import type { Profile, ProfileIndex } from './profile-index.js';
 

@@ -15,7 +15,7 @@ import type { Row } from '../../db/sql.js';
 import type { Context } from '../../core/context.js';
 import { assertNever } from '../../core/domain.js';
 import { microsParam } from '../../db/database.js';
-import type { OrgStorage } from '../../storage/org-storage.js';
+import type { OrgStorage } from '../../db/org-storage.js';
 import { normalizeEmail } from '../../core/domain.js';
 import type { Metrics } from '../../ops/metrics.js';
 import { PeriodicTask } from '../../core/periodic-task.js';

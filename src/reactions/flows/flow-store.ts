@@ -8,7 +8,7 @@
 import type { Context } from '../../core/context.js';
 import { microsParam, tsParam } from '../../db/database.js';
 import type { Sql } from '../../db/sql.js';
-import type { OrgStorage } from '../../storage/org-storage.js';
+import type { OrgStorage } from '../../db/org-storage.js';
 import { microsToIso, newestVisibleAt } from '../../events/compaction/visible-at.js';
 import { AppError } from '../../core/errors.js';
 import type { Flow, FlowDefinition } from '../../generated/flow.js';

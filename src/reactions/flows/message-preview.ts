@@ -11,7 +11,7 @@ import type { Row } from '../../db/sql.js';
 import { microsToIso, newestVisibleAt } from '../../events/compaction/visible-at.js';
 import type { ProfileIndex } from '../../events/profiles/profile-index.js';
 import type { FlowDefinition } from '../../generated/flow.js';
-import type { OrgStorage } from '../../storage/org-storage.js';
+import type { OrgStorage } from '../../db/org-storage.js';
 import { jsonRow } from '../triggers/json-row.js';
 import { QueryFailed, runSandboxed, windowOf, withSandbox } from '../triggers/sandbox.js';
 import type { TriggerStore } from '../triggers/trigger-store.js';

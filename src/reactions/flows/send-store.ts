@@ -14,7 +14,7 @@ import { tsParam } from '../../db/database.js';
 import { type Keyed, type Keyset, type PageRequest, readPage } from '../../db/paging.js';
 import type { Sql } from '../../db/sql.js';
 import type { Sweep } from '../../db/sweep.js';
-import type { OrgStorage } from '../../storage/org-storage.js';
+import type { OrgStorage } from '../../db/org-storage.js';
 import { type Holdout, type RenderedDecision, type Sent, sendKey } from './decide.js';
 
 /** An outbox row to deliver. */

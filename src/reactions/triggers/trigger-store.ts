@@ -8,7 +8,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Context } from '../../core/context.js';
 import { tsParam } from '../../db/database.js';
-import type { OrgStorage } from '../../storage/org-storage.js';
+import type { OrgStorage } from '../../db/org-storage.js';
 import { sha256Hex } from '../../core/secrets.js';
 import { PeriodicTask } from '../../core/periodic-task.js';
 import { SandboxBusy } from '../../db/untrusted.js';

@@ -4,7 +4,7 @@
  * grow without bound, so each is paged (paging.ts).
  */
 import type { FastifyInstance } from 'fastify';
-import type { OrgStorage } from '../../../storage/org-storage.js';
+import type { OrgStorage } from '../../../db/org-storage.js';
 import { isEnvironment } from '../../../core/domain.js';
 import { AppError } from '../../../core/errors.js';
 import type { OrgStore } from '../../../control/org-store.js';

@@ -6,7 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import { PAGE_LIMITS, pageOf, pageQuerySchema, pageRequest, withoutKey } from '../../../db/paging.js';
 import { parseIdentity } from '../../../events/profiles/parse-identity.js';
 import { webhookSecretFor } from '../../../reactions/channels/webhook-signing.js';
-import type { OrgStorage } from '../../../storage/org-storage.js';
+import type { OrgStorage } from '../../../db/org-storage.js';
 import { AppError } from '../../../core/errors.js';
 import type { OrgStore } from '../../../control/org-store.js';
 import type { ProfileIndex } from '../../../events/profiles/profile-index.js';

@@ -7,7 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import { type Keyset, PAGE_LIMITS, pageOf, pageQuerySchema, pageRequest, readPage } from '../../../db/paging.js';
 import { slugSchema } from '../../../core/route-params.js';
 import type { Context } from '../../../core/context.js';
-import type { OrgStorage } from '../../../storage/org-storage.js';
+import type { OrgStorage } from '../../../db/org-storage.js';
 import { SendStore } from '../../../reactions/flows/send-store.js';
 import { AppError } from '../../../core/errors.js';
 import { microsToIso, newestVisibleAt } from '../../../events/compaction/visible-at.js';
