@@ -5,7 +5,7 @@
  *
  * Plugins (src/plugins/) open what they hold and close it in their `onClose`; Fastify closes them in the
  * reverse order of registration, so the order below is the start order, read backwards the shutdown
- * order: stop taking relayed admin calls → the api role (presence, rate limiters) → flush pending appends
+ * order: stop taking relayed admin calls (first, in preClose) → the api role (presence, rate limiters) → flush pending appends
  * → stop flows (trigger polling, the running flow run, deliveries: sends waiting for a retry stay pending
  * for the next start) → finish the compaction batch and its profile refreshes → close the org databases →
  * the profile feed → the log → the control plane (token use times flushed) → release DATA_DIR. A failed
@@ -62,12 +62,12 @@ export async function buildApp(config: Config, ctx: Context = createContext()): 
     await app.register(natsPlugin);
     await app.register(healthPlugin);
     await app.register(coreRoutes);
+    if (hasStorageRole(config) && app.adminNats) await app.register(relayedAdminCalls);
     if (hasStorageRole(config)) await app.register(storageRole);
     if (roles.has('flows')) await app.register(flowsRole);
     if (roles.has('collector')) await app.register(collectorRole);
     if (roles.has('api')) await app.register(apiRole);
     if (roles.has('api') || app.adminNats) await app.register(adminApi);
-    if (app.storageRole && app.adminNats) await app.register(relayedAdminCalls);
   } catch (error) {
     await app.close();
     throw duckdbLockProblem(error, config.dataDir) ?? error;

@@ -123,20 +123,24 @@ export const adminApi = fp(
   { name: 'audience-admin-api', dependencies: ['audience-control', 'audience-nats'] },
 );
 
-/** NATS mode, storage role: the shard answers admin calls relayed for its orgs once the app is ready (inject() needs it). */
+/**
+ * NATS mode, storage role: the shard answers admin calls relayed for its orgs once the app is ready
+ * (inject() needs it). Registered before the storage role, so that a new org is served before the storage
+ * role's own listener opens its database; it stops taking relayed calls first when the app closes.
+ */
 export const relayedAdminCalls = fp(
   async (app: FastifyInstance) => {
     const nc = app.adminNats!;
-    const shard = app.storageRole!;
     let server: OrgAdminServer | undefined;
     app.addHook('onReady', async () => {
+      const shard = app.storageRole!;
       server = await serveOrgAdmin({ nc, app, owned: shard.owns, adminKeyHash: app.adminKey.hash });
       for (const org of await app.orgs.list()) await server.addOrg(org.slug);
     });
     app.orgs.onChange(async (org, previous) => {
       if (!previous) await server?.addOrg(org.slug);
     });
-    app.addHook('onClose', async () => server?.close());
+    app.addHook('preClose', async () => server?.close());
   },
-  { name: 'audience-relayed-admin-calls', dependencies: ['audience-admin-api', 'audience-storage-role'] },
+  { name: 'audience-relayed-admin-calls', dependencies: ['audience-control', 'audience-nats'] },
 );
