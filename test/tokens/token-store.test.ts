@@ -61,6 +61,8 @@ async function setup(t: Tap, options: { script?: string[]; store?: TokenStoreOpt
 
   const admin = Fastify();
   admin.setValidatorCompiler(({ schema }) => compileRouteSchema(schema));
+  // As the app: response schemas document the answers, JSON.stringify writes them.
+  admin.setSerializerCompiler(() => (data) => JSON.stringify(data));
   registerProblemHandlers(admin);
   registerTokenRoutes(admin, { tokens, orgs: h.app.orgs });
   await admin.ready();
