@@ -3,18 +3,13 @@ import type { PartnerIdentity, PartnerRegistry } from '../../control/partner-reg
 import type { Clock } from '../../core/context.js';
 import { AppError } from '../../core/errors.js';
 import { type Ok, ok, type Stop, stop } from './outcome.js';
-
-export type Body = Record<string, unknown>;
+import { type Body, isObject } from './to-log-entry.js';
 
 /** A request from a known partner, at the server time it was received. */
 export interface Received {
   body: Body;
   who: PartnerIdentity;
   receivedAt: number;
-}
-
-export function isObject(value: unknown): value is Body {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
 /** `shape` says what the endpoint's body must be, for the client whose body is not a JSON object. */

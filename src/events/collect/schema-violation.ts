@@ -1,6 +1,6 @@
 /** The answer to a request that failed its schema and went to quarantine (SPEC 4.3). */
 import { AppError, type ProblemDetail } from '../../core/errors.js';
-import { isObject } from './authenticate-step.js';
+import { isObject } from './to-log-entry.js';
 
 /** The reasons are shown only to a client that asked with context.debug=true; the rest are told where to look. */
 export function schemaViolation(org: string, body: unknown, errors: ProblemDetail[]): AppError {

@@ -5,7 +5,11 @@ import type { ProblemDetail } from '../../core/errors.js';
 import type { LogEntry } from '../log/types.js';
 import { tooDeep } from '../../http/json-body.js';
 
-type Body = Record<string, unknown>;
+export type Body = Record<string, unknown>;
+
+export function isObject(value: unknown): value is Body {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
 
 /** The client's messageId when it sent a usable one, else a server-assigned UUIDv7 (SPEC 4.2). */
 export function messageIdOf(body: Body): string {
@@ -48,7 +52,7 @@ export function rejectedEntry(
   errors: ProblemDetail[],
   receivedAt: number,
 ): LogEntry {
-  const asObject = body !== null && typeof body === 'object' && !Array.isArray(body) ? (body as Body) : { value: body };
+  const asObject = isObject(body) ? body : { value: body };
   return {
     kind: 'rejected',
     org: who.org,

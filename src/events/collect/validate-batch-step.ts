@@ -4,10 +4,10 @@
  */
 import { AppError } from '../../core/errors.js';
 import type { Accepted } from './accepted.js';
-import type { Body, Received } from './authenticate-step.js';
+import type { Received } from './authenticate-step.js';
 import { ok, type Outcome, quarantine, stop } from './outcome.js';
 import { schemaViolation } from './schema-violation.js';
-import { acceptedEntry, messageIdOf, rejectedEntry, storedBody } from './to-log-entry.js';
+import { type Body, acceptedEntry, messageIdOf, rejectedEntry, storedBody } from './to-log-entry.js';
 import { validateBatch, validateBatchMember } from './validate-event.js';
 
 /** `memberLimitBytes`: the most one member may take as stored, the limit of a single event (SPEC 4.1). */
