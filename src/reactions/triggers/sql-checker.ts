@@ -192,7 +192,9 @@ export class SqlChecker {
       if (!busy || busy.id !== reply.id) return;
       switch (reply.type) {
         case 'checked':
-          return busy.end(() => busy.resolve(reply.checked));
+          // Past its deadline the sample run may have been cut short by the interrupt itself (a run that
+          // fails passes, see sql-check-process.ts): not a verdict that the query is cheap.
+          return busy.end(() => (busy.interrupted ? busy.reject(busy.overran()) : busy.resolve(reply.checked)));
         case 'refused':
           return busy.end(() => busy.reject(busy.interrupted ? busy.overran() : new SqlRefused(reply.reason)));
         case 'failed':
