@@ -201,6 +201,10 @@ CREATE TABLE IF NOT EXISTS flow_sends (
   sent_at       TIMESTAMPTZ
 );
 
+-- Sends of a transactional flow: the org's frequency caps do not count them (frequency-caps.ts). Added
+-- after the table's first version, hence ALTER for existing stores.
+ALTER TABLE flow_sends ADD COLUMN IF NOT EXISTS transactional BOOLEAN DEFAULT false;
+
 -- Why each trigger row of a flow did or did not become a send (the decisions endpoint).
 CREATE TABLE IF NOT EXISTS flow_decisions (
   org           VARCHAR NOT NULL,

@@ -124,6 +124,7 @@ export class OrgStore {
         contentFields,
         notFoundStatus: input.notFoundStatus ?? 404,
         ...(input.retention ? { retention: input.retention } : {}),
+        ...(input.frequencyCaps ? { frequencyCaps: input.frequencyCaps } : {}),
         createdAt: new Date(now).toISOString(),
         updatedAt: new Date(now).toISOString(),
       },

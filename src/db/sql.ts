@@ -13,6 +13,7 @@ export type Params = DuckDBValue[] | Record<string, DuckDBValue>;
 export interface RowAppender {
   appendVarchar(value: string): void;
   appendInteger(value: number): void;
+  appendBoolean(value: boolean): void;
   appendBigInt(value: bigint): void;
   appendTimestampTZ(value: DuckDBTimestampTZValue): void;
   appendNull(): void;

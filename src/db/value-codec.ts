@@ -8,7 +8,7 @@ import type { Params, RowAppender } from './sql.js';
 export type WireValue = null | string | number | bigint | boolean | { tstz: bigint } | { list: WireValue[] };
 export type WireParams = WireValue[] | Record<string, WireValue>;
 /** One appended cell: string = VARCHAR, number = INTEGER, bigint = BIGINT, { tstz } = TIMESTAMPTZ. */
-export type WireCell = null | string | number | bigint | { tstz: bigint };
+export type WireCell = null | string | number | boolean | bigint | { tstz: bigint };
 
 function toWire(value: DuckDBValue): WireValue {
   if (value === null || typeof value !== 'object') return value as WireValue;
@@ -39,6 +39,7 @@ export function recordRows<T>(rows: readonly T[], write: (appender: RowAppender,
   const recorder: RowAppender = {
     appendVarchar: (value) => cells.push(value),
     appendInteger: (value) => cells.push(value),
+    appendBoolean: (value) => cells.push(value),
     appendBigInt: (value) => cells.push(value),
     appendTimestampTZ: (value) => cells.push({ tstz: value.micros }),
     appendNull: () => cells.push(null),
@@ -55,6 +56,7 @@ export function replayCells(appender: RowAppender, cells: WireCell[]): void {
     if (cell === null) appender.appendNull();
     else if (typeof cell === 'string') appender.appendVarchar(cell);
     else if (typeof cell === 'number') appender.appendInteger(cell);
+    else if (typeof cell === 'boolean') appender.appendBoolean(cell);
     else if (typeof cell === 'bigint') appender.appendBigInt(cell);
     else appender.appendTimestampTZ(timestampTZValue(cell.tstz));
   }

@@ -47,6 +47,10 @@ export interface EventContext {
    * When true, a rejected event's 412 answer lists the schema errors. Default: false
    */
   debug?: boolean;
+  /**
+   * True for history (an import, a replay): stored and counted in profiles, but never enters a flow (decision backfill). Default: false
+   */
+  backfill?: boolean;
   userAgent?: string;
   page?: ContextPage;
   library?: ContextLibrary;

@@ -1,4 +1,5 @@
 /* Generated from schemas/ by src/tools/generate-types.ts (npm run types). Do not edit. */
+import type { FrequencyCap } from './org.js';
 
 /**
  * This interface was referenced by `FlowDefinition`'s JSON-Schema
@@ -29,6 +30,18 @@ export interface FlowDefinition {
    * Flows run on production events only; staging is refused with a reason.
    */
   environment?: 'production' | 'staging';
+  /**
+   * An entry whose event happened longer ago than this when the flow runs is decided too_old and never sent (replays, imports, late events). Default: 86400
+   */
+  maxEventAgeSeconds?: number;
+  /**
+   * Messages a contact needs whatever they subscribed to (a receipt, a password reset): the org's frequencyCaps neither cap nor count them. Default: false
+   */
+  transactional?: boolean;
+  /**
+   * At most maxSends of this flow's messages to one contact within withinSeconds; an entry over it is decided frequency_capped. The org's frequencyCaps apply as well
+   */
+  frequencyCap?: FrequencyCap;
   /**
    * Seconds between runs. Default: 60
    */

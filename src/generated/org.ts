@@ -46,6 +46,28 @@ export type ContentFields = string[];
  */
 export type NotFoundStatus = 404 | 400;
 /**
+ * Org-wide caps per contact, counted over the sends of every non-transactional flow of the org (pending or delivered); an entry over any cap is decided frequency_capped. PATCH replaces the whole list ([] removes every cap).
+ *
+ * @maxItems 20
+ *
+ * This interface was referenced by `Org`'s JSON-Schema
+ * via the `definition` "frequencyCaps".
+ */
+export type FrequencyCaps = {
+  /**
+   * Only sends on this channel count, and only they are capped. Absent: every channel
+   */
+  channel?: 'email' | 'webhook' | 'outbox';
+  /**
+   * At most this many sends to one contact
+   */
+  maxSends: number;
+  /**
+   * in any window of this many seconds (a rolling window ending at the decision)
+   */
+  withinSeconds: number;
+}[];
+/**
  * This interface was referenced by `Org`'s JSON-Schema
  * via the `definition` "email".
  */
@@ -65,6 +87,7 @@ export interface Org {
   createdAt: string;
   updatedAt: string;
   retention?: Retention;
+  frequencyCaps?: FrequencyCaps;
 }
 /**
  * Days each kind of row is kept for this org (0: forever), overriding the service's RETENTION_* settings; a member left out follows the setting. PATCH replaces the whole object ({} drops every override). See docs/operations/retention.md
@@ -107,6 +130,7 @@ export interface OrgCreate {
   contentFields?: ContentFields;
   notFoundStatus?: NotFoundStatus;
   retention?: Retention;
+  frequencyCaps?: FrequencyCaps;
 }
 /**
  * This interface was referenced by `Org`'s JSON-Schema
@@ -120,4 +144,19 @@ export interface OrgPatch {
   contentFields?: ContentFields;
   notFoundStatus?: NotFoundStatus;
   retention?: Retention;
+  frequencyCaps?: FrequencyCaps;
+}
+/**
+ * This interface was referenced by `Org`'s JSON-Schema
+ * via the `definition` "FrequencyCap".
+ */
+export interface FrequencyCap {
+  /**
+   * At most this many sends to one contact
+   */
+  maxSends: number;
+  /**
+   * in any window of this many seconds (a rolling window ending at the decision)
+   */
+  withinSeconds: number;
 }

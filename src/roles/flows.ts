@@ -70,6 +70,7 @@ export const flowsRole = fp(
       timeoutMs: config.triggerTimeoutMs,
       maxRows: config.triggerMaxRows,
       refreshProfiles: (keys) => storage.refresher.enqueue(keys),
+      capsOf: (org) => orgs.cached(org)?.frequencyCaps ?? [],
     });
     app.decorate('flowsRole', { runner, dispatcher, renderer });
     // Stops polling trigger files, lets a running flow run finish, stops deliveries (retries stay pending).

@@ -1,5 +1,6 @@
 /** The per-row rules of a run (SPEC 8), without a database: identity, segment, re-entry, variants, branches. */
 import t from 'tap';
+import { SendCounts } from '../../src/reactions/flows/frequency-caps.js';
 import { matches } from '../../src/reactions/flows/condition.js';
 import { type Decision, decide, type MessageToRender, type RenderedDecision, type RunState } from '../../src/reactions/flows/decide.js';
 import { RenderFailed, renderMessage } from '../../src/reactions/flows/render.js';
@@ -34,6 +35,8 @@ function state(flow: Partial<FlowDefinition> = {}, extra: Partial<RunState> = {}
     now: Date.UTC(2026, 0, 2),
     keys: new Set(),
     lastEntry: new Map(),
+    eventTimes: new Map(),
+    sendCounts: new SendCounts({ org: [], flow: flow.frequencyCap, flowId: 'f1', transactional: false }, new Map()),
     profile: (type, value) => (type === 'user_id' && value === 'u-7' ? { email_address: 'seven@example.com', first_name: 'Seven' } : undefined),
     ...extra,
   };

@@ -28,7 +28,7 @@ t.test('advance: the run rows and the cursor move commit together, or not at all
   const now = Date.UTC(2026, 0, 2);
   const from = flows.get('acme', 'f1').cursor ?? 0n;
   const to = from + 1_000n;
-  const record = (c: Sql) => sends.record(c, 'acme', 'f1', 'hash1', DECISIONS, now);
+  const record = (c: Sql) => sends.record(c, 'acme', { id: 'f1', transactional: false }, 'hash1', DECISIONS, now);
   const stored = async () => {
     const [row] = await h.db().all<{ cursor_us: bigint; decisions: bigint; sends: bigint }>(
       "SELECT epoch_us(cursor_at) AS cursor_us, (SELECT count(*) FROM flow_decisions) AS decisions, (SELECT count(*) FROM flow_sends) AS sends FROM flows WHERE id = 'f1'",

@@ -1,13 +1,16 @@
 /**
- * What happens to each trigger row of a run (SPEC 8): identity → send key already used → segment
- * filter → re-entry rule → experiment variant → branch → the message to render and its data. Pure apart
- * from the state it is given, so every rule is testable without a database; the runner renders the
- * chosen messages off the HTTP thread (template-renderer.ts) and persists what it returns.
+ * What happens to each trigger row of a run (SPEC 8): identity → send key already used → history
+ * (backfill, too old) → segment filter → re-entry rule → experiment variant → branch → frequency caps →
+ * the message to render and its data. Pure apart from the state it is given, so every rule is testable
+ * without a database; the runner renders the chosen messages off the HTTP thread (template-renderer.ts)
+ * and persists what it returns.
  */
 import type { RenderedMessage } from '../channels/types.js';
 import { isEmailAddress, normalizeEmail } from '../../core/domain.js';
 import type { FlowDefinition, Message, Variant } from '../../generated/flow.js';
 import type { IdentityType, Profile } from '../../events/profiles/profile-index.js';
+import type { EventTime } from '../../events/compaction/event-times.js';
+import type { SendCounts } from './frequency-caps.js';
 import { matches } from './condition.js';
 import type { TemplateData } from './render.js';
 import { sendIdFor } from './send-id.js';
@@ -45,9 +48,13 @@ export interface Failed extends RowFacts {
   reason: string;
 }
 
-/** The contact is not entered: the key was decided before, the segment filter or the re-entry rule says no. */
+/**
+ * The contact is not entered: the key was decided before, the event is history (sent as a backfill, or
+ * older than the flow's maxEventAgeSeconds), the segment filter or the re-entry rule says no, or the
+ * message would exceed a frequency cap (frequency-caps.ts).
+ */
 export interface Skipped extends Keyed {
-  outcome: 'duplicate' | 'excluded_by_segment' | 'reentry_blocked';
+  outcome: 'duplicate' | 'backfill' | 'too_old' | 'excluded_by_segment' | 'reentry_blocked' | 'frequency_capped';
   variant: null;
   reason: string;
 }
@@ -77,6 +84,9 @@ export type Decision = NoIdentity | Failed | Skipped | Holdout | ToRender;
 /** A decision after rendering (template-renderer.ts): what a run records and sends. */
 export type RenderedDecision = NoIdentity | Failed | Skipped | Holdout | Sent;
 export type Outcome = Decision['outcome'];
+/** Every outcome, as the decisions endpoint documents them (`satisfies` and the check below: each one, once). */
+export const OUTCOMES = ['sent', 'holdout', 'no_identity', 'failed', 'duplicate', 'backfill', 'too_old', 'excluded_by_segment', 'reentry_blocked', 'frequency_capped'] as const satisfies readonly Outcome[];
+export const ALL_OUTCOMES_LISTED: Exclude<Outcome, (typeof OUTCOMES)[number]> extends never ? true : never = true;
 
 export interface MessageToRender {
   message: Message;
@@ -93,8 +103,15 @@ export interface RunState {
   keys: Set<string>;
   /** Per contact, when the flow last entered them (sent or holdout); grows as the run decides. */
   lastEntry: Map<string, number>;
+  /** When each stored event of the window happened, and whether it is a backfill (event-times.ts). */
+  eventTimes: ReadonlyMap<string, EventTime>;
+  /** The sends the frequency caps count, per contact; grows as the run decides. */
+  sendCounts: SendCounts;
   profile(type: IdentityType, value: string): Profile | undefined;
 }
+
+/** A flow without maxEventAgeSeconds never messages an event that happened more than a day before its run. */
+export const DEFAULT_MAX_EVENT_AGE_SECONDS = 86_400;
 
 export function sendKey(email: string, eventId: string): string {
   return `${email}\u0000${eventId}`;
@@ -115,6 +132,13 @@ export function decide(row: Record<string, unknown>, state: RunState): Decision 
   const key = sendKey(email, eventId);
   if (state.keys.has(key)) return skip('duplicate', 'this (flow, contact, event) was already decided');
 
+  const time = state.eventTimes.get(eventId);
+  if (time?.backfill) return skip('backfill', 'the event was sent with context.backfill: true (history, stored and in profiles, never messaged)');
+  const maxAgeSeconds = state.flow.maxEventAgeSeconds ?? DEFAULT_MAX_EVENT_AGE_SECONDS;
+  if (time && state.now - time.at > maxAgeSeconds * 1000) {
+    return skip('too_old', `the event happened ${Math.round((state.now - time.at) / 1000)} s before this run, over maxEventAgeSeconds ${maxAgeSeconds}`);
+  }
+
   const filter = state.flow.segmentFilter;
   if (filter && state.segment) {
     const inSegment = state.segment.has(email);
@@ -124,11 +148,20 @@ export function decide(row: Record<string, unknown>, state: RunState): Decision 
   const blocked = reentryBlock(email, state);
   if (blocked) return skip('reentry_blocked', blocked);
 
-  state.keys.add(key);
   const variant = state.flow.experiment ? pickVariant(state.flow.id, email, state.flow.experiment.variants) : undefined;
-  state.lastEntry.set(email, state.now);
-  if (variant?.holdout) return { ...keyed, outcome: 'holdout', variant: variant.label, reason: null };
+  const enter = () => {
+    state.keys.add(key);
+    state.lastEntry.set(email, state.now);
+  };
+  if (variant?.holdout) {
+    enter();
+    return { ...keyed, outcome: 'holdout', variant: variant.label, reason: null };
+  }
   const template = messageToRender(row, state.flow, email, variant, state.profile);
+  const capped = state.sendCounts.capped(email, template.message.channel, state.now);
+  if (capped) return skip('frequency_capped', capped);
+  enter();
+  state.sendCounts.add(email, template.message.channel, state.now);
   return { ...keyed, outcome: 'sent', variant: variant?.label ?? null, reason: null, template };
 }
 

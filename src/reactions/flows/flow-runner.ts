@@ -7,7 +7,7 @@
  * compaction transaction and grows with each commit, so once the window end is read every event with
  * visible_at ≤ end is committed (a commit in flight gets a later visible_at) and the trigger query sees it,
  * while the placeholders keep every later event for a later window. A narrowed window ends on a commit.
- * Why a send key is never decided twice: runs of one flow never overlap in this process, and the final
+ * Why a send key is never decided twice: runs of one org never overlap in this process, and the final
  * transaction writes nothing unless the cursor is still where the run started.
  */
 import type { FastifyBaseLogger } from 'fastify';
@@ -21,6 +21,7 @@ import type { Metrics } from '../../ops/metrics.js';
 import { PeriodicTask } from '../../core/periodic-task.js';
 import type { ContactKey } from '../../events/profiles/profile-materializer.js';
 import type { ProfileIndex } from '../../events/profiles/profile-index.js';
+import { eventTimes } from '../../events/compaction/event-times.js';
 import { QueryFailed, runSandboxed, windowOf, withSandbox } from '../triggers/sandbox.js';
 import { SandboxBusy, SandboxPaused } from '../../db/untrusted.js';
 import type { LiveQuery, TriggerStore } from '../triggers/trigger-store.js';
@@ -29,6 +30,9 @@ import type { FlowRecord, FlowStore } from './flow-store.js';
 import type { SendDispatcher } from './send-dispatcher.js';
 import type { PendingSend, SendStore } from './send-store.js';
 import { renderDecisions, type TemplateRenderer } from './template-renderer.js';
+import { type CapRules, lookbackMs, SendCounts } from './frequency-caps.js';
+import type { FlowDefinition } from '../../generated/flow.js';
+import type { FrequencyCaps } from '../../generated/org.js';
 import { YIELD_EVERY, yieldNow } from '../../db/yield-now.js';
 
 export interface RunSummary {
@@ -55,7 +59,7 @@ const SEGMENT_ROWS_PER_TRIGGER_ROW = 10;
 
 export class FlowRunner {
   private readonly nextRunAt = new Map<string, number>();
-  /** The run in progress (or queued) per flow. */
+  /** The run in progress (or queued) per org. */
   private readonly running = new Map<string, Promise<void>>();
   private readonly ticker = new PeriodicTask(
     () => this.runDue(),
@@ -78,6 +82,8 @@ export class FlowRunner {
       /** TRIGGER_MAX_ROWS. */
       maxRows: number;
       refreshProfiles(keys: ContactKey[]): void;
+      /** The org's frequencyCaps now (the org's settings, kept in memory). */
+      capsOf(org: string): FrequencyCaps;
     },
   ) {}
 
@@ -93,7 +99,7 @@ export class FlowRunner {
   async forgetOrg(org: string): Promise<void> {
     const prefix = `${org}/`;
     for (const key of this.nextRunAt.keys()) if (key.startsWith(prefix)) this.nextRunAt.delete(key);
-    await Promise.all([...this.running].filter(([key]) => key.startsWith(prefix)).map(([, run]) => run));
+    await this.running.get(org);
   }
 
   /** Runs every live flow whose schedule is due (one at a time: they share the DuckDB connection). */
@@ -113,9 +119,13 @@ export class FlowRunner {
     }
   }
 
-  /** One run of one flow now, whatever its schedule. Runs of one flow never overlap (the tick and `POST …/run` may race). */
+  /**
+   * One run of one flow now, whatever its schedule. Runs of one org never overlap (the tick and
+   * `POST …/run` may race): a flow's window is decided once, and the org's frequency caps count every
+   * send decided before.
+   */
   run(org: string, id: string): Promise<RunSummary> {
-    const key = `${org}/${id}`;
+    const key = org;
     const previous = this.running.get(key) ?? Promise.resolve();
     const result = previous.then(() => this.runNow(org, id));
     const tail = result.then(
@@ -154,6 +164,8 @@ export class FlowRunner {
         ...(read.segment ? { segment: read.segment } : {}),
         keys: await this.deps.sends.usedKeys(org, id, eventIds),
         lastEntry: await this.deps.sends.lastEntries(org, id, emails),
+        eventTimes: await eventTimes(this.deps.orgs.org(org), org, eventIds, { start: window.start, end: read.end }),
+        sendCounts: await this.sendCounts(org, flow.definition, emails, now),
         profile,
       };
       // Templates render on the renderer's thread, within its limits; a template over them fails its row.
@@ -161,7 +173,7 @@ export class FlowRunner {
       // Runs of one flow are serialized here; the cursor check in advance() keeps a second process or a
       // restarted runner from writing a window twice.
       const committed = await this.deps.flows.advance(org, id, { from: window.start, to: read.end }, now, (c) =>
-        this.deps.sends.record(c, org, id, trigger.hash, decisions, now),
+        this.deps.sends.record(c, org, { id, transactional: flow.definition.transactional ?? false }, trigger.hash, decisions, now),
       );
       if (!committed) return { skipped: 'the flow moved on while this run read its window', rows: 0, decisions: [] };
       this.afterCommit(org, id, decisions);
@@ -174,6 +186,13 @@ export class FlowRunner {
     } finally {
       stopTimer();
     }
+  }
+
+  /** The sends the caps of this flow and its org count, for the contacts of the run. */
+  private async sendCounts(org: string, flow: FlowDefinition, emails: string[], now: number): Promise<SendCounts> {
+    const rules: CapRules = { org: this.deps.capsOf(org), flow: flow.frequencyCap, flowId: flow.id, transactional: flow.transactional ?? false };
+    const lookback = lookbackMs(rules);
+    return new SendCounts(rules, lookback === 0 ? new Map() : await this.deps.sends.recentSends(org, emails, now - lookback));
   }
 
   /** The run's window (cursor, newest visible_at], or undefined when nothing new is visible. */
@@ -239,8 +258,11 @@ export class FlowRunner {
         case 'no_identity':
         case 'failed':
         case 'duplicate':
+        case 'backfill':
+        case 'too_old':
         case 'excluded_by_segment':
         case 'reentry_blocked':
+        case 'frequency_capped':
           break;
         default:
           assertNever(d);

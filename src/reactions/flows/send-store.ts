@@ -9,13 +9,14 @@
  * - the admin API pages through both (`sendsPage`, `decisionsPage`, `deliveries`).
  */
 import { listValue } from '@duckdb/node-api';
-import type { DeliveryResult, RenderedMessage } from '../channels/types.js';
+import type { ChannelName, DeliveryResult, RenderedMessage } from '../channels/types.js';
 import { tsParam } from '../../db/database.js';
 import { type Keyed, type Keyset, type PageRequest, readPage } from '../../db/paging.js';
 import type { Sql } from '../../db/sql.js';
 import type { Sweep } from '../../db/sweep.js';
 import type { OrgStorage } from '../../db/org-storage.js';
 import { type Holdout, type RenderedDecision, type Sent, sendKey } from './decide.js';
+import type { PastSend } from './frequency-caps.js';
 
 /** An outbox row to deliver. */
 export interface PendingSend {
@@ -100,8 +101,31 @@ export class SendStore {
     return new Map(last.map((l) => [l.email, Number(l.last_ms)]));
   }
 
+  /**
+   * Per contact, the sends the frequency caps count (pending or delivered, a channel) decided after
+   * `sinceMs`, of every flow of the org.
+   */
+  async recentSends(org: string, emails: string[], sinceMs: number): Promise<Map<string, PastSend[]>> {
+    const sends = new Map<string, PastSend[]>();
+    if (emails.length === 0) return sends;
+    const rows = await this.orgs.org(org).all<{ email: string; flow_id: string; channel: ChannelName; transactional: boolean; at: bigint }>(
+      `SELECT email, flow_id, channel, transactional, epoch_ms(created_at) AS at FROM flow_sends
+        WHERE org = $1 AND email IN (SELECT unnest($2::VARCHAR[])) AND created_at > $3
+          AND status IN ('pending', 'delivered') AND channel IS NOT NULL`,
+      [org, listValue(emails), tsParam(sinceMs)],
+    );
+    for (const r of rows) {
+      const send: PastSend = { flowId: r.flow_id, channel: r.channel, transactional: r.transactional, at: Number(r.at) };
+      const past = sends.get(r.email);
+      if (past) past.push(send);
+      else sends.set(r.email, [send]);
+    }
+    return sends;
+  }
+
   /** A run's decisions and outbox rows (sent → pending, holdout → recorded), in the run's transaction `c`. */
-  async record(c: Sql, org: string, flowId: string, triggerHash: string, decisions: readonly RenderedDecision[], now: number): Promise<void> {
+  async record(c: Sql, org: string, flow: { id: string; transactional: boolean }, triggerHash: string, decisions: readonly RenderedDecision[], now: number): Promise<void> {
+    const flowId = flow.id;
     const at = tsParam(now);
     await c.appendRows({ table: 'flow_decisions' }, decisions, (a, d) => {
       a.appendVarchar(org);
@@ -134,6 +158,7 @@ export class SendStore {
       a.appendNull();
       a.appendTimestampTZ(at);
       a.appendNull();
+      a.appendBoolean(flow.transactional);
     });
   }
 

@@ -227,8 +227,11 @@ export async function renderDecisions(renderer: Pick<TemplateRenderer, 'render'>
       case 'no_identity':
       case 'failed':
       case 'duplicate':
+      case 'backfill':
+      case 'too_old':
       case 'excluded_by_segment':
       case 'reentry_blocked':
+      case 'frequency_capped':
       case 'holdout':
         return decision;
       default:

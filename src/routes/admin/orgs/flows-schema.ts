@@ -3,6 +3,7 @@ import { QUERY_NAME } from '../../../reactions/triggers/trigger-store.js';
 import { dateTime, nullable, object, operationSchema, pageOf, schemaRef, validatedAs } from '../../../openapi/route-schema.js';
 import { IDENTITY_QUERY, ORG_DATA, PAGED, SANDBOX, pageQueryDoc, slugOnly, slugParam } from '../schema-parts.js';
 import { PAGE_LIMITS } from '../../../db/paging.js';
+import { OUTCOMES } from '../../../reactions/flows/decide.js';
 
 const tag = 'Admin: triggers and flows' as const;
 const auth = 'adminKey' as const;
@@ -38,7 +39,10 @@ export const flowSchemas = {
   }),
   pause: operationSchema({ tag, auth, operationId: 'pauseFlow', summary: 'Pause a flow', params: flowParams, ok: flow, errors: [...ORG_DATA, 'flow_not_found'] }),
   run: operationSchema({
-    tag, auth, operationId: 'runFlow', summary: 'Run a flow now, once', description: 'Runs its window now instead of waiting for its schedule: a live flow only (`skipped` says why not).', params: flowParams,
+    tag, auth, operationId: 'runFlow', summary: 'Run a flow now, once',
+    description: 'Runs its window now instead of waiting for its schedule: a live flow only (`skipped` says why not). It sends for real: there is no dry run here, and a body with any member is refused (400, the member named). To see what a flow would send, preview its trigger and its message.',
+    params: flowParams,
+    body: { type: 'object', additionalProperties: false, properties: {}, description: 'Nothing, or `{}`' },
     ok: {
       status: 200,
       description: 'What the run decided: the count of each outcome',
@@ -84,7 +88,7 @@ export const flowSchemas = {
         identity: nullable('string'),
         identityType: nullable('string'),
         email: nullable('string'),
-        outcome: { type: 'string', enum: ['sent', 'holdout', 'excluded_by_segment', 'reentry_blocked', 'no_identity', 'duplicate', 'failed'] },
+        outcome: { type: 'string', enum: [...OUTCOMES] },
         variant: nullable('string'),
         sendId: nullable('string'),
         reason: nullable('string'),

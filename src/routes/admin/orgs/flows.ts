@@ -124,7 +124,9 @@ export function registerFlowRoutes(
   });
 
   /** Runs the flow's window now instead of waiting for its schedule (a live flow only). */
-  app.post<{ Params: Params }>('/admin/v1/orgs/:slug/flows/:id/run', { schema: flowSchemas.run }, async (request) => {
+  // No body is a run request too: validated as `{}`, so any member at all is refused by name.
+  const noBodyIsEmpty = async (request: { body: unknown }) => void (request.body ??= {});
+  app.post<{ Params: Params }>('/admin/v1/orgs/:slug/flows/:id/run', { schema: flowSchemas.run, preValidation: noBodyIsEmpty }, async (request) => {
     const org = await orgs.get(request.params.slug);
     flows.get(org.slug, request.params.id);
     if (!deps.runner) throw new AppError('invalid_request', 'this process does not run flows (ROLES has no flows)');
