@@ -18,7 +18,7 @@ import { BACKUP_FORMAT, copyDatabaseFile } from '../../src/backup/backup.js';
 import { restoreBackup, RestoreError } from '../../src/backup/restore.js';
 import { unpackBackup } from '../../src/backup/unpack.js';
 import { type Config, readConfig } from '../../src/core/config.js';
-import { ADMIN_KEY, startTestApp, type TestApp } from '../helpers/app.js';
+import { ADMIN_KEY, startTestApp, type TestApp, STORAGE_PROCESS } from '../helpers/app.js';
 import { BOOKING_TRIGGER } from '../helpers/flows.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -33,7 +33,7 @@ function config(dir: string): Config {
  * the rest of `root` (the test's folder: t.testdir() makes it anew at each call) is outside DATA_DIR.
  */
 async function service(t: Test, root: string): Promise<{ h: TestApp; secret: string }> {
-  const h = await startTestApp(t, { dataDir: join(root, 'data') });
+  const h = await startTestApp(t, { dataDir: join(root, 'data'), config: STORAGE_PROCESS });
   await h.createOrg('acme');
   t.equal((await h.admin('PUT', '/admin/v1/orgs/acme/triggers/good', { sql: BOOKING_TRIGGER })).statusCode, 200);
   const secret = join(h.dataDir, 'admin.key');

@@ -1,6 +1,6 @@
 /** Flows through the admin API (SPEC 8): validation, lifecycle, segments, experiments, decisions, channels. */
 import t from 'tap';
-import { customEvent, startTestApp, type TestApp } from '../helpers/app.js';
+import { customEvent, startTestApp, type TestApp, STORAGE_PROCESS } from '../helpers/app.js';
 import { BOOKING_TRIGGER, putQuery, runFlow, startFlow } from '../helpers/flows.js';
 import { startReceiver, status } from '../helpers/http-receiver.js';
 import { smtpServer } from '../helpers/smtp-server.js';
@@ -17,7 +17,7 @@ const flowBody = (extra: Record<string, unknown>) => ({
 });
 
 async function acmeWithTrigger(t: Parameters<typeof startTestApp>[0], config = {}) {
-  const h = await startTestApp(t, { config });
+  const h = await startTestApp(t, { config: { ...STORAGE_PROCESS, ...config } });
   const cred = await h.createOrg('acme');
   await putQuery(h, 'triggers', 'booking_completed', BOOKING_TRIGGER);
   return { h, cred };

@@ -3,14 +3,14 @@
  * request says what it does. Real app, real storage, the outbox channel.
  */
 import t from 'tap';
-import { ADMIN_KEY, customEvent, startTestApp, type TestApp } from '../helpers/app.js';
+import { ADMIN_KEY, customEvent, startTestApp, type TestApp, STORAGE_PROCESS } from '../helpers/app.js';
 import { BOOKING_TRIGGER, putQuery, runFlow, startFlow } from '../helpers/flows.js';
 
 const OUTBOX = { channel: 'outbox', template: { text: 'hi {{ contact.email_address }}' } };
 const DAY_MS = 86_400_000;
 
 async function acme(t: Parameters<typeof startTestApp>[0]) {
-  const h = await startTestApp(t);
+  const h = await startTestApp(t, { config: STORAGE_PROCESS });
   const cred = (await h.createOrg('acme')).production;
   await putQuery(h, 'triggers', 'booking_completed', BOOKING_TRIGGER);
   return { h, cred };

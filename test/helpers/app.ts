@@ -32,6 +32,9 @@ export interface OrgCredentials {
   production: { partnerId: string; partnerSecret: string };
 }
 
+/** Config for a test app whose org storage runs in a storage process, as in production. */
+export const STORAGE_PROCESS = { storageProcess: 'child' } as const;
+
 export async function startTestApp(
   t: Tap,
   options: { clock?: Clock; natsUrl?: string; dataDir?: string; config?: Partial<Config> } = {},
@@ -52,9 +55,12 @@ export async function startTestApp(
     webhookAllowPrivate: true,
     adminKey: ADMIN_KEY,
     ...(options.natsUrl ? { natsUrl: options.natsUrl } : {}),
-    // The storage process keeps system time; a test clock needs DuckDB and compaction in this one.
-    ...(options.clock ? { storageProcess: 'inline' as const } : {}),
+    // Org storage in this process: a storage process takes ~3 s to start under tsx, ~200 apps start in
+    // the suite. Files about the process boundary, isolation and recovery ask for one (STORAGE_PROCESS);
+    // a test clock always needs this mode (the storage process keeps system time).
+    storageProcess: 'inline',
     ...options.config,
+    ...(options.clock ? { storageProcess: 'inline' as const } : {}),
   };
   const app = await buildApp(config, createContext(options.clock ? { clock: options.clock } : {}));
   let closed = false;

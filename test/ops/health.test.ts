@@ -9,13 +9,13 @@ import { tmpdir } from 'node:os';
 import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
-import { customEvent, startTestApp, waitFor, type TestApp } from '../helpers/app.js';
+import { customEvent, startTestApp, waitFor, type TestApp, STORAGE_PROCESS } from '../helpers/app.js';
 import { hasNatsServerBinary, startNatsServer } from '../helpers/nats-server.js';
 
 const probe = (h: TestApp, url: '/readyz' | '/healthz') => h.app.inject({ method: 'GET', url });
 
 t.test('storage process killed: /readyz and /healthz stay 200 with a note, a new process takes over, nothing is lost', async (t) => {
-  const h = await startTestApp(t);
+  const h = await startTestApp(t, { config: STORAGE_PROCESS });
   const cred = await h.createOrg('acme');
   t.equal((await h.collect(customEvent(cred.production, { messageId: 'before' }))).statusCode, 200);
   await h.compacted();
@@ -40,7 +40,7 @@ t.test('storage process killed: /readyz and /healthz stay 200 with a note, a new
 });
 
 t.test('a call made while the storage process restarts waits for the new one', async (t) => {
-  const h = await startTestApp(t);
+  const h = await startTestApp(t, { config: STORAGE_PROCESS });
   await h.createOrg('acme');
   const storage = h.app.orgStorage!.process!;
   storage.crash();
@@ -56,7 +56,7 @@ natsTest('NATS frozen (SIGSTOP): /readyz 503 within the check timeout, /healthz 
   // DATA_DIR first: startNatsServer puts its store inside the test dir, a later t.testdir() would wipe it.
   const dataDir = t.testdir();
   const nats = await startNatsServer(t);
-  const h = await startTestApp(t, { natsUrl: nats.url, dataDir });
+  const h = await startTestApp(t, { natsUrl: nats.url, dataDir, config: STORAGE_PROCESS });
   t.equal((await probe(h, '/readyz')).statusCode, 200, 'ready');
 
   await nats.freeze();
@@ -112,7 +112,7 @@ t.test('disk full under the embedded log: collect 503, /readyz 503; space freed:
   const dataDir = t.testdir();
   const logDir = join(dataDir, 'log');
   mountTmpfs(t, logDir, '1m');
-  const h = await startTestApp(t, { dataDir });
+  const h = await startTestApp(t, { dataDir, config: STORAGE_PROCESS });
   const cred = await h.createOrg('acme');
   t.equal((await h.collect(customEvent(cred.production, { messageId: 'before' }))).statusCode, 200);
   t.equal((await probe(h, '/readyz')).statusCode, 200, 'ready with space');

@@ -8,10 +8,10 @@ import { join } from 'node:path';
 import t from 'tap';
 import type { OrgDocument, TokensDocument } from '../../src/control/documents.js';
 import { orgKey, tokensKey } from '../../src/control/types.js';
-import { customEvent, startTestApp } from '../helpers/app.js';
+import { customEvent, startTestApp, STORAGE_PROCESS } from '../helpers/app.js';
 
 t.test('with the guard switched off, org A reaches no row of org B and no secret hash', async (t) => {
-  const h = await startTestApp(t);
+  const h = await startTestApp(t, { config: STORAGE_PROCESS });
   const acme = await h.createOrg('acme');
   const beta = await h.createOrg('beta');
   for (const org of ['acme', 'beta']) t.equal((await h.admin('POST', `/admin/v1/orgs/${org}/tokens`, { createdBy: 'ops@example.com' })).statusCode, 201);

@@ -3,7 +3,7 @@
  * flow runs, while at most ORG_DATABASES_MAX_OPEN of their databases are open at once; nothing is lost.
  */
 import t from 'tap';
-import { customEvent, startTestApp } from '../helpers/app.js';
+import { customEvent, startTestApp, STORAGE_PROCESS } from '../helpers/app.js';
 import { BOOKING_TRIGGER, putQuery, runFlow, startFlow } from '../helpers/flows.js';
 
 const ORGS = 200;
@@ -13,7 +13,7 @@ const EVENTS_PER_ORG = 3;
 t.setTimeout(300_000);
 
 t.test(`${ORGS} orgs with at most ${MAX_OPEN} databases open: every event stored, lookups and flows work`, async (t) => {
-  const h = await startTestApp(t, { config: { orgDatabasesMaxOpen: MAX_OPEN, orgDatabaseIdleMs: 1000 } });
+  const h = await startTestApp(t, { config: { ...STORAGE_PROCESS, orgDatabasesMaxOpen: MAX_OPEN, orgDatabaseIdleMs: 1000 } });
   const slugs = Array.from({ length: ORGS }, (_, i) => `org_${String(i).padStart(3, '0')}`);
   const creds = new Map<string, { partnerId: string; partnerSecret: string }>();
   for (const slug of slugs) creds.set(slug, (await h.createOrg(slug, { audienceApi: true })).production);

@@ -9,7 +9,7 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import t from 'tap';
 import { parseShard, shardOf } from '../../src/core/shard.js';
-import { customEvent, startTestApp, type OrgCredentials, type TestApp } from '../helpers/app.js';
+import { customEvent, startTestApp, type OrgCredentials, type TestApp, STORAGE_PROCESS } from '../helpers/app.js';
 import { hasNatsServerBinary, startNatsServer } from '../helpers/nats-server.js';
 
 t.test('the shard hash is FNV-1a 32 of the slug modulo n (documented, so operators can compute it)', async (t) => {
@@ -28,7 +28,7 @@ if (!hasNatsServerBinary()) {
     const nats = await startNatsServer(t);
     const shards: TestApp[] = [];
     for (const index of [0, 1]) {
-      shards.push(await startTestApp(t, { natsUrl: nats.url, dataDir: join(root, `shard${index}`), config: { shard: { index, count: 2 } } }));
+      shards.push(await startTestApp(t, { natsUrl: nats.url, dataDir: join(root, `shard${index}`), config: { ...STORAGE_PROCESS, shard: { index, count: 2 } } }));
     }
     // Two orgs on each shard.
     const slugs: string[] = [];
@@ -79,7 +79,7 @@ if (!hasNatsServerBinary()) {
     t.teardown(() => nc.close());
     const jsm = await jetstreamManager(nc);
     await jsm.streams.add({ name: 'AUDIENCE_EVENTS', subjects: ['audience.events'] });
-    const h = await startTestApp(t, { natsUrl: nats.url, dataDir: join(root, 'data') });
+    const h = await startTestApp(t, { natsUrl: nats.url, dataDir: join(root, 'data'), config: STORAGE_PROCESS });
     t.same((await jsm.streams.info('AUDIENCE_EVENTS')).config.subjects, ['audience.events', 'audience.events.>']);
     const cred = await h.createOrg('acme');
     t.equal((await h.collect(customEvent(cred.production, { messageId: 'm1' }))).statusCode, 200);

@@ -8,7 +8,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
-import { startTestApp } from '../helpers/app.js';
+import { startTestApp, STORAGE_PROCESS } from '../helpers/app.js';
 
 const SIX = 'identity, identity_type, ts, event_type, event_id, event_raw';
 const WINDOW = 'ts > {cursor_start_time} AND ts <= {cursor_end_time}';
@@ -27,7 +27,7 @@ const OVER_ANY_SHARE = ['len(range(50000000))', "length(repeat('x', 2000000000))
 const rssMb = () => Math.round(process.memoryUsage().rss / 2 ** 20);
 
 t.test('constant expressions of any size: this process keeps its memory, each check answers, other orgs check meanwhile', { timeout: 300_000 }, async (t) => {
-  const h = await startTestApp(t, { config: { triggerTimeoutMs: 5000, duckdbMemoryLimit: '2GB', orgDatabasesMaxOpen: 8 } });
+  const h = await startTestApp(t, { config: { ...STORAGE_PROCESS, triggerTimeoutMs: 5000, duckdbMemoryLimit: '2GB', orgDatabasesMaxOpen: 8 } });
   await h.createOrg('noisy');
   await h.createOrg('quiet');
   const before = rssMb();
@@ -67,7 +67,7 @@ t.test('constant expressions of any size: this process keeps its memory, each ch
 
 t.test('such files in QUERIES_DIR: the service starts, and each is reported on its trigger or segment', { timeout: 300_000 }, async (t) => {
   const dataDir = t.testdir();
-  const first = await startTestApp(t, { dataDir, config: { triggerTimeoutMs: 5000 } });
+  const first = await startTestApp(t, { dataDir, config: { ...STORAGE_PROCESS, triggerTimeoutMs: 5000 } });
   await first.createOrg('noisy');
   await first.close();
   const dir = join(dataDir, 'queries', 'noisy');
@@ -77,7 +77,7 @@ t.test('such files in QUERIES_DIR: the service starts, and each is reported on i
     writeFileSync(join(dir, 'segments', `huge_${i}.sql`), `SELECT email_address AS email FROM profiles WHERE ${expression} > 0`);
   });
   const before = rssMb();
-  const h = await startTestApp(t, { dataDir, config: { triggerTimeoutMs: 5000 } });
+  const h = await startTestApp(t, { dataDir, config: { ...STORAGE_PROCESS, triggerTimeoutMs: 5000 } });
   t.ok(rssMb() - before < 300, `started without this process's memory moving (${before} → ${rssMb()} MB)`);
   let triggers = (await h.admin('GET', '/admin/v1/orgs/noisy/triggers')).json().triggers as Array<{ name: string; status: string }>;
   let segments = (await h.admin('GET', '/admin/v1/orgs/noisy/segments')).json().segments as Array<{ name: string; status: string }>;

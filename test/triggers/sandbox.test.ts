@@ -10,7 +10,7 @@ import { timestampTZValue } from '@duckdb/node-api';
 import { bindPlaceholders } from '../../src/reactions/triggers/placeholders.js';
 import { QueryFailed, runSandboxed, withSandbox } from '../../src/reactions/triggers/sandbox.js';
 import { type QueryKind, SqlRefused } from '../../src/reactions/triggers/sql-guard.js';
-import { customEvent, startTestApp, type TestApp } from '../helpers/app.js';
+import { customEvent, startTestApp, type TestApp, STORAGE_PROCESS } from '../helpers/app.js';
 
 const REFERENCE = `SELECT identity, identity_type, ts, event_type, event_id, event_raw
 FROM acme.event_triggers
@@ -20,7 +20,7 @@ const WINDOW = 'ts > {cursor_start_time} AND ts <= {cursor_end_time}';
 const SIX = 'identity, identity_type, ts, event_type, event_id, event_raw';
 
 async function setup(t: Test, config: Record<string, unknown> = {}): Promise<TestApp> {
-  const h = await startTestApp(t, { config });
+  const h = await startTestApp(t, { config: { ...STORAGE_PROCESS, ...config } });
   const acme = await h.createOrg('acme');
   const beta = await h.createOrg('beta');
   t.equal((await h.collect(customEvent(acme.production))).statusCode, 200);
