@@ -14,7 +14,7 @@ const RANKS = [
   ['events/collect', 'events/compaction'],
   ['events/profiles'],
   ['storage'],
-  ['reactions/triggers', 'reactions/channels'],
+  ['reactions/triggers', 'reactions/channels', 'reactions/consent'],
   ['reactions/flows'],
   ['backup', 'cluster', 'openapi'],
   ['routes'],

@@ -220,3 +220,28 @@ CREATE TABLE IF NOT EXISTS flow_decisions (
   reason        VARCHAR,
   decided_at    TIMESTAMPTZ NOT NULL
 );
+
+-- Subscription topics of the org (src/reactions/consent/consent-store.ts): a flow names one; a contact
+-- without a consent change for a topic has its default ('subscribed': opt-out; 'unsubscribed': opt-in).
+CREATE TABLE IF NOT EXISTS topics (
+  topic          VARCHAR PRIMARY KEY,
+  name           VARCHAR NOT NULL,
+  default_status VARCHAR NOT NULL,
+  created_at     TIMESTAMPTZ NOT NULL,
+  updated_at     TIMESTAMPTZ NOT NULL
+);
+
+-- The latest consent change of a contact per topic, and where it came from ('admin', 'link', 'event').
+CREATE TABLE IF NOT EXISTS contact_consent (
+  email      VARCHAR NOT NULL,
+  topic      VARCHAR NOT NULL,
+  status     VARCHAR NOT NULL,
+  source     VARCHAR NOT NULL,
+  changed_at TIMESTAMPTZ NOT NULL,
+  PRIMARY KEY (email, topic)
+);
+
+-- The visible_at up to which events' traits.subscriptions are applied to contact_consent (one row).
+CREATE TABLE IF NOT EXISTS consent_events_applied (
+  through    TIMESTAMPTZ NOT NULL
+);

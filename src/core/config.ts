@@ -24,6 +24,7 @@ const variableOf: Record<keyof Config, string> = {
   roles: 'ROLES',
   logLevel: 'LOG_LEVEL',
   smtpUrl: 'SMTP_URL',
+  publicUrl: 'PUBLIC_URL',
   webhookAllowPrivate: 'WEBHOOK_ALLOW_PRIVATE',
   webhookSigningKey: 'WEBHOOK_SIGNING_KEY',
   webhookTimeoutMs: 'WEBHOOK_TIMEOUT_MS',
@@ -209,6 +210,8 @@ export function readConfig(env: NodeJS.ProcessEnv): Config {
   if (natsUrl) candidate.natsUrl = natsUrl;
   const adminKey = optional(env.ADMIN_KEY);
   if (adminKey) candidate.adminKey = adminKey;
+  const publicUrl = optional(env.PUBLIC_URL);
+  if (publicUrl) candidate.publicUrl = publicUrl;
   const smtpUrl = optional(env.SMTP_URL);
   if (smtpUrl) candidate.smtpUrl = smtpUrl;
   const webhookSigningKey = optional(env.WEBHOOK_SIGNING_KEY);

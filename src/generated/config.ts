@@ -39,6 +39,10 @@ export interface Config {
    */
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /**
+   * PUBLIC_URL: where people reach the service, the base of unsubscribe links (https://audience.example.com). Unset: http://HOST:PORT, which works for no one else: set it before sending marketing.
+   */
+  publicUrl?: string;
+  /**
    * SMTP_URL. Unset: e-mail channel unavailable.
    */
   smtpUrl?: string;

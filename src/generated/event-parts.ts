@@ -80,8 +80,15 @@ export interface Traits {
   firstName?: string;
   lastName?: string;
   name?: string;
+  subscriptions?: Subscriptions;
   address?: Address;
   [k: string]: unknown;
+}
+/**
+ * Consent changes, by topic: the contact subscribed or unsubscribed at the event's time (a later change from the admin API or the unsubscribe link wins over an earlier one). Topics the org has not defined are kept for when it does.
+ */
+export interface Subscriptions {
+  [k: string]: 'subscribed' | 'unsubscribed';
 }
 export interface Address {
   city?: string;

@@ -35,6 +35,10 @@ export interface FlowDefinition {
    */
   maxEventAgeSeconds?: number;
   /**
+   * The subscription topic of the flow's messages (PUT /admin/v1/orgs/{slug}/topics/{topic}): a contact unsubscribed from it, or from all, is decided unsubscribed. Default: all. Not with transactional
+   */
+  topic?: string;
+  /**
    * Messages a contact needs whatever they subscribed to (a receipt, a password reset): the org's frequencyCaps neither cap nor count them. Default: false
    */
   transactional?: boolean;

@@ -92,6 +92,12 @@ export function createMetrics() {
       labelNames: ['outcome'] as const,
       registers: [registry],
     }),
+    consentChanges: new Counter({
+      name: 'audience_consent_changes_total',
+      help: 'Consent changes recorded (unsubscribes among them), by source (admin, link) and new status',
+      labelNames: ['source', 'status'] as const,
+      registers: [registry],
+    }),
     retentionDeletedRows: new Counter({
       name: 'audience_retention_deleted_rows_total',
       help: 'Rows deleted (flow_sends: contents cleared) by retention, by table',

@@ -20,6 +20,8 @@ import { registerContactRoute } from '../routes/admin/orgs/contacts.js';
 import { registerImportRoutes } from '../routes/admin/orgs/contacts-import.js';
 import { registerInspectRoutes } from '../routes/admin/orgs/events.js';
 import { registerFlowRoutes } from '../routes/admin/orgs/flows.js';
+import { registerTopicRoutes } from '../routes/admin/orgs/topics.js';
+import { registerUnsubscribeRoutes } from '../routes/unsubscribe.js';
 import { registerTokenRoutes } from '../routes/admin/orgs/tokens.js';
 import { registerTriggerRoutes } from '../routes/admin/orgs/triggers.js';
 import { registerContactsRoute } from '../routes/audience/contacts.js';
@@ -103,7 +105,8 @@ export const adminApi = fp(
       if (relay) admin.addHook('onRequest', relayOrgAdmin({ nc: relay, isLocal: storage.owns, orgExists }));
       registerInspectRoutes(admin, orgStorage.orgs, orgs);
       registerImportRoutes(admin, { orgs, contacts: storage.contacts, materializer: storage.materializer });
-      registerContactRoute(admin, { orgs, profiles: app.profiles });
+      registerContactRoute(admin, { orgs, profiles: app.profiles, consent: storage.consent });
+      registerTopicRoutes(admin, { orgs, consent: storage.consent, profiles: app.profiles, ctx, metrics: app.metrics });
       registerTriggerRoutes(admin, { storage: orgStorage.orgs, ctx, orgs, triggers: storage.triggers, timeoutMs: config.triggerTimeoutMs });
       registerFlowRoutes(admin, {
         storage: orgStorage.orgs,
@@ -117,8 +120,12 @@ export const adminApi = fp(
         webhookAllowPrivate: config.webhookAllowPrivate,
         smtpConfigured: config.smtpUrl !== undefined,
         signingKey: storage.signingKey,
+        consent: storage.consent,
+        links: storage.links,
       });
     });
+    // The unsubscribe links of messages: public, served where the orgs' consent is kept.
+    if (storage && orgStorage) registerUnsubscribeRoutes(app, { orgs, owns: storage.owns, consent: storage.consent, links: storage.links, ctx, metrics: app.metrics });
   },
   { name: 'audience-admin-api', dependencies: ['audience-control', 'audience-nats'] },
 );

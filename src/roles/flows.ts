@@ -71,6 +71,8 @@ export const flowsRole = fp(
       maxRows: config.triggerMaxRows,
       refreshProfiles: (keys) => storage.refresher.enqueue(keys),
       capsOf: (org) => orgs.cached(org)?.frequencyCaps ?? [],
+      consent: storage.consent,
+      links: storage.links,
     });
     app.decorate('flowsRole', { runner, dispatcher, renderer });
     // Stops polling trigger files, lets a running flow run finish, stops deliveries (retries stay pending).

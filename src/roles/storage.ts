@@ -4,6 +4,8 @@
  * compacted log segments released, and an org whose database cannot be opened tried again. Sending is the
  * flows role's (flows.ts), registered after this one.
  */
+import { ConsentStore } from '../reactions/consent/consent-store.js';
+import { UnsubscribeLinks } from '../reactions/consent/unsubscribe-link.js';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { PeriodicTask } from '../core/periodic-task.js';
@@ -36,6 +38,9 @@ export interface StorageRole {
   contacts: ContactStore;
   triggers: TriggerStore;
   flows: FlowStore;
+  consent: ConsentStore;
+  /** Unsubscribe links of messages (the key derived from the signing key; PUBLIC_URL their base). */
+  links: UnsubscribeLinks;
   signingKey: string;
   /** One retention pass over every owned org's database (hourly by itself; tests call it). */
   sweepRetention(): Promise<void>;
@@ -142,6 +147,7 @@ export const storageRole = fp(
       logger.info({ org: slug }, 'org deleted: its database, events and profiles are gone');
     };
 
+    const signingKey = resolveWebhookSigningKey(config.webhookSigningKey, config.dataDir, ctx.randomBytes);
     app.decorate('storageRole', {
       owns,
       materializer,
@@ -149,7 +155,9 @@ export const storageRole = fp(
       contacts: new ContactStore(orgData, ctx),
       triggers,
       flows,
-      signingKey: resolveWebhookSigningKey(config.webhookSigningKey, config.dataDir, ctx.randomBytes),
+      consent: new ConsentStore(orgData),
+      links: new UnsubscribeLinks(signingKey, config.publicUrl ?? `http://${config.host}:${config.port}`),
+      signingKey,
       sweepRetention,
       onOrgAvailable: (listener) => void available.push(listener),
       onOrgDropped: (listener) => void dropped.push(listener),

@@ -24,6 +24,8 @@ import { registerInspectRoutes } from './admin/orgs/events.js';
 import { registerFlowRoutes } from './admin/orgs/flows.js';
 import { registerTokenRoutes } from './admin/orgs/tokens.js';
 import { registerTriggerRoutes } from './admin/orgs/triggers.js';
+import { registerTopicRoutes } from './admin/orgs/topics.js';
+import { registerUnsubscribeRoutes } from './unsubscribe.js';
 import { registerContactsRoute } from './audience/contacts.js';
 import { registerCollectRoutes } from './http/collect.js';
 import { registerOpsRoutes } from './ops.js';
@@ -104,7 +106,9 @@ export async function buildOpenApiDocument(): Promise<Record<string, unknown>> {
       registerContactRoute(admin, none);
       registerTriggerRoutes(admin, none);
       registerFlowRoutes(admin, none);
+      registerTopicRoutes(admin, none);
     });
+    registerUnsubscribeRoutes(app, none);
     await app.ready();
     return app.swagger() as unknown as Record<string, unknown>;
   } finally {

@@ -36,6 +36,8 @@ function state(flow: Partial<FlowDefinition> = {}, extra: Partial<RunState> = {}
     keys: new Set(),
     lastEntry: new Map(),
     eventTimes: new Map(),
+    unsubscribed: new Map(),
+    unsubscribeUrl: () => null,
     sendCounts: new SendCounts({ org: [], flow: flow.frequencyCap, flowId: 'f1', transactional: false }, new Map()),
     profile: (type, value) => (type === 'user_id' && value === 'u-7' ? { email_address: 'seven@example.com', first_name: 'Seven' } : undefined),
     ...extra,

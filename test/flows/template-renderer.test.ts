@@ -8,7 +8,7 @@ import type { MessageToRender } from '../../src/reactions/flows/decide.js';
 import { DEFAULT_MESSAGE_LIMITS } from '../../src/reactions/flows/render.js';
 import { DEFAULT_RENDERER_LIMITS, RendererClosed, type RendererLimits, TemplateRenderer } from '../../src/reactions/flows/template-renderer.js';
 
-const data = { event: { properties: { city: 'Lisbon' } }, contact: { email_address: 'ada@example.com' }, flow: { id: 'f1', name: 'F' }, variant: null };
+const data = { event: { properties: { city: 'Lisbon' } }, contact: { email_address: 'ada@example.com' }, flow: { id: 'f1', name: 'F' }, variant: null, unsubscribe_url: null };
 const job = (text: string, extra: Partial<MessageToRender['data']> = {}): MessageToRender => ({
   message: { channel: 'outbox', template: { text } },
   data: { ...data, ...extra },

@@ -33,6 +33,10 @@ export class EmailChannel implements Channel {
         text: message.text,
         ...(message.html === undefined ? {} : { html: message.html }),
         messageId: `<${delivery.sendId}@audience.local>`,
+        // One-click unsubscribe (RFC 8058; RFC 2369 for the link): mailbox providers require both from bulk senders.
+        ...(message.unsubscribeUrl === undefined
+          ? {}
+          : { headers: { 'List-Unsubscribe': `<${message.unsubscribeUrl}>`, 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' } }),
       });
       return { kind: 'delivered', detail: String(info.response ?? '') };
     } catch (err) {

@@ -3,10 +3,10 @@
  * The runner has already rendered the template; channels only move bytes and classify the outcome.
  */
 
-/** A rendered message, by channel (SPEC 8). */
+/** A rendered message, by channel (SPEC 8); `unsubscribeUrl` for a flow that is not transactional. */
 export type RenderedMessage =
-  | { channel: 'webhook'; url: string; body: unknown }
-  | { channel: 'email'; subject: string; text: string; html?: string }
+  | { channel: 'webhook'; url: string; body: unknown; unsubscribeUrl?: string }
+  | { channel: 'email'; subject: string; text: string; html?: string; unsubscribeUrl?: string }
   | { channel: 'outbox'; content: Record<string, unknown> };
 
 export type ChannelName = RenderedMessage['channel'];

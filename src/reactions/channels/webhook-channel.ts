@@ -40,6 +40,7 @@ export class WebhookChannel implements Channel {
           'content-type': 'application/json',
           'user-agent': 'audience-webhooks/1',
           ...signingHeaders(this.opts.secretFor(delivery.org), delivery.sendId, timestamp, body),
+          ...(message.unsubscribeUrl === undefined ? {} : { 'list-unsubscribe': `<${message.unsubscribeUrl}>` }),
         },
         body,
         signal: AbortSignal.timeout(this.opts.timeoutMs),

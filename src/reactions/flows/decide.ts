@@ -1,6 +1,6 @@
 /**
  * What happens to each trigger row of a run (SPEC 8): identity → send key already used → history
- * (backfill, too old) → segment filter → re-entry rule → experiment variant → branch → frequency caps →
+ * (backfill, too old) → consent → segment filter → re-entry rule → experiment variant → branch → frequency caps →
  * the message to render and its data. Pure apart from the state it is given, so every rule is testable
  * without a database; the runner renders the chosen messages off the HTTP thread (template-renderer.ts)
  * and persists what it returns.
@@ -50,11 +50,12 @@ export interface Failed extends RowFacts {
 
 /**
  * The contact is not entered: the key was decided before, the event is history (sent as a backfill, or
- * older than the flow's maxEventAgeSeconds), the segment filter or the re-entry rule says no, or the
- * message would exceed a frequency cap (frequency-caps.ts).
+ * older than the flow's maxEventAgeSeconds), the contact unsubscribed from the flow's topic (or from
+ * all marketing), the segment filter or the re-entry rule says no, or the message would exceed a
+ * frequency cap (frequency-caps.ts).
  */
 export interface Skipped extends Keyed {
-  outcome: 'duplicate' | 'backfill' | 'too_old' | 'excluded_by_segment' | 'reentry_blocked' | 'frequency_capped';
+  outcome: 'duplicate' | 'backfill' | 'too_old' | 'unsubscribed' | 'excluded_by_segment' | 'reentry_blocked' | 'frequency_capped';
   variant: null;
   reason: string;
 }
@@ -85,7 +86,7 @@ export type Decision = NoIdentity | Failed | Skipped | Holdout | ToRender;
 export type RenderedDecision = NoIdentity | Failed | Skipped | Holdout | Sent;
 export type Outcome = Decision['outcome'];
 /** Every outcome, as the decisions endpoint documents them (`satisfies` and the check below: each one, once). */
-export const OUTCOMES = ['sent', 'holdout', 'no_identity', 'failed', 'duplicate', 'backfill', 'too_old', 'excluded_by_segment', 'reentry_blocked', 'frequency_capped'] as const satisfies readonly Outcome[];
+export const OUTCOMES = ['sent', 'holdout', 'no_identity', 'failed', 'duplicate', 'backfill', 'too_old', 'unsubscribed', 'excluded_by_segment', 'reentry_blocked', 'frequency_capped'] as const satisfies readonly Outcome[];
 export const ALL_OUTCOMES_LISTED: Exclude<Outcome, (typeof OUTCOMES)[number]> extends never ? true : never = true;
 
 export interface MessageToRender {
@@ -107,6 +108,10 @@ export interface RunState {
   eventTimes: ReadonlyMap<string, EventTime>;
   /** The sends the frequency caps count, per contact; grows as the run decides. */
   sendCounts: SendCounts;
+  /** Per contact, the topics of this flow (its topic and `all`) the contact is unsubscribed from. */
+  unsubscribed: ReadonlyMap<string, ReadonlyArray<{ topic: string; source: string }>>;
+  /** The contact's unsubscribe link for the flow's topic; null for a transactional flow. */
+  unsubscribeUrl(email: string): string | null;
   profile(type: IdentityType, value: string): Profile | undefined;
 }
 
@@ -139,6 +144,9 @@ export function decide(row: Record<string, unknown>, state: RunState): Decision 
     return skip('too_old', `the event happened ${Math.round((state.now - time.at) / 1000)} s before this run, over maxEventAgeSeconds ${maxAgeSeconds}`);
   }
 
+  const [unsubscribed] = state.flow.transactional ? [] : (state.unsubscribed.get(email) ?? []);
+  if (unsubscribed) return skip('unsubscribed', `the contact is unsubscribed from topic ${unsubscribed.topic} (${unsubscribed.source})`);
+
   const filter = state.flow.segmentFilter;
   if (filter && state.segment) {
     const inSegment = state.segment.has(email);
@@ -157,7 +165,7 @@ export function decide(row: Record<string, unknown>, state: RunState): Decision 
     enter();
     return { ...keyed, outcome: 'holdout', variant: variant.label, reason: null };
   }
-  const template = messageToRender(row, state.flow, email, variant, state.profile);
+  const template = messageToRender(row, state.flow, email, variant, state.profile, state.unsubscribeUrl(email));
   const capped = state.sendCounts.capped(email, template.message.channel, state.now);
   if (capped) return skip('frequency_capped', capped);
   enter();
@@ -176,6 +184,7 @@ export function messageToRender(
   email: string | null,
   variant: Pick<Variant, 'label' | 'message'> | undefined,
   profile: RunState['profile'],
+  unsubscribeUrl: string | null,
 ): MessageToRender {
   const contact = (email === null ? undefined : profile('email', email)) ?? { email_address: email };
   const data: TemplateData = {
@@ -183,6 +192,7 @@ export function messageToRender(
     contact: { ...contact },
     flow: { id: flow.id, name: flow.name },
     variant: variant ? { label: variant.label } : null,
+    unsubscribe_url: unsubscribeUrl,
   };
   return { message: messageFor(flow, variant, data), data };
 }

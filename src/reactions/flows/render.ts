@@ -17,6 +17,8 @@ export interface TemplateData {
   contact: Record<string, unknown>;
   flow: { id: string; name: string };
   variant: { label: string } | null;
+  /** The contact's unsubscribe link for this flow's topic; null for a transactional flow (SPEC 8). */
+  unsubscribe_url: string | null;
 }
 
 /** What one message may cost; every template string of the message draws on the same allowance. */
@@ -123,13 +125,23 @@ export function renderMessage(message: Message, data: TemplateData, limits: Mess
     switch (message.channel) {
       case 'webhook': {
         const body = message.template.body;
-        if (typeof body !== 'string') return { channel: 'webhook', url: message.url, body: renderValue(body, data) };
-        const text = render(body, data);
-        try {
-          return { channel: 'webhook', url: message.url, body: JSON.parse(text) as unknown };
-        } catch {
-          throw new RenderFailed(`the webhook body does not render to JSON (use the json filter for values): ${text.slice(0, 200)}`);
+        let rendered: unknown;
+        if (typeof body !== 'string') rendered = renderValue(body, data);
+        else {
+          const text = render(body, data);
+          try {
+            rendered = JSON.parse(text) as unknown;
+          } catch {
+            throw new RenderFailed(`the webhook body does not render to JSON (use the json filter for values): ${text.slice(0, 200)}`);
+          }
         }
+        const link = data.unsubscribe_url;
+        if (link === null) return { channel: 'webhook', url: message.url, body: rendered };
+        // The receiver gets the link whatever the template says: in a JSON object body (unless the template
+        // set the member itself) and in a List-Unsubscribe header (webhook-channel.ts).
+        const isObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
+        const withLink = isObject(rendered) && !Object.hasOwn(rendered, 'unsubscribe_url') ? { ...rendered, unsubscribe_url: link } : rendered;
+        return { channel: 'webhook', url: message.url, body: withLink, unsubscribeUrl: link };
       }
       case 'email': {
         const { subject, text, html } = message.template;
@@ -138,6 +150,7 @@ export function renderMessage(message: Message, data: TemplateData, limits: Mess
           subject: render(subject, data),
           text: render(text, data),
           ...(html === undefined ? {} : { html: render(html, data) }),
+          ...(data.unsubscribe_url === null ? {} : { unsubscribeUrl: data.unsubscribe_url }),
         };
       }
       case 'outbox':

@@ -229,6 +229,7 @@ export async function renderDecisions(renderer: Pick<TemplateRenderer, 'render'>
       case 'duplicate':
       case 'backfill':
       case 'too_old':
+      case 'unsubscribed':
       case 'excluded_by_segment':
       case 'reentry_blocked':
       case 'frequency_capped':

@@ -1,6 +1,6 @@
 /**
  * A flow definition is checked twice: its shape against schemas/flow.schema.json, then what the
- * schema cannot say: the trigger and segment exist with a valid version, production only, webhook
+ * schema cannot say: the trigger, segment and topic exist (the first two with a valid version), production only, webhook
  * targets allowed, a mail server for e-mail, well-formed branch conditions. All problems come back
  * together as 422 invalid_flow.
  */
@@ -15,6 +15,8 @@ const validateShape = validatorFor<FlowDefinition>('flow.schema.json');
 export interface FlowChecks {
   org: string;
   triggers: TriggerStore;
+  /** The org's subscription topics (`all` among them). */
+  topics: ReadonlySet<string>;
   webhookAllowPrivate: boolean;
   smtpConfigured: boolean;
 }
@@ -36,6 +38,11 @@ export function checkFlow(body: unknown, checks: FlowChecks): FlowDefinition {
   const segment = flow.segmentFilter?.segment;
   if (segment !== undefined && !checks.triggers.live(checks.org, 'segment', segment)) {
     errors.push({ path: '/segmentFilter/segment', message: `segment ${segment} does not exist or has no valid version (queries/${checks.org}/segments/${segment}.sql)` });
+  }
+  if (flow.topic !== undefined && flow.transactional) {
+    errors.push({ path: '/topic', message: 'a transactional flow has no topic: it is sent whatever the contact subscribed to (drop topic, or transactional)' });
+  } else if (flow.topic !== undefined && !checks.topics.has(flow.topic)) {
+    errors.push({ path: '/topic', message: `topic ${flow.topic} does not exist: create it first (PUT /admin/v1/orgs/${checks.org}/topics/${flow.topic})` });
   }
   const labels = flow.experiment?.variants.map((v) => v.label) ?? [];
   if (new Set(labels).size !== labels.length) errors.push({ path: '/experiment/variants', message: 'variant labels must be unique' });

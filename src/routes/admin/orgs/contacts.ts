@@ -8,7 +8,8 @@ import { parseIdentity } from '../../../events/profiles/parse-identity.js';
 import { AppError } from '../../../core/errors.js';
 import type { OrgStore } from '../../../control/org-store.js';
 import type { ProfileIndex } from '../../../events/profiles/profile-index.js';
-import { object, operationSchema } from '../../../openapi/route-schema.js';
+import { nullable, object, operationSchema } from '../../../openapi/route-schema.js';
+import type { ConsentStore } from '../../../reactions/consent/consent-store.js';
 import { IDENTITY_QUERY, ORG_DATA, slugOnly } from '../schema-parts.js';
 
 const schema = operationSchema({
@@ -21,18 +22,32 @@ const schema = operationSchema({
   ok: {
     status: 200,
     description: "The contact's profile as this process holds it, and the org's content fields in their order",
-    schema: object({ contact: { type: 'object', additionalProperties: true }, contentFields: { type: 'array', items: { type: 'string' } } }),
+    schema: object({
+      contact: { type: 'object', additionalProperties: true },
+      contentFields: { type: 'array', items: { type: 'string' } },
+      subscriptions: {
+        type: 'array',
+        description: "The contact's consent to each topic of the org: a change (admin, link, event) or the topic's default",
+        items: object({
+          topic: { type: 'string' },
+          status: { type: 'string', enum: ['subscribed', 'unsubscribed'] },
+          source: { type: 'string', enum: ['admin', 'link', 'event', 'default'] },
+          changedAt: nullable('string', { format: 'date-time' }),
+        }),
+      },
+    }),
   },
   errors: [...ORG_DATA, 'invalid_identity', 'contact_not_found'],
 });
 
-export function registerContactRoute(app: FastifyInstance, deps: { orgs: OrgStore; profiles: ProfileIndex }): void {
+export function registerContactRoute(app: FastifyInstance, deps: { orgs: OrgStore; profiles: ProfileIndex; consent: Pick<ConsentStore, 'ofContact'> }): void {
   app.get<{ Params: { slug: string }; Querystring: { identity: string } }>('/admin/v1/orgs/:slug/contacts', { schema }, async (request) => {
     const org = await deps.orgs.get(request.params.slug);
     const identity = parseIdentity(request.query.identity);
     if (!identity) throw new AppError('invalid_identity', 'identity must be email:<address>, email-hash:<sha256 hex> or user_id:<id>');
     const contact = deps.profiles.find(org.slug, identity.type, identity.value);
     if (!contact) throw new AppError('contact_not_found', 'no contact with this identity in this org');
-    return { contact, contentFields: org.contentFields };
+    const subscriptions = await deps.consent.ofContact(org.slug, String(contact.email_address));
+    return { contact, contentFields: org.contentFields, subscriptions };
   });
 }

@@ -2,6 +2,8 @@
  * Admin API for flows (SPEC 8): create, list, get, replace, start, pause, run now, the sends, and per
  * contact the decision taken on each trigger row. Registered inside the admin scope.
  */
+import type { ConsentStore } from '../../../reactions/consent/consent-store.js';
+import type { UnsubscribeLinks } from '../../../reactions/consent/unsubscribe-link.js';
 import type { FastifyInstance } from 'fastify';
 import { PAGE_LIMITS, pageOf, pageQuerySchema, pageRequest, withoutKey } from '../../../db/paging.js';
 import { parseIdentity } from '../../../events/profiles/parse-identity.js';
@@ -76,6 +78,8 @@ export function registerFlowRoutes(
     webhookAllowPrivate: boolean;
     smtpConfigured: boolean;
     signingKey: string;
+    consent: Pick<ConsentStore, 'topics'>;
+    links: Pick<UnsubscribeLinks, 'url'>;
   },
 ): void {
   const { storage, orgs, flows } = deps;
@@ -85,7 +89,8 @@ export function registerFlowRoutes(
     const named = body as { trigger?: unknown; segmentFilter?: { segment?: unknown } } | null;
     if (typeof named?.trigger === 'string') await deps.triggers.refresh(org, 'trigger', named.trigger);
     if (typeof named?.segmentFilter?.segment === 'string') await deps.triggers.refresh(org, 'segment', named.segmentFilter.segment);
-    return checkFlow(body, { org, triggers: deps.triggers, webhookAllowPrivate: deps.webhookAllowPrivate, smtpConfigured: deps.smtpConfigured });
+    const topics = new Set((await deps.consent.topics(org)).map((t) => t.topic));
+    return checkFlow(body, { org, triggers: deps.triggers, topics, webhookAllowPrivate: deps.webhookAllowPrivate, smtpConfigured: deps.smtpConfigured });
   };
 
   app.post<{ Params: { slug: string } }>('/admin/v1/orgs/:slug/flows', { schema: flowSchemas.create, validatorCompiler: definitionValidation }, async (request, reply) => {
@@ -191,7 +196,7 @@ export function registerFlowRoutes(
         ...(branches === undefined ? {} : { branches }),
         ...(experiment === undefined ? {} : { experiment }),
       });
-      return previewMessage({ storage, triggers: deps.triggers, profiles: deps.profiles, renderer: deps.renderer, timeoutMs: deps.timeoutMs }, org.slug, definition, variant);
+      return previewMessage({ storage, triggers: deps.triggers, profiles: deps.profiles, renderer: deps.renderer, timeoutMs: deps.timeoutMs, links: deps.links }, org.slug, definition, variant);
     },
   );
 

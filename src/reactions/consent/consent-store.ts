@@ -1,0 +1,143 @@
+/**
+ * Subscription topics and each contact's consent per topic (SPEC 8, safe sending): every read and write
+ * of `topics`, `contact_consent` and `consent_events_applied` goes through here.
+ *
+ * Consent changes come from three places, and the latest change (by when it happened) wins whatever its
+ * source: the admin API (`PUT …/contacts/consent`), the unsubscribe link, and events whose traits carry
+ * `subscriptions: { "<topic>": "subscribed" | "unsubscribed" }` (their event time; applied here, from
+ * the events made visible since the last application, before consent is read, so a run never decides on
+ * a stale state). A contact with no change for a topic has the topic's default.
+ *
+ * `all` is a topic every org has (default subscribed): a flow without a topic checks it, every
+ * non-transactional flow honours an unsubscribe from it.
+ */
+import { listValue } from '@duckdb/node-api';
+import { tsParam } from '../../db/database.js';
+import type { Database } from '../../db/sql.js';
+import type { OrgStorage } from '../../db/org-storage.js';
+
+export type ConsentStatus = 'subscribed' | 'unsubscribed';
+export type ConsentSource = 'admin' | 'link' | 'event';
+
+export interface Topic {
+  topic: string;
+  name: string;
+  default: ConsentStatus;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface ContactConsent {
+  topic: string;
+  status: ConsentStatus;
+  /** Where the status comes from: a change (admin, link, event) or the topic's default. */
+  source: ConsentSource | 'default';
+  changedAt: string | null;
+}
+
+/** The topic every org has: a flow without a topic checks it; unsubscribing from it stops all marketing. */
+export const ALL_TOPIC = 'all';
+const ALL: Omit<Topic, 'createdAt' | 'updatedAt'> = { topic: ALL_TOPIC, name: 'All marketing', default: 'subscribed' };
+export const TOPIC_PATTERN = '^[a-z][a-z0-9_]{0,63}$';
+
+/** Applies consent from the events made visible since the last application (see above), then moves the position. */
+const APPLY_EVENTS = [
+  `INSERT INTO contact_consent BY NAME
+   SELECT email, topic, status, 'event' AS source, event_time AS changed_at FROM (
+     SELECT email, event_time, topic, subs->>topic AS status FROM (
+       SELECT email, event_time, raw->'$.traits.subscriptions' AS subs, unnest(json_keys(raw->'$.traits.subscriptions')) AS topic
+         FROM events
+        WHERE visible_at > coalesce((SELECT max(through) FROM consent_events_applied), '-infinity'::TIMESTAMPTZ)
+          AND email IS NOT NULL AND json_type(raw->'$.traits.subscriptions') = 'OBJECT'))
+    WHERE status IN ('subscribed', 'unsubscribed') AND regexp_full_match(topic, '${TOPIC_PATTERN.slice(1, -1)}')
+   QUALIFY row_number() OVER (PARTITION BY email, topic ORDER BY event_time DESC) = 1
+   ON CONFLICT (email, topic) DO UPDATE SET status = excluded.status, source = excluded.source, changed_at = excluded.changed_at
+    WHERE excluded.changed_at > contact_consent.changed_at`,
+  'DELETE FROM consent_events_applied',
+  'INSERT INTO consent_events_applied SELECT max(visible_at) FROM events HAVING max(visible_at) IS NOT NULL',
+];
+
+export class ConsentStore {
+  constructor(private readonly orgs: OrgStorage) {}
+
+  async topics(org: string): Promise<Topic[]> {
+    const rows = await this.orgs.org(org).all<{ topic: string; name: string; default_status: ConsentStatus; created_at: Date; updated_at: Date }>(
+      'SELECT topic, name, default_status, created_at, updated_at FROM topics ORDER BY topic',
+    );
+    const stored = rows.map((r) => ({ topic: r.topic, name: r.name, default: r.default_status, createdAt: r.created_at.toISOString(), updatedAt: r.updated_at.toISOString() }));
+    return stored.some((t) => t.topic === ALL_TOPIC) ? stored : [{ ...ALL, createdAt: new Date(0).toISOString(), updatedAt: new Date(0).toISOString() }, ...stored];
+  }
+
+  async topic(org: string, topic: string): Promise<Topic | undefined> {
+    return (await this.topics(org)).find((t) => t.topic === topic);
+  }
+
+  /** Creates or changes a topic; `created` when it is new. */
+  async putTopic(org: string, topic: string, value: { name: string; default: ConsentStatus }, now: number): Promise<{ topic: Topic; created: boolean }> {
+    const existed = (await this.orgs.org(org).all('SELECT 1 FROM topics WHERE topic = $1', [topic])).length > 0;
+    await this.orgs.org(org).run(
+      `INSERT INTO topics VALUES ($1, $2, $3, $4, $4)
+       ON CONFLICT (topic) DO UPDATE SET name = excluded.name, default_status = excluded.default_status, updated_at = excluded.updated_at`,
+      [topic, value.name, value.default, tsParam(now)],
+    );
+    return { topic: (await this.topic(org, topic))!, created: !existed };
+  }
+
+  /** Records a change of one contact's consent to one topic, unless a later change is recorded already. */
+  async setConsent(org: string, change: { email: string; topic: string; status: ConsentStatus; source: ConsentSource; at: number }): Promise<void> {
+    await this.orgs.org(org).run(
+      `INSERT INTO contact_consent VALUES ($1, $2, $3, $4, $5)
+       ON CONFLICT (email, topic) DO UPDATE SET status = excluded.status, source = excluded.source, changed_at = excluded.changed_at
+        WHERE excluded.changed_at >= contact_consent.changed_at`,
+      [change.email, change.topic, change.status, change.source, tsParam(change.at)],
+    );
+  }
+
+  /** Per contact, the topics among `topics` that the contact is unsubscribed from (defaults included). */
+  async unsubscribed(org: string, emails: readonly string[], topics: readonly string[]): Promise<Map<string, Array<{ topic: string; source: ConsentSource | 'default' }>>> {
+    const result = new Map<string, Array<{ topic: string; source: ConsentSource | 'default' }>>();
+    if (emails.length === 0 || topics.length === 0) return result;
+    const db = this.orgs.org(org);
+    await applyEvents(db);
+    const defaults = new Map((await this.topics(org)).map((t) => [t.topic, t.default]));
+    const rows = await db.all<{ email: string; topic: string; status: ConsentStatus; source: ConsentSource }>(
+      'SELECT email, topic, status, source FROM contact_consent WHERE email IN (SELECT unnest($1::VARCHAR[])) AND topic IN (SELECT unnest($2::VARCHAR[]))',
+      [listValue([...emails]), listValue([...topics])],
+    );
+    const changed = new Map(rows.map((r) => [`${r.email}\u0000${r.topic}`, r]));
+    for (const email of emails) {
+      for (const topic of topics) {
+        const change = changed.get(`${email}\u0000${topic}`);
+        const status = change?.status ?? defaults.get(topic) ?? 'subscribed';
+        if (status !== 'unsubscribed') continue;
+        const list = result.get(email) ?? [];
+        list.push({ topic, source: change?.source ?? 'default' });
+        result.set(email, list);
+      }
+    }
+    return result;
+  }
+
+  /** One contact's consent to every topic of the org, for the profile pages. */
+  async ofContact(org: string, email: string): Promise<ContactConsent[]> {
+    const db = this.orgs.org(org);
+    await applyEvents(db);
+    const rows = await db.all<{ topic: string; status: ConsentStatus; source: ConsentSource; changed_at: Date }>(
+      'SELECT topic, status, source, changed_at FROM contact_consent WHERE email = $1',
+      [email],
+    );
+    const changes = new Map(rows.map((r) => [r.topic, r]));
+    return (await this.topics(org)).map((t) => {
+      const change = changes.get(t.topic);
+      return change
+        ? { topic: t.topic, status: change.status, source: change.source, changedAt: change.changed_at.toISOString() }
+        : { topic: t.topic, status: t.default, source: 'default', changedAt: null };
+    });
+  }
+}
+
+async function applyEvents(db: Database): Promise<void> {
+  await db.transaction(async (c) => {
+    for (const sql of APPLY_EVENTS) await c.run(sql);
+  });
+}

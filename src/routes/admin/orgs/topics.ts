@@ -1,0 +1,94 @@
+/**
+ * Subscription topics and consent (SPEC 8, safe sending): PUT/GET /admin/v1/orgs/:slug/topics[/:topic],
+ * and PUT /admin/v1/orgs/:slug/contacts/consent, one contact's consent to one topic.
+ */
+import type { FastifyInstance } from 'fastify';
+import type { OrgStore } from '../../../control/org-store.js';
+import { AppError } from '../../../core/errors.js';
+import type { Context } from '../../../core/context.js';
+import type { Metrics } from '../../../ops/metrics.js';
+import { parseIdentity } from '../../../events/profiles/parse-identity.js';
+import type { ProfileIndex } from '../../../events/profiles/profile-index.js';
+import { type ConsentStatus, type ConsentStore, TOPIC_PATTERN } from '../../../reactions/consent/consent-store.js';
+import { dateTime, nullable, object, operationSchema } from '../../../openapi/route-schema.js';
+import { IDENTITY_QUERY, ORG_DATA, slugOnly, slugParam } from '../schema-parts.js';
+
+const tag = 'Admin: org data' as const;
+const auth = 'adminKey' as const;
+const topicName = { type: 'string', pattern: TOPIC_PATTERN, description: 'The topic: lowercase letters, digits and _, starting with a letter (`all`: every org has it)' };
+const status = { type: 'string', enum: ['subscribed', 'unsubscribed'] };
+const topic = object({
+  topic: topicName,
+  name: { type: 'string' },
+  default: { ...status, description: 'The status of a contact who never changed it: subscribed (opt-out topic) or unsubscribed (opt-in topic)' },
+  createdAt: dateTime,
+  updatedAt: dateTime,
+});
+const topicParams = { type: 'object', properties: { slug: slugParam, topic: topicName }, required: ['slug', 'topic'] };
+
+const schemas = {
+  put: operationSchema({
+    tag, auth, operationId: 'putTopic', summary: 'Create or change a subscription topic',
+    description: 'A flow names its topic; a contact unsubscribed from it (or from `all`) is never sent that flow\'s messages.',
+    params: topicParams,
+    body: {
+      type: 'object', additionalProperties: false, required: ['name', 'default'],
+      properties: { name: { type: 'string', minLength: 1, maxLength: 200, description: 'Shown on the unsubscribe page' }, default: status },
+    },
+    ok: { status: 200, description: 'The topic, and whether this call created it', schema: object({ topic, created: { type: 'boolean' } }) },
+    errors: ORG_DATA,
+  }),
+  list: operationSchema({
+    tag, auth, operationId: 'listTopics', summary: "The org's subscription topics", params: slugOnly,
+    ok: { status: 200, description: 'Every topic, `all` included', schema: object({ topics: { type: 'array', items: topic } }) },
+    errors: ORG_DATA,
+  }),
+  consent: operationSchema({
+    tag, auth, operationId: 'putContactConsent', summary: "Set one contact's consent to one topic",
+    description: 'Recorded as of now; a later change from an event or the unsubscribe link replaces it, an earlier one does not.',
+    params: slugOnly,
+    body: {
+      type: 'object', additionalProperties: false, required: ['identity', 'topic', 'status'],
+      properties: { identity: { ...IDENTITY_QUERY, maxLength: 512 }, topic: topicName, status },
+    },
+    ok: {
+      status: 200,
+      description: "The contact's consent to the topic now",
+      schema: object({ email: { type: 'string' }, topic: topicName, status, source: { type: 'string' }, changedAt: nullable('string', { format: 'date-time' }) }),
+    },
+    errors: [...ORG_DATA, 'invalid_identity', 'contact_not_found', 'topic_not_found'],
+  }),
+};
+
+export function registerTopicRoutes(app: FastifyInstance, deps: { orgs: OrgStore; consent: ConsentStore; profiles: ProfileIndex; ctx: Context; metrics: Metrics }): void {
+  const { orgs, consent } = deps;
+
+  app.put<{ Params: { slug: string; topic: string }; Body: { name: string; default: ConsentStatus } }>('/admin/v1/orgs/:slug/topics/:topic', { schema: schemas.put }, async (request) => {
+    const org = await orgs.get(request.params.slug);
+    return consent.putTopic(org.slug, request.params.topic, request.body, deps.ctx.clock.now());
+  });
+
+  app.get<{ Params: { slug: string } }>('/admin/v1/orgs/:slug/topics', { schema: schemas.list }, async (request) => {
+    const org = await orgs.get(request.params.slug);
+    return { topics: await consent.topics(org.slug) };
+  });
+
+  app.put<{ Params: { slug: string }; Body: { identity: string; topic: string; status: ConsentStatus } }>(
+    '/admin/v1/orgs/:slug/contacts/consent',
+    { schema: schemas.consent },
+    async (request) => {
+      const org = await orgs.get(request.params.slug);
+      const { topic, status } = request.body;
+      const identity = parseIdentity(request.body.identity);
+      if (!identity) throw new AppError('invalid_identity', 'identity must be email:<address>, email-hash:<sha256 hex> or user_id:<id>');
+      // An e-mail needs no profile (consent may be recorded before the contact's first event); the other kinds name a known contact.
+      const email = identity.type === 'email' ? identity.value : (deps.profiles.find(org.slug, identity.type, identity.value)?.email_address as string | undefined);
+      if (!email) throw new AppError('contact_not_found', `no contact with ${identity.type} ${identity.value} in this org: use email:<address>`);
+      if (!(await consent.topic(org.slug, topic))) throw new AppError('topic_not_found', `org ${org.slug} has no topic ${topic}: create it with PUT /admin/v1/orgs/${org.slug}/topics/${topic}`);
+      await consent.setConsent(org.slug, { email, topic, status, source: 'admin', at: deps.ctx.clock.now() });
+      deps.metrics.consentChanges.inc({ source: 'admin', status });
+      const now = (await consent.ofContact(org.slug, email)).find((c) => c.topic === topic)!;
+      return { email, ...now };
+    },
+  );
+}
