@@ -22,6 +22,8 @@ const USAGE = `usage: audience <command> [options]
   org get <slug>
   org update <slug> [--name …] [--audience-api | --no-audience-api] [--rate-limit N] [--currency S]
              [--content-fields a,b] [--not-found-status 404|400] [--retention eventsDays=90 | --retention '']
+             [--frequency-caps 3/86400@email,10/604800 | --frequency-caps '']
+                                     caps per contact: maxSends/withinSeconds, @channel for one channel
   org delete <slug> --yes            the org and all its data, for good (the slug is never reused)
   org rotate <slug> <staging|production>
   events types <slug> [--env production] [--limit 100] [--cursor …]
@@ -32,6 +34,9 @@ const USAGE = `usage: audience <command> [options]
                                      lists come a page at a time: when there is more, the answer's
                                      nextCursor is set and stderr shows the command for the next page
   contacts import <slug> <file.csv|file.ndjson>
+  topic list <slug>
+  topic put <slug> <topic> --name 'Newsletter' --default subscribed|unsubscribed
+  consent set <slug> --identity email:ada@example.com --topic news --status subscribed|unsubscribed
   token create <slug> --created-by ops@acme.com [--label x] [--expires-at 2026-12-31T00:00:00Z]
   token list <slug>
   token revoke <slug> (--id tok_… | --last3 x9Q | --created-by ops@acme.com)
@@ -74,6 +79,9 @@ function parseCommandLine() {
         'content-fields': { type: 'string' },
         'not-found-status': { type: 'string' },
         retention: { type: 'string' },
+        'frequency-caps': { type: 'string' },
+        default: { type: 'string' },
+        topic: { type: 'string' },
         env: { type: 'string' },
         'event-type': { type: 'string' },
         limit: { type: 'string' },
@@ -133,7 +141,20 @@ function orgSettings(): Record<string, unknown> {
   if (opts['content-fields'] !== undefined) body.contentFields = opts['content-fields'].split(',').map((f) => f.trim());
   if (opts['not-found-status'] !== undefined) body.notFoundStatus = Number(opts['not-found-status']);
   if (opts.retention !== undefined) body.retention = retention(opts.retention);
+  if (opts['frequency-caps'] !== undefined) body.frequencyCaps = frequencyCaps(opts['frequency-caps']);
   return body;
+}
+
+/** `3/86400@email,10/604800` as the org's frequencyCaps ('' for none); the service checks the values. */
+function frequencyCaps(text: string): Array<Record<string, number | string>> {
+  return text
+    .split(',')
+    .filter((cap) => cap.trim() !== '')
+    .map((cap) => {
+      const match = /^\s*(\d+)\/(\d+)(?:@([a-z]+))?\s*$/.exec(cap);
+      if (!match) usageError(`--frequency-caps takes maxSends/withinSeconds[@channel] items, e.g. 3/86400@email,10/604800`);
+      return { maxSends: Number(match[1]), withinSeconds: Number(match[2]), ...(match[3] ? { channel: match[3] } : {}) };
+    });
 }
 
 /** `eventsDays=90,quarantineDays=7` as an object ('' for none); the service checks names and values. */
@@ -302,6 +323,21 @@ const commands: Record<string, Command> = {
         ...(opts.label !== undefined ? { label: opts.label } : {}),
         ...(opts['expires-at'] !== undefined ? { expiresAt: opts['expires-at'] } : {}),
       });
+    },
+  },
+  'topic list': { args: ['<slug>'], run: ([slug]) => call('GET', `/admin/v1/orgs/${seg(slug!)}/topics`) },
+  'topic put': {
+    args: ['<slug>', '<topic>'],
+    async run([slug, topic]) {
+      if (opts.name === undefined || opts.default === undefined) usageError('topic put needs --name and --default subscribed|unsubscribed');
+      await call('PUT', `/admin/v1/orgs/${seg(slug!)}/topics/${seg(topic!)}`, { name: opts.name, default: opts.default });
+    },
+  },
+  'consent set': {
+    args: ['<slug>'],
+    async run([slug]) {
+      if (opts.identity === undefined || opts.topic === undefined || opts.status === undefined) usageError('consent set needs --identity, --topic and --status');
+      await call('PUT', `/admin/v1/orgs/${seg(slug!)}/contacts/consent`, { identity: opts.identity, topic: opts.topic, status: opts.status });
     },
   },
   backup: { args: ['<dir>'], run: ([dir]) => backup(dir!) },

@@ -128,6 +128,30 @@ t.test('lists a page at a time: --limit and --cursor; the command for the next p
   t.equal((JSON.parse(decisions.stderr) as { code: string }).code, 'flow_not_found', 'flow decisions reaches the route');
 });
 
+t.test('safe sending from the terminal: frequency caps, topics, consent', async (t) => {
+  const h = await startTestApp(t);
+  const url = await h.app.listen({ port: 0, host: '127.0.0.1' });
+  await h.createOrg('acme');
+  const caps = await cli(url, ['org', 'update', 'acme', '--frequency-caps', '3/86400@email, 10/604800']);
+  t.equal(caps.code, 0, caps.stderr);
+  t.same(JSON.parse(caps.stdout).org.frequencyCaps, [{ maxSends: 3, withinSeconds: 86400, channel: 'email' }, { maxSends: 10, withinSeconds: 604800 }]);
+  t.equal((await cli(url, ['org', 'update', 'acme', '--frequency-caps', '3 per day'])).code, 2, 'a cap the CLI cannot read');
+  t.equal((JSON.parse((await cli(url, ['org', 'update', 'acme', '--frequency-caps', '0/86400'])).stderr) as { code: string }).code, 'invalid_request', 'the service checks the values');
+  t.same(JSON.parse((await cli(url, ['org', 'update', 'acme', '--frequency-caps', ''])).stdout).org.frequencyCaps, [], "'' removes the caps");
+
+  const topic = await cli(url, ['topic', 'put', 'acme', 'news', '--name', 'Newsletter', '--default', 'unsubscribed']);
+  t.equal(topic.code, 0, topic.stderr);
+  t.match(JSON.parse(topic.stdout), { topic: { topic: 'news', name: 'Newsletter', default: 'unsubscribed' }, created: true });
+  t.same(JSON.parse((await cli(url, ['topic', 'list', 'acme'])).stdout).topics.map((x: { topic: string }) => x.topic), ['all', 'news']);
+  t.equal((await cli(url, ['topic', 'put', 'acme', 'news'])).code, 2, 'topic put needs --name and --default');
+
+  const consent = await cli(url, ['consent', 'set', 'acme', '--identity', 'email:ada@example.com', '--topic', 'news', '--status', 'subscribed']);
+  t.equal(consent.code, 0, consent.stderr);
+  t.match(JSON.parse(consent.stdout), { email: 'ada@example.com', topic: 'news', status: 'subscribed', source: 'admin' });
+  const unknown = await cli(url, ['consent', 'set', 'acme', '--identity', 'email:ada@example.com', '--topic', 'nope', '--status', 'subscribed']);
+  t.equal((JSON.parse(unknown.stderr) as { code: string }).code, 'topic_not_found');
+});
+
 t.test('a command line the CLI does not understand: one line, exit 2, nothing sent', async (t) => {
   // Nothing listens here: any request would fail differently (exit 1, "cannot reach").
   const url = 'http://127.0.0.1:9';

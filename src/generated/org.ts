@@ -46,6 +46,20 @@ export type ContentFields = string[];
  */
 export type NotFoundStatus = 404 | 400;
 /**
+ * At most this many sends to one contact
+ *
+ * This interface was referenced by `Org`'s JSON-Schema
+ * via the `definition` "capMaxSends".
+ */
+export type CapMaxSends = number;
+/**
+ * in any window of this many seconds (a rolling window ending at the decision)
+ *
+ * This interface was referenced by `Org`'s JSON-Schema
+ * via the `definition` "capWithinSeconds".
+ */
+export type CapWithinSeconds = number;
+/**
  * Org-wide caps per contact, counted over the sends of every non-transactional flow of the org (pending or delivered); an entry over any cap is decided frequency_capped. PATCH replaces the whole list ([] removes every cap).
  *
  * @maxItems 20
@@ -58,14 +72,8 @@ export type FrequencyCaps = {
    * Only sends on this channel count, and only they are capped. Absent: every channel
    */
   channel?: 'email' | 'webhook' | 'outbox';
-  /**
-   * At most this many sends to one contact
-   */
-  maxSends: number;
-  /**
-   * in any window of this many seconds (a rolling window ending at the decision)
-   */
-  withinSeconds: number;
+  maxSends: CapMaxSends;
+  withinSeconds: CapWithinSeconds;
 }[];
 /**
  * This interface was referenced by `Org`'s JSON-Schema
@@ -151,12 +159,6 @@ export interface OrgPatch {
  * via the `definition` "FrequencyCap".
  */
 export interface FrequencyCap {
-  /**
-   * At most this many sends to one contact
-   */
-  maxSends: number;
-  /**
-   * in any window of this many seconds (a rolling window ending at the decision)
-   */
-  withinSeconds: number;
+  maxSends: CapMaxSends;
+  withinSeconds: CapWithinSeconds;
 }

@@ -60,7 +60,9 @@ t.test('webhook flow: signed JSON body rendered from the event, webhook-id is th
   await runFlow(h, 'hook');
   t.equal(receiver.received.length, 1);
   const got = receiver.received[0]!;
-  t.same(JSON.parse(got.body), { city: 'Lisbon', to: 'ada@example.com', raw: 'evt-1' });
+  const { unsubscribe_url: link, ...body } = JSON.parse(got.body);
+  t.same(body, { city: 'Lisbon', to: 'ada@example.com', raw: 'evt-1' });
+  t.match(link, /^http:\/\/127\.0\.0\.1:0\/unsubscribe\/[A-Za-z0-9_-]+$/, 'a marketing webhook carries its unsubscribe link (issue 24)');
   const secret = (await h.admin('GET', '/admin/v1/orgs/acme/webhook-secret')).json().secret;
   t.doesNotThrow(() => new Webhook(secret).verify(got.body, got.headers as Record<string, string>), 'signature verifies with the org secret');
   const [send] = (await h.admin('GET', '/admin/v1/orgs/acme/flows/hook/sends')).json().sends;

@@ -704,7 +704,7 @@ export interface paths {
         put?: never;
         /**
          * Run a flow now, once
-         * @description Runs its window now instead of waiting for its schedule: a live flow only (`skipped` says why not).
+         * @description Runs its window now instead of waiting for its schedule: a live flow only (`skipped` says why not). It sends for real: there is no dry run here, and a body with any member is refused (400, the member named). To see what a flow would send, preview its trigger and its message.
          */
         post: operations["runFlow"];
         delete?: never;
@@ -793,6 +793,90 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/v1/orgs/{slug}/topics/{topic}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Create or change a subscription topic
+         * @description A flow names its topic; a contact unsubscribed from it (or from `all`) is never sent that flow's messages.
+         */
+        put: operations["putTopic"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/orgs/{slug}/topics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The org's subscription topics
+         * @description The org's subscription topics
+         */
+        get: operations["listTopics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/orgs/{slug}/contacts/consent": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Set one contact's consent to one topic
+         * @description Recorded as of now; a later change from an event or the unsubscribe link replaces it, an earlier one does not.
+         */
+        put: operations["putContactConsent"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/unsubscribe/{token}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The unsubscribe page of a message link
+         * @description Shows the topic and a button; changes nothing by itself (mail scanners fetch links).
+         */
+        get: operations["unsubscribePage"];
+        put?: never;
+        /**
+         * One-click unsubscribe (RFC 8058)
+         * @description The body `List-Unsubscribe=One-Click`, form-encoded or multipart, as mail clients send it. Unsubscribes the contact of the link from its topic at once.
+         */
+        post: operations["unsubscribeOneClick"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -806,7 +890,7 @@ export interface components {
             /** @description What went wrong and how to fix it */
             detail?: string;
             /** @enum {string} */
-            code: "invalid_json" | "invalid_request" | "invalid_cursor" | "json_too_deep" | "invalid_credentials" | "invalid_admin_key" | "not_found" | "org_not_found" | "org_exists" | "schema_violation" | "payload_too_large" | "unsupported_media_type" | "internal_error" | "log_unavailable" | "not_ready" | "unhealthy" | "log_outcome_unknown" | "control_unavailable" | "invalid_token" | "audience_api_not_enabled" | "rate_limited" | "token_pool_full" | "token_ambiguous" | "token_not_found" | "invalid_identity" | "invalid_fields" | "contact_not_found" | "not_acceptable" | "invalid_trigger" | "trigger_not_found" | "trigger_query_failed" | "query_file_refused" | "invalid_flow" | "flow_not_found" | "flow_exists" | "shard_unavailable" | "shard_answer_too_large" | "compaction_behind" | "backup_in_progress" | "no_org_databases" | "sandbox_busy" | "sandbox_paused" | "storage_unavailable" | "org_unavailable" | "method_not_allowed" | "request_timeout" | "uri_too_long" | "headers_too_large" | "backup_file_refused";
+            code: "invalid_json" | "invalid_request" | "invalid_cursor" | "json_too_deep" | "invalid_credentials" | "invalid_admin_key" | "not_found" | "org_not_found" | "org_exists" | "schema_violation" | "payload_too_large" | "unsupported_media_type" | "internal_error" | "log_unavailable" | "not_ready" | "unhealthy" | "log_outcome_unknown" | "control_unavailable" | "invalid_token" | "audience_api_not_enabled" | "rate_limited" | "token_pool_full" | "token_ambiguous" | "token_not_found" | "invalid_identity" | "invalid_fields" | "contact_not_found" | "not_acceptable" | "invalid_trigger" | "trigger_not_found" | "trigger_query_failed" | "query_file_refused" | "invalid_flow" | "flow_not_found" | "flow_exists" | "topic_not_found" | "unsubscribe_link_invalid" | "shard_unavailable" | "shard_answer_too_large" | "compaction_behind" | "backup_in_progress" | "no_org_databases" | "sandbox_busy" | "sandbox_paused" | "storage_unavailable" | "org_unavailable" | "method_not_allowed" | "request_timeout" | "uri_too_long" | "headers_too_large" | "backup_file_refused";
             /** @description The Request-Id of the response */
             requestId?: string;
             errors?: {
@@ -841,6 +925,8 @@ export interface components {
         "event-parts.context": {
             /** @description When true, a rejected event's 412 answer lists the schema errors. Default: false */
             debug?: boolean;
+            /** @description True for history (an import, a replay): stored and counted in profiles, but never enters a flow (decision backfill). Default: false */
+            backfill?: boolean;
             userAgent?: string;
             /** ContextPage */
             page?: {
@@ -868,6 +954,13 @@ export interface components {
             firstName?: string;
             lastName?: string;
             name?: string;
+            /**
+             * Subscriptions
+             * @description Consent changes, by topic: the contact subscribed or unsubscribed at the event's time (a later change from the admin API or the unsubscribe link wins over an earlier one). Topics the org has not defined are kept for when it does.
+             */
+            subscriptions?: {
+                [key: string]: "subscribed" | "unsubscribed";
+            };
             /** Address */
             address?: {
                 city?: string;
@@ -1178,6 +1271,13 @@ export interface components {
              * @enum {unknown}
              */
             environment?: "production" | "staging";
+            /** @description An entry whose event happened longer ago than this when the flow runs is decided too_old and never sent (replays, imports, late events). Default: 86400 */
+            maxEventAgeSeconds?: number;
+            /** @description The subscription topic of the flow's messages (PUT /admin/v1/orgs/{slug}/topics/{topic}): a contact unsubscribed from it, or from all, is decided unsubscribed. Default: all. Not with transactional */
+            topic?: string;
+            /** @description Messages a contact needs whatever they subscribed to (a receipt, a password reset): the org's frequencyCaps neither cap nor count them. Default: false */
+            transactional?: boolean;
+            frequencyCap?: components["schemas"]["org.FrequencyCap"];
             /** @description Seconds between runs. Default: 60 */
             scheduleSeconds?: number;
             segmentFilter?: {
@@ -1291,6 +1391,7 @@ export interface components {
             /** Format: date-time */
             updatedAt: string;
             retention?: components["schemas"]["org.retention"];
+            frequencyCaps?: components["schemas"]["org.frequencyCaps"];
         };
         "org.slug": string;
         "org.name": string;
@@ -1330,6 +1431,7 @@ export interface components {
             contentFields?: components["schemas"]["org.contentFields"];
             notFoundStatus?: components["schemas"]["org.notFoundStatus"];
             retention?: components["schemas"]["org.retention"];
+            frequencyCaps?: components["schemas"]["org.frequencyCaps"];
         };
         /** OrgPatch */
         "org.OrgPatch": {
@@ -1340,7 +1442,27 @@ export interface components {
             contentFields?: components["schemas"]["org.contentFields"];
             notFoundStatus?: components["schemas"]["org.notFoundStatus"];
             retention?: components["schemas"]["org.retention"];
+            frequencyCaps?: components["schemas"]["org.frequencyCaps"];
         };
+        /** FrequencyCap */
+        "org.FrequencyCap": {
+            maxSends: components["schemas"]["org.capMaxSends"];
+            withinSeconds: components["schemas"]["org.capWithinSeconds"];
+        };
+        /** @description Org-wide caps per contact, counted over the sends of every non-transactional flow of the org (pending or delivered); an entry over any cap is decided frequency_capped. PATCH replaces the whole list ([] removes every cap). */
+        "org.frequencyCaps": {
+            /**
+             * @description Only sends on this channel count, and only they are capped. Absent: every channel
+             * @enum {unknown}
+             */
+            channel?: "email" | "webhook" | "outbox";
+            maxSends: components["schemas"]["org.capMaxSends"];
+            withinSeconds: components["schemas"]["org.capWithinSeconds"];
+        }[];
+        /** @description At most this many sends to one contact */
+        "org.capMaxSends": number;
+        /** @description in any window of this many seconds (a rolling window ending at the decision) */
+        "org.capWithinSeconds": number;
         /**
          * Token
          * @description An Audience API token as the admin API lists it (SPEC 3). The token itself is never listed.
@@ -3332,6 +3454,16 @@ export interface operations {
                             [key: string]: unknown;
                         };
                         contentFields: string[];
+                        /** @description The contact's consent to each topic of the org: a change (admin, link, event) or the topic's default */
+                        subscriptions: {
+                            topic: string;
+                            /** @enum {string} */
+                            status: "subscribed" | "unsubscribed";
+                            /** @enum {string} */
+                            source: "admin" | "link" | "event" | "default";
+                            /** Format: date-time */
+                            changedAt: string | null;
+                        }[];
                     };
                 };
             };
@@ -5063,7 +5195,12 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        /** @description Nothing, or `{}` */
+        requestBody: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
         responses: {
             /** @description What the run decided: the count of each outcome */
             200: {
@@ -5304,7 +5441,7 @@ export interface operations {
                             identityType: string | null;
                             email: string | null;
                             /** @enum {string} */
-                            outcome: "sent" | "holdout" | "excluded_by_segment" | "reentry_blocked" | "no_identity" | "duplicate" | "failed";
+                            outcome: "sent" | "holdout" | "no_identity" | "failed" | "duplicate" | "backfill" | "too_old" | "unsubscribed" | "excluded_by_segment" | "reentry_blocked" | "frequency_capped";
                             variant: string | null;
                             sendId: string | null;
                             reason: string | null;
@@ -5576,6 +5713,441 @@ export interface operations {
                 };
             };
             /** @description [`control_unavailable`](/problems/control_unavailable): The control plane is out of reach; [`shard_unavailable`](/problems/shard_unavailable): The storage shard that owns the org did not answer; [`storage_unavailable`](/problems/storage_unavailable): The storage process is restarting; [`org_unavailable`](/problems/org_unavailable): The org's database cannot be opened */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    putTopic: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                slug: components["schemas"]["org.slug"];
+                /** @description The topic: lowercase letters, digits and _, starting with a letter (`all`: every org has it) */
+                topic: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Shown on the unsubscribe page */
+                    name: string;
+                    /** @enum {string} */
+                    default: "subscribed" | "unsubscribed";
+                };
+            };
+        };
+        responses: {
+            /** @description The topic, and whether this call created it */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        topic: {
+                            /** @description The topic: lowercase letters, digits and _, starting with a letter (`all`: every org has it) */
+                            topic: string;
+                            name: string;
+                            /**
+                             * @description The status of a contact who never changed it: subscribed (opt-out topic) or unsubscribed (opt-in topic)
+                             * @enum {string}
+                             */
+                            default: "subscribed" | "unsubscribed";
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: date-time */
+                            updatedAt: string;
+                        };
+                        created: boolean;
+                    };
+                };
+            };
+            /** @description [`invalid_request`](/problems/invalid_request): Request is invalid */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`invalid_admin_key`](/problems/invalid_admin_key): Missing or wrong admin key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`org_not_found`](/problems/org_not_found): No such org */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`rate_limited`](/problems/rate_limited): Too many requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`internal_error`](/problems/internal_error): Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`shard_answer_too_large`](/problems/shard_answer_too_large): The owning shard's answer is too large to relay */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`control_unavailable`](/problems/control_unavailable): The control plane is out of reach; [`shard_unavailable`](/problems/shard_unavailable): The storage shard that owns the org did not answer; [`storage_unavailable`](/problems/storage_unavailable): The storage process is restarting; [`org_unavailable`](/problems/org_unavailable): The org's database cannot be opened */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listTopics: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                slug: components["schemas"]["org.slug"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every topic, `all` included */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        topics: {
+                            /** @description The topic: lowercase letters, digits and _, starting with a letter (`all`: every org has it) */
+                            topic: string;
+                            name: string;
+                            /**
+                             * @description The status of a contact who never changed it: subscribed (opt-out topic) or unsubscribed (opt-in topic)
+                             * @enum {string}
+                             */
+                            default: "subscribed" | "unsubscribed";
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: date-time */
+                            updatedAt: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description [`invalid_request`](/problems/invalid_request): Request is invalid */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`invalid_admin_key`](/problems/invalid_admin_key): Missing or wrong admin key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`org_not_found`](/problems/org_not_found): No such org */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`rate_limited`](/problems/rate_limited): Too many requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`internal_error`](/problems/internal_error): Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`shard_answer_too_large`](/problems/shard_answer_too_large): The owning shard's answer is too large to relay */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`control_unavailable`](/problems/control_unavailable): The control plane is out of reach; [`shard_unavailable`](/problems/shard_unavailable): The storage shard that owns the org did not answer; [`storage_unavailable`](/problems/storage_unavailable): The storage process is restarting; [`org_unavailable`](/problems/org_unavailable): The org's database cannot be opened */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    putContactConsent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                slug: components["schemas"]["org.slug"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description email:<address>, email-hash:<sha256 hex> or user_id:<id> */
+                    identity: string;
+                    /** @description The topic: lowercase letters, digits and _, starting with a letter (`all`: every org has it) */
+                    topic: string;
+                    /** @enum {string} */
+                    status: "subscribed" | "unsubscribed";
+                };
+            };
+        };
+        responses: {
+            /** @description The contact's consent to the topic now */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        email: string;
+                        /** @description The topic: lowercase letters, digits and _, starting with a letter (`all`: every org has it) */
+                        topic: string;
+                        /** @enum {string} */
+                        status: "subscribed" | "unsubscribed";
+                        source: string;
+                        /** Format: date-time */
+                        changedAt: string | null;
+                    };
+                };
+            };
+            /** @description [`invalid_request`](/problems/invalid_request): Request is invalid; [`invalid_identity`](/problems/invalid_identity): Identity missing, malformed or unsupported */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`invalid_admin_key`](/problems/invalid_admin_key): Missing or wrong admin key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`org_not_found`](/problems/org_not_found): No such org; [`contact_not_found`](/problems/contact_not_found): No such contact; [`topic_not_found`](/problems/topic_not_found): No such subscription topic */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`rate_limited`](/problems/rate_limited): Too many requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`internal_error`](/problems/internal_error): Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`shard_answer_too_large`](/problems/shard_answer_too_large): The owning shard's answer is too large to relay */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`control_unavailable`](/problems/control_unavailable): The control plane is out of reach; [`shard_unavailable`](/problems/shard_unavailable): The storage shard that owns the org did not answer; [`storage_unavailable`](/problems/storage_unavailable): The storage process is restarting; [`org_unavailable`](/problems/org_unavailable): The org's database cannot be opened */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    unsubscribePage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The token of the link in the message */
+                token: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description HTML */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description [`unsubscribe_link_invalid`](/problems/unsubscribe_link_invalid): Not a valid unsubscribe link */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`internal_error`](/problems/internal_error): Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`storage_unavailable`](/problems/storage_unavailable): The storage process is restarting; [`org_unavailable`](/problems/org_unavailable): The org's database cannot be opened */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    unsubscribeOneClick: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The token of the link in the message */
+                token: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description HTML: the contact is unsubscribed */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description [`invalid_request`](/problems/invalid_request): Request is invalid */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`unsubscribe_link_invalid`](/problems/unsubscribe_link_invalid): Not a valid unsubscribe link */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`payload_too_large`](/problems/payload_too_large): Payload too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`internal_error`](/problems/internal_error): Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`storage_unavailable`](/problems/storage_unavailable): The storage process is restarting; [`org_unavailable`](/problems/org_unavailable): The org's database cannot be opened */
             503: {
                 headers: {
                     [name: string]: unknown;
