@@ -10,12 +10,20 @@ type IdentityType = 'email' | 'email-hash' | 'user_id';
 
 const LABELS: Record<IdentityType, string> = { email: 'e-mail', 'email-hash': 'e-mail hash (SHA-256)', user_id: 'user id' };
 
+/** A contact's consent to one topic, as GET …/contacts answers it. */
+interface Subscription {
+  topic: string;
+  status: 'subscribed' | 'unsubscribed';
+  source: 'admin' | 'link' | 'event' | 'default';
+  changedAt: string | null;
+}
+
 export function ProfilesPage({ org }: { org: string }): ReactNode {
   const [type, setType] = useState<IdentityType>('email');
   const [value, setValue] = useState('');
   const [asked, setAsked] = useState<string>();
   const found = useRequest(
-    () => (asked === undefined ? Promise.resolve(undefined) : api<{ contact: Record<string, unknown>; contentFields: string[] }>('GET', `/admin/v1/orgs/${seg(org)}/contacts?identity=${encodeURIComponent(asked)}`)),
+    () => (asked === undefined ? Promise.resolve(undefined) : api<{ contact: Record<string, unknown>; contentFields: string[]; subscriptions: Subscription[] }>('GET', `/admin/v1/orgs/${seg(org)}/contacts?identity=${encodeURIComponent(asked)}`)),
     [org, asked],
   );
   const submit = (event: FormEvent) => {
@@ -57,6 +65,31 @@ export function ProfilesPage({ org }: { org: string }): ReactNode {
                 <td>
                   <code>{JSON.stringify(contact[field] ?? null)}</code>
                 </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      ) : null}
+      {contact && found.data ? (
+        <table className="subscriptions">
+          <caption>Subscriptions: the contact's consent to each topic, and where it comes from</caption>
+          <thead>
+            <tr>
+              <th scope="col">Topic</th>
+              <th scope="col">Status</th>
+              <th scope="col">Source</th>
+              <th scope="col">Changed</th>
+            </tr>
+          </thead>
+          <tbody>
+            {found.data.subscriptions.map((s) => (
+              <tr key={s.topic} data-topic={s.topic}>
+                <th scope="row">
+                  <code>{s.topic}</code>
+                </th>
+                <td>{s.status}</td>
+                <td>{s.source}</td>
+                <td>{s.changedAt ?? '—'}</td>
               </tr>
             ))}
           </tbody>

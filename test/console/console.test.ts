@@ -222,6 +222,7 @@ t.test('from sample events to a saved trigger in the console', async (t) => {
   }
   t.match(membership, inVariant, `flow_variant_membership names the flow and the variant: ${membership}`);
   t.equal(await page.locator('tr.not-content').count(), 0, 'every field of a default profile is a content field by default');
+  t.match(await page.locator('[data-topic="all"]').textContent(), /allsubscribeddefault/, "the contact's consent to the topic every org has");
   await shot('profile-variant');
 
   // Contacts imported from a file: the refused lines said, an imported column shown greyed (not a content field).
