@@ -40,7 +40,11 @@ export const ALL_TOPIC = 'all';
 const ALL: Omit<Topic, 'createdAt' | 'updatedAt'> = { topic: ALL_TOPIC, name: 'All marketing', default: 'subscribed' };
 export const TOPIC_PATTERN = '^[a-z][a-z0-9_]{0,63}$';
 
-/** Applies consent from the events made visible since the last application (see above), then moves the position. */
+/**
+ * Applies consent from the events made visible since the last application (see above), then moves the
+ * position. The first application reads every stored event; `contains` spares parsing those without
+ * the word (nearly all).
+ */
 const APPLY_EVENTS = [
   `INSERT INTO contact_consent BY NAME
    SELECT email, topic, status, 'event' AS source, event_time AS changed_at FROM (
@@ -48,7 +52,8 @@ const APPLY_EVENTS = [
        SELECT email, event_time, raw->'$.traits.subscriptions' AS subs, unnest(json_keys(raw->'$.traits.subscriptions')) AS topic
          FROM events
         WHERE visible_at > coalesce((SELECT max(through) FROM consent_events_applied), '-infinity'::TIMESTAMPTZ)
-          AND email IS NOT NULL AND json_type(raw->'$.traits.subscriptions') = 'OBJECT'))
+          AND email IS NOT NULL AND contains(raw::VARCHAR, '"subscriptions"')
+          AND json_type(raw->'$.traits.subscriptions') = 'OBJECT'))
     WHERE status IN ('subscribed', 'unsubscribed') AND regexp_full_match(topic, '${TOPIC_PATTERN.slice(1, -1)}')
    QUALIFY row_number() OVER (PARTITION BY email, topic ORDER BY event_time DESC) = 1
    ON CONFLICT (email, topic) DO UPDATE SET status = excluded.status, source = excluded.source, changed_at = excluded.changed_at
