@@ -187,6 +187,13 @@ function FlowForm({ org, trigger, segments, initial }: { org: string; trigger: s
   const [reentry, setReentry] = useState<'every_event' | 'once' | 'after'>(typeof reentryOf === 'object' ? 'after' : reentryOf);
   const [afterSeconds, setAfterSeconds] = useState(typeof reentryOf === 'object' ? reentryOf.afterSeconds : 86400);
   const [schedule, setSchedule] = useState(initial?.scheduleSeconds ?? 60);
+  const topics = useRequest(() => api<{ topics: Array<{ topic: string; name: string }> }>('GET', `/admin/v1/orgs/${seg(org)}/topics`), [org]);
+  const [topic, setTopic] = useState(initial?.topic ?? 'all');
+  const [transactional, setTransactional] = useState(initial?.transactional ?? false);
+  const [maxAge, setMaxAge] = useState(initial?.maxEventAgeSeconds ?? 86400);
+  const [capped, setCapped] = useState(initial?.frequencyCap !== undefined);
+  const [capSends, setCapSends] = useState(initial?.frequencyCap?.maxSends ?? 1);
+  const [capSeconds, setCapSeconds] = useState(initial?.frequencyCap?.withinSeconds ?? 86400);
   const [error, setError] = useState<ApiError>();
   const [busy, setBusy] = useState(false);
 
@@ -213,6 +220,9 @@ function FlowForm({ org, trigger, segments, initial }: { org: string; trigger: s
       ...(branches.length > 0 ? { branches: branches.map((b) => ({ when: condition(b), message: messageOf(b.template) })) } : {}),
       message,
       reentry: reentry === 'after' ? { afterSeconds } : reentry,
+      ...(transactional ? { transactional: true } : topic === 'all' ? {} : { topic }),
+      maxEventAgeSeconds: maxAge,
+      ...(capped ? { frequencyCap: { maxSends: capSends, withinSeconds: capSeconds } } : {}),
     };
   };
   const save = async (event: FormEvent) => {
@@ -411,6 +421,40 @@ function FlowForm({ org, trigger, segments, initial }: { org: string; trigger: s
         <label className="inline">
           Run every (seconds) <input type="number" min="1" max="86400" value={schedule} onChange={(e) => setSchedule(Number(e.target.value))} />
         </label>
+      </fieldset>
+      <fieldset className="row">
+        <legend>Sending safely</legend>
+        <label className="inline">
+          <input type="checkbox" checked={transactional} onChange={(e) => setTransactional(e.target.checked)} /> Transactional (sent whatever the contact subscribed to; no unsubscribe link)
+        </label>
+        {transactional ? null : (
+          <label className="inline">
+            Subscription topic{' '}
+            <select value={topic} onChange={(e) => setTopic(e.target.value)}>
+              {(topics.data?.topics ?? [{ topic: 'all', name: 'All marketing' }]).map((t) => (
+                <option key={t.topic} value={t.topic}>
+                  {t.topic} ({t.name})
+                </option>
+              ))}
+            </select>
+          </label>
+        )}
+        <label className="inline">
+          Skip events older than (seconds) <input type="number" min="1" max="31536000" value={maxAge} onChange={(e) => setMaxAge(Number(e.target.value))} />
+        </label>
+        <label className="inline">
+          <input type="checkbox" checked={capped} onChange={(e) => setCapped(e.target.checked)} /> Cap this flow per contact
+        </label>
+        {capped ? (
+          <>
+            <label className="inline">
+              At most (messages) <input type="number" min="1" max="100000" value={capSends} onChange={(e) => setCapSends(Number(e.target.value))} />
+            </label>
+            <label className="inline">
+              Within (seconds) <input type="number" min="60" max="31536000" value={capSeconds} onChange={(e) => setCapSeconds(Number(e.target.value))} />
+            </label>
+          </>
+        ) : null}
       </fieldset>
       <ErrorBox error={error} />
       <button type="submit" disabled={busy}>

@@ -8,7 +8,7 @@ import { DEFAULT_PROFILE_FIELDS } from '../core/profile-fields';
 import { api, type ApiError, seg } from './api';
 import type { PartnerCredential } from './orgs-page';
 import { asApiError, CopyButton, ErrorBox, Status, Time, useRequest } from './ui';
-import type { Org, OrgPatch } from '../generated/org';
+import type { FrequencyCaps, Org, OrgPatch } from '../generated/org';
 import type { Token, TokenCreate, TokenIssued } from '../generated/token';
 
 /** Runs one change; its problem, if any, goes to `setError`. */
@@ -40,6 +40,8 @@ function SettingsForm({ org, onSaved }: { org: Org; onSaved(): void }): ReactNod
   const [currencySymbol, setCurrencySymbol] = useState(org.currencySymbol);
   const [fields, setFields] = useState(org.contentFields);
   const [notFoundStatus, setNotFoundStatus] = useState(org.notFoundStatus);
+  const [caps, setCaps] = useState<FrequencyCaps>(org.frequencyCaps ?? []);
+  const setCap = (i: number, change: Partial<FrequencyCaps[number]>) => setCaps(caps.map((c, j) => (j === i ? { ...c, ...change } : c)));
   const [error, setError] = useState<ApiError>();
   const [saved, setSaved] = useState(false);
   const available = [...new Set([...DEFAULT_PROFILE_FIELDS, ...org.contentFields])];
@@ -49,7 +51,7 @@ function SettingsForm({ org, onSaved }: { org: Org; onSaved(): void }): ReactNod
     void attempt(setError, async () => {
       // Content fields keep the order of the list shown.
       const contentFields = available.filter((field) => fields.includes(field));
-      await api('PATCH', `/admin/v1/orgs/${seg(org.slug)}`, { name, audienceApi, rateLimit, currencySymbol, contentFields, notFoundStatus } satisfies OrgPatch);
+      await api('PATCH', `/admin/v1/orgs/${seg(org.slug)}`, { name, audienceApi, rateLimit, currencySymbol, contentFields, notFoundStatus, frequencyCaps: caps } satisfies OrgPatch);
       setSaved(true);
       onSaved();
     });
@@ -88,6 +90,40 @@ function SettingsForm({ org, onSaved }: { org: Org; onSaved(): void }): ReactNod
             </label>
           ))}
         </div>
+      </fieldset>
+      <fieldset>
+        <legend>Frequency caps (per contact, across the org's marketing flows)</legend>
+        {caps.map((cap, i) => (
+          <div className="row" key={i} data-cap={i}>
+            <label className="inline">
+              At most (messages) <input type="number" min="1" max="100000" value={cap.maxSends} onChange={(e) => setCap(i, { maxSends: Number(e.target.value) })} />
+            </label>
+            <label className="inline">
+              Within (seconds) <input type="number" min="60" max="31536000" value={cap.withinSeconds} onChange={(e) => setCap(i, { withinSeconds: Number(e.target.value) })} />
+            </label>
+            <label className="inline">
+              Channel{' '}
+              <select
+                value={cap.channel ?? ''}
+                onChange={(e) => {
+                  const { channel: _old, ...rest } = cap;
+                  setCaps(caps.map((c, j) => (j === i ? (e.target.value ? { ...rest, channel: e.target.value as 'email' } : rest) : c)));
+                }}
+              >
+                <option value="">every channel</option>
+                <option value="email">email</option>
+                <option value="webhook">webhook</option>
+                <option value="outbox">outbox</option>
+              </select>
+            </label>
+            <button type="button" className="small" onClick={() => setCaps(caps.filter((_, j) => j !== i))}>
+              Remove cap
+            </button>
+          </div>
+        ))}
+        <button type="button" className="small" onClick={() => setCaps([...caps, { maxSends: 3, withinSeconds: 86400 }])}>
+          Add cap
+        </button>
       </fieldset>
       <ErrorBox error={error} />
       {saved ? (

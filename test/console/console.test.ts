@@ -145,9 +145,17 @@ t.test('from sample events to a saved trigger in the console', async (t) => {
   await page.getByRole('button', { name: 'Preview the message' }).click();
   await rendered.getByText('long_stay').waitFor();
   t.match(await rendered.textContent(), /"long_stay": "[234] nights"/, 'the preview picks the branch the row takes');
+  // Sending safely: the topic every org has, and a cap of this flow.
+  t.equal(await page.getByLabel('Subscription topic').inputValue(), 'all', 'a flow checks consent to all by default');
+  await page.getByLabel('Cap this flow per contact').check();
+  await page.getByLabel('At most (messages)').fill('5');
+  await page.getByLabel('Within (seconds)').fill('3600');
   await shot('flow-new');
   await page.getByRole('button', { name: 'Save as draft' }).click();
   await page.getByRole('heading', { name: 'booking completed follow-up' }).waitFor();
+  const saved = (await h.admin('GET', '/admin/v1/orgs/acme/flows/booking-completed-follow-up')).json().definition;
+  t.match(saved, { frequencyCap: { maxSends: 5, withinSeconds: 3600 }, maxEventAgeSeconds: 86400 }, 'the cap set in the form is saved');
+  t.notOk('topic' in saved, 'topic all is the default, not written');
   await page.getByRole('button', { name: 'Start' }).click();
   await page.getByRole('button', { name: 'Run now' }).waitFor();
   t.pass('the flow is live');
@@ -243,8 +251,12 @@ t.test('from sample events to a saved trigger in the console', async (t) => {
   await page.getByRole('link', { name: 'Settings' }).click();
   await page.getByLabel('Audience API enabled').check();
   await page.getByRole('checkbox', { name: 'last_seen_at' }).uncheck();
+  await page.getByRole('button', { name: 'Add cap' }).click();
+  await page.locator('[data-cap="0"]').getByLabel('At most (messages)').fill('10');
+  await page.locator('[data-cap="0"]').getByLabel('Channel').selectOption('webhook');
   await page.getByRole('button', { name: 'Save settings' }).click();
   await page.getByRole('status').filter({ hasText: 'Saved.' }).waitFor();
+  t.same((await h.admin('GET', '/admin/v1/orgs/acme')).json().org.frequencyCaps, [{ maxSends: 10, withinSeconds: 86400, channel: 'webhook' }], 'the org cap set in the console');
   await page.getByLabel('Created by (e-mail)').fill('ops@example.com');
   await page.getByRole('button', { name: 'Create token' }).click();
   const token = (await page.locator('[data-issued-token]').textContent())!;
