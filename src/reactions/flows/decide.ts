@@ -1,9 +1,9 @@
 /**
  * What happens to each trigger row of a run (SPEC 8): identity → send key already used → history
- * (backfill, too old) → consent → segment filter → re-entry rule → experiment variant → branch → frequency caps →
- * the message to render and its data. Pure apart from the state it is given, so every rule is testable
- * without a database; the runner renders the chosen messages off the HTTP thread (template-renderer.ts)
- * and persists what it returns.
+ * (backfill, too old) → consent → segment filter → re-entry rule → experiment variant → branch →
+ * frequency caps → the message to render and its data. Pure apart from the state it is given, so every
+ * rule is testable without a database; the runner renders the chosen messages off the HTTP thread
+ * (template-renderer.ts) and persists what it returns.
  */
 import type { RenderedMessage } from '../channels/types.js';
 import { isEmailAddress, normalizeEmail } from '../../core/domain.js';
@@ -85,9 +85,10 @@ export type Decision = NoIdentity | Failed | Skipped | Holdout | ToRender;
 /** A decision after rendering (template-renderer.ts): what a run records and sends. */
 export type RenderedDecision = NoIdentity | Failed | Skipped | Holdout | Sent;
 export type Outcome = Decision['outcome'];
-/** Every outcome, as the decisions endpoint documents them (`satisfies` and the check below: each one, once). */
+/** Every outcome, as the decisions endpoint documents them (`satisfies` and the line below: each one, once). */
 export const OUTCOMES = ['sent', 'holdout', 'no_identity', 'failed', 'duplicate', 'backfill', 'too_old', 'unsubscribed', 'excluded_by_segment', 'reentry_blocked', 'frequency_capped'] as const satisfies readonly Outcome[];
-export const ALL_OUTCOMES_LISTED: Exclude<Outcome, (typeof OUTCOMES)[number]> extends never ? true : never = true;
+const everyOutcomeListed: [Exclude<Outcome, (typeof OUTCOMES)[number]>] extends [never] ? true : never = true;
+void everyOutcomeListed;
 
 export interface MessageToRender {
   message: Message;
