@@ -204,7 +204,8 @@ t.test('a result over the row limit is cut, streamed, and the process stays up',
 
 t.test('a runaway query is interrupted with a clear error and the next one runs', async (t) => {
   const h = await setup(t);
-  const slow = `SELECT ${SIX} FROM event_triggers, range(100000000000) r WHERE r.range < 0 AND ${WINDOW}`;
+  // Cheap on the check's sample row (one range value), a runaway on real rows: the check passes it, the run stops it.
+  const slow = `SELECT ${SIX} FROM event_triggers, range(CASE WHEN event_type = 'custom_sample_event' THEN 1 ELSE 100000000000 END) r WHERE r.range < 0 AND ${WINDOW}`;
   const error = await run(h, slow, { timeoutMs: 200 }).catch((e: unknown) => e);
   t.ok(error instanceof QueryFailed);
   t.match((error as Error).message, /longer than 200 ms and was interrupted/);
@@ -230,6 +231,16 @@ t.test('a check that cannot be interrupted answers at its deadline and does not 
   await h.compacted();
   const samples = (await h.admin('GET', '/admin/v1/orgs/acme/events/samples?env=production')).json().events;
   t.ok(samples.some((e: { messageId: string }) => e.messageId === 'during-check'), 'compacted while the check still ran');
+});
+
+t.test('a check its deadline cut short is never an acceptance', async (t) => {
+  const h = await setup(t, { triggerTimeoutMs: 300 });
+  // Slow on the sample row too: the interrupt ends the sample run with an error, and an error on the
+  // sample row alone would pass a query. After the deadline it is an overrun: refused, or busy.
+  const put = await h.admin('PUT', '/admin/v1/orgs/acme/triggers/endless', { sql: `SELECT ${SIX} FROM event_triggers, range(100000000000) r WHERE r.range < 0 AND ${WINDOW}` });
+  t.ok(put.statusCode === 422 || put.statusCode === 503, `refused or busy, not saved: ${put.statusCode}`);
+  if (put.statusCode === 422) t.match(put.json().reason, /checking the query took longer than 300 ms/);
+  t.equal((await h.admin('GET', '/admin/v1/orgs/acme/triggers/endless')).json().liveVersion ?? null, null, 'no live version');
 });
 
 t.test('the instance refuses file access and configuration changes even outside the guard', async (t) => {
