@@ -28,7 +28,7 @@ const ONE_CLICK = /(^|&)List-Unsubscribe=One-Click(&|$)|name="List-Unsubscribe"\
 const schemas = {
   page: operationSchema({
     tag: 'Operations', auth: 'none', operationId: 'unsubscribePage', summary: 'The unsubscribe page of a message link',
-    description: 'Shows the topic and a button; changes nothing by itself (mail scanners fetch links).', params,
+    description: 'Shows the topic and a button; changes nothing by itself (mail scanners fetch links). A link that is not valid answers 404: an HTML page when the request accepts text/html, else problem+json.', params,
     ok: { status: 200, description: 'HTML', contentType: 'text/html' },
     errors: ['unsubscribe_link_invalid', 'storage_unavailable', 'org_unavailable'],
   }),
@@ -56,6 +56,10 @@ export function registerUnsubscribeRoutes(app: FastifyInstance, deps: { orgs: Or
     scope.addContentTypeParser(['application/x-www-form-urlencoded', 'multipart/form-data', 'text/plain'], { parseAs: 'string', bodyLimit: 4096 }, (_request, body, done) => done(null, body));
 
     scope.get<{ Params: { token: string } }>('/unsubscribe/:token', { schema: schemas.page }, async (request, reply) => {
+      // A person who opened a broken link gets a page; a program, the problem+json.
+      if (!deps.links.open(request.params.token) && /text\/html/.test(request.headers.accept ?? '')) {
+        return page(reply.code(404), 'Not a valid link', '<p>This unsubscribe link is not valid. Use the link from the message as it arrived.</p>');
+      }
       const t = target(request.params.token);
       const name = await topicName(t);
       return page(reply, 'Unsubscribe', `<p>Stop receiving <b>${html(name)}</b> at ${html(masked(t.email))}?</p>

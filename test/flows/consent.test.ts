@@ -144,6 +144,10 @@ t.test('forged, altered, cut and foreign links do nothing and say nothing', asyn
       if (res.statusCode === 404) t.equal(res.json().code, 'unsubscribe_link_invalid');
     }
   }
+  const browser = await h.app.inject({ method: 'GET', url: `/unsubscribe/${forged[0]}`, headers: { accept: 'text/html,application/xhtml+xml' } });
+  t.equal(browser.statusCode, 404);
+  t.match(browser.headers['content-type'], /text\/html/, 'a person who opens a broken link gets a page');
+  t.notOk(browser.body.includes('ada') || browser.body.includes('acme'));
   t.match(await subscriptions(h, 'ada@example.com'), [{ topic: 'all', status: 'subscribed', source: 'default' }], 'still subscribed');
   // The org is deleted: its links stop working.
   t.equal((await h.admin('DELETE', '/admin/v1/orgs/acme')).statusCode, 200);

@@ -862,7 +862,7 @@ export interface paths {
         };
         /**
          * The unsubscribe page of a message link
-         * @description Shows the topic and a button; changes nothing by itself (mail scanners fetch links).
+         * @description Shows the topic and a button; changes nothing by itself (mail scanners fetch links). A link that is not valid answers 404: an HTML page when the request accepts text/html, else problem+json.
          */
         get: operations["unsubscribePage"];
         put?: never;
