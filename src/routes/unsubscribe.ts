@@ -12,7 +12,7 @@ import type { OrgStore } from '../control/org-store.js';
 import { AppError } from '../core/errors.js';
 import type { Context } from '../core/context.js';
 import type { Metrics } from '../ops/metrics.js';
-import { ALL_TOPIC, type ConsentStore } from '../reactions/consent/consent-store.js';
+import type { ConsentStore } from '../reactions/consent/consent-store.js';
 import { MAX_TOKEN_CHARS, type UnsubscribeLinks, type UnsubscribeTarget } from '../reactions/consent/unsubscribe-link.js';
 import { operationSchema } from '../openapi/route-schema.js';
 
@@ -43,24 +43,25 @@ const schemas = {
 };
 
 export function registerUnsubscribeRoutes(app: FastifyInstance, deps: { orgs: OrgStore; owns(org: string): boolean; consent: ConsentStore; links: UnsubscribeLinks; ctx: Context; metrics: Metrics }): void {
-  const target = (token: string): UnsubscribeTarget => {
+  /** What the token names, when it opens and its org is one this process keeps. */
+  const target = (token: string): UnsubscribeTarget | undefined => {
     const opened = deps.links.open(token);
-    if (!opened || !deps.orgs.cached(opened.org) || !deps.owns(opened.org)) {
-      throw new AppError('unsubscribe_link_invalid', 'This is not a valid unsubscribe link: use the link from the message as it arrived.');
-    }
-    return opened;
+    return opened && deps.orgs.cached(opened.org) && deps.owns(opened.org) ? opened : undefined;
   };
-  const topicName = async (t: UnsubscribeTarget) => (await deps.consent.topic(t.org, t.topic))?.name ?? (t.topic === ALL_TOPIC ? 'All marketing' : t.topic);
+  const invalid = () => new AppError('unsubscribe_link_invalid', 'This is not a valid unsubscribe link: use the link from the message as it arrived.');
+  // Every org has `all` (ConsentStore.topics), so only a topic deleted since the message lacks a name.
+  const topicName = async (t: UnsubscribeTarget) => (await deps.consent.topic(t.org, t.topic))?.name ?? t.topic;
 
   app.register(async (scope) => {
     scope.addContentTypeParser(['application/x-www-form-urlencoded', 'multipart/form-data', 'text/plain'], { parseAs: 'string', bodyLimit: 4096 }, (_request, body, done) => done(null, body));
 
     scope.get<{ Params: { token: string } }>('/unsubscribe/:token', { schema: schemas.page }, async (request, reply) => {
-      // A person who opened a broken link gets a page; a program, the problem+json.
-      if (!deps.links.open(request.params.token) && /text\/html/.test(request.headers.accept ?? '')) {
+      const t = target(request.params.token);
+      if (!t) {
+        // A person who opened a broken link gets a page; a program, the problem+json.
+        if (!/text\/html/.test(request.headers.accept ?? '')) throw invalid();
         return page(reply.code(404), 'Not a valid link', '<p>This unsubscribe link is not valid. Use the link from the message as it arrived.</p>');
       }
-      const t = target(request.params.token);
       const name = await topicName(t);
       return page(reply, 'Unsubscribe', `<p>Stop receiving <b>${html(name)}</b> at ${html(masked(t.email))}?</p>
 <form method="post"><input type="hidden" name="List-Unsubscribe" value="One-Click"><button type="submit">Unsubscribe</button></form>`);
@@ -68,6 +69,7 @@ export function registerUnsubscribeRoutes(app: FastifyInstance, deps: { orgs: Or
 
     scope.post<{ Params: { token: string }; Body: unknown }>('/unsubscribe/:token', { schema: schemas.unsubscribe }, async (request, reply) => {
       const t = target(request.params.token);
+      if (!t) throw invalid();
       if (typeof request.body !== 'string' || !ONE_CLICK.test(request.body)) {
         throw new AppError('invalid_request', 'The body must be List-Unsubscribe=One-Click (RFC 8058), form-encoded or multipart.');
       }

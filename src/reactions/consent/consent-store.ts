@@ -40,6 +40,11 @@ export const ALL_TOPIC = 'all';
 const ALL: Omit<Topic, 'createdAt' | 'updatedAt'> = { topic: ALL_TOPIC, name: 'All marketing', default: 'subscribed' };
 export const TOPIC_PATTERN = '^[a-z][a-z0-9_]{0,63}$';
 
+/** The topics whose unsubscribes stop a flow: its own (`all` when it names none) and `all`; none for a transactional flow. */
+export function topicsOf(flow: { topic?: string; transactional?: boolean }): string[] {
+  return flow.transactional ? [] : [...new Set([flow.topic ?? ALL_TOPIC, ALL_TOPIC])];
+}
+
 /**
  * Applies consent from the events made visible since the last application (see above), then moves the
  * position. The first application reads every stored event; `contains` spares parsing those without

@@ -6,6 +6,7 @@
  * "not a valid link": the answer says nothing of why.
  */
 import { createCipheriv, createDecipheriv, createHmac, randomBytes } from 'node:crypto';
+import { ALL_TOPIC } from './consent-store.js';
 
 export interface UnsubscribeTarget {
   org: string;
@@ -26,6 +27,11 @@ export class UnsubscribeLinks {
     private readonly publicUrl: string,
   ) {
     this.key = createHmac('sha256', masterKey).update('audience-unsubscribe-v1').digest();
+  }
+
+  /** The link a flow's message carries to `email`: for the flow's topic (`all` when it names none); null for a transactional flow. */
+  forFlow(org: string, flow: { topic?: string; transactional?: boolean }, email: string): string | null {
+    return flow.transactional ? null : this.url({ org, email, topic: flow.topic ?? ALL_TOPIC });
   }
 
   url(target: UnsubscribeTarget): string {

@@ -109,7 +109,7 @@ export interface RunState {
   eventTimes: ReadonlyMap<string, EventTime>;
   /** The sends the frequency caps count, per contact; grows as the run decides. */
   sendCounts: SendCounts;
-  /** Per contact, the topics of this flow (its topic and `all`) the contact is unsubscribed from. */
+  /** Per contact, the topics of this flow (its topic and `all`; none when transactional) the contact is unsubscribed from. */
   unsubscribed: ReadonlyMap<string, ReadonlyArray<{ topic: string; source: string }>>;
   /** The contact's unsubscribe link for the flow's topic; null for a transactional flow. */
   unsubscribeUrl(email: string): string | null;
@@ -145,7 +145,7 @@ export function decide(row: Record<string, unknown>, state: RunState): Decision 
     return skip('too_old', `the event happened ${Math.round((state.now - time.at) / 1000)} s before this run, over maxEventAgeSeconds ${maxAgeSeconds}`);
   }
 
-  const [unsubscribed] = state.flow.transactional ? [] : (state.unsubscribed.get(email) ?? []);
+  const [unsubscribed] = state.unsubscribed.get(email) ?? [];
   if (unsubscribed) return skip('unsubscribed', `the contact is unsubscribed from topic ${unsubscribed.topic} (${unsubscribed.source})`);
 
   const filter = state.flow.segmentFilter;

@@ -33,7 +33,7 @@ import { renderDecisions, type TemplateRenderer } from './template-renderer.js';
 import { type CapRules, lookbackMs, SendCounts } from './frequency-caps.js';
 import type { FlowDefinition } from '../../generated/flow.js';
 import type { FrequencyCaps } from '../../generated/org.js';
-import { ALL_TOPIC, type ConsentStore } from '../consent/consent-store.js';
+import { type ConsentStore, topicsOf } from '../consent/consent-store.js';
 import type { UnsubscribeLinks } from '../consent/unsubscribe-link.js';
 import { YIELD_EVERY, yieldNow } from '../../db/yield-now.js';
 
@@ -87,7 +87,7 @@ export class FlowRunner {
       /** The org's frequencyCaps now (the org's settings, kept in memory). */
       capsOf(org: string): FrequencyCaps;
       consent: Pick<ConsentStore, 'unsubscribed'>;
-      links: Pick<UnsubscribeLinks, 'url'>;
+      links: Pick<UnsubscribeLinks, 'forFlow'>;
     },
   ) {}
 
@@ -170,8 +170,8 @@ export class FlowRunner {
         lastEntry: await this.deps.sends.lastEntries(org, id, emails),
         eventTimes: await eventTimes(this.deps.orgs.org(org), org, eventIds, { start: window.start, end: read.end }),
         sendCounts: await this.sendCounts(org, flow.definition, emails, now),
-        unsubscribed: flow.definition.transactional ? new Map() : await this.deps.consent.unsubscribed(org, emails, topicsOf(flow.definition)),
-        unsubscribeUrl: (email) => (flow.definition.transactional ? null : this.deps.links.url({ org, email, topic: flow.definition.topic ?? ALL_TOPIC })),
+        unsubscribed: await this.deps.consent.unsubscribed(org, emails, topicsOf(flow.definition)),
+        unsubscribeUrl: (email) => this.deps.links.forFlow(org, flow.definition, email),
         profile,
       };
       // Templates render on the renderer's thread, within its limits; a template over them fails its row.
@@ -266,7 +266,6 @@ export class FlowRunner {
         case 'duplicate':
         case 'backfill':
         case 'too_old':
-      case 'unsubscribed':
         case 'unsubscribed':
         case 'excluded_by_segment':
         case 'reentry_blocked':
@@ -285,11 +284,6 @@ export class FlowRunner {
     await this.deps.flows.runFailed(flow.org, flow.definition.id, this.deps.ctx.clock.now(), reason);
     return { skipped: reason, rows: 0, decisions: [] };
   }
-}
-
-/** The topics whose unsubscribes stop a (non-transactional) flow: its own and `all`. */
-function topicsOf(flow: FlowDefinition): string[] {
-  return [...new Set([flow.topic ?? ALL_TOPIC, ALL_TOPIC])];
 }
 
 /** `decide` for every row, yielding now and then: a run may hold 100,000 rows, and collect and lookups share this thread. */

@@ -5,7 +5,6 @@
  * renderer, within its limits. The variant is the one asked for (not the contact's), and a row that
  * names no contact still renders (its contact is empty); nothing is sent or stored.
  */
-import { ALL_TOPIC } from '../consent/consent-store.js';
 import type { UnsubscribeLinks } from '../consent/unsubscribe-link.js';
 import type { RenderedMessage } from '../channels/types.js';
 import { AppError } from '../../core/errors.js';
@@ -39,7 +38,7 @@ export interface PreviewDeps {
   /** TRIGGER_TIMEOUT_MS: the trigger query. */
   timeoutMs: number;
   /** The previewed contact's real unsubscribe link, as a send would carry it. */
-  links: Pick<UnsubscribeLinks, 'url'>;
+  links: Pick<UnsubscribeLinks, 'forFlow'>;
 }
 
 /** `flow`: a checked definition (checkFlow); `variant`: the label of the variant to show, if any. */
@@ -64,7 +63,7 @@ export async function previewMessage(deps: PreviewDeps, org: string, flow: FlowD
   const email = resolveEmail(textOf(row.identity), textOf(row.identity_type), { profile });
   // The variant's own message when it has one, else what the run would pick for this row.
   const chosen = variant === undefined ? undefined : (flow.experiment?.variants.find((v) => v.label === variant) ?? { label: variant });
-  const link = email === null || flow.transactional ? null : deps.links.url({ org, email, topic: flow.topic ?? ALL_TOPIC });
+  const link = email === null ? null : deps.links.forFlow(org, flow, email);
   const [result] = await deps.renderer.render([messageToRender(row, flow, email, chosen, profile, link)]);
   if (!result) throw new Error('the renderer answered no result');
   return result.ok ? { window, row: jsonRow(row), rendered: result.message, error: null } : { window, row: jsonRow(row), rendered: null, error: result.reason };

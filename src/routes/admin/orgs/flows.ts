@@ -79,7 +79,7 @@ export function registerFlowRoutes(
     smtpConfigured: boolean;
     signingKey: string;
     consent: Pick<ConsentStore, 'topics'>;
-    links: Pick<UnsubscribeLinks, 'url'>;
+    links: Pick<UnsubscribeLinks, 'forFlow'>;
   },
 ): void {
   const { storage, orgs, flows } = deps;
