@@ -16,7 +16,7 @@ const RANKS = [
   ['storage'],
   ['reactions/triggers', 'reactions/channels', 'reactions/consent'],
   ['reactions/flows'],
-  ['backup', 'cluster', 'openapi'],
+  ['backup', 'cluster', 'openapi', 'privacy'],
   ['routes'],
   ['plugins'],
   ['roles'],

@@ -245,3 +245,28 @@ CREATE TABLE IF NOT EXISTS contact_consent (
 CREATE TABLE IF NOT EXISTS consent_events_applied (
   through    TIMESTAMPTZ NOT NULL
 );
+
+-- Erased and suppressed contacts (src/events/compaction/tombstones.ts), by the SHA-256 of the e-mail:
+-- their events at or below through_seq in the log (at every position when suppressed) are never
+-- compacted again.
+CREATE TABLE IF NOT EXISTS erased_contacts (
+  email_hash   VARCHAR PRIMARY KEY,
+  through_seq  BIGINT NOT NULL,
+  suppressed   BOOLEAN NOT NULL,
+  erased_at    TIMESTAMPTZ NOT NULL
+);
+
+-- Erasure requests and their receipts (src/privacy/erasure.ts). email is kept while the erasure is
+-- pending (so a restart resumes it) and cleared once done; the receipt keeps the hash, the times and
+-- the rows removed per kind (JSON).
+CREATE TABLE IF NOT EXISTS erasures (
+  id            VARCHAR PRIMARY KEY,
+  email_hash    VARCHAR NOT NULL,
+  email         VARCHAR,
+  suppress      BOOLEAN NOT NULL,
+  through_seq   BIGINT NOT NULL,
+  status        VARCHAR NOT NULL,
+  requested_at  TIMESTAMPTZ NOT NULL,
+  done_at       TIMESTAMPTZ,
+  removed       JSON
+);

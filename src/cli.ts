@@ -37,6 +37,11 @@ const USAGE = `usage: audience <command> [options]
   topic list <slug>
   topic put <slug> <topic> --name 'Newsletter' --default subscribed|unsubscribed
   consent set <slug> --identity email:ada@example.com --topic news --status subscribed|unsubscribed
+  contacts erase <slug> --identity email:ada@example.com [--suppress] [--wait]
+                                     every row of the contact, for good; --suppress also keeps its future
+                                     events out and never messages it; --wait prints the receipt once done
+  erasure list <slug>
+  erasure get <slug> <erasure-id>
   token create <slug> --created-by ops@acme.com [--label x] [--expires-at 2026-12-31T00:00:00Z]
   token list <slug>
   token revoke <slug> (--id tok_… | --last3 x9Q | --created-by ops@acme.com)
@@ -96,6 +101,8 @@ function parseCommandLine() {
         org: { type: 'string' },
         'reset-log-positions': { type: 'boolean' },
         yes: { type: 'boolean' },
+        suppress: { type: 'boolean' },
+        wait: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
         version: { type: 'boolean' },
       },
@@ -189,7 +196,7 @@ function pretty(text: string): string {
  * JSON bodies by default; a string body is sent as is with its own content type (imports).
  * The answer goes to stdout when the service accepted the call, else (problem+json) to stderr.
  */
-async function call(method: string, path: string, body?: unknown, contentType = 'application/json'): Promise<string> {
+async function call(method: string, path: string, body?: unknown, contentType = 'application/json', print = true): Promise<string> {
   const payload = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body);
   const res = await fetch(baseUrl + path, {
     method,
@@ -198,7 +205,7 @@ async function call(method: string, path: string, body?: unknown, contentType = 
   }).catch((error: Error) => fail(`cannot reach ${baseUrl}: ${(error.cause as Error | undefined)?.message ?? error.message}`));
   const text = pretty(await res.text());
   if (res.ok) {
-    console.log(text);
+    if (print) console.log(text);
     return text;
   }
   console.error(text);
@@ -340,6 +347,22 @@ const commands: Record<string, Command> = {
       await call('PUT', `/admin/v1/orgs/${seg(slug!)}/contacts/consent`, { identity: opts.identity, topic: opts.topic, status: opts.status });
     },
   },
+  'contacts erase': {
+    args: ['<slug>'],
+    async run([slug]) {
+      if (opts.identity === undefined) usageError('contacts erase needs --identity email:<address> (or email-hash:, user_id:)');
+      const body = { identity: opts.identity, ...(opts.suppress ? { suppress: true } : {}) };
+      const receipt = JSON.parse(await call('POST', `/admin/v1/orgs/${seg(slug!)}/contacts/erase`, body, 'application/json', !opts.wait)) as { id: string };
+      if (!opts.wait) return;
+      for (;;) {
+        const now = await call('GET', `/admin/v1/orgs/${seg(slug!)}/erasures/${seg(receipt.id)}`, undefined, 'application/json', false);
+        if ((JSON.parse(now) as { status: string }).status === 'done') return void console.log(now);
+        await new Promise((resolve) => setTimeout(resolve, 250));
+      }
+    },
+  },
+  'erasure list': { args: ['<slug>'], run: ([slug]) => call('GET', `/admin/v1/orgs/${seg(slug!)}/erasures`) },
+  'erasure get': { args: ['<slug>', '<erasure-id>'], run: ([slug, id]) => call('GET', `/admin/v1/orgs/${seg(slug!)}/erasures/${seg(id!)}`) },
   backup: { args: ['<dir>'], run: ([dir]) => backup(dir!) },
   restore: { args: ['<dir|file.tar>'], run: ([dir]) => restore(dir!) },
   'token list': { args: ['<slug>'], run: ([slug]) => call('GET', `/admin/v1/orgs/${seg(slug!)}/tokens`) },

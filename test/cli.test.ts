@@ -128,7 +128,7 @@ t.test('lists a page at a time: --limit and --cursor; the command for the next p
   t.equal((JSON.parse(decisions.stderr) as { code: string }).code, 'flow_not_found', 'flow decisions reaches the route');
 });
 
-t.test('safe sending from the terminal: frequency caps, topics, consent', async (t) => {
+t.test('safe sending from the terminal: frequency caps, topics, consent, erasure', async (t) => {
   const h = await startTestApp(t);
   const url = await h.app.listen({ port: 0, host: '127.0.0.1' });
   await h.createOrg('acme');
@@ -150,6 +150,15 @@ t.test('safe sending from the terminal: frequency caps, topics, consent', async 
   t.match(JSON.parse(consent.stdout), { email: 'ada@example.com', topic: 'news', status: 'subscribed', source: 'admin' });
   const unknown = await cli(url, ['consent', 'set', 'acme', '--identity', 'email:ada@example.com', '--topic', 'nope', '--status', 'subscribed']);
   t.equal((JSON.parse(unknown.stderr) as { code: string }).code, 'topic_not_found');
+
+  const erased = await cli(url, ['contacts', 'erase', 'acme', '--identity', 'email:ada@example.com', '--suppress', '--wait']);
+  t.equal(erased.code, 0, erased.stderr);
+  const receipt = JSON.parse(erased.stdout) as { id: string; status: string; suppress: boolean; removed: { consent: number } };
+  t.match(receipt, { status: 'done', suppress: true, removed: { consent: 1 } }, '--wait prints the receipt once done');
+  t.same(JSON.parse((await cli(url, ['erasure', 'list', 'acme'])).stdout).erasures.map((e: { id: string }) => e.id), [receipt.id]);
+  t.match(JSON.parse((await cli(url, ['erasure', 'get', 'acme', receipt.id])).stdout), { id: receipt.id, status: 'done' });
+  t.equal((JSON.parse((await cli(url, ['erasure', 'get', 'acme', 'era_nope'])).stderr) as { code: string }).code, 'erasure_not_found');
+  t.equal((await cli(url, ['contacts', 'erase', 'acme'])).code, 2, 'contacts erase needs --identity');
 });
 
 t.test('a command line the CLI does not understand: one line, exit 2, nothing sent', async (t) => {

@@ -23,6 +23,8 @@ export const ORG_DATABASE_SECTIONS: ReadonlySet<string> = new Set([
   'segments',
   'flows',
   'webhook-secret',
+  'topics',
+  'erasures',
 ]);
 
 const ORGS_PREFIX = '/admin/v1/orgs/';

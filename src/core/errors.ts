@@ -41,6 +41,7 @@ export const errorCatalog = {
   flow_exists: { status: 409, title: 'A flow with this id already exists' },
   topic_not_found: { status: 404, title: 'No such subscription topic' },
   unsubscribe_link_invalid: { status: 404, title: 'Not a valid unsubscribe link' },
+  erasure_not_found: { status: 404, title: 'No such erasure' },
   shard_unavailable: { status: 503, title: 'The storage shard that owns the org did not answer' },
   shard_answer_too_large: { status: 502, title: "The owning shard's answer is too large to relay" },
   compaction_behind: { status: 503, title: 'Compaction is too far behind the log for a complete backup' },

@@ -29,6 +29,18 @@ export function createMetrics() {
       help: 'Events dropped at compaction as repeats of a messageId seen within 24 h',
       registers: [registry],
     }),
+    eventsKeptOut: new Counter({
+      name: 'audience_events_kept_out_total',
+      help: 'Events not compacted because their contact was erased (an event from before the erasure) or is suppressed',
+      labelNames: ['reason'] as const,
+      registers: [registry],
+    }),
+    erasures: new Counter({
+      name: 'audience_erasures_total',
+      help: 'Contact erasures finished, by whether the contact is also suppressed',
+      labelNames: ['suppress'] as const,
+      registers: [registry],
+    }),
     logAppendSeconds: new Histogram({
       name: 'audience_log_append_seconds',
       help: 'Duration of one durable log write (a group of events)',
@@ -161,6 +173,7 @@ export type MetricUpdate =
   | { metric: 'compactionBatchSeconds'; seconds: number }
   | { metric: 'eventsQuarantined'; code: string }
   | { metric: 'duplicatesDropped'; count: number }
+  | { metric: 'eventsKeptOut'; reason: 'erased' | 'suppressed'; count: number }
   | { metric: 'compactionLag'; records: number }
   | { metric: 'compactionLagSeconds'; seconds: number };
 
@@ -173,6 +186,8 @@ export function applyMetric(metrics: Metrics, update: MetricUpdate): void {
       return metrics.eventsQuarantined.inc({ code: update.code });
     case 'duplicatesDropped':
       return metrics.duplicatesDropped.inc(update.count);
+    case 'eventsKeptOut':
+      return metrics.eventsKeptOut.inc({ reason: update.reason }, update.count);
     case 'compactionLag':
       return metrics.compactionLag.set(update.records);
     case 'compactionLagSeconds':

@@ -21,6 +21,7 @@ import { registerImportRoutes } from '../routes/admin/orgs/contacts-import.js';
 import { registerInspectRoutes } from '../routes/admin/orgs/events.js';
 import { registerFlowRoutes } from '../routes/admin/orgs/flows.js';
 import { registerTopicRoutes } from '../routes/admin/orgs/topics.js';
+import { registerErasureRoutes } from '../routes/admin/orgs/erasures.js';
 import { registerUnsubscribeRoutes } from '../routes/unsubscribe.js';
 import { registerTokenRoutes } from '../routes/admin/orgs/tokens.js';
 import { registerTriggerRoutes } from '../routes/admin/orgs/triggers.js';
@@ -107,6 +108,7 @@ export const adminApi = fp(
       registerImportRoutes(admin, { orgs, contacts: storage.contacts, materializer: storage.materializer });
       registerContactRoute(admin, { orgs, profiles: app.profiles, consent: storage.consent });
       registerTopicRoutes(admin, { orgs, consent: storage.consent, profiles: app.profiles, ctx, metrics: app.metrics });
+      registerErasureRoutes(admin, { orgs, erasures: storage.erasures, profiles: app.profiles });
       registerTriggerRoutes(admin, { storage: orgStorage.orgs, ctx, orgs, triggers: storage.triggers, timeoutMs: config.triggerTimeoutMs });
       registerFlowRoutes(admin, {
         storage: orgStorage.orgs,

@@ -89,6 +89,9 @@ export const flowsRole = fp(
     };
     const ownedSlugs = async () => (await orgs.list()).map((org) => org.slug).filter(storage.owns);
     storage.onOrgAvailable((slug) => resumePending([slug]));
+    // An erasure's deletions and the org's runs never overlap; the contact's queued sends are not attempted.
+    storage.erasures.serializeWith((org, work) => runner.exclusive(org, work));
+    storage.erasures.onErased((org, email) => dispatcher.dropContact(org, email));
     storage.onOrgDropped(async (slug) => {
       await runner.forgetOrg(slug);
       dispatcher.dropOrg(slug);

@@ -22,6 +22,7 @@ import { SqlChecker } from '../reactions/triggers/sql-checker.js';
 import { TriggerStore } from '../reactions/triggers/trigger-store.js';
 import { writeOrgSettings } from '../storage/migrate.js';
 import { orgMemoryShare } from '../storage/open-storage.js';
+import { Erasures } from '../privacy/erasure.js';
 import { type RetentionPolicy, sweepExpired } from './retention.js';
 import { runSteps } from './run-steps.js';
 
@@ -39,6 +40,8 @@ export interface StorageRole {
   triggers: TriggerStore;
   flows: FlowStore;
   consent: ConsentStore;
+  /** Contact erasures and suppressions (erasure.ts). */
+  erasures: Erasures;
   /** Unsubscribe links of messages (the key derived from the signing key; PUBLIC_URL their base). */
   links: UnsubscribeLinks;
   signingKey: string;
@@ -63,7 +66,12 @@ export const storageRole = fp(
     const storage = app.orgStorage!;
     const orgData = storage.orgs;
     const owns = (slug: string) => ownsOrg(config.shard, slug);
-    const materializer = new ProfileMaterializer(orgData, profiles, feed ? (org, profile, custom) => feed.publish(org, profile, custom) : undefined);
+    const materializer = new ProfileMaterializer(
+      orgData,
+      profiles,
+      feed ? (org, profile, custom) => feed.publish(org, profile, custom) : undefined,
+      feed ? (org, hash) => feed.remove(org, hash) : undefined,
+    );
     const refresher = new ProfileRefresher(materializer, (err) => logger.error({ err }, 'profile refresh failed'));
     app.storageEvents.onCompacted((report) => refresher.enqueue(report.touched, { backlog: report.backlog }));
     const flows = new FlowStore(orgData, ctx);
@@ -147,6 +155,17 @@ export const storageRole = fp(
       logger.info({ org: slug }, 'org deleted: its database, events and profiles are gone');
     };
 
+    const erasures = new Erasures({
+      orgs: orgData,
+      log: log!,
+      compaction,
+      materializer,
+      profilesSettled: () => refresher.settled(),
+      ctx,
+      metrics,
+      logger,
+    });
+
     const signingKey = resolveWebhookSigningKey(config.webhookSigningKey, config.dataDir, ctx.randomBytes);
     app.decorate('storageRole', {
       owns,
@@ -156,6 +175,7 @@ export const storageRole = fp(
       triggers,
       flows,
       consent: new ConsentStore(orgData),
+      erasures,
       links: new UnsubscribeLinks(signingKey, config.publicUrl ?? `http://${config.host}:${config.port}`),
       signingKey,
       sweepRetention,
@@ -164,7 +184,7 @@ export const storageRole = fp(
     } satisfies StorageRole);
     // Stops recovery, then finishes the compaction batch and the profile refreshes it queued, and their publishing.
     app.addHook('onClose', () =>
-      runSteps([() => recovery.stop(), () => retention.stop(), () => logRelease?.stop(), () => storage.compaction?.stop(), () => refresher.settled(), () => feed?.flushed(), () => checker.close()]),
+      runSteps([() => erasures.close(), () => recovery.stop(), () => retention.stop(), () => logRelease?.stop(), () => storage.compaction?.stop(), () => refresher.settled(), () => feed?.flushed(), () => checker.close()]),
     );
 
     // Orgs created or changed from here on reach their database through the org store's watch.
@@ -185,6 +205,8 @@ export const storageRole = fp(
     recovery.start(REOPEN_DAMAGED_AFTER_SECONDS * 1000);
     await triggers.scan();
     await compaction?.start();
+    // Erasures an earlier process left pending (their tombstones are in force already).
+    for (const slug of (await orgData.slugs()).filter((slug) => owns(slug) && !unloaded.has(slug) && orgs.cached(slug))) await erasures.resumePending(slug);
     if (compaction) retention.start(RETENTION_SWEEP_INTERVAL_MS);
     logRelease?.start(LOG_RELEASE_INTERVAL_MS);
   },

@@ -25,6 +25,7 @@ import { registerFlowRoutes } from './admin/orgs/flows.js';
 import { registerTokenRoutes } from './admin/orgs/tokens.js';
 import { registerTriggerRoutes } from './admin/orgs/triggers.js';
 import { registerTopicRoutes } from './admin/orgs/topics.js';
+import { registerErasureRoutes } from './admin/orgs/erasures.js';
 import { registerUnsubscribeRoutes } from './unsubscribe.js';
 import { registerContactsRoute } from './audience/contacts.js';
 import { registerCollectRoutes } from './http/collect.js';
@@ -107,6 +108,7 @@ export async function buildOpenApiDocument(): Promise<Record<string, unknown>> {
       registerTriggerRoutes(admin, none);
       registerFlowRoutes(admin, none);
       registerTopicRoutes(admin, none);
+      registerErasureRoutes(admin, none);
     });
     registerUnsubscribeRoutes(app, none);
     await app.ready();

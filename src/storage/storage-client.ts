@@ -392,6 +392,10 @@ class ProcessCompaction implements Compaction {
     return this.waiters.wait(seq, this.cursor);
   }
 
+  async reload(org: string): Promise<void> {
+    await this.storage.call({ op: 'compactor.reload', org });
+  }
+
   progress(seq: number, retainFromSeq: number): void {
     this.cursor = Math.max(this.cursor, seq);
     // Not max: a held org that recovers replays from the checkpoint, which holds it where it was.

@@ -46,6 +46,7 @@ const metrics: CompactorMetrics = {
   compactionBatchSeconds: { observe: (seconds: number) => post({ type: 'metric', metric: 'compactionBatchSeconds', seconds }) },
   eventsQuarantined: { inc: (labels: { code: string }) => post({ type: 'metric', metric: 'eventsQuarantined', code: labels.code }) },
   duplicatesDropped: { inc: (count) => post({ type: 'metric', metric: 'duplicatesDropped', count }) },
+  eventsKeptOut: { inc: ({ reason }, count) => post({ type: 'metric', metric: 'eventsKeptOut', reason, count }) },
   compactionLag: { set: (records: number) => post({ type: 'metric', metric: 'compactionLag', records }) },
   compactionLagSeconds: { set: (seconds: number) => post({ type: 'metric', metric: 'compactionLagSeconds', seconds }) },
 };
@@ -158,6 +159,8 @@ async function handle(call: Call, { data, pool, orgs, tail }: Open): Promise<unk
       await compactor.start();
       return { seq: compactor.compactedSeq, retainFromSeq: compactor.retainFromSeq };
     }
+    case 'compactor.reload':
+      return compactor?.reload(call.org);
     case 'compactor.stop':
       await compactor?.stop();
       await compactorLog?.close();

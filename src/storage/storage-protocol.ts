@@ -46,6 +46,7 @@ export type Call =
   | { op: 'columns'; session: number; sql: string }
   | { op: 'compactor.start' }
   | { op: 'compactor.stop' }
+  | { op: 'compactor.reload'; org: string }
   | { op: 'close' }
   /** Answered at once by the process's event loop, DuckDB untouched (health: the process is alive). */
   | { op: 'ping' };

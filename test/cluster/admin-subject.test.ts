@@ -12,6 +12,9 @@ import { registerFlowRoutes } from '../../src/routes/admin/orgs/flows.js';
 import { registerImportRoutes } from '../../src/routes/admin/orgs/contacts-import.js';
 import { registerTokenRoutes } from '../../src/routes/admin/orgs/tokens.js';
 import { registerTriggerRoutes } from '../../src/routes/admin/orgs/triggers.js';
+import { registerContactRoute } from '../../src/routes/admin/orgs/contacts.js';
+import { registerTopicRoutes } from '../../src/routes/admin/orgs/topics.js';
+import { registerErasureRoutes } from '../../src/routes/admin/orgs/erasures.js';
 
 t.test('a subject is built from a slug and nothing else', async (t) => {
   t.equal(adminSubject('acme'), 'audience.admin.acme');
@@ -46,6 +49,9 @@ t.test('the relayed sections are exactly the org-database route files’ routes'
     ...routesOf((app) => registerImportRoutes(app, deps)),
     ...routesOf((app) => registerTriggerRoutes(app, deps)),
     ...routesOf((app) => registerFlowRoutes(app, deps)),
+    ...routesOf((app) => registerContactRoute(app, deps)),
+    ...routesOf((app) => registerTopicRoutes(app, deps)),
+    ...routesOf((app) => registerErasureRoutes(app, deps)),
   ];
   t.ok(orgDatabase.length >= 15, `${orgDatabase.length} routes`);
   for (const route of orgDatabase) t.equal(orgOfDatabasePath(route.split(' ')[1]!), ':slug', `${route} is relayed`);

@@ -20,6 +20,7 @@ import { IdentityMap, clientKey } from './identity-map.js';
 import { type PlanState, type SeqEntry, entriesByOrg, planEntries } from './plan-batch.js';
 import { SeqWaiters } from './seq-waiters.js';
 import { CURSOR_NAME, writeBatch } from './write-batch.js';
+import { type KeptOut, loadTombstones } from './tombstones.js';
 import type { Database } from '../../db/sql.js';
 import { OrgUnavailable } from '../../core/unavailable.js';
 import { type Shard, ownsOrg } from '../../core/shard.js';
@@ -69,6 +70,7 @@ export interface CompactorMetrics {
   compactionBatchSeconds: { observe(seconds: number): void };
   eventsQuarantined: { inc(labels: { code: string }): void };
   duplicatesDropped: { inc(count: number): void };
+  eventsKeptOut: { inc(labels: { reason: KeptOut }, count: number): void };
   compactionLag: { set(records: number): void };
   compactionLagSeconds: { set(seconds: number): void };
 }
@@ -84,6 +86,11 @@ export interface Compaction {
   start(): Promise<void>;
   /** Finishes the batch in progress, then stops (graceful shutdown). */
   stop(): Promise<void>;
+  /**
+   * The org's state (its tombstones among it) is read again from its database before its next batch is
+   * planned: an erasure changed it. A batch planned before may still commit; whenCompacted tells when.
+   */
+  reload(org: string): Promise<void>;
 }
 
 export interface CompactorDeps {
@@ -172,6 +179,10 @@ export class Compactor implements Compaction {
 
   whenCompacted(seq: number): Promise<void> {
     return this.waiters.wait(seq, this.compactedSeq);
+  }
+
+  async reload(org: string): Promise<void> {
+    this.orgStates.delete(org);
   }
 
   private async loop(): Promise<void> {
@@ -303,6 +314,7 @@ export class Compactor implements Compaction {
     for (const key of outcome.pendingResolved) decrementPending(state.plan, key);
     for (const q of outcome.quarantined) this.deps.metrics.eventsQuarantined.inc({ code: q.code });
     this.deps.metrics.duplicatesDropped.inc(plan.duplicates);
+    for (const [reason, count] of Object.entries(outcome.keptOut)) if (count > 0) this.deps.metrics.eventsKeptOut.inc({ reason: reason as KeptOut }, count);
     state.plan.dedupe.prune(now);
     if (outcome.events > 0 && now >= state.nextFoldAt) await this.fold(db, state, now);
     return outcome.touched;
@@ -445,7 +457,7 @@ async function loadOrgState(db: Database, now: number): Promise<OrgState> {
   for (const p of pending) pendingByClient.set(clientKey(p.org, p.environment, p.client_id), Number(p.n));
 
   return {
-    plan: { dedupe, identities, pendingByClient },
+    plan: { dedupe, identities, pendingByClient, tombstones: await loadTombstones(db) },
     cursor: Number(cursor?.seq ?? 0n),
     lastVisibleAtMicros: cursor?.visible_us ?? 0n,
     nextSweepAt: 0,

@@ -9,6 +9,8 @@ import { type IdentityMap, type Mapping, clientKey } from './identity-map.js';
 import { decodeRecord } from '../log/record-codec.js';
 import type { LogEntry, StoredRecord } from '../log/types.js';
 import { YIELD_EVERY, yieldNow } from '../../db/yield-now.js';
+import type { KeptOut, Tombstones } from './tombstones.js';
+import { normalizeEmail } from '../../core/domain.js';
 
 export interface EventRow {
   entry: LogEntry;
@@ -44,6 +46,10 @@ export interface BatchPlan {
   mappings: Mapping[];
   releases: Release[];
   duplicates: number;
+  /** Events of erased or suppressed contacts left out (tombstones.ts), by why. */
+  keptOut: Record<KeptOut, number>;
+  /** The org's tombstones, for the pending events an identify releases (write-batch.ts). */
+  tombstones: Tombstones;
   lastSeq: number;
 }
 
@@ -52,6 +58,7 @@ export interface PlanState {
   identities: IdentityMap;
   /** Count of pending events per clientKey. */
   pendingByClient: Map<string, number>;
+  tombstones: Tombstones;
 }
 
 /** One log entry with the seq of the record that carried it. */
@@ -78,7 +85,17 @@ export async function entriesByOrg(records: StoredRecord[], owned: (org: string)
 
 /** One org's entries, in log order, planned against its state; `lastSeq` is the caller's to set. */
 export async function planEntries(entries: readonly SeqEntry[], state: PlanState): Promise<BatchPlan> {
-  const plan: BatchPlan = { events: [], pending: [], quarantine: [], mappings: [], releases: [], duplicates: 0, lastSeq: 0 };
+  const plan: BatchPlan = {
+    events: [],
+    pending: [],
+    quarantine: [],
+    mappings: [],
+    releases: [],
+    duplicates: 0,
+    keptOut: { erased: 0, suppressed: 0 },
+    tombstones: state.tombstones,
+    lastSeq: 0,
+  };
   let planned = 0;
   for (const { seq, entry } of entries) {
     planEntry(entry, seq, state, plan);
@@ -89,7 +106,12 @@ export async function planEntries(entries: readonly SeqEntry[], state: PlanState
 
 function planEntry(entry: LogEntry, seq: number, state: PlanState, plan: BatchPlan): void {
   switch (entry.kind) {
-    case 'rejected':
+    case 'rejected': {
+      const keptOut = state.tombstones.keptOut(rejectedEmail(entry.body, state.tombstones.size), seq);
+      if (keptOut) {
+        plan.keptOut[keptOut]++;
+        return;
+      }
       plan.quarantine.push({
         id: entry.messageId,
         org: entry.org,
@@ -100,9 +122,21 @@ function planEntry(entry: LogEntry, seq: number, state: PlanState, plan: BatchPl
         raw: entry.body,
       });
       return;
+    }
     case 'event':
       planEvent(entry, seq, state, plan);
       return;
+  }
+}
+
+/** The e-mail a rejected event's body names in traits.email, when the org has tombstones to check it against. */
+function rejectedEmail(body: string, tombstones: number): string | null {
+  if (tombstones === 0) return null;
+  try {
+    const email = (JSON.parse(body) as { traits?: { email?: unknown } } | null)?.traits?.email;
+    return typeof email === 'string' ? normalizeEmail(email) : null;
+  } catch {
+    return null;
   }
 }
 
@@ -113,6 +147,13 @@ function planEvent(entry: LogEntry, seq: number, state: PlanState, plan: BatchPl
   }
   const facts = eventFacts(JSON.parse(entry.body), entry.receivedAt);
   const { org, environment } = entry;
+  const email = facts.traitEmail ?? state.identities.emailAt(org, environment, facts.clientId, entry.receivedAt) ?? null;
+  // An erased or suppressed contact's event is left out whole: no row, and (an identify) no mapping.
+  const keptOut = state.tombstones.keptOut(email, seq);
+  if (keptOut) {
+    plan.keptOut[keptOut]++;
+    return;
+  }
   if (facts.eventType === 'identify' && facts.traitEmail) {
     const mapping = { org, environment, clientId: facts.clientId, email: facts.traitEmail, receivedAt: entry.receivedAt };
     if (state.identities.record(mapping)) plan.mappings.push(mapping);
@@ -120,7 +161,6 @@ function planEvent(entry: LogEntry, seq: number, state: PlanState, plan: BatchPl
       plan.releases.push({ org, environment, clientId: facts.clientId, email: facts.traitEmail, identifiedAt: entry.receivedAt });
     }
   }
-  const email = facts.traitEmail ?? state.identities.emailAt(org, environment, facts.clientId, entry.receivedAt) ?? null;
   const row: EventRow = { entry, seq, facts, email };
   if (email !== null || !facts.requiresIdentity) {
     plan.events.push(row);

@@ -8,6 +8,7 @@ import { type Database, microsParam, tsParam } from '../../db/database.js';
 import { eventFacts } from './event-facts.js';
 import { IDENTITY_TTL_MS, clientKey } from './identity-map.js';
 import type { BatchPlan, EventRow, QuarantineRow, Release } from './plan-batch.js';
+import type { KeptOut } from './tombstones.js';
 
 export const CURSOR_NAME = 'compactor';
 
@@ -19,6 +20,8 @@ export interface WriteOutcome {
   visibleAtMicros: bigint;
   /** Contacts whose production events were written: their profiles need a refresh. */
   touched: Array<{ org: string; email: string }>;
+  /** Events of erased or suppressed contacts left out, planned or released (tombstones.ts). */
+  keptOut: Record<KeptOut, number>;
 }
 
 interface PendingRow {
@@ -48,6 +51,7 @@ export async function writeBatch(
   const visibleAtMicros = nowMicros > lastVisibleAtMicros ? nowMicros : lastVisibleAtMicros + 1n;
   return db.transaction(async (c) => {
     const pendingResolved: string[] = [];
+    const keptOutReleased: Record<KeptOut, number> = { erased: 0, suppressed: 0 };
     const events: EventRow[] = [...plan.events];
     const quarantined: QuarantineRow[] = [...plan.quarantine];
 
@@ -66,7 +70,10 @@ export async function writeBatch(
 
     for (const { row, email } of await releasePending(c, plan.releases)) {
       pendingResolved.push(clientKey(row.org, row.environment, row.client_id));
-      events.push(pendingToEvent(row, email));
+      // An erased contact's events from before its erasure stay out, released or not.
+      const keptOut = plan.tombstones.keptOut(email, Number(row.log_seq));
+      if (keptOut) keptOutReleased[keptOut]++;
+      else events.push(pendingToEvent(row, email));
     }
 
     const expired = sweepExpired
@@ -100,7 +107,8 @@ export async function writeBatch(
     const touched = events
       .filter((e) => e.email !== null && e.entry.environment === 'production')
       .map((e) => ({ org: e.entry.org, email: e.email! }));
-    return { events: events.length, quarantined, pendingResolved, visibleAtMicros, touched };
+    const keptOut = { erased: plan.keptOut.erased + keptOutReleased.erased, suppressed: plan.keptOut.suppressed + keptOutReleased.suppressed };
+    return { events: events.length, quarantined, pendingResolved, visibleAtMicros, touched, keptOut };
   });
 }
 

@@ -1,10 +1,13 @@
 /**
  * Upserts imported contacts by normalised e-mail in one transaction (nothing half-imported).
- * A column left empty keeps the stored value; custom columns merge into the stored ones.
+ * A column left empty keeps the stored value; custom columns merge into the stored ones. A suppressed
+ * contact (an erasure with suppress) is not imported again. An erasure deletes a contact's row.
  */
 import type { Context } from '../../core/context.js';
 import { tsParam } from '../../db/database.js';
 import type { OrgStorage } from '../../db/org-storage.js';
+import type { Sql } from '../../db/sql.js';
+import { SUPPRESSED_HASHES } from '../compaction/tombstones.js';
 import { CONTACT_COLUMNS, type ContactRow } from './parse-contacts.js';
 
 export class ContactStore {
@@ -33,10 +36,16 @@ export class ContactStore {
       const keep = CONTACT_COLUMNS.map((col) => `${col} = coalesce(excluded.${col}, contacts.${col})`).join(', ');
       await c.run(
         `INSERT INTO contacts SELECT * FROM contact_import
+          WHERE sha256(email) NOT IN (${SUPPRESSED_HASHES})
          ON CONFLICT (org, email) DO UPDATE SET ${keep},
            custom = json_merge_patch(contacts.custom, excluded.custom), updated_at = excluded.updated_at`,
       );
       await c.run('DROP TABLE contact_import');
     });
+  }
+
+  /** An erased contact's imported row goes, in the erasure's transaction (privacy/erasure.ts). */
+  static async eraseContact(c: Sql, email: string): Promise<number> {
+    return (await c.all('DELETE FROM contacts WHERE email = $1 RETURNING 1', [email])).length;
   }
 }

@@ -65,6 +65,12 @@ export class ProfileFeed {
     if (this.inFlight.size >= MAX_IN_FLIGHT) await Promise.race(this.inFlight);
   }
 
+  /** Removes one profile (an erased contact's) from the bucket, history included; followers drop it. */
+  async remove(org: string, hash: string): Promise<void> {
+    await this.flushed();
+    await this.kv.purge(`${org}.${hash}`);
+  }
+
   /** Removes a deleted org's profiles from the bucket: every key `<org>.*`, history included. */
   async purgeOrg(org: string): Promise<void> {
     await this.flushed();
@@ -82,8 +88,11 @@ export class ProfileFeed {
     this.follower = await whileElecting(() => followKv(
       this.kv,
       (entry) => {
-        const org = entry.key.slice(0, entry.key.indexOf('.'));
-        if (entry.operation !== 'PUT' || skip(org)) return;
+        const dot = entry.key.indexOf('.');
+        const org = entry.key.slice(0, dot);
+        if (skip(org)) return;
+        if (entry.operation === 'DEL' || entry.operation === 'PURGE') return index.removeHash(org, entry.key.slice(dot + 1));
+        if (entry.operation !== 'PUT') return;
         const { profile, customFields } = entry.json<FeedValue>();
         index.upsert(org, Object.freeze(profile), customFields);
       },

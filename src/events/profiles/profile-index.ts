@@ -57,6 +57,17 @@ export class ProfileIndex {
     profiles.byEmail.set(email, new IndexedProfile(profile));
   }
 
+  /** The contact whose e-mail hashes to `hash` was erased: its profile goes, under every identity. */
+  removeHash(org: string, hash: string): void {
+    const profiles = this.orgs.get(org);
+    const email = profiles?.emailByHash.get(hash);
+    if (!profiles || email === undefined) return;
+    const userId = profiles.byEmail.get(email)?.profile.user_id;
+    if (typeof userId === 'string' && profiles.emailByUserId.get(userId) === email) profiles.emailByUserId.delete(userId);
+    profiles.emailByHash.delete(hash);
+    profiles.byEmail.delete(email);
+  }
+
   /** The org was deleted: its profiles go. */
   removeOrg(org: string): void {
     this.orgs.delete(org);

@@ -6,7 +6,7 @@ import { type DuckDBListValue, listValue } from '@duckdb/node-api';
 import { foldedThrough } from '../compaction/fold-contact-activity.js';
 import type { OrgStorage } from '../../db/org-storage.js';
 import { YIELD_EVERY, yieldNow } from '../../db/yield-now.js';
-import type { Profile, ProfileIndex } from './profile-index.js';
+import { type Profile, type ProfileIndex, emailHash } from './profile-index.js';
 
 export interface ContactKey {
   org: string;
@@ -22,7 +22,16 @@ export class ProfileMaterializer {
     readonly index: ProfileIndex,
     /** Also told of every profile (NATS mode: published for the `api` processes). */
     private readonly publish?: (org: string, profile: Profile, customFields: string[]) => Promise<void>,
+    /** Also told of every profile removed (NATS mode: removed from the feed, history included). */
+    private readonly unpublish?: (org: string, hash: string) => Promise<void>,
   ) {}
+
+  /** An erased contact's profile leaves the index (and the feed): the Audience API finds it no more. */
+  async forget(org: string, email: string): Promise<void> {
+    const hash = emailHash(email);
+    this.index.removeHash(org, hash);
+    await this.unpublish?.(org, hash);
+  }
 
   /** Every profile of the org (at start, and after a change of the settings its profiles show). */
   async refreshOrg(org: string): Promise<void> {

@@ -13,7 +13,7 @@
  */
 import { listValue } from '@duckdb/node-api';
 import { tsParam } from '../../db/database.js';
-import type { Database } from '../../db/sql.js';
+import type { Database, Sql } from '../../db/sql.js';
 import type { OrgStorage } from '../../db/org-storage.js';
 
 export type ConsentStatus = 'subscribed' | 'unsubscribed';
@@ -126,6 +126,11 @@ export class ConsentStore {
       }
     }
     return result;
+  }
+
+  /** An erased contact's consent changes go, in the erasure's transaction (privacy/erasure.ts). */
+  static async eraseContact(c: Sql, email: string): Promise<number> {
+    return (await c.all('DELETE FROM contact_consent WHERE email = $1 RETURNING 1', [email])).length;
   }
 
   /** One contact's consent to every topic of the org, for the profile pages. */

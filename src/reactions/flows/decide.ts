@@ -1,5 +1,5 @@
 /**
- * What happens to each trigger row of a run (SPEC 8): identity → send key already used → history
+ * What happens to each trigger row of a run (SPEC 8): identity → send key already used → suppression → history
  * (backfill, too old) → consent → segment filter → re-entry rule → experiment variant → branch →
  * frequency caps → the message to render and its data. Pure apart from the state it is given, so every
  * rule is testable without a database; the runner renders the chosen messages off the HTTP thread
@@ -49,13 +49,14 @@ export interface Failed extends RowFacts {
 }
 
 /**
- * The contact is not entered: the key was decided before, the event is history (sent as a backfill, or
+ * The contact is not entered: the key was decided before, the contact is suppressed (erased with
+ * `suppress`: never messaged, transactional flows included), the event is history (sent as a backfill, or
  * older than the flow's maxEventAgeSeconds), the contact unsubscribed from the flow's topic (or from
  * all marketing), the segment filter or the re-entry rule says no, or the message would exceed a
  * frequency cap (frequency-caps.ts).
  */
 export interface Skipped extends Keyed {
-  outcome: 'duplicate' | 'backfill' | 'too_old' | 'unsubscribed' | 'excluded_by_segment' | 'reentry_blocked' | 'frequency_capped';
+  outcome: 'duplicate' | 'suppressed' | 'backfill' | 'too_old' | 'unsubscribed' | 'excluded_by_segment' | 'reentry_blocked' | 'frequency_capped';
   variant: null;
   reason: string;
 }
@@ -86,7 +87,7 @@ export type Decision = NoIdentity | Failed | Skipped | Holdout | ToRender;
 export type RenderedDecision = NoIdentity | Failed | Skipped | Holdout | Sent;
 export type Outcome = Decision['outcome'];
 /** Every outcome, as the decisions endpoint documents them (`satisfies` and the line below: each one, once). */
-export const OUTCOMES = ['sent', 'holdout', 'no_identity', 'failed', 'duplicate', 'backfill', 'too_old', 'unsubscribed', 'excluded_by_segment', 'reentry_blocked', 'frequency_capped'] as const satisfies readonly Outcome[];
+export const OUTCOMES = ['sent', 'holdout', 'no_identity', 'failed', 'duplicate', 'suppressed', 'backfill', 'too_old', 'unsubscribed', 'excluded_by_segment', 'reentry_blocked', 'frequency_capped'] as const satisfies readonly Outcome[];
 const everyOutcomeListed: [Exclude<Outcome, (typeof OUTCOMES)[number]>] extends [never] ? true : never = true;
 void everyOutcomeListed;
 
@@ -109,6 +110,8 @@ export interface RunState {
   eventTimes: ReadonlyMap<string, EventTime>;
   /** The sends the frequency caps count, per contact; grows as the run decides. */
   sendCounts: SendCounts;
+  /** Contacts erased with `suppress` (tombstones.ts): never messaged. */
+  suppressed: ReadonlySet<string>;
   /** Per contact, the topics of this flow (its topic and `all`; none when transactional) the contact is unsubscribed from. */
   unsubscribed: ReadonlyMap<string, ReadonlyArray<{ topic: string; source: string }>>;
   /** The contact's unsubscribe link for the flow's topic; null for a transactional flow. */
@@ -137,6 +140,8 @@ export function decide(row: Record<string, unknown>, state: RunState): Decision 
   const skip = (outcome: Skipped['outcome'], reason: string): Skipped => ({ ...keyed, outcome, variant: null, reason });
   const key = sendKey(email, eventId);
   if (state.keys.has(key)) return skip('duplicate', 'this (flow, contact, event) was already decided');
+
+  if (state.suppressed.has(email)) return skip('suppressed', 'the contact was erased with suppress: never messaged, whatever the flow');
 
   const time = state.eventTimes.get(eventId);
   if (time?.backfill) return skip('backfill', 'the event was sent with context.backfill: true (history, stored and in profiles, never messaged)');

@@ -21,6 +21,7 @@ import type { Metrics } from '../../ops/metrics.js';
 import { PeriodicTask } from '../../core/periodic-task.js';
 import type { ContactKey } from '../../events/profiles/profile-materializer.js';
 import type { ProfileIndex } from '../../events/profiles/profile-index.js';
+import { suppressedAmong } from '../../events/compaction/tombstones.js';
 import { eventTimes } from '../../events/compaction/event-times.js';
 import { QueryFailed, runSandboxed, windowOf, withSandbox } from '../triggers/sandbox.js';
 import { SandboxBusy, SandboxPaused } from '../../db/untrusted.js';
@@ -129,16 +130,20 @@ export class FlowRunner {
    * send decided before.
    */
   run(org: string, id: string): Promise<RunSummary> {
-    const key = org;
-    const previous = this.running.get(key) ?? Promise.resolve();
-    const result = previous.then(() => this.runNow(org, id));
+    return this.exclusive(org, () => this.runNow(org, id));
+  }
+
+  /** Runs `work` when no run of the org is in progress, and no run starts before it ends (an erasure's deletions). */
+  exclusive<T>(org: string, work: () => Promise<T>): Promise<T> {
+    const previous = this.running.get(org) ?? Promise.resolve();
+    const result = previous.then(work);
     const tail = result.then(
       () => undefined,
       () => undefined,
     );
-    this.running.set(key, tail);
+    this.running.set(org, tail);
     void tail.then(() => {
-      if (this.running.get(key) === tail) this.running.delete(key);
+      if (this.running.get(org) === tail) this.running.delete(org);
     });
     return result;
   }
@@ -170,6 +175,7 @@ export class FlowRunner {
         lastEntry: await this.deps.sends.lastEntries(org, id, emails),
         eventTimes: await eventTimes(this.deps.orgs.org(org), org, eventIds, { start: window.start, end: read.end }),
         sendCounts: await this.sendCounts(org, flow.definition, emails, now),
+        suppressed: await suppressedAmong(this.deps.orgs.org(org), emails),
         unsubscribed: await this.deps.consent.unsubscribed(org, emails, topicsOf(flow.definition)),
         unsubscribeUrl: (email) => this.deps.links.forFlow(org, flow.definition, email),
         profile,
@@ -264,6 +270,7 @@ export class FlowRunner {
         case 'no_identity':
         case 'failed':
         case 'duplicate':
+        case 'suppressed':
         case 'backfill':
         case 'too_old':
         case 'unsubscribed':

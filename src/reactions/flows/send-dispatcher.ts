@@ -33,11 +33,13 @@ class Closing extends Error {}
 
 export class SendDispatcher {
   /** Sends queued, in flight or waiting for a retry (a send id is taken once until it ends). */
-  private readonly queued = new Set<string>();
+  private readonly queued = new Map<string, PendingSend>();
   private readonly slots = new Map<ChannelName, DeliverySlots>();
   private readonly outcomes: SendOutcomes;
   private closing = false;
   private readonly sleeps = new Set<() => void>();
+  /** Queued sends of erased contacts (dropContact): not attempted, forgotten when they end. */
+  private readonly cancelled = new Set<string>();
   private idleWaiters: (() => void)[] = [];
   /** Deleted orgs: their sends are dropped, not delivered or recorded. */
   private readonly droppedOrgs = new Set<string>();
@@ -71,7 +73,7 @@ export class SendDispatcher {
   enqueue(sends: PendingSend[]): void {
     for (const send of sends) {
       if (this.closing || this.queued.has(send.sendId) || this.droppedOrgs.has(send.org)) continue;
-      this.queued.add(send.sendId);
+      this.queued.set(send.sendId, send);
       const slots = this.slotsFor(send.message.channel);
       slots.wait(send.org, { start: () => void this.deliver(send, slots), cancel: () => this.ended(send) });
     }
@@ -85,6 +87,14 @@ export class SendDispatcher {
     this.droppedOrgs.add(org);
     this.outcomes.drop(org);
     for (const slots of this.slots.values()) slots.cancel(org);
+  }
+
+  /**
+   * The contact was erased (its outbox rows are gone): its sends still queued or waiting for a retry
+   * are not attempted; an attempt under way ends as it ends.
+   */
+  dropContact(org: string, email: string): void {
+    for (const send of this.queued.values()) if (send.org === org && send.email === email) this.cancelled.add(send.sendId);
   }
 
   /** Sends queued, in flight or waiting for a retry. */
@@ -118,12 +128,17 @@ export class SendDispatcher {
   /** Runs with a slot of `slots` held; gives it back once the outcome is recorded. */
   private async deliver(send: PendingSend, slots: DeliverySlots): Promise<void> {
     let holding = true;
+    if (this.cancelled.has(send.sendId)) {
+      slots.release(send.org);
+      this.ended(send);
+      return;
+    }
     // Between attempts nothing of this send is in flight: its slot serves another send meanwhile.
     const sleep = async (ms: number) => {
       slots.release(send.org);
       holding = false;
       await this.sleep(ms);
-      if (this.droppedOrgs.has(send.org) || !(await slots.reacquire(send.org))) throw new Closing();
+      if (this.droppedOrgs.has(send.org) || this.cancelled.has(send.sendId) || !(await slots.reacquire(send.org))) throw new Closing();
       holding = true;
     };
     try {
@@ -152,6 +167,7 @@ export class SendDispatcher {
 
   private ended(send: PendingSend): void {
     this.queued.delete(send.sendId);
+    this.cancelled.delete(send.sendId);
     this.wakeIdle();
   }
 

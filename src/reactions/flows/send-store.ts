@@ -6,7 +6,8 @@
  *   (FlowStore.advance), so a window's rows are written once or not at all;
  * - the dispatcher reads what is pending at start (`pending`) and writes how each send ended
  *   (`recordOutcomes`, batched by send-outcomes.ts);
- * - the admin API pages through both (`sendsPage`, `decisionsPage`, `deliveries`).
+ * - the admin API pages through both (`sendsPage`, `decisionsPage`, `deliveries`);
+ * - an erasure deletes a contact's rows of both (`eraseContact`).
  */
 import { listValue } from '@duckdb/node-api';
 import type { ChannelName, DeliveryResult, RenderedMessage } from '../channels/types.js';
@@ -178,6 +179,16 @@ export class SendStore {
       "SELECT send_id, org, flow_id, email, event_id, variant, content FROM flow_sends WHERE status = 'pending' ORDER BY created_at",
     );
     return rows.map((r) => ({ sendId: r.send_id, org: r.org, flowId: r.flow_id, email: r.email, eventId: r.event_id, variant: r.variant, message: JSON.parse(r.content) as RenderedMessage }));
+  }
+
+  /**
+   * An erased contact's sends (their rendered content with them) and decisions go, in the erasure's
+   * transaction (privacy/erasure.ts); rows that name it only by an identity that never resolved go too.
+   */
+  static async eraseContact(c: Sql, email: string): Promise<{ sends: number; decisions: number }> {
+    const sends = await c.all('DELETE FROM flow_sends WHERE email = $1 RETURNING 1', [email]);
+    const decisions = await c.all('DELETE FROM flow_decisions WHERE email = $1 OR lower(identity) = $1 RETURNING 1', [email]);
+    return { sends: sends.length, decisions: decisions.length };
   }
 
   /** How a batch of the org's sends ended (status, attempts, last_error, sent_at): one UPDATE. */

@@ -227,6 +227,7 @@ export async function renderDecisions(renderer: Pick<TemplateRenderer, 'render'>
       case 'no_identity':
       case 'failed':
       case 'duplicate':
+      case 'suppressed':
       case 'backfill':
       case 'too_old':
       case 'unsubscribed':

@@ -853,6 +853,66 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/v1/orgs/{slug}/contacts/erase": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Erase one contact, and optionally suppress it
+         * @description Deletes the contact's events (those still in the log too: a tombstone keeps them out), pending events, profile, imported fields, consent, decisions and messages; the Audience API finds it no more. With `suppress`, its future events are kept out as well and no flow ever messages it. Answers at once; the receipt says when it is done.
+         */
+        post: operations["eraseContact"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/orgs/{slug}/erasures/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One erasure receipt: pending, or done with the rows removed
+         * @description One erasure receipt: pending, or done with the rows removed
+         */
+        get: operations["getErasure"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/orgs/{slug}/erasures": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The org's erasure receipts, newest first (at most 100)
+         * @description The org's erasure receipts, newest first (at most 100)
+         */
+        get: operations["listErasures"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/unsubscribe/{token}": {
         parameters: {
             query?: never;
@@ -890,7 +950,7 @@ export interface components {
             /** @description What went wrong and how to fix it */
             detail?: string;
             /** @enum {string} */
-            code: "invalid_json" | "invalid_request" | "invalid_cursor" | "json_too_deep" | "invalid_credentials" | "invalid_admin_key" | "not_found" | "org_not_found" | "org_exists" | "schema_violation" | "payload_too_large" | "unsupported_media_type" | "internal_error" | "log_unavailable" | "not_ready" | "unhealthy" | "log_outcome_unknown" | "control_unavailable" | "invalid_token" | "audience_api_not_enabled" | "rate_limited" | "token_pool_full" | "token_ambiguous" | "token_not_found" | "invalid_identity" | "invalid_fields" | "contact_not_found" | "not_acceptable" | "invalid_trigger" | "trigger_not_found" | "trigger_query_failed" | "query_file_refused" | "invalid_flow" | "flow_not_found" | "flow_exists" | "topic_not_found" | "unsubscribe_link_invalid" | "shard_unavailable" | "shard_answer_too_large" | "compaction_behind" | "backup_in_progress" | "no_org_databases" | "sandbox_busy" | "sandbox_paused" | "storage_unavailable" | "org_unavailable" | "method_not_allowed" | "request_timeout" | "uri_too_long" | "headers_too_large" | "backup_file_refused";
+            code: "invalid_json" | "invalid_request" | "invalid_cursor" | "json_too_deep" | "invalid_credentials" | "invalid_admin_key" | "not_found" | "org_not_found" | "org_exists" | "schema_violation" | "payload_too_large" | "unsupported_media_type" | "internal_error" | "log_unavailable" | "not_ready" | "unhealthy" | "log_outcome_unknown" | "control_unavailable" | "invalid_token" | "audience_api_not_enabled" | "rate_limited" | "token_pool_full" | "token_ambiguous" | "token_not_found" | "invalid_identity" | "invalid_fields" | "contact_not_found" | "not_acceptable" | "invalid_trigger" | "trigger_not_found" | "trigger_query_failed" | "query_file_refused" | "invalid_flow" | "flow_not_found" | "flow_exists" | "topic_not_found" | "unsubscribe_link_invalid" | "erasure_not_found" | "shard_unavailable" | "shard_answer_too_large" | "compaction_behind" | "backup_in_progress" | "no_org_databases" | "sandbox_busy" | "sandbox_paused" | "storage_unavailable" | "org_unavailable" | "method_not_allowed" | "request_timeout" | "uri_too_long" | "headers_too_large" | "backup_file_refused";
             /** @description The Request-Id of the response */
             requestId?: string;
             errors?: {
@@ -5441,7 +5501,7 @@ export interface operations {
                             identityType: string | null;
                             email: string | null;
                             /** @enum {string} */
-                            outcome: "sent" | "holdout" | "no_identity" | "failed" | "duplicate" | "backfill" | "too_old" | "unsubscribed" | "excluded_by_segment" | "reentry_blocked" | "frequency_capped";
+                            outcome: "sent" | "holdout" | "no_identity" | "failed" | "duplicate" | "suppressed" | "backfill" | "too_old" | "unsubscribed" | "excluded_by_segment" | "reentry_blocked" | "frequency_capped";
                             variant: string | null;
                             sendId: string | null;
                             reason: string | null;
@@ -5994,6 +6054,324 @@ export interface operations {
                 };
             };
             /** @description [`org_not_found`](/problems/org_not_found): No such org; [`contact_not_found`](/problems/contact_not_found): No such contact; [`topic_not_found`](/problems/topic_not_found): No such subscription topic */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`rate_limited`](/problems/rate_limited): Too many requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`internal_error`](/problems/internal_error): Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`shard_answer_too_large`](/problems/shard_answer_too_large): The owning shard's answer is too large to relay */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`control_unavailable`](/problems/control_unavailable): The control plane is out of reach; [`shard_unavailable`](/problems/shard_unavailable): The storage shard that owns the org did not answer; [`storage_unavailable`](/problems/storage_unavailable): The storage process is restarting; [`org_unavailable`](/problems/org_unavailable): The org's database cannot be opened */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    eraseContact: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                slug: components["schemas"]["org.slug"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description email:<address>, email-hash:<sha256 hex> or user_id:<id> */
+                    identity: string;
+                    /**
+                     * @description Also refuse its future events and never message it
+                     * @default false
+                     */
+                    suppress?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description The erasure is recorded and under way */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description era_ and 24 hex digits */
+                        id: string;
+                        /** @enum {string} */
+                        status: "pending" | "done";
+                        /** @description SHA-256 of the contact's normalised e-mail (the receipt keeps no personal data) */
+                        emailHash: string;
+                        suppress: boolean;
+                        /** Format: date-time */
+                        requestedAt: string;
+                        /** Format: date-time */
+                        doneAt: string | null;
+                        /** @description Once done: rows removed per kind (events, identities, activity, quarantined, importedContacts, consent, sends, decisions) */
+                        removed: {
+                            [key: string]: number;
+                        } | null;
+                    };
+                };
+            };
+            /** @description [`invalid_request`](/problems/invalid_request): Request is invalid; [`invalid_identity`](/problems/invalid_identity): Identity missing, malformed or unsupported */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`invalid_admin_key`](/problems/invalid_admin_key): Missing or wrong admin key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`org_not_found`](/problems/org_not_found): No such org; [`contact_not_found`](/problems/contact_not_found): No such contact */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`rate_limited`](/problems/rate_limited): Too many requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`internal_error`](/problems/internal_error): Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`shard_answer_too_large`](/problems/shard_answer_too_large): The owning shard's answer is too large to relay */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`control_unavailable`](/problems/control_unavailable): The control plane is out of reach; [`shard_unavailable`](/problems/shard_unavailable): The storage shard that owns the org did not answer; [`storage_unavailable`](/problems/storage_unavailable): The storage process is restarting; [`org_unavailable`](/problems/org_unavailable): The org's database cannot be opened */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getErasure: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                slug: components["schemas"]["org.slug"];
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The receipt */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description era_ and 24 hex digits */
+                        id: string;
+                        /** @enum {string} */
+                        status: "pending" | "done";
+                        /** @description SHA-256 of the contact's normalised e-mail (the receipt keeps no personal data) */
+                        emailHash: string;
+                        suppress: boolean;
+                        /** Format: date-time */
+                        requestedAt: string;
+                        /** Format: date-time */
+                        doneAt: string | null;
+                        /** @description Once done: rows removed per kind (events, identities, activity, quarantined, importedContacts, consent, sends, decisions) */
+                        removed: {
+                            [key: string]: number;
+                        } | null;
+                    };
+                };
+            };
+            /** @description [`invalid_request`](/problems/invalid_request): Request is invalid */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`invalid_admin_key`](/problems/invalid_admin_key): Missing or wrong admin key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`org_not_found`](/problems/org_not_found): No such org; [`erasure_not_found`](/problems/erasure_not_found): No such erasure */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`rate_limited`](/problems/rate_limited): Too many requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`internal_error`](/problems/internal_error): Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`shard_answer_too_large`](/problems/shard_answer_too_large): The owning shard's answer is too large to relay */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`control_unavailable`](/problems/control_unavailable): The control plane is out of reach; [`shard_unavailable`](/problems/shard_unavailable): The storage shard that owns the org did not answer; [`storage_unavailable`](/problems/storage_unavailable): The storage process is restarting; [`org_unavailable`](/problems/org_unavailable): The org's database cannot be opened */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listErasures: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                slug: components["schemas"]["org.slug"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Receipts */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        erasures: {
+                            /** @description era_ and 24 hex digits */
+                            id: string;
+                            /** @enum {string} */
+                            status: "pending" | "done";
+                            /** @description SHA-256 of the contact's normalised e-mail (the receipt keeps no personal data) */
+                            emailHash: string;
+                            suppress: boolean;
+                            /** Format: date-time */
+                            requestedAt: string;
+                            /** Format: date-time */
+                            doneAt: string | null;
+                            /** @description Once done: rows removed per kind (events, identities, activity, quarantined, importedContacts, consent, sends, decisions) */
+                            removed: {
+                                [key: string]: number;
+                            } | null;
+                        }[];
+                    };
+                };
+            };
+            /** @description [`invalid_request`](/problems/invalid_request): Request is invalid */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`invalid_admin_key`](/problems/invalid_admin_key): Missing or wrong admin key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`org_not_found`](/problems/org_not_found): No such org */
             404: {
                 headers: {
                     [name: string]: unknown;
