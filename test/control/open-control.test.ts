@@ -26,5 +26,8 @@ if (!hasNatsServerBinary()) {
     t.equal((await h.collect(customEvent(cred.production))).statusCode, 200, 'its partner secret collects');
     t.notOk(existsSync(join(dataDir, 'control.duckdb')), 'the file is set aside');
     t.ok(existsSync(join(dataDir, 'control.duckdb.imported')), 'and kept');
+    // Closed here: tap's teardowns run in the order they were registered, so the nats-server (and the
+    // testdir, asked for before the first app) would go before this app stops writing and publishing.
+    await h.close();
   });
 }
