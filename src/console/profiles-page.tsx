@@ -28,7 +28,10 @@ export function ProfilesPage({ org }: { org: string }): ReactNode {
   );
   const submit = (event: FormEvent) => {
     event.preventDefault();
-    setAsked(`${type}:${value.trim()}`);
+    const identity = `${type}:${value.trim()}`;
+    // The same identity again is looked up again (it may have changed, or been erased).
+    if (identity === asked) found.reload();
+    else setAsked(identity);
   };
   const contact = found.data?.contact;
   const content = found.data?.contentFields ?? [];
@@ -95,8 +98,64 @@ export function ProfilesPage({ org }: { org: string }): ReactNode {
           </tbody>
         </table>
       ) : null}
+      {contact ? <EraseContact org={org} email={String(contact.email_address)} key={String(contact.email_address)} /> : null}
       <ContactImport org={org} />
     </section>
+  );
+}
+
+interface ErasureReceipt {
+  id: string;
+  status: 'pending' | 'done';
+  suppress: boolean;
+  removed: Record<string, number> | null;
+}
+
+/** Erases the contact shown (a GDPR or CCPA request), optionally suppressing it; shows the receipt once done. */
+function EraseContact({ org, email }: { org: string; email: string }): ReactNode {
+  const [sure, setSure] = useState(false);
+  const [suppress, setSuppress] = useState(false);
+  const [receipt, setReceipt] = useState<ErasureReceipt>();
+  const [error, setError] = useState<ApiError>();
+  const submit = async (event: FormEvent) => {
+    event.preventDefault();
+    setError(undefined);
+    try {
+      let now = await api<ErasureReceipt>('POST', `/admin/v1/orgs/${seg(org)}/contacts/erase`, { identity: `email:${email}`, suppress });
+      setReceipt(now);
+      while (now.status !== 'done') {
+        await new Promise((resolve) => setTimeout(resolve, 250));
+        now = await api<ErasureReceipt>('GET', `/admin/v1/orgs/${seg(org)}/erasures/${seg(now.id)}`);
+        setReceipt(now);
+      }
+    } catch (e) {
+      setError(asApiError(e));
+    }
+  };
+  return (
+    <form className="card" onSubmit={submit} aria-labelledby="erase-title">
+      <h2 id="erase-title">Erase this contact</h2>
+      <p className="muted">
+        Deletes its events (also those still arriving from before now), profile, imported fields, consent, decisions and messages, for good. The receipt keeps
+        only a hash of the address.
+      </p>
+      <label>
+        <input type="checkbox" checked={suppress} onChange={(e) => setSuppress(e.target.checked)} /> Also suppress: keep its future events out and never message it
+      </label>
+      <label>
+        <input type="checkbox" checked={sure} onChange={(e) => setSure(e.target.checked)} required /> I want <code>{email}</code> erased
+      </label>
+      <ErrorBox error={error} />
+      {receipt ? (
+        <p role="status" className={receipt.status === 'done' ? 'ok' : 'muted'} data-erasure={receipt.status}>
+          Erasure <code>{receipt.id}</code>: {receipt.status}
+          {receipt.removed ? ` — removed ${Object.entries(receipt.removed).map(([kind, n]) => `${n} ${kind}`).join(', ')}` : ''}
+        </p>
+      ) : null}
+      <button type="submit" className="danger" disabled={!sure || receipt !== undefined}>
+        Erase
+      </button>
+    </form>
   );
 }
 

@@ -246,6 +246,17 @@ t.test('from sample events to a saved trigger in the console', async (t) => {
   t.match(await page.locator('[data-field="loyalty_tier"]').textContent(), /"gold"/, 'the imported column, greyed out: not a content field');
   await shot('profile');
 
+  // Erasing the contact shown: the receipt once done, and the contact is found no more.
+  const erase = page.getByRole('button', { name: 'Erase' });
+  t.ok(await erase.isDisabled(), 'nothing is erased before the operator says so');
+  await page.getByLabel('I want dan@example.com erased').check();
+  await erase.click();
+  await page.locator('[data-erasure="done"]').waitFor();
+  t.match(await page.locator('[data-erasure="done"]').textContent(), /removed .*1 importedContacts/, 'the receipt says what went');
+  t.equal((await h.admin('GET', '/admin/v1/orgs/acme/contacts?identity=email:dan@example.com')).statusCode, 404, 'the contact is gone');
+  await page.getByRole('button', { name: 'Look up' }).click();
+  await page.getByRole('alert').filter({ hasText: 'no contact with this identity' }).waitFor();
+
   // Settings: the Audience API on, a token shown once, a secret rotated.
   page.once('dialog', (dialog) => void dialog.accept());
   await page.getByRole('link', { name: 'Settings' }).click();
