@@ -49,7 +49,7 @@ async function seed(): Promise<void> {
   await c.run(`
     INSERT INTO flow_sends
     SELECT 'msg_' || i, 'acme', 'f1', ${email}, 'hist-' || i, NULL, 'outbox', '{"channel":"outbox"}', 'h1', 'delivered', 1, NULL,
-           base + to_microseconds(i * 1000), NULL, false
+           base + to_microseconds(i * 1000), NULL, false, NULL
       FROM range(${EVENTS} // 10) t(i), (SELECT now() - INTERVAL 20 DAY AS base)`);
   await c.run(`
     INSERT INTO flow_decisions

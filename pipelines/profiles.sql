@@ -22,14 +22,17 @@ SELECT org, email,
        user_id, CASE WHEN user_id IS NOT NULL THEN received_at END AS user_id_at,
        address_city, CASE WHEN address_city IS NOT NULL THEN received_at END AS address_city_at,
        address_state, CASE WHEN address_state IS NOT NULL THEN received_at END AS address_state_at,
-       address_country, CASE WHEN address_country IS NOT NULL THEN received_at END AS address_country_at
+       address_country, CASE WHEN address_country IS NOT NULL THEN received_at END AS address_country_at,
+       timezone, CASE WHEN timezone IS NOT NULL THEN received_at END AS timezone_at
   FROM (SELECT org, email, event_name, received_at, event_time, properties,
                json_extract_string(traits_raw, '$.traits.firstName') AS first_name,
                json_extract_string(traits_raw, '$.traits.lastName') AS last_name,
                CASE WHEN traits_raw IS NOT NULL THEN user_id END AS user_id,
                json_extract_string(traits_raw, '$.traits.address.city') AS address_city,
                json_extract_string(traits_raw, '$.traits.address.state') AS address_state,
-               json_extract_string(traits_raw, '$.traits.address.country') AS address_country
+               json_extract_string(traits_raw, '$.traits.address.country') AS address_country,
+               -- Any event's context.timezone (analytics.js sets it), or traits.timezone of an identify.
+               coalesce(json_extract_string(traits_raw, '$.traits.timezone'), json_extract_string(raw, '$.context.timezone')) AS timezone
           FROM (SELECT *, CASE WHEN event_name IN ('identify', 'registration') THEN raw END AS traits_raw
                   FROM events
                  WHERE environment = 'production' AND email IS NOT NULL AND (after IS NULL OR visible_at > after)));
@@ -59,7 +62,8 @@ SELECT org, email,
        arg_max(user_id, user_id_at) AS user_id, max(user_id_at) AS user_id_at,
        arg_max(address_city, address_city_at) AS address_city, max(address_city_at) AS address_city_at,
        arg_max(address_state, address_state_at) AS address_state, max(address_state_at) AS address_state_at,
-       arg_max(address_country, address_country_at) AS address_country, max(address_country_at) AS address_country_at
+       arg_max(address_country, address_country_at) AS address_country, max(address_country_at) AS address_country_at,
+       arg_max(timezone, timezone_at) AS timezone, max(timezone_at) AS timezone_at
   FROM (SELECT * FROM contact_activity
         UNION ALL BY NAME
         SELECT * FROM event_activity(folded))
@@ -124,6 +128,8 @@ SELECT k.org,
        coalesce(o.order_count, 0) AS order_count,
        a.first_seen_at,
        a.last_seen_at,
+       -- Not a default content field: quiet hours read it (an org may serve it as a content field).
+       latest_value(json_extract_string(c.custom, '$.timezone'), c.updated_at, a.timezone, a.timezone_at) AS timezone,
        c.custom AS custom_fields
   FROM contact_keys k
   JOIN org_settings org ON org.org = k.org

@@ -113,6 +113,11 @@ CREATE TABLE IF NOT EXISTS contact_activity (
   PRIMARY KEY (org, email)
 );
 
+-- The contact's time zone (IANA name) from events, for quiet hours; added after the table's first
+-- version, hence ALTER for existing stores.
+ALTER TABLE contact_activity ADD COLUMN IF NOT EXISTS timezone VARCHAR;
+ALTER TABLE contact_activity ADD COLUMN IF NOT EXISTS timezone_at TIMESTAMPTZ;
+
 -- Distinct orders per contact (transactionId, else the messageId of the complete_transaction event).
 CREATE TABLE IF NOT EXISTS contact_orders (
   org        VARCHAR NOT NULL,
@@ -183,7 +188,8 @@ CREATE TABLE IF NOT EXISTS flows (
 
 -- The outbox: one row per send key (flow, contact, event_id), written with the cursor advance.
 -- status: pending (to deliver), delivered, failed (refused without retry), dead (retries exhausted),
--- holdout (experiment holdout: recorded, nothing sent). send_id is derived from the key.
+-- holdout (experiment holdout: recorded, nothing sent), deferred and cancelled (quiet hours, below).
+-- send_id is derived from the key.
 CREATE TABLE IF NOT EXISTS flow_sends (
   send_id       VARCHAR PRIMARY KEY,
   org           VARCHAR NOT NULL,
@@ -204,6 +210,9 @@ CREATE TABLE IF NOT EXISTS flow_sends (
 -- Sends of a transactional flow: the org's frequency caps do not count them (frequency-caps.ts). Added
 -- after the table's first version, hence ALTER for existing stores.
 ALTER TABLE flow_sends ADD COLUMN IF NOT EXISTS transactional BOOLEAN DEFAULT false;
+-- A send decided inside quiet hours has status deferred until due_at (src/reactions/flows/deferred-sends.ts),
+-- then pending (sent) or cancelled (consent, suppression or a cap said no by then, in last_error).
+ALTER TABLE flow_sends ADD COLUMN IF NOT EXISTS due_at TIMESTAMPTZ;
 
 -- Why each trigger row of a flow did or did not become a send (the decisions endpoint).
 CREATE TABLE IF NOT EXISTS flow_decisions (

@@ -24,6 +24,8 @@ const USAGE = `usage: audience <command> [options]
              [--content-fields a,b] [--not-found-status 404|400] [--retention eventsDays=90 | --retention '']
              [--frequency-caps 3/86400@email,10/604800 | --frequency-caps '']
                                      caps per contact: maxSends/withinSeconds, @channel for one channel
+             [--quiet-hours 21:00-08:00@contact | --quiet-hours ''] [--time-zone Europe/Lisbon]
+                                     no message in that window, local time (each contact's zone, or one)
   org delete <slug> --yes            the org and all its data, for good (the slug is never reused)
   org rotate <slug> <staging|production>
   events types <slug> [--env production] [--limit 100] [--cursor …]
@@ -85,6 +87,8 @@ function parseCommandLine() {
         'not-found-status': { type: 'string' },
         retention: { type: 'string' },
         'frequency-caps': { type: 'string' },
+        'quiet-hours': { type: 'string' },
+        'time-zone': { type: 'string' },
         default: { type: 'string' },
         topic: { type: 'string' },
         env: { type: 'string' },
@@ -149,7 +153,17 @@ function orgSettings(): Record<string, unknown> {
   if (opts['not-found-status'] !== undefined) body.notFoundStatus = Number(opts['not-found-status']);
   if (opts.retention !== undefined) body.retention = retention(opts.retention);
   if (opts['frequency-caps'] !== undefined) body.frequencyCaps = frequencyCaps(opts['frequency-caps']);
+  if (opts['quiet-hours'] !== undefined) body.quietHours = quietHours(opts['quiet-hours']);
+  if (opts['time-zone'] !== undefined) body.timeZone = opts['time-zone'];
   return body;
+}
+
+/** `21:00-08:00@contact` (or @Europe/Lisbon) as the org's quietHours; '' removes them. The service checks the values. */
+function quietHours(text: string): Record<string, string> | null {
+  if (text.trim() === '') return null;
+  const match = /^\s*(\d\d:\d\d)-(\d\d:\d\d)@(\S+)\s*$/.exec(text);
+  if (!match) usageError('--quiet-hours takes start-end@zone, e.g. 21:00-08:00@contact or 22:00-07:00@Europe/Lisbon');
+  return { start: match[1]!, end: match[2]!, timeZone: match[3]! };
 }
 
 /** `3/86400@email,10/604800` as the org's frequencyCaps ('' for none); the service checks the values. */

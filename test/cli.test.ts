@@ -138,6 +138,11 @@ t.test('safe sending from the terminal: frequency caps, topics, consent, erasure
   t.equal((await cli(url, ['org', 'update', 'acme', '--frequency-caps', '3 per day'])).code, 2, 'a cap the CLI cannot read');
   t.equal((JSON.parse((await cli(url, ['org', 'update', 'acme', '--frequency-caps', '0/86400'])).stderr) as { code: string }).code, 'invalid_request', 'the service checks the values');
   t.same(JSON.parse((await cli(url, ['org', 'update', 'acme', '--frequency-caps', ''])).stdout).org.frequencyCaps, [], "'' removes the caps");
+  const quiet = await cli(url, ['org', 'update', 'acme', '--quiet-hours', '21:00-08:00@contact', '--time-zone', 'Europe/Lisbon']);
+  t.equal(quiet.code, 0, quiet.stderr);
+  t.match(JSON.parse(quiet.stdout).org, { quietHours: { start: '21:00', end: '08:00', timeZone: 'contact' }, timeZone: 'Europe/Lisbon' });
+  t.equal((await cli(url, ['org', 'update', 'acme', '--quiet-hours', 'nights'])).code, 2, 'a window the CLI cannot read');
+  t.notOk('quietHours' in JSON.parse((await cli(url, ['org', 'update', 'acme', '--quiet-hours', ''])).stdout).org, "'' removes them");
 
   const topic = await cli(url, ['topic', 'put', 'acme', 'news', '--name', 'Newsletter', '--default', 'unsubscribed']);
   t.equal(topic.code, 0, topic.stderr);

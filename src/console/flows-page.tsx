@@ -6,6 +6,7 @@
  */
 import { type FormEvent, type ReactNode, useState } from 'react';
 import type { Condition, Flow, FlowDefinition, Message, Variant } from '../generated/flow';
+import { QuietHoursFields } from './quiet-hours-fields';
 import { api, type ApiError, asPage, cursorParam, seg } from './api';
 import { go, href } from './route';
 import { asApiError, ErrorBox, LoadMore, Status, Time, usePages, useRequest } from './ui';
@@ -194,6 +195,7 @@ function FlowForm({ org, trigger, segments, initial }: { org: string; trigger: s
   const [capped, setCapped] = useState(initial?.frequencyCap !== undefined);
   const [capSends, setCapSends] = useState(initial?.frequencyCap?.maxSends ?? 1);
   const [capSeconds, setCapSeconds] = useState(initial?.frequencyCap?.withinSeconds ?? 86400);
+  const [quietHours, setQuietHours] = useState(initial?.quietHours);
   const [error, setError] = useState<ApiError>();
   const [busy, setBusy] = useState(false);
 
@@ -223,6 +225,7 @@ function FlowForm({ org, trigger, segments, initial }: { org: string; trigger: s
       ...(transactional ? { transactional: true } : topic === 'all' ? {} : { topic }),
       maxEventAgeSeconds: maxAge,
       ...(capped ? { frequencyCap: { maxSends: capSends, withinSeconds: capSeconds } } : {}),
+      ...(quietHours ? { quietHours } : {}),
     };
   };
   const save = async (event: FormEvent) => {
@@ -455,6 +458,7 @@ function FlowForm({ org, trigger, segments, initial }: { org: string; trigger: s
             </label>
           </>
         ) : null}
+        <QuietHoursFields value={quietHours} onChange={setQuietHours} label="Quiet hours of this flow (instead of the org's)" />
       </fieldset>
       <ErrorBox error={error} />
       <button type="submit" disabled={busy}>
@@ -592,7 +596,7 @@ export function FlowDetail({ org, id }: { org: string; id: string }): ReactNode 
 
 /** Sends per page; a status filter finds the failed and dead ones among many. */
 const SENDS_PAGE = 100;
-const SEND_STATUSES = ['pending', 'delivered', 'failed', 'dead', 'holdout'] as const;
+const SEND_STATUSES = ['pending', 'delivered', 'failed', 'dead', 'holdout', 'deferred', 'cancelled'] as const;
 
 function Sends({ org, id, round }: { org: string; id: string; round: number }): ReactNode {
   const [status, setStatus] = useState('');

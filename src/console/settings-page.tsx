@@ -5,6 +5,7 @@
  */
 import { type FormEvent, type ReactNode, useState } from 'react';
 import { DEFAULT_PROFILE_FIELDS } from '../core/profile-fields';
+import { QuietHoursFields } from './quiet-hours-fields';
 import { api, type ApiError, seg } from './api';
 import type { PartnerCredential } from './orgs-page';
 import { asApiError, CopyButton, ErrorBox, Status, Time, useRequest } from './ui';
@@ -41,6 +42,8 @@ function SettingsForm({ org, onSaved }: { org: Org; onSaved(): void }): ReactNod
   const [fields, setFields] = useState(org.contentFields);
   const [notFoundStatus, setNotFoundStatus] = useState(org.notFoundStatus);
   const [caps, setCaps] = useState<FrequencyCaps>(org.frequencyCaps ?? []);
+  const [quietHours, setQuietHours] = useState(org.quietHours);
+  const [timeZone, setTimeZone] = useState(org.timeZone ?? 'UTC');
   const setCap = (i: number, change: Partial<FrequencyCaps[number]>) => setCaps(caps.map((c, j) => (j === i ? { ...c, ...change } : c)));
   const [error, setError] = useState<ApiError>();
   const [saved, setSaved] = useState(false);
@@ -51,7 +54,7 @@ function SettingsForm({ org, onSaved }: { org: Org; onSaved(): void }): ReactNod
     void attempt(setError, async () => {
       // Content fields keep the order of the list shown.
       const contentFields = available.filter((field) => fields.includes(field));
-      await api('PATCH', `/admin/v1/orgs/${seg(org.slug)}`, { name, audienceApi, rateLimit, currencySymbol, contentFields, notFoundStatus, frequencyCaps: caps } satisfies OrgPatch);
+      await api('PATCH', `/admin/v1/orgs/${seg(org.slug)}`, { name, audienceApi, rateLimit, currencySymbol, contentFields, notFoundStatus, frequencyCaps: caps, quietHours: quietHours ?? null, timeZone } satisfies OrgPatch);
       setSaved(true);
       onSaved();
     });
@@ -124,6 +127,13 @@ function SettingsForm({ org, onSaved }: { org: Org; onSaved(): void }): ReactNod
         <button type="button" className="small" onClick={() => setCaps([...caps, { maxSends: 3, withinSeconds: 86400 }])}>
           Add cap
         </button>
+      </fieldset>
+      <fieldset className="row">
+        <legend>Quiet hours (messages decided then are sent when they end)</legend>
+        <QuietHoursFields value={quietHours} onChange={setQuietHours} label="Quiet hours" />
+        <label className="inline">
+          The org's time zone (for contacts whose own is unknown) <input value={timeZone} onChange={(e) => setTimeZone(e.target.value)} list="quiet-hours-zones" required />
+        </label>
       </fieldset>
       <ErrorBox error={error} />
       {saved ? (

@@ -9,9 +9,10 @@ import { type DeletedOrgDocument, isDeletedOrg, type OrgDocument } from './docum
 import { type ControlDocuments, type ControlEntry, ControlConflictError, orgKey } from './types.js';
 import type { Context } from '../core/context.js';
 import { ENVIRONMENTS, type Environment } from '../core/domain.js';
+import { isTimeZone, type QuietHours, quietHoursProblem } from '../core/quiet-hours.js';
 import { AppError } from '../core/errors.js';
 import type { Org, OrgCreate, OrgPatch } from '../generated/org.js';
-import { DEFAULT_PROFILE_FIELDS } from '../core/profile-fields.js';
+import { DEFAULT_PROFILE_FIELDS, OPTIONAL_PROFILE_FIELDS } from '../core/profile-fields.js';
 import { RESERVED_SCHEMA_NAMES } from '../core/org-relations.js';
 import type { PartnerRegistry } from './partner-registry.js';
 import { randomBase62, sha256Hex } from '../core/secrets.js';
@@ -113,6 +114,7 @@ export class OrgStore {
     const now = this.ctx.clock.now();
     const contentFields = input.contentFields ?? [...DEFAULT_PROFILE_FIELDS];
     assertKnownFields(contentFields, new Set());
+    assertTimes(input);
     const credentials = {} as CredentialPair;
     const document: OrgDocument = {
       org: {
@@ -125,6 +127,8 @@ export class OrgStore {
         notFoundStatus: input.notFoundStatus ?? 404,
         ...(input.retention ? { retention: input.retention } : {}),
         ...(input.frequencyCaps ? { frequencyCaps: input.frequencyCaps } : {}),
+        ...(input.quietHours ? { quietHours: input.quietHours } : {}),
+        ...(input.timeZone ? { timeZone: input.timeZone } : {}),
         createdAt: new Date(now).toISOString(),
         updatedAt: new Date(now).toISOString(),
       },
@@ -175,10 +179,16 @@ export class OrgStore {
   async patch(slug: string, patch: OrgPatch): Promise<Org> {
     await this.get(slug);
     if (patch.contentFields) assertKnownFields(patch.contentFields, this.options.customFieldsOf?.(slug) ?? new Set());
+    assertTimes(patch);
     const updatedAt = new Date(this.ctx.clock.now()).toISOString();
     const entry = await changeDocument<OrgDocument>(this.control, orgKey(slug), (current) => {
       if (!current) throw new AppError('org_not_found', `no org "${slug}"`);
-      return { ...current, org: { ...current.org, ...patch, updatedAt } };
+      const { quietHours, ...rest } = patch;
+      const org: Org = { ...current.org, ...rest, updatedAt };
+      // null removes the org's quiet hours.
+      if (quietHours === null) delete org.quietHours;
+      else if (quietHours !== undefined) org.quietHours = quietHours;
+      return { ...current, org };
     });
     await this.apply(entry);
     return (entry.value as OrgDocument).org;
@@ -217,11 +227,21 @@ export class OrgStore {
 
 /** SPEC 3: a content field the profile view does not have is refused. */
 function assertKnownFields(fields: string[], customFields: ReadonlySet<string>): void {
-  const known = new Set<string>(DEFAULT_PROFILE_FIELDS);
+  const known = new Set<string>([...DEFAULT_PROFILE_FIELDS, ...OPTIONAL_PROFILE_FIELDS]);
   const unknown = fields.filter((f) => !known.has(f) && !customFields.has(f));
   if (unknown.length > 0) {
     throw new AppError('invalid_request', `unknown content fields: ${unknown.join(', ')}`, {
       members: { errors: unknown.map((f) => ({ path: '/contentFields', message: `"${f}" is not a profile field` })) },
     });
+  }
+}
+
+/** Quiet hours and the org's time zone: the schema checks their shape, this their values (a 400 naming the member). */
+function assertTimes(input: { quietHours?: QuietHours | null; timeZone?: string }): void {
+  const problem = input.quietHours ? quietHoursProblem(input.quietHours) : null;
+  if (problem) throw new AppError('invalid_request', `quietHours: ${problem}`, { members: { errors: [{ path: '/quietHours', message: problem }] } });
+  if (input.timeZone !== undefined && !isTimeZone(input.timeZone)) {
+    const message = `${JSON.stringify(input.timeZone)} is not an IANA time zone (e.g. Europe/Lisbon, UTC)`;
+    throw new AppError('invalid_request', `timeZone: ${message}`, { members: { errors: [{ path: '/timeZone', message }] } });
   }
 }

@@ -16,3 +16,6 @@ export const DEFAULT_PROFILE_FIELDS = [
   'first_seen_at',
   'last_seen_at',
 ] as const;
+
+/** Fields every profile has that are not content fields unless an org asks for them. */
+export const OPTIONAL_PROFILE_FIELDS = ['timezone'] as const;

@@ -1,5 +1,5 @@
 /* Generated from schemas/ by src/tools/generate-types.ts (npm run types). Do not edit. */
-import type { FrequencyCap } from './org.js';
+import type { FrequencyCap, QuietHours } from './org.js';
 
 /**
  * This interface was referenced by `FlowDefinition`'s JSON-Schema
@@ -46,6 +46,10 @@ export interface FlowDefinition {
    * At most maxSends of this flow's messages to one contact within withinSeconds; an entry over it is decided frequency_capped. The org's frequencyCaps apply as well
    */
   frequencyCap?: FrequencyCap;
+  /**
+   * This flow's quiet hours, instead of the org's
+   */
+  quietHours?: QuietHours;
   /**
    * Seconds between runs. Default: 60
    */

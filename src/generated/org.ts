@@ -76,6 +76,13 @@ export type FrequencyCaps = {
   withinSeconds: CapWithinSeconds;
 }[];
 /**
+ * The org's IANA time zone (e.g. Europe/Lisbon), for quiet hours of contacts whose own zone is unknown. Default: UTC
+ *
+ * This interface was referenced by `Org`'s JSON-Schema
+ * via the `definition` "timeZone".
+ */
+export type TimeZone = string;
+/**
  * This interface was referenced by `Org`'s JSON-Schema
  * via the `definition` "email".
  */
@@ -96,6 +103,8 @@ export interface Org {
   updatedAt: string;
   retention?: Retention;
   frequencyCaps?: FrequencyCaps;
+  quietHours?: QuietHours;
+  timeZone?: TimeZone;
 }
 /**
  * Days each kind of row is kept for this org (0: forever), overriding the service's RETENTION_* settings; a member left out follows the setting. PATCH replaces the whole object ({} drops every override). See docs/operations/retention.md
@@ -126,6 +135,26 @@ export interface Retention {
   sendsContentDays?: number;
 }
 /**
+ * No message is sent between start and end, local time: an entry decided then is deferred (deferred_quiet_hours) and sent once the window ends, checked again against consent, suppression and caps. start > end spans midnight. A flow's own quietHours replace the org's.
+ *
+ * This interface was referenced by `Org`'s JSON-Schema
+ * via the `definition` "QuietHours".
+ */
+export interface QuietHours {
+  /**
+   * HH:MM, 24-hour
+   */
+  start: string;
+  /**
+   * HH:MM, 24-hour; not equal to start
+   */
+  end: string;
+  /**
+   * "contact": the contact's timezone profile field (from events' context.timezone or traits.timezone, or an imported timezone column), the org's timeZone when unknown; else an IANA zone such as Europe/Lisbon
+   */
+  timeZone: string;
+}
+/**
  * This interface was referenced by `Org`'s JSON-Schema
  * via the `definition` "OrgCreate".
  */
@@ -139,6 +168,8 @@ export interface OrgCreate {
   notFoundStatus?: NotFoundStatus;
   retention?: Retention;
   frequencyCaps?: FrequencyCaps;
+  quietHours?: QuietHours;
+  timeZone?: TimeZone;
 }
 /**
  * This interface was referenced by `Org`'s JSON-Schema
@@ -153,6 +184,11 @@ export interface OrgPatch {
   notFoundStatus?: NotFoundStatus;
   retention?: Retention;
   frequencyCaps?: FrequencyCaps;
+  /**
+   * null removes the org's quiet hours
+   */
+  quietHours?: QuietHours | null;
+  timeZone?: TimeZone;
 }
 /**
  * This interface was referenced by `Org`'s JSON-Schema

@@ -9,6 +9,7 @@ import { OrgUnavailable } from '../core/unavailable.js';
 import { registerScrapedGauge } from '../ops/metrics.js';
 import { openChannels } from '../reactions/channels/open-channels.js';
 import { FlowRunner } from '../reactions/flows/flow-runner.js';
+import { DeferredSends } from '../reactions/flows/deferred-sends.js';
 import { SendDispatcher } from '../reactions/flows/send-dispatcher.js';
 import { SendStore } from '../reactions/flows/send-store.js';
 import { TemplateRenderer } from '../reactions/flows/template-renderer.js';
@@ -21,6 +22,8 @@ export interface FlowsRole {
   runner: FlowRunner;
   dispatcher: SendDispatcher;
   renderer: TemplateRenderer;
+  /** Sends deferred by quiet hours, released when they end. */
+  deferred: DeferredSends;
 }
 
 declare module 'fastify' {
@@ -71,12 +74,29 @@ export const flowsRole = fp(
       maxRows: config.triggerMaxRows,
       refreshProfiles: (keys) => storage.refresher.enqueue(keys),
       capsOf: (org) => orgs.cached(org)?.frequencyCaps ?? [],
+      quietHoursOf: (org) => {
+        const settings = orgs.cached(org);
+        return { quietHours: settings?.quietHours, timeZone: settings?.timeZone ?? 'UTC' };
+      },
+      deferredDue: (org, at) => deferred.noteDue(org, at),
       consent: storage.consent,
       links: storage.links,
     });
-    app.decorate('flowsRole', { runner, dispatcher, renderer });
+    const deferred = new DeferredSends({
+      orgs: orgData,
+      sends,
+      flows: storage.flows,
+      consent: storage.consent,
+      capsOf: (org) => orgs.cached(org)?.frequencyCaps ?? [],
+      exclusive: (org, work) => runner.exclusive(org, work),
+      dispatcher,
+      ctx,
+      metrics,
+      logger,
+    });
+    app.decorate('flowsRole', { runner, dispatcher, renderer, deferred });
     // Stops polling trigger files, lets a running flow run finish, stops deliveries (retries stay pending).
-    app.addHook('onClose', () => runSteps([() => storage.triggers.stopWatching(), () => runner.close(), () => renderer.close(), () => dispatcher.close(), () => channels.close()]));
+    app.addHook('onClose', () => runSteps([() => storage.triggers.stopWatching(), () => runner.close(), () => deferred.close(), () => renderer.close(), () => dispatcher.close(), () => channels.close()]));
 
     /** Sends recorded as pending and not queued in this process, org by org: one unavailable org does not hold the others'. */
     const resumePending = async (slugs: string[]): Promise<void> => {
@@ -88,12 +108,16 @@ export const flowsRole = fp(
       }
     };
     const ownedSlugs = async () => (await orgs.list()).map((org) => org.slug).filter(storage.owns);
-    storage.onOrgAvailable((slug) => resumePending([slug]));
+    storage.onOrgAvailable(async (slug) => {
+      await resumePending([slug]);
+      await deferred.load([slug]);
+    });
     // An erasure's deletions and the org's runs never overlap; the contact's queued sends are not attempted.
     storage.erasures.serializeWith((org, work) => runner.exclusive(org, work));
     storage.erasures.onErased((org, email) => dispatcher.dropContact(org, email));
     storage.onOrgDropped(async (slug) => {
       await runner.forgetOrg(slug);
+      deferred.forgetOrg(slug);
       dispatcher.dropOrg(slug);
     });
     // A flow run's commit may have been made just before the storage process ended, its answer lost:
@@ -102,8 +126,10 @@ export const flowsRole = fp(
 
     storage.triggers.watch(QUERIES_POLL_MS);
     await resumePending(await ownedSlugs());
+    await deferred.load(await ownedSlugs());
     renderer.start();
     runner.start();
+    deferred.start();
   },
   { name: 'audience-flows-role', dependencies: ['audience-storage-role'] },
 );

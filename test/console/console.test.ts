@@ -229,7 +229,7 @@ t.test('from sample events to a saved trigger in the console', async (t) => {
     if (!inVariant.test(membership)) await new Promise((resolve) => setTimeout(resolve, 200));
   }
   t.match(membership, inVariant, `flow_variant_membership names the flow and the variant: ${membership}`);
-  t.equal(await page.locator('tr.not-content').count(), 0, 'every field of a default profile is a content field by default');
+  t.same(await page.locator('tr.not-content').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-field'))), ['timezone'], 'every field of a default profile is a content field by default, but timezone (optional: quiet hours read it)');
   t.match(await page.locator('[data-topic="all"]').textContent(), /allsubscribeddefault/, "the contact's consent to the topic every org has");
   await shot('profile-variant');
 
@@ -265,9 +265,14 @@ t.test('from sample events to a saved trigger in the console', async (t) => {
   await page.getByRole('button', { name: 'Add cap' }).click();
   await page.locator('[data-cap="0"]').getByLabel('At most (messages)').fill('10');
   await page.locator('[data-cap="0"]').getByLabel('Channel').selectOption('webhook');
+  await page.getByLabel('Quiet hours', { exact: true }).check();
+  await page.getByLabel('From').fill('22:30');
+  await page.getByLabel('In the time zone').fill('Europe/Lisbon');
   await page.getByRole('button', { name: 'Save settings' }).click();
   await page.getByRole('status').filter({ hasText: 'Saved.' }).waitFor();
-  t.same((await h.admin('GET', '/admin/v1/orgs/acme')).json().org.frequencyCaps, [{ maxSends: 10, withinSeconds: 86400, channel: 'webhook' }], 'the org cap set in the console');
+  const settings = (await h.admin('GET', '/admin/v1/orgs/acme')).json().org;
+  t.same(settings.frequencyCaps, [{ maxSends: 10, withinSeconds: 86400, channel: 'webhook' }], 'the org cap set in the console');
+  t.same(settings.quietHours, { start: '22:30', end: '08:00', timeZone: 'Europe/Lisbon' }, 'quiet hours set in the console');
   await page.getByLabel('Created by (e-mail)').fill('ops@example.com');
   await page.getByRole('button', { name: 'Create token' }).click();
   const token = (await page.locator('[data-issued-token]').textContent())!;

@@ -38,6 +38,7 @@ function state(flow: Partial<FlowDefinition> = {}, extra: Partial<RunState> = {}
     eventTimes: new Map(),
     unsubscribed: new Map(),
     suppressed: new Set(),
+    quietUntil: () => null,
     unsubscribeUrl: () => null,
     sendCounts: new SendCounts({ org: [], flow: flow.frequencyCap, flowId: 'f1', transactional: false }, new Map()),
     profile: (type, value) => (type === 'user_id' && value === 'u-7' ? { email_address: 'seven@example.com', first_name: 'Seven' } : undefined),

@@ -67,7 +67,7 @@ async function setUp(t: Tap, options: { timeoutMs?: number } = {}) {
     }));
     for (const s of sends) {
       await storage.org(org).run(
-        "INSERT INTO flow_sends VALUES ($1, $2, 'f1', $3, $4, NULL, 'webhook', $5, 'h', 'pending', 0, NULL, now(), NULL, false)",
+        "INSERT INTO flow_sends VALUES ($1, $2, 'f1', $3, $4, NULL, 'webhook', $5, 'h', 'pending', 0, NULL, now(), NULL, false, NULL)",
         [s.sendId, org, s.email, s.eventId, JSON.stringify(s.message)],
       );
     }

@@ -1,7 +1,7 @@
 /**
  * What happens to each trigger row of a run (SPEC 8): identity → send key already used → suppression → history
  * (backfill, too old) → consent → segment filter → re-entry rule → experiment variant → branch →
- * frequency caps → the message to render and its data. Pure apart from the state it is given, so every
+ * frequency caps → quiet hours (deferred, not dropped) → the message to render and its data. Pure apart from the state it is given, so every
  * rule is testable without a database; the runner renders the chosen messages off the HTTP thread
  * (template-renderer.ts) and persists what it returns.
  */
@@ -81,13 +81,30 @@ export interface Sent extends Entered {
   message: RenderedMessage;
 }
 
-/** What `decide` returns: a `sent` row carries the message still to render. */
-export type Decision = NoIdentity | Failed | Skipped | Holdout | ToRender;
+/**
+ * The contact entered the flow inside quiet hours (quiet-hours.ts): the message waits in the outbox
+ * until `dueAt`, the window's end, and is sent then if consent, suppression and caps still allow it.
+ */
+interface DeferredEntry extends Keyed {
+  outcome: 'deferred_quiet_hours';
+  variant: string | null;
+  reason: string;
+  dueAt: number;
+}
+export interface ToDefer extends DeferredEntry {
+  template: MessageToRender;
+}
+export interface Deferred extends DeferredEntry {
+  message: RenderedMessage;
+}
+
+/** What `decide` returns: a `sent` or deferred row carries the message still to render. */
+export type Decision = NoIdentity | Failed | Skipped | Holdout | ToRender | ToDefer;
 /** A decision after rendering (template-renderer.ts): what a run records and sends. */
-export type RenderedDecision = NoIdentity | Failed | Skipped | Holdout | Sent;
+export type RenderedDecision = NoIdentity | Failed | Skipped | Holdout | Sent | Deferred;
 export type Outcome = Decision['outcome'];
 /** Every outcome, as the decisions endpoint documents them (`satisfies` and the line below: each one, once). */
-export const OUTCOMES = ['sent', 'holdout', 'no_identity', 'failed', 'duplicate', 'suppressed', 'backfill', 'too_old', 'unsubscribed', 'excluded_by_segment', 'reentry_blocked', 'frequency_capped'] as const satisfies readonly Outcome[];
+export const OUTCOMES = ['sent', 'deferred_quiet_hours', 'holdout', 'no_identity', 'failed', 'duplicate', 'suppressed', 'backfill', 'too_old', 'unsubscribed', 'excluded_by_segment', 'reentry_blocked', 'frequency_capped'] as const satisfies readonly Outcome[];
 const everyOutcomeListed: [Exclude<Outcome, (typeof OUTCOMES)[number]>] extends [never] ? true : never = true;
 void everyOutcomeListed;
 
@@ -114,6 +131,8 @@ export interface RunState {
   suppressed: ReadonlySet<string>;
   /** Per contact, the topics of this flow (its topic and `all`; none when transactional) the contact is unsubscribed from. */
   unsubscribed: ReadonlyMap<string, ReadonlyArray<{ topic: string; source: string }>>;
+  /** When the quiet hours the contact is in now end, and in which zone; null outside quiet hours (or none set). */
+  quietUntil(email: string): { at: number; zone: string } | null;
   /** The contact's unsubscribe link for the flow's topic; null for a transactional flow. */
   unsubscribeUrl(email: string): string | null;
   profile(type: IdentityType, value: string): Profile | undefined;
@@ -176,6 +195,11 @@ export function decide(row: Record<string, unknown>, state: RunState): Decision 
   if (capped) return skip('frequency_capped', capped);
   enter();
   state.sendCounts.add(email, template.message.channel, state.now);
+  const quiet = state.quietUntil(email);
+  if (quiet) {
+    const reason = `quiet hours in ${quiet.zone} until ${new Date(quiet.at).toISOString()}: sent then, if consent, suppression and caps still allow`;
+    return { ...keyed, outcome: 'deferred_quiet_hours', variant: variant?.label ?? null, reason, dueAt: quiet.at, template };
+  }
   return { ...keyed, outcome: 'sent', variant: variant?.label ?? null, reason: null, template };
 }
 

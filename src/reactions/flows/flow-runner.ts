@@ -22,6 +22,7 @@ import { PeriodicTask } from '../../core/periodic-task.js';
 import type { ContactKey } from '../../events/profiles/profile-materializer.js';
 import type { ProfileIndex } from '../../events/profiles/profile-index.js';
 import { suppressedAmong } from '../../events/compaction/tombstones.js';
+import { type QuietHours, quietUntilAt } from '../../core/quiet-hours.js';
 import { eventTimes } from '../../events/compaction/event-times.js';
 import { QueryFailed, runSandboxed, windowOf, withSandbox } from '../triggers/sandbox.js';
 import { SandboxBusy, SandboxPaused } from '../../db/untrusted.js';
@@ -85,6 +86,10 @@ export class FlowRunner {
       /** TRIGGER_MAX_ROWS. */
       maxRows: number;
       refreshProfiles(keys: ContactKey[]): void;
+      /** The org's quiet hours and time zone now (the org's settings, kept in memory). */
+      quietHoursOf(org: string): { quietHours?: QuietHours | undefined; timeZone: string };
+      /** Sends of the org were deferred until `at` (deferred-sends.ts releases them then). */
+      deferredDue(org: string, at: number): void;
       /** The org's frequencyCaps now (the org's settings, kept in memory). */
       capsOf(org: string): FrequencyCaps;
       consent: Pick<ConsentStore, 'unsubscribed'>;
@@ -178,6 +183,7 @@ export class FlowRunner {
         suppressed: await suppressedAmong(this.deps.orgs.org(org), emails),
         unsubscribed: await this.deps.consent.unsubscribed(org, emails, topicsOf(flow.definition)),
         unsubscribeUrl: (email) => this.deps.links.forFlow(org, flow.definition, email),
+        quietUntil: this.quietUntil(org, flow.definition, now, profile),
         profile,
       };
       // Templates render on the renderer's thread, within its limits; a template over them fails its row.
@@ -255,9 +261,16 @@ export class FlowRunner {
     return row?.below ?? row?.first ?? undefined;
   }
 
+  /** The flow's quiet hours (its own, else the org's), in the contact's zone or the one they name. */
+  private quietUntil(org: string, flow: FlowDefinition, now: number, profile: RunState['profile']): RunState['quietUntil'] {
+    const settings = this.deps.quietHoursOf(org);
+    return quietUntilAt(now, flow.quietHours ?? settings.quietHours, settings.timeZone, (email) => profile('email', email)?.timezone);
+  }
+
   private afterCommit(org: string, flowId: string, decisions: RenderedDecision[]): void {
     const sends: PendingSend[] = [];
     const holdouts: ContactKey[] = [];
+    let deferredUntil = Infinity;
     for (const d of decisions) {
       this.deps.metrics.flowDecisions.inc({ outcome: d.outcome });
       switch (d.outcome) {
@@ -266,6 +279,9 @@ export class FlowRunner {
           break;
         case 'holdout':
           holdouts.push({ org, email: d.email });
+          break;
+        case 'deferred_quiet_hours':
+          deferredUntil = Math.min(deferredUntil, d.dueAt);
           break;
         case 'no_identity':
         case 'failed':
@@ -284,6 +300,7 @@ export class FlowRunner {
     }
     this.deps.dispatcher.enqueue(sends);
     if (holdouts.length > 0) this.deps.refreshProfiles(holdouts);
+    if (deferredUntil < Infinity) this.deps.deferredDue(org, deferredUntil);
   }
 
   private async fail(flow: FlowRecord, reason: string): Promise<RunSummary> {

@@ -16,7 +16,7 @@ import { type Keyed, type Keyset, type PageRequest, readPage } from '../../db/pa
 import type { Sql } from '../../db/sql.js';
 import type { Sweep } from '../../db/sweep.js';
 import type { OrgStorage } from '../../db/org-storage.js';
-import { type Holdout, type RenderedDecision, type Sent, sendKey } from './decide.js';
+import { type Deferred, type Holdout, type RenderedDecision, type Sent, sendKey } from './decide.js';
 import type { PastSend } from './frequency-caps.js';
 
 /** An outbox row to deliver. */
@@ -106,14 +106,18 @@ export class SendStore {
    * Per contact, the sends the frequency caps count (pending or delivered, a channel) decided after
    * `sinceMs`, of every flow of the org.
    */
-  async recentSends(org: string, emails: string[], sinceMs: number): Promise<Map<string, PastSend[]>> {
+  /**
+   * The sends caps count, per contact, decided after `sinceMs`: pending and delivered, and (`deferred`:
+   * when deciding) the ones waiting for quiet hours to end, which will be sent then.
+   */
+  async recentSends(org: string, emails: string[], sinceMs: number, statuses: readonly string[] = ['pending', 'delivered', 'deferred']): Promise<Map<string, PastSend[]>> {
     const sends = new Map<string, PastSend[]>();
     if (emails.length === 0) return sends;
     const rows = await this.orgs.org(org).all<{ email: string; flow_id: string; channel: ChannelName; transactional: boolean; at: bigint }>(
       `SELECT email, flow_id, channel, transactional, epoch_ms(created_at) AS at FROM flow_sends
         WHERE org = $1 AND email IN (SELECT unnest($2::VARCHAR[])) AND created_at > $3
-          AND status IN ('pending', 'delivered') AND channel IS NOT NULL`,
-      [org, listValue(emails), tsParam(sinceMs)],
+          AND status IN (SELECT unnest($4::VARCHAR[])) AND channel IS NOT NULL`,
+      [org, listValue(emails), tsParam(sinceMs), listValue([...statuses])],
     );
     for (const r of rows) {
       const send: PastSend = { flowId: r.flow_id, channel: r.channel, transactional: r.transactional, at: Number(r.at) };
@@ -142,9 +146,9 @@ export class SendStore {
       appendNullable(a, d.reason);
       a.appendTimestampTZ(at);
     });
-    const entered = decisions.filter((d): d is Sent | Holdout => d.outcome === 'sent' || d.outcome === 'holdout');
+    const entered = decisions.filter((d): d is Sent | Holdout | Deferred => d.outcome === 'sent' || d.outcome === 'holdout' || d.outcome === 'deferred_quiet_hours');
     await c.appendRows({ table: 'flow_sends' }, entered, (a, d) => {
-      const message = d.outcome === 'sent' ? d.message : null;
+      const message = d.outcome === 'holdout' ? null : d.message;
       a.appendVarchar(d.sendId);
       a.appendVarchar(org);
       a.appendVarchar(flowId);
@@ -154,13 +158,59 @@ export class SendStore {
       appendNullable(a, message?.channel ?? null);
       appendNullable(a, message ? JSON.stringify(message) : null);
       a.appendVarchar(triggerHash);
-      a.appendVarchar(d.outcome === 'sent' ? 'pending' : 'holdout');
+      a.appendVarchar(d.outcome === 'sent' ? 'pending' : d.outcome === 'holdout' ? 'holdout' : 'deferred');
       a.appendInteger(0);
       a.appendNull();
       a.appendTimestampTZ(at);
       a.appendNull();
       a.appendBoolean(flow.transactional);
+      if (d.outcome === 'deferred_quiet_hours') a.appendTimestampTZ(tsParam(d.dueAt));
+      else a.appendNull();
     });
+  }
+
+  /** Deferred sends of the org due by `now` (their quiet hours over), oldest first. */
+  async dueDeferred(org: string, now: number): Promise<Array<PendingSend & { transactional: boolean }>> {
+    const rows = await this.orgs.org(org).all<{ send_id: string; flow_id: string; email: string; event_id: string; variant: string | null; content: string; transactional: boolean }>(
+      "SELECT send_id, flow_id, email, event_id, variant, content, transactional FROM flow_sends WHERE status = 'deferred' AND due_at <= $1 ORDER BY due_at, send_id",
+      [tsParam(now)],
+    );
+    return rows.map((r) => ({ sendId: r.send_id, org, flowId: r.flow_id, email: r.email, eventId: r.event_id, variant: r.variant, message: JSON.parse(r.content) as RenderedMessage, transactional: r.transactional }));
+  }
+
+  /** When the org's next deferred send is due (epoch ms), or null when none waits. */
+  async nextDeferred(org: string): Promise<number | null> {
+    const [row] = await this.orgs.org(org).all<{ due: bigint | null }>("SELECT epoch_ms(min(due_at)) AS due FROM flow_sends WHERE status = 'deferred'");
+    return row?.due == null ? null : Number(row.due);
+  }
+
+  /**
+   * Deferred sends at the end of their quiet hours, in one transaction: each becomes pending (to send) or
+   * cancelled (with why), and gets a decision row saying so. Only rows still deferred change, so a
+   * release repeated after a crash changes nothing twice. Returns the send ids that became pending.
+   */
+  async releaseDeferred(org: string, released: ReadonlyArray<{ sendId: string; outcome: string; reason: string | null }>, now: number): Promise<Set<string>> {
+    if (released.length === 0) return new Set();
+    const params = [listValue(released.map((r) => r.sendId)), listValue(released.map((r) => r.outcome)), listValue(released.map((r) => r.reason)), tsParam(now)];
+    const changed = await this.orgs.org(org).transaction(async (c) => {
+      const rows = await c.all<{ send_id: string; status: string }>(
+        `UPDATE flow_sends AS s SET status = CASE WHEN u.outcome = 'sent' THEN 'pending' ELSE 'cancelled' END, last_error = u.reason
+           FROM (SELECT unnest($1::VARCHAR[]) AS send_id, unnest($2::VARCHAR[]) AS outcome, unnest($3::VARCHAR[]) AS reason) AS u
+          WHERE s.send_id = u.send_id AND s.status = 'deferred'
+          RETURNING s.send_id, s.status`,
+        params.slice(0, 3),
+      );
+      await c.run(
+        `INSERT INTO flow_decisions
+         SELECT s.org, s.flow_id, s.email, s.email, 'email', s.event_id, u.outcome, s.variant, s.send_id, s.trigger_hash, u.reason, $4
+           FROM flow_sends s JOIN (SELECT unnest($1::VARCHAR[]) AS send_id, unnest($2::VARCHAR[]) AS outcome, unnest($3::VARCHAR[]) AS reason) AS u
+             ON s.send_id = u.send_id
+          WHERE s.send_id IN (SELECT unnest($5::VARCHAR[]))`,
+        [...params, listValue(rows.map((r) => r.send_id))],
+      );
+      return rows;
+    });
+    return new Set(changed.filter((r) => r.status === 'pending').map((r) => r.send_id));
   }
 
   /** For the trigger versions page: how many decisions each trigger version (by hash) led to, and how many sends. */
@@ -218,7 +268,7 @@ export class SendStore {
       this.orgs.org(org),
       {
         select: `send_id AS "sendId", email, event_id AS "eventId", variant, channel, status, attempts,
-                 last_error AS "lastError", trigger_hash AS "triggerHash", created_at AS "createdAt", sent_at AS "sentAt"`,
+                 last_error AS "lastError", trigger_hash AS "triggerHash", created_at AS "createdAt", sent_at AS "sentAt", due_at AS "dueAt"`,
         from: 'flow_sends',
         where: 'org = $1 AND flow_id = $2 AND ($3::VARCHAR IS NULL OR email = $3) AND ($4::VARCHAR IS NULL OR status = $4)',
         params: [org, flowId, filter.email, filter.status],

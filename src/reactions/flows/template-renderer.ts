@@ -213,7 +213,7 @@ function firstUncloneable(jobs: MessageToRender[], from: number): number {
  * `failed` with the reason its template did not render. The template data is dropped either way.
  */
 export async function renderDecisions(renderer: Pick<TemplateRenderer, 'render'>, decisions: Decision[]): Promise<RenderedDecision[]> {
-  const jobs = decisions.flatMap((d) => (d.outcome === 'sent' ? [d.template] : []));
+  const jobs = decisions.flatMap((d) => (d.outcome === 'sent' || d.outcome === 'deferred_quiet_hours' ? [d.template] : []));
   const results = jobs.length === 0 ? [] : await renderer.render(jobs);
   let next = 0;
   return decisions.map((decision): RenderedDecision => {
@@ -223,6 +223,14 @@ export async function renderDecisions(renderer: Pick<TemplateRenderer, 'render'>
         const result = results[next++];
         if (result === undefined) throw new Error(`the renderer answered ${results.length} of ${jobs.length} messages`);
         return result.ok ? { ...entered, message: result.message } : { ...entered, outcome: 'failed', reason: result.reason };
+      }
+      case 'deferred_quiet_hours': {
+        const { template: _rendered, ...deferred } = decision;
+        const result = results[next++];
+        if (result === undefined) throw new Error(`the renderer answered ${results.length} of ${jobs.length} messages`);
+        if (result.ok) return { ...deferred, message: result.message };
+        const { dueAt: _due, ...entered } = deferred;
+        return { ...entered, outcome: 'failed', reason: result.reason };
       }
       case 'no_identity':
       case 'failed':

@@ -5,6 +5,7 @@
  * together as 422 invalid_flow.
  */
 import { checkWebhookUrl } from '../channels/target-guard.js';
+import { quietHoursProblem } from '../../core/quiet-hours.js';
 import { AppError, type ProblemDetail } from '../../core/errors.js';
 import type { Condition, FlowDefinition, Message } from '../../generated/flow.js';
 import { toProblemDetails, validatorFor } from '../../core/schemas.js';
@@ -44,6 +45,8 @@ export function checkFlow(body: unknown, checks: FlowChecks): FlowDefinition {
   } else if (flow.topic !== undefined && !checks.topics.has(flow.topic)) {
     errors.push({ path: '/topic', message: `topic ${flow.topic} does not exist: create it first (PUT /admin/v1/orgs/${checks.org}/topics/${flow.topic})` });
   }
+  const quiet = flow.quietHours ? quietHoursProblem(flow.quietHours) : null;
+  if (quiet) errors.push({ path: '/quietHours', message: quiet });
   const labels = flow.experiment?.variants.map((v) => v.label) ?? [];
   if (new Set(labels).size !== labels.length) errors.push({ path: '/experiment/variants', message: 'variant labels must be unique' });
 

@@ -26,4 +26,4 @@ export const pageQueryDoc = (limits: { fallback: number; max: number }) => ({
   cursor: { type: 'string', minLength: 1, description: 'the `nextCursor` of the previous page, unchanged, with the same filters (omit for the first page)' },
 });
 
-export const IDENTITY_QUERY = { type: 'string', description: 'email:<address>, email-hash:<sha256 hex> or user_id:<id>' } as const;
+export const IDENTITY_QUERY = { type: 'string', description: 'email:<address>, email-hash:<sha256 hex> or user_id:<id>', examples: ['email:ada@example.com'] } as const;

@@ -1338,6 +1338,7 @@ export interface components {
             /** @description Messages a contact needs whatever they subscribed to (a receipt, a password reset): the org's frequencyCaps neither cap nor count them. Default: false */
             transactional?: boolean;
             frequencyCap?: components["schemas"]["org.FrequencyCap"];
+            quietHours?: components["schemas"]["org.QuietHours"];
             /** @description Seconds between runs. Default: 60 */
             scheduleSeconds?: number;
             segmentFilter?: {
@@ -1452,6 +1453,8 @@ export interface components {
             updatedAt: string;
             retention?: components["schemas"]["org.retention"];
             frequencyCaps?: components["schemas"]["org.frequencyCaps"];
+            quietHours?: components["schemas"]["org.QuietHours"];
+            timeZone?: components["schemas"]["org.timeZone"];
         };
         "org.slug": string;
         "org.name": string;
@@ -1492,6 +1495,8 @@ export interface components {
             notFoundStatus?: components["schemas"]["org.notFoundStatus"];
             retention?: components["schemas"]["org.retention"];
             frequencyCaps?: components["schemas"]["org.frequencyCaps"];
+            quietHours?: components["schemas"]["org.QuietHours"];
+            timeZone?: components["schemas"]["org.timeZone"];
         };
         /** OrgPatch */
         "org.OrgPatch": {
@@ -1503,6 +1508,9 @@ export interface components {
             notFoundStatus?: components["schemas"]["org.notFoundStatus"];
             retention?: components["schemas"]["org.retention"];
             frequencyCaps?: components["schemas"]["org.frequencyCaps"];
+            /** @description null removes the org's quiet hours */
+            quietHours?: components["schemas"]["org.QuietHours"] | null;
+            timeZone?: components["schemas"]["org.timeZone"];
         };
         /** FrequencyCap */
         "org.FrequencyCap": {
@@ -1523,6 +1531,29 @@ export interface components {
         "org.capMaxSends": number;
         /** @description in any window of this many seconds (a rolling window ending at the decision) */
         "org.capWithinSeconds": number;
+        /**
+         * QuietHours
+         * @description No message is sent between start and end, local time: an entry decided then is deferred (deferred_quiet_hours) and sent once the window ends, checked again against consent, suppression and caps. start > end spans midnight. A flow's own quietHours replace the org's.
+         */
+        "org.QuietHours": {
+            /** @description HH:MM, 24-hour */
+            start: string;
+            /** @description HH:MM, 24-hour; not equal to start */
+            end: string;
+            /**
+             * @description "contact": the contact's timezone profile field (from events' context.timezone or traits.timezone, or an imported timezone column), the org's timeZone when unknown; else an IANA zone such as Europe/Lisbon
+             * @example contact
+             * @example Europe/Lisbon
+             */
+            timeZone: string;
+        };
+        /**
+         * @description The org's IANA time zone (e.g. Europe/Lisbon), for quiet hours of contacts whose own zone is unknown. Default: UTC
+         * @example UTC
+         * @example Europe/Lisbon
+         * @example America/New_York
+         */
+        "org.timeZone": string;
         /**
          * Token
          * @description An Audience API token as the admin API lists it (SPEC 3). The token itself is never listed.
@@ -3492,7 +3523,10 @@ export interface operations {
     getOrgContact: {
         parameters: {
             query: {
-                /** @description email:<address>, email-hash:<sha256 hex> or user_id:<id> */
+                /**
+                 * @description email:<address>, email-hash:<sha256 hex> or user_id:<id>
+                 * @example email:ada@example.com
+                 */
                 identity: string;
             };
             header?: never;
@@ -5355,10 +5389,13 @@ export interface operations {
     listFlowSends: {
         parameters: {
             query?: {
-                /** @description only this contact: email:<address>, email-hash:<sha256 hex> or user_id:<id> */
+                /**
+                 * @description only this contact: email:<address>, email-hash:<sha256 hex> or user_id:<id>
+                 * @example email:ada@example.com
+                 */
                 identity?: string;
                 /** @description only sends with this status */
-                status?: "pending" | "delivered" | "failed" | "dead" | "holdout";
+                status?: "pending" | "delivered" | "failed" | "dead" | "holdout" | "deferred" | "cancelled";
                 /** @description items per page, an integer from 1 to 1000 (default 100); a page also ends before its JSON passes 512 KiB */
                 limit?: string;
                 /** @description the `nextCursor` of the previous page, unchanged, with the same filters (omit for the first page) */
@@ -5389,7 +5426,7 @@ export interface operations {
                             /** @enum {string} */
                             channel: "email" | "webhook" | "outbox";
                             /** @enum {string} */
-                            status: "pending" | "delivered" | "failed" | "dead" | "holdout";
+                            status: "pending" | "delivered" | "failed" | "dead" | "holdout" | "deferred" | "cancelled";
                             attempts: number;
                             lastError: string | null;
                             triggerHash: string | null;
@@ -5397,6 +5434,11 @@ export interface operations {
                             createdAt: string;
                             /** Format: date-time */
                             sentAt: string | null;
+                            /**
+                             * Format: date-time
+                             * @description A send deferred by quiet hours: when they end
+                             */
+                            dueAt: string | null;
                         }[];
                         /** @description pass as `cursor` for the next page; null on the last page */
                         nextCursor: string | null;
@@ -5471,7 +5513,10 @@ export interface operations {
     listFlowDecisions: {
         parameters: {
             query?: {
-                /** @description only this contact: email:<address>, email-hash:<sha256 hex> or user_id:<id> */
+                /**
+                 * @description only this contact: email:<address>, email-hash:<sha256 hex> or user_id:<id>
+                 * @example email:ada@example.com
+                 */
                 identity?: string;
                 /** @description items per page, an integer from 1 to 1000 (default 100); a page also ends before its JSON passes 512 KiB */
                 limit?: string;
@@ -5501,7 +5546,7 @@ export interface operations {
                             identityType: string | null;
                             email: string | null;
                             /** @enum {string} */
-                            outcome: "sent" | "holdout" | "no_identity" | "failed" | "duplicate" | "suppressed" | "backfill" | "too_old" | "unsubscribed" | "excluded_by_segment" | "reentry_blocked" | "frequency_capped";
+                            outcome: "sent" | "deferred_quiet_hours" | "holdout" | "no_identity" | "failed" | "duplicate" | "suppressed" | "backfill" | "too_old" | "unsubscribed" | "excluded_by_segment" | "reentry_blocked" | "frequency_capped";
                             variant: string | null;
                             sendId: string | null;
                             reason: string | null;
@@ -6007,7 +6052,10 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description email:<address>, email-hash:<sha256 hex> or user_id:<id> */
+                    /**
+                     * @description email:<address>, email-hash:<sha256 hex> or user_id:<id>
+                     * @example email:ada@example.com
+                     */
                     identity: string;
                     /** @description The topic: lowercase letters, digits and _, starting with a letter (`all`: every org has it) */
                     topic: string;
@@ -6112,7 +6160,10 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description email:<address>, email-hash:<sha256 hex> or user_id:<id> */
+                    /**
+                     * @description email:<address>, email-hash:<sha256 hex> or user_id:<id>
+                     * @example email:ada@example.com
+                     */
                     identity: string;
                     /**
                      * @description Also refuse its future events and never message it

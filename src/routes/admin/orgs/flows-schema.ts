@@ -9,7 +9,7 @@ const tag = 'Admin: triggers and flows' as const;
 const auth = 'adminKey' as const;
 const flowParams = { type: 'object', properties: { slug: slugParam, id: { type: 'string', description: "The flow's id" } }, required: ['slug', 'id'] };
 const flow = { status: 200, description: 'The flow', schema: schemaRef('flow', 'Flow') };
-const sendStatus = { type: 'string', enum: ['pending', 'delivered', 'failed', 'dead', 'holdout'] };
+const sendStatus = { type: 'string', enum: ['pending', 'delivered', 'failed', 'dead', 'holdout', 'deferred', 'cancelled'] };
 const identity = { ...IDENTITY_QUERY, description: `only this contact: ${IDENTITY_QUERY.description}` };
 
 /** The flow definition is checked by checkFlow (422 invalid_flow, with the reasons), not by Fastify. */
@@ -73,6 +73,7 @@ export const flowSchemas = {
         triggerHash: nullable('string'),
         createdAt: dateTime,
         sentAt: nullable('string', { format: 'date-time' }),
+        dueAt: nullable('string', { format: 'date-time', description: 'A send deferred by quiet hours: when they end' }),
       })),
     },
     errors: [...PAGED, 'flow_not_found', 'invalid_identity'],
