@@ -7,6 +7,7 @@
  * twice (the receiver dedupes repeats by webhook-id, as Standard Webhooks intends), and no more of them
  * twice than a channel has delivery slots (SEND_CONCURRENCY): only sends in flight at the kill repeat.
  */
+import { DuckDBInstance } from '@duckdb/node-api';
 import t from 'tap';
 import type { ServerResponse } from 'node:http';
 import { BOOKING_TRIGGER } from '../helpers/flows.js';
@@ -16,7 +17,7 @@ import { smtpServer } from '../helpers/smtp-server.js';
 import { waitFor } from '../helpers/app.js';
 import { SEND_CONCURRENCY } from '../../src/reactions/flows/send-dispatcher.js';
 
-// Twelve real services started, six of them killed, 1,240 sends: longer than the default 120 s when busy.
+// Eleven real services started, five of them killed, 940 sends: longer than the default 120 s when busy.
 t.setTimeout(300_000);
 
 const EVENTS = 20;
@@ -143,12 +144,15 @@ t.test('killed after delivery, before it was recorded: the repeat carries the sa
  */
 const MANY = 300;
 
-/** One org, one flow (run by hand), MANY events already compacted; returns when the run queued them all. */
-async function queueMany(url: string, message: Record<string, unknown>): Promise<void> {
+/**
+ * One org, one flow (run by hand), MANY events already compacted; returns when the run queued them all
+ * (`deferred_quiet_hours`: deferred them all until `flow.quietHours` end).
+ */
+async function queueMany(url: string, message: Record<string, unknown>, flow: Record<string, unknown> = {}, outcome = 'sent'): Promise<void> {
   const cred = await createOrgOverHttp(url, 'acme');
   await adminCall(url, 'PUT', '/admin/v1/orgs/acme/triggers/booking_completed', { sql: BOOKING_TRIGGER });
   // Runs only when asked (the first scheduled run would be an hour after each start).
-  await adminCall(url, 'POST', '/admin/v1/orgs/acme/flows', { id: 'f1', name: 'Many', category: 'triggered', entry: 'when_contact_triggers_event', trigger: 'booking_completed', scheduleSeconds: 3600, message });
+  await adminCall(url, 'POST', '/admin/v1/orgs/acme/flows', { id: 'f1', name: 'Many', category: 'triggered', entry: 'when_contact_triggers_event', trigger: 'booking_completed', scheduleSeconds: 3600, message, ...flow });
   await adminCall(url, 'POST', '/admin/v1/orgs/acme/flows/f1/start');
   for (let b = 0; b < MANY / 100; b++) {
     const batch = Array.from({ length: 100 }, (_, i) => {
@@ -160,7 +164,7 @@ async function queueMany(url: string, message: Record<string, unknown>): Promise
   }
   await waitForCompaction(url, 'acme', cred);
   const run = await adminCall(url, 'POST', '/admin/v1/orgs/acme/flows/f1/run');
-  if ((run.outcomes as Record<string, number>).sent !== MANY) throw new Error(`run: ${JSON.stringify(run)}`);
+  if ((run.outcomes as Record<string, number>)[outcome] !== MANY) throw new Error(`run: ${JSON.stringify(run)}`);
 }
 
 const tally = (ids: string[]) => {
@@ -170,22 +174,50 @@ const tally = (ids: string[]) => {
   return { distinct: counts.size, twice: values.filter((n) => n === 2).length, more: values.filter((n) => n > 2).length };
 };
 
-for (const killAt of [40, 150, 260]) {
-  t.test(`killed after ${killAt} of ${MANY} webhooks arrived: at most ${SEND_CONCURRENCY} repeated, none three times`, async (t) => {
+/** Quiet hours (UTC) that hold now and for the next hour. */
+function quietNow(): { start: string; end: string; timeZone: string } {
+  const hhmm = (at: number) => new Date(at).toISOString().slice(11, 16);
+  return { start: hhmm(Date.now() - 60_000), end: hhmm(Date.now() + 3_600_000), timeZone: 'UTC' };
+}
+
+/**
+ * One kill point per run, drawn from 40–260 (printed): the bound holds wherever the kill falls. Sent at
+ * once, and deferred by quiet hours: the service stops with all 300 deferred, their due time is moved to
+ * now in its database (the clock, faked: the window ended while it was down), and the next start
+ * releases them together and is killed while sending.
+ */
+const KILL_AT = 40 + Math.floor(Math.random() * 221);
+for (const deferred of [false, true]) {
+  const how = deferred ? 'deferred by quiet hours and released' : 'sent at once';
+  t.test(`${how}, killed after ${KILL_AT} of ${MANY} webhooks arrived: at most ${SEND_CONCURRENCY} repeated, none three times`, async (t) => {
     const dataDir = t.testdir();
     const env = { DATA_DIR: dataDir, QUERIES_DIR: `${dataDir}/queries`, WEBHOOK_ALLOW_PRIVATE: 'true' };
     let killed: Promise<void> | undefined;
     let first: ServerProcess | undefined;
-    // Every webhook answered 204 after 1–10 ms; the killAt-th arrival triggers the kill -9.
+    // Every webhook answered 204 after 1–10 ms; the KILL_AT-th arrival triggers the kill -9.
     const receiver = await startReceiver([
       (res, n) => {
-        if (n + 1 === killAt) killed = first!.kill9();
+        if (n + 1 === KILL_AT) killed = first!.kill9();
         setTimeout(() => res.writeHead(204).end(), 1 + Math.random() * 9);
       },
     ]);
     t.teardown(() => receiver.close());
     first = await spawnServer(t, env);
-    await queueMany(first.url, { channel: 'webhook', url: receiver.url, template: { body: { eventId: '{{ event.event_id }}' } } });
+    const message = { channel: 'webhook', url: receiver.url, template: { body: { eventId: '{{ event.event_id }}' } } };
+    if (deferred) {
+      await queueMany(first.url, message, { quietHours: quietNow() }, 'deferred_quiet_hours');
+      t.ok((await sends(first.url)).every((s) => s.status === 'deferred'), 'every send waits, deferred');
+      await first.stop();
+      t.equal(receiver.received.length, 0, 'nothing sent during quiet hours');
+      const instance = await DuckDBInstance.create(`${dataDir}/orgs/acme.duckdb`);
+      const connection = await instance.connect();
+      await connection.run("UPDATE flow_sends SET due_at = now() WHERE status = 'deferred'");
+      connection.closeSync();
+      instance.closeSync();
+      first = await spawnServer(t, env);
+    } else {
+      await queueMany(first.url, message);
+    }
     await waitFor(async () => killed !== undefined, 30_000);
     await killed;
     const before = receiver.received.length;
