@@ -30,6 +30,16 @@ async function setup(t: Test, config: Record<string, unknown> = {}): Promise<Tes
   return h;
 }
 
+/**
+ * One app (and storage process) for the subtests that only read acme's two events and beta's one, and
+ * write nothing another of them reads: a storage process takes seconds to start under tsx. Subtests
+ * with their own TRIGGER_TIMEOUT_MS, or that add events, start their own.
+ */
+let shared!: TestApp;
+t.before(async () => {
+  shared = await setup(t);
+});
+
 const check = (h: TestApp, sql: string, kind: QueryKind = 'trigger', org = 'acme') => h.app.storageRole!.triggers.check(sql, org, kind);
 
 async function refusal(h: TestApp, sql: string, kind: QueryKind = 'trigger'): Promise<string> {
@@ -58,7 +68,7 @@ t.test('placeholders are bound outside literals and comments only', async (t) =>
 });
 
 t.test('the reference trigger SQL runs unchanged, sees production events of its org only', async (t) => {
-  const h = await setup(t);
+  const h = shared;
   const checked = await check(h, REFERENCE);
   t.same(checked.parameters.sort(), ['cursor_end_time', 'cursor_start_time']);
   const { rows } = await run(h, REFERENCE);
@@ -75,7 +85,7 @@ t.test('the reference trigger SQL runs unchanged, sees production events of its 
 });
 
 t.test('each forbidden construct is refused before anything runs', async (t) => {
-  const h = await setup(t);
+  const h = shared;
   const cases: [string, string, RegExp][] = [
     ['multi-statement', `${REFERENCE} SELECT 1;`, /exactly one SELECT statement is allowed, found 2/],
     ['DML', "DELETE FROM events WHERE org = 'acme'", /only a plain SELECT statement/],
@@ -144,7 +154,7 @@ t.test('each forbidden construct is refused before anything runs', async (t) => 
 });
 
 t.test('the issue reproduction: no PUT, file or preview of hostile SQL reaches another org or a service table', async (t) => {
-  const h = await setup(t);
+  const h = shared;
   const leak =
     "WITH partner_credentials AS (SELECT * FROM partner_credentials) SELECT partner_id AS identity, org AS identity_type, created_at AS ts, environment AS event_type, secret_hash AS event_id, '{}' AS event_raw FROM partner_credentials";
   const put = await h.admin('PUT', '/admin/v1/orgs/acme/triggers/leak', { sql: leak });
@@ -161,7 +171,7 @@ t.test('the issue reproduction: no PUT, file or preview of hostile SQL reaches a
 });
 
 t.test('constructs DuckDB reads differently are refused with the DuckDB way, or mean what they say', async (t) => {
-  const h = await setup(t);
+  const h = shared;
   t.match(
     await refusal(h, `SELECT identity, identity_type, ts, event_type, event_id, event_raw:properties FROM event_triggers WHERE ${WINDOW}`),
     /prefix alias.*event_raw->>'\$\.properties\.city'/,
@@ -189,7 +199,7 @@ t.test('constructs DuckDB reads differently are refused with the DuckDB way, or 
 });
 
 t.test('a result over the row limit is cut, streamed, and the process stays up', async (t) => {
-  const h = await setup(t);
+  const h = shared;
   const huge = `SELECT ${SIX} FROM event_triggers, range(20000000) WHERE ${WINDOW}`;
   const page = await run(h, huge, { maxRows: 1000, timeoutMs: 20_000 });
   t.equal(page.rows.length, 1000);
@@ -203,7 +213,7 @@ t.test('a result over the row limit is cut, streamed, and the process stays up',
 });
 
 t.test('a runaway query is interrupted with a clear error and the next one runs', async (t) => {
-  const h = await setup(t);
+  const h = shared;
   // Cheap on the check's sample row (one range value), a runaway on real rows: the check passes it, the run stops it.
   const slow = `SELECT ${SIX} FROM event_triggers, range(CASE WHEN event_type = 'custom_sample_event' THEN 1 ELSE 100000000000 END) r WHERE r.range < 0 AND ${WINDOW}`;
   const error = await run(h, slow, { timeoutMs: 200 }).catch((e: unknown) => e);
@@ -244,7 +254,7 @@ t.test('a check its deadline cut short is never an acceptance', async (t) => {
 });
 
 t.test('the instance refuses file access and configuration changes even outside the guard', async (t) => {
-  const h = await setup(t);
+  const h = shared;
   await t.rejects(h.db().all("SELECT * FROM read_text('/etc/passwd')"), /file system operations are disabled|Permission/);
   await t.rejects(h.db().run('SET enable_external_access = true'), /configuration has been locked|Cannot change/);
 });
