@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import t, { type Test } from 'tap';
 import { ADMIN_KEY, startTestApp } from './helpers/app.js';
+import { entryArgs } from './helpers/entry.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 
@@ -21,7 +22,7 @@ function cli(url: string, args: string[], env: Record<string, string> = {}): Pro
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      ['--import', 'tsx', 'src/cli.ts', ...args],
+      [...entryArgs('cli'), ...args],
       { cwd: ROOT, env: { ...process.env, AUDIENCE_URL: url, ADMIN_KEY, ...env } },
       (error, stdout, stderr) => resolve({ code: error ? Number(error.code) : 0, stdout, stderr }),
     );

@@ -10,6 +10,7 @@ import t from 'tap';
 import { ADMIN_KEY, customEvent, startTestApp } from './helpers/app.js';
 import { createOrgOverHttp, freePort, spawnServer } from './helpers/server-process.js';
 import { DataDirInUseError, LOCK_FILE } from '../src/core/data-dir-lock.js';
+import { entryArgs } from './helpers/entry.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 
@@ -19,7 +20,7 @@ async function startRefused(dataDir: string): Promise<{ code: number; stdout: st
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      ['--import', 'tsx', 'src/server.ts'],
+      entryArgs('server'),
       {
         cwd: ROOT,
         timeout: 30_000,

@@ -14,6 +14,7 @@ import { LOCK_FILE } from '../src/core/data-dir-lock.js';
 import { JetStreamLog } from '../src/events/log/jetstream-log.js';
 import { HIGH_WATER_FILE } from '../src/storage/checkpoint.js';
 import { hasNatsServerBinary, startNatsServer } from './helpers/nats-server.js';
+import { entryArgs } from './helpers/entry.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 
@@ -21,7 +22,7 @@ function start(env: Record<string, string>): Promise<{ code: number; stdout: str
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      ['--import', 'tsx', 'src/server.ts'],
+      entryArgs('server'),
       { cwd: ROOT, timeout: 30_000, env: { ...process.env, NATS_URL: '', HOST: '127.0.0.1', LOG_LEVEL: 'warn', ADMIN_KEY, ...env } },
       (error, stdout, stderr) => resolve({ code: error ? Number(error.code) : 0, stdout, stderr }),
     );

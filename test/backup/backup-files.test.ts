@@ -20,6 +20,7 @@ import { unpackBackup } from '../../src/backup/unpack.js';
 import { type Config, readConfig } from '../../src/core/config.js';
 import { ADMIN_KEY, startTestApp, type TestApp, STORAGE_PROCESS } from '../helpers/app.js';
 import { BOOKING_TRIGGER } from '../helpers/flows.js';
+import { entryArgs } from '../helpers/entry.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const SECRET = 'admin-secret-5f0c1e9a7b';
@@ -220,7 +221,7 @@ t.test('a crafted archive is refused by restore and by the CLI backup; nothing o
     answer = archive;
     const target = join(dir, `cli-${i}`);
     const cli = await new Promise<{ code: number; stderr: string }>((resolve) =>
-      execFile(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'backup', target], { cwd: ROOT, env: { ...process.env, AUDIENCE_URL: url, ADMIN_KEY } }, (e, _stdout, stderr) =>
+      execFile(process.execPath, [...entryArgs('cli'), 'backup', target], { cwd: ROOT, env: { ...process.env, AUDIENCE_URL: url, ADMIN_KEY } }, (e, _stdout, stderr) =>
         resolve({ code: e ? Number(e.code) : 0, stderr }),
       ),
     );

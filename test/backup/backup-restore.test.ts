@@ -15,6 +15,7 @@ import { BACKUP_FORMAT } from '../../src/backup/backup.js';
 import { restoreBackup, RestoreError } from '../../src/backup/restore.js';
 import { readConfig } from '../../src/core/config.js';
 import { ADMIN_KEY, type Credential, createOrgOverHttp, spawnServer, waitForCompaction } from '../helpers/server-process.js';
+import { entryArgs } from '../helpers/entry.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const AUTH = { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/json' };
@@ -27,7 +28,7 @@ interface Run {
 
 function cli(args: string[], env: Record<string, string>): Promise<Run> {
   return new Promise((resolve) => {
-    execFile(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], { cwd: ROOT, env: { ...process.env, ADMIN_KEY, ...env } }, (error, stdout, stderr) =>
+    execFile(process.execPath, [...entryArgs('cli'), ...args], { cwd: ROOT, env: { ...process.env, ADMIN_KEY, ...env } }, (error, stdout, stderr) =>
       resolve({ code: error ? Number(error.code) : 0, stdout, stderr }),
     );
   });

@@ -17,12 +17,13 @@ import { LocalDatabase } from '../../src/db/database.js';
 import { HIGH_WATER_FILE } from '../../src/storage/checkpoint.js';
 import { hasNatsServerBinary, startNatsServer } from '../helpers/nats-server.js';
 import { ADMIN_KEY, type Credential, createOrgOverHttp, spawnServer, waitForCompaction } from '../helpers/server-process.js';
+import { entryArgs } from '../helpers/entry.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 function backup(dir: string, url: string): Promise<string> {
   return new Promise((resolve, reject) => {
-    execFile(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'backup', dir], { cwd: ROOT, env: { ...process.env, ADMIN_KEY, AUDIENCE_URL: url } }, (error, stdout, stderr) =>
+    execFile(process.execPath, [...entryArgs('cli'), 'backup', dir], { cwd: ROOT, env: { ...process.env, ADMIN_KEY, AUDIENCE_URL: url } }, (error, stdout, stderr) =>
       error ? reject(new Error(`backup failed: ${stderr}`)) : resolve(stdout),
     );
   });

@@ -1,5 +1,5 @@
 /**
- * The real service as a child process (`node --import tsx src/server.ts`), for tests that kill -9 it.
+ * The real service as a child process (the build, or src/ through tsx: entry.ts), for tests that kill -9 it.
  * Each spawn listens on a fresh free port on 127.0.0.1; the caller passes DATA_DIR (and NATS_URL).
  * NATS_URL is cleared unless given, so an embedded-mode test never picks up the machine's NATS.
  */
@@ -7,6 +7,7 @@ import { spawn } from 'node:child_process';
 import { freePort } from './free-port.js';
 import { fileURLToPath } from 'node:url';
 import { ADMIN_KEY } from './app.js';
+import { entryArgs } from './entry.js';
 
 export { ADMIN_KEY };
 
@@ -35,7 +36,7 @@ export interface ServerProcess {
 
 export async function spawnServer(t: Tap, env: Record<string, string>, options: { startTimeoutMs?: number } = {}): Promise<ServerProcess> {
   const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+  const child = spawn(process.execPath, entryArgs('server'), {
     cwd: ROOT,
     env: {
       ...process.env,
