@@ -1,5 +1,6 @@
 /** Small shared vocabulary of the domain. */
 import { validatorFor } from './schemas.js';
+import { sha256Hex } from './secrets.js';
 
 export const ENVIRONMENTS = ['staging', 'production'] as const;
 export type Environment = (typeof ENVIRONMENTS)[number];
@@ -18,4 +19,9 @@ export const isEmailAddress = validatorFor<string>('org.schema.json', '#/$defs/e
 /** The contact key: trimmed, lower-cased e-mail (SPEC 4.5). */
 export function normalizeEmail(email: string): string {
   return email.trim().toLowerCase();
+}
+
+/** A contact's e-mail hash (the Audience API's email-hash identity, erasure tombstones): SHA-256 hex of the normalised address. */
+export function emailHash(normalizedEmail: string): string {
+  return sha256Hex(normalizedEmail);
 }

@@ -19,7 +19,8 @@ import type { Context } from '../core/context.js';
 import { tsParam } from '../db/database.js';
 import type { OrgStorage } from '../db/org-storage.js';
 import type { Compaction } from '../events/compaction/compactor.js';
-import { contactHash, eraseCompacted, recordTombstone } from '../events/compaction/tombstones.js';
+import { emailHash } from '../core/domain.js';
+import { eraseCompacted, recordTombstone } from '../events/compaction/tombstones.js';
 import { ContactStore } from '../events/profiles/contact-store.js';
 import type { ProfileMaterializer } from '../events/profiles/profile-materializer.js';
 import type { Metrics } from '../ops/metrics.js';
@@ -96,7 +97,7 @@ export class Erasures {
     const id = `era_${ctx.randomBytes(12).toString('hex')}`;
     const now = ctx.clock.now();
     const throughSeq = await this.deps.log.headSeq();
-    const hash = contactHash(email);
+    const hash = emailHash(email);
     await this.deps.orgs.org(org).transaction(async (c) => {
       await recordTombstone(c, hash, { throughSeq, suppressed: suppress }, now);
       await c.run(`INSERT INTO erasures (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, 'pending', $6, NULL, NULL)`, [id, hash, email, suppress, BigInt(throughSeq), tsParam(now)]);

@@ -10,7 +10,7 @@
  * pays one size check per event.
  */
 import { listValue } from '@duckdb/node-api';
-import { sha256Hex } from '../../core/secrets.js';
+import { emailHash } from '../../core/domain.js';
 import { tsParam } from '../../db/database.js';
 import type { Database, Params, Sql } from '../../db/sql.js';
 import { eventTypesFoldedThrough, forgetEvents } from './fold-event-types.js';
@@ -23,10 +23,6 @@ export interface Tombstone {
 /** Why an event was kept out: its contact was erased (an event from before), or is suppressed (any event). */
 export type KeptOut = 'erased' | 'suppressed';
 
-export function contactHash(email: string): string {
-  return sha256Hex(email);
-}
-
 export class Tombstones {
   constructor(private readonly byHash: ReadonlyMap<string, Tombstone> = new Map()) {}
 
@@ -37,7 +33,7 @@ export class Tombstones {
   /** Whether an event of `email` at log position `seq` is kept out, and why; undefined when it is written. */
   keptOut(email: string | null, seq: number): KeptOut | undefined {
     if (this.byHash.size === 0 || email === null) return undefined;
-    const tombstone = this.byHash.get(contactHash(email));
+    const tombstone = this.byHash.get(emailHash(email));
     if (!tombstone) return undefined;
     if (tombstone.suppressed) return 'suppressed';
     return seq <= tombstone.throughSeq ? 'erased' : undefined;
@@ -65,7 +61,7 @@ export const SUPPRESSED_HASHES = 'SELECT email_hash FROM erased_contacts WHERE s
 /** The e-mails among `emails` whose contact is suppressed (never messaged). */
 export async function suppressedAmong(db: Database, emails: readonly string[]): Promise<Set<string>> {
   if (emails.length === 0) return new Set();
-  const byHash = new Map(emails.map((email) => [contactHash(email), email]));
+  const byHash = new Map(emails.map((email) => [emailHash(email), email]));
   const rows = await db.all<{ email_hash: string }>(
     `${SUPPRESSED_HASHES} AND email_hash IN (SELECT unnest($1::VARCHAR[]))`,
     [listValue([...byHash.keys()])],

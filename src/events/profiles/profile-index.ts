@@ -2,7 +2,9 @@
  * The serving index: every materialized profile in memory, keyed by each identity type, so a lookup is
  * a Map get (a DuckDB point query costs ~0.3 ms; the API's budget per request is a fraction of that).
  */
-import { sha256Hex } from '../../core/secrets.js';
+import { emailHash } from '../../core/domain.js';
+
+export { emailHash };
 
 /** A profile as served: default fields plus the contact's imported custom fields, JSON-ready values. */
 export type Profile = Readonly<Record<string, unknown>>;
@@ -27,9 +29,6 @@ interface OrgProfiles {
   customFields: Set<string>;
 }
 
-export function emailHash(normalizedEmail: string): string {
-  return sha256Hex(normalizedEmail);
-}
 
 export class ProfileIndex {
   private readonly orgs = new Map<string, OrgProfiles>();
