@@ -31,8 +31,10 @@ SELECT org, email,
                json_extract_string(traits_raw, '$.traits.address.city') AS address_city,
                json_extract_string(traits_raw, '$.traits.address.state') AS address_state,
                json_extract_string(traits_raw, '$.traits.address.country') AS address_country,
-               -- Any event's context.timezone (analytics.js sets it), or traits.timezone of an identify.
-               coalesce(json_extract_string(traits_raw, '$.traits.timezone'), json_extract_string(raw, '$.context.timezone')) AS timezone
+               -- Any event's context.timezone (analytics.js sets it), or traits.timezone of an identify; the
+               -- word looked for first, so events without it are not parsed (most, without analytics.js).
+               CASE WHEN contains(raw::VARCHAR, '"timezone"')
+                    THEN coalesce(json_extract_string(traits_raw, '$.traits.timezone'), json_extract_string(raw, '$.context.timezone')) END AS timezone
           FROM (SELECT *, CASE WHEN event_name IN ('identify', 'registration') THEN raw END AS traits_raw
                   FROM events
                  WHERE environment = 'production' AND email IS NOT NULL AND (after IS NULL OR visible_at > after)));
