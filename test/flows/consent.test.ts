@@ -55,7 +55,7 @@ t.test('every marketing e-mail carries one-click unsubscribe; the POST a mail cl
   const link = header![1]!;
   const text = data.replace(/=\r?\n/g, '').replace(/=3D/g, '=');
   t.ok(text.includes(`Stop: ${link}`), 'the template got the same link');
-  t.notOk(data.includes('ada%40example.com') || link.includes('ada'), 'the link does not show the address');
+  t.notOk(data.includes('ada%40example.com') || /ada(@|%40)|example\.com/.test(link.slice(link.indexOf('/unsubscribe/'))), 'the link does not show the address');
   const path = new URL(link).pathname.replace(/^\/base/, '');
 
   // A mail scanner fetches the link: nothing changes.
@@ -140,14 +140,15 @@ t.test('forged, altered, cut and foreign links do nothing and say nothing', asyn
     for (const method of ['GET', 'POST'] as const) {
       const res = await h.app.inject({ method, url: `/unsubscribe/${bad}`, headers: { 'content-type': 'application/x-www-form-urlencoded' }, ...(method === 'POST' ? { payload: 'List-Unsubscribe=One-Click' } : {}) });
       t.ok([400, 404, 414].includes(res.statusCode), `${method} ${bad.slice(0, 20)}: ${res.statusCode}`);
-      t.notOk(res.body.includes('ada') || res.body.includes('acme'), 'nothing about the contact or the org');
+      // The address, its domain, the org (not just "ada": a request id's hex digits may spell it).
+      t.notOk(/ada(@|%40)|example\.com|acme/.test(res.body), 'nothing about the contact or the org');
       if (res.statusCode === 404) t.equal(res.json().code, 'unsubscribe_link_invalid');
     }
   }
   const browser = await h.app.inject({ method: 'GET', url: `/unsubscribe/${forged[0]}`, headers: { accept: 'text/html,application/xhtml+xml' } });
   t.equal(browser.statusCode, 404);
   t.match(browser.headers['content-type'], /text\/html/, 'a person who opens a broken link gets a page');
-  t.notOk(browser.body.includes('ada') || browser.body.includes('acme'));
+  t.notOk(/ada(@|%40)|example\.com|acme/.test(browser.body));
   t.match(await subscriptions(h, 'ada@example.com'), [{ topic: 'all', status: 'subscribed', source: 'default' }], 'still subscribed');
   // The org is deleted: its links stop working.
   t.equal((await h.admin('DELETE', '/admin/v1/orgs/acme')).statusCode, 200);

@@ -94,7 +94,8 @@ t.test('an erasure removes every row of the contact and its profile; another con
   const done = await erase(h, `user_id:u-${ADA}`);
   t.match(done, { status: 'done', emailHash: emailHash(ADA), suppress: false, doneAt: String });
   t.ok(done.removed.events! >= 3 && done.removed.sends === 2 && done.removed.decisions === 2 && done.removed.importedContacts === 1, JSON.stringify(done.removed));
-  t.notOk(JSON.stringify(done).includes('ada'), 'the receipt holds no personal data');
+  // The address or its domain (not just "ada": the hash's and the id's hex digits may spell it).
+  t.notOk(/ada@|example\.com/.test(JSON.stringify(done)), 'the receipt holds no personal data');
 
   t.same(await rowsOf(h, ADA), Object.fromEntries(Object.keys(before.ada).map((k) => [k, 0])), 'no row names ada');
   t.same(await rowsOf(h, BOB), before.bob, 'bob keeps every row');
