@@ -16,6 +16,8 @@
  * hash, the times and the rows removed per kind.
  */
 import type { Context } from '../core/context.js';
+import { AppError } from '../core/errors.js';
+import { LogUnavailableError } from '../events/log/types.js';
 import { tsParam } from '../db/database.js';
 import type { OrgStorage } from '../db/org-storage.js';
 import type { Compaction } from '../events/compaction/compactor.js';
@@ -96,7 +98,11 @@ export class Erasures {
     const { ctx } = this.deps;
     const id = `era_${ctx.randomBytes(12).toString('hex')}`;
     const now = ctx.clock.now();
-    const throughSeq = await this.deps.log.headSeq();
+    const throughSeq = await this.deps.log.headSeq().catch((error: unknown) => {
+      // Without the log's head no tombstone can be written: nothing is recorded, the caller retries.
+      if (error instanceof LogUnavailableError) throw new AppError('log_unavailable', `The event log is out of reach (${error.message}); nothing was erased yet: retry.`, { headers: { 'Retry-After': '5' } });
+      throw error;
+    });
     const hash = emailHash(email);
     await this.deps.orgs.org(org).transaction(async (c) => {
       await recordTombstone(c, hash, { throughSeq, suppressed: suppress }, now);

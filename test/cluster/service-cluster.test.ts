@@ -7,8 +7,8 @@
  * lookups keep answering from the surviving `api` process.
  *
  * Admin calls that need an org's database are made on an `api` process and answered by the owning shard
- * (relayed over NATS); a flow on each org sends a webhook per purchase, and no send key reaches the
- * receiver twice, across the kills included.
+ * (relayed over NATS); a flow on each org sends a webhook per purchase; across the kills, only the
+ * killed shard's sends in flight reach the receiver again (same webhook-id, at most SEND_CONCURRENCY).
  *
  * "Stored exactly once" is read from the profile: every event is a complete_transaction of revenue 1
  * for one contact per org, so its `order_count` is the number of distinct events stored.
@@ -16,6 +16,7 @@
 import { join } from 'node:path';
 import t from 'tap';
 import { shardOf } from '../../src/core/shard.js';
+import { SEND_CONCURRENCY } from '../../src/reactions/flows/send-dispatcher.js';
 import { ADMIN_KEY, type ServerProcess, spawnServer } from '../helpers/server-process.js';
 import { hasNatsServerBinary, startNatsCluster } from '../helpers/nats-cluster.js';
 import { redisUrlIfReachable, uniquePrefix } from '../helpers/redis-server.js';
@@ -129,7 +130,7 @@ if (!hasNatsServerBinary()) {
       }
     });
 
-    await t.test('kill -9 of a collector, a shard and a nats-server during load: nothing lost, nothing twice, lookups answer', async (t) => {
+    await t.test('kill -9 of a collector, a shard and a nats-server during load: nothing lost, repeats bounded, lookups answer', async (t) => {
       const acknowledged = new Map<string, Set<string>>(orgs.map((o) => [o.slug, new Set()]));
       const lookupFailures: number[] = [];
       let stop = false;
@@ -184,8 +185,14 @@ if (!hasNatsServerBinary()) {
         const sent = await within(30_000, async () => webhooksFor(receiver, org).size === expected);
         t.ok(sent, `${org.slug}: one webhook per stored purchase (${webhooksFor(receiver, org).size} of ${expected})`);
       }
-      const ids = receiver.received.map((r) => r.headers['webhook-id']);
-      t.equal(new Set(ids).size, ids.length, `no send key was sent twice (${ids.length} webhooks)`);
+      // The killed shard's sends in flight at the kill go again with the same webhook-id (the receiver drops
+      // the repeat): at most a channel's delivery slots of them, none a third time; no other send repeats.
+      const perId = new Map<string, number>();
+      for (const r of receiver.received) perId.set(String(r.headers['webhook-id']), (perId.get(String(r.headers['webhook-id'])) ?? 0) + 1);
+      const repeated = [...perId.values()].filter((n) => n > 1);
+      t.comment(`${receiver.received.length} webhooks, ${repeated.length} webhook-ids twice`);
+      t.ok(repeated.length <= SEND_CONCURRENCY, `repeats ≤ ${SEND_CONCURRENCY}, the sends in flight at the kill (${repeated.length})`);
+      t.ok(repeated.every((n) => n === 2), 'none three times');
     });
   });
 }

@@ -6,7 +6,11 @@
  */
 import { DuckDBInstance } from '@duckdb/node-api';
 import t, { type Test } from 'tap';
+import { createContext } from '../../src/core/context.js';
+import { AppError } from '../../src/core/errors.js';
+import { LogUnavailableError } from '../../src/events/log/types.js';
 import { emailHash } from '../../src/events/profiles/profile-index.js';
+import { Erasures } from '../../src/privacy/erasure.js';
 import { ADMIN_KEY, customEvent, startTestApp, STORAGE_PROCESS, type TestApp, waitFor } from '../helpers/app.js';
 import { BOOKING_TRIGGER, putQuery, runFlow, startFlow } from '../helpers/flows.js';
 
@@ -257,4 +261,22 @@ t.test('hostile requests: bad identities, members, ids, another org, no key', as
   // Erasing one that is gone already is a receipt with nothing removed.
   const again = await erase(h, `email:${ADA}`);
   t.same(Object.values(again.removed).reduce((a, b) => a! + b!, 0), 0);
+});
+
+t.test('an erasure asked while the event log is out of reach records nothing and answers 503 log_unavailable', async (t) => {
+  let orgsUsed = false;
+  const erasures = new Erasures({
+    orgs: new Proxy({} as never, { get: () => () => ((orgsUsed = true), {}) }),
+    log: { headSeq: () => Promise.reject(new LogUnavailableError('NATS is not connected')) },
+    compaction: undefined,
+    materializer: { forget: async () => {}, refresh: async () => {} },
+    profilesSettled: async () => {},
+    ctx: createContext(),
+    metrics: { erasures: { inc: () => {} } } as never,
+    logger: { error: () => {} },
+  });
+  const refused = await erasures.request('acme', ADA, false).catch((error: unknown) => error);
+  t.ok(refused instanceof AppError);
+  t.match(refused, { code: 'log_unavailable', status: 503, extra: { headers: { 'Retry-After': '5' } } });
+  t.notOk(orgsUsed, 'nothing written');
 });

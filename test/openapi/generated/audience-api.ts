@@ -6253,7 +6253,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description [`control_unavailable`](/problems/control_unavailable): The control plane is out of reach; [`shard_unavailable`](/problems/shard_unavailable): The storage shard that owns the org did not answer; [`storage_unavailable`](/problems/storage_unavailable): The storage process is restarting; [`org_unavailable`](/problems/org_unavailable): The org's database cannot be opened */
+            /** @description [`control_unavailable`](/problems/control_unavailable): The control plane is out of reach; [`shard_unavailable`](/problems/shard_unavailable): The storage shard that owns the org did not answer; [`storage_unavailable`](/problems/storage_unavailable): The storage process is restarting; [`org_unavailable`](/problems/org_unavailable): The org's database cannot be opened; [`log_unavailable`](/problems/log_unavailable): Event log unavailable */
             503: {
                 headers: {
                     [name: string]: unknown;

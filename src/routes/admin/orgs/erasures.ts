@@ -46,7 +46,7 @@ const schemas = {
       },
     },
     ok: { status: 202, description: 'The erasure is recorded and under way', schema: receipt },
-    errors: [...ORG_DATA, 'invalid_identity', 'contact_not_found'],
+    errors: [...ORG_DATA, 'invalid_identity', 'contact_not_found', 'log_unavailable'],
   }),
   get: operationSchema({
     tag, auth, operationId: 'getErasure', summary: 'One erasure receipt: pending, or done with the rows removed',
