@@ -194,6 +194,12 @@ if (!hasNatsServerBinary()) {
       t.ok(repeated.length <= SEND_CONCURRENCY, `repeats ≤ ${SEND_CONCURRENCY}, the sends in flight at the kill (${repeated.length})`);
       t.ok(repeated.every((n) => n === 2), 'none three times');
     });
+
+    // Everything stopped here, services before the nats-servers: tap runs teardowns in the order they were
+    // registered, so the fixture directory (asked for first) would be removed while the nodes still write
+    // their JetStream stores into it (ENOTEMPTY, then the file's timeout, seen once in CI).
+    await Promise.all([...collectors, ...apis, ...shards].map((p) => p.kill9()));
+    await Promise.all(cluster.nodes.map((node) => node.stop()));
   });
 }
 
