@@ -60,6 +60,13 @@ export interface NatsClusterHandle {
 }
 
 export async function startNatsCluster(t: Test, opts: { syncAlways?: boolean } = {}): Promise<NatsClusterHandle> {
+  // Registered before t.testdir(): tap runs teardowns in the order they were registered, so the nodes are
+  // gone before their stores are removed (a removal under live servers fails with ENOTEMPTY).
+  const started: Array<ReturnType<typeof natsProcess>> = [];
+  t.teardown(async () => {
+    for (const proc of started) proc.signal('SIGKILL');
+    await Promise.all(started.map((proc) => proc.exited()));
+  });
   // Reuse the test's fixture dir if it already made one: a second t.testdir() would wipe it.
   const root = existsSync(t.testdirName) ? t.testdirName : t.testdir();
   const syncAlways = opts.syncAlways === true && serverVersionAtLeast(SYNC_INTERVAL_SINCE);
@@ -99,10 +106,7 @@ export async function startNatsCluster(t: Test, opts: { syncAlways?: boolean } =
         ].join('\n'),
       );
       const proc = natsProcess(config, spec.port);
-      t.teardown(async () => {
-        proc.signal('SIGKILL');
-        await proc.exited();
-      });
+      started.push(proc);
       return {
         ...spec,
         url: `nats://127.0.0.1:${spec.port}`,

@@ -33,6 +33,13 @@ export interface NatsServerHandle {
 
 export async function startNatsServer(t: Test, opts: { syncAlways?: boolean; extraConfig?: string[] } = {}): Promise<NatsServerHandle> {
   const port = await freePort();
+  // Registered before t.testdir(): tap runs teardowns in the order they were registered, so the server is
+  // gone before its store is removed (a removal under a live server fails with ENOTEMPTY).
+  let proc: ReturnType<typeof natsProcess> | undefined;
+  t.teardown(async () => {
+    proc?.signal('SIGKILL');
+    await proc?.exited();
+  });
   // Reuse the test's fixture dir if it already made one: a second t.testdir() would wipe it.
   const root = existsSync(t.testdirName) ? t.testdirName : t.testdir();
   const dir = join(root, `nats-${port}`);
@@ -52,32 +59,29 @@ export async function startNatsServer(t: Test, opts: { syncAlways?: boolean; ext
     ].join('\n'),
   );
 
-  const proc = natsProcess(config, port);
-  await proc.start();
-  t.teardown(async () => {
-    proc.signal('SIGKILL');
-    await proc.exited();
-  });
+  const server = natsProcess(config, port);
+  proc = server;
+  await server.start();
   return {
     url: `nats://127.0.0.1:${port}`,
     port,
     syncAlways,
     async stop() {
-      proc.signal('SIGTERM');
-      await proc.exited();
+      server.signal('SIGTERM');
+      await server.exited();
     },
     kill9() {
-      proc.signal('SIGKILL');
+      server.signal('SIGKILL');
     },
-    restart: proc.start,
+    restart: server.start,
     async freeze() {
-      proc.signal('SIGSTOP');
+      server.signal('SIGSTOP');
       // The stop lands when each of the server's threads next enters the kernel: until /proc says
       // stopped, a thread still running could answer one more PING.
-      for (let i = 0; i < 100 && proc.pid() !== undefined && !isStopped(proc.pid()!); i++) await new Promise((r) => setTimeout(r, 10));
+      for (let i = 0; i < 100 && server.pid() !== undefined && !isStopped(server.pid()!); i++) await new Promise((r) => setTimeout(r, 10));
     },
     thaw() {
-      proc.signal('SIGCONT');
+      server.signal('SIGCONT');
     },
   };
 }
