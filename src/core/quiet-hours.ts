@@ -92,9 +92,15 @@ export function quietUntilAt(
 ): (email: string) => { at: number; zone: string } | null {
   if (!quiet) return () => null;
   const ends = new Map<string, number>();
+  // Each zone a contact names is checked once (an unknown name throws inside Intl: not once per entry).
+  const zones = new Map<string, string>();
   return (email) => {
     const own = quiet.timeZone === 'contact' ? zoneOf(email) : quiet.timeZone;
-    const zone = typeof own === 'string' && isTimeZone(own) ? own : orgZone;
+    let zone = orgZone;
+    if (typeof own === 'string') {
+      zone = zones.get(own) ?? (isTimeZone(own) ? own : orgZone);
+      zones.set(own, zone);
+    }
     let end = ends.get(zone);
     if (end === undefined) ends.set(zone, (end = quietHoursEnd(now, quiet, zone)));
     return end > now ? { at: end, zone } : null;

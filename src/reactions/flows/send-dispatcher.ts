@@ -128,11 +128,6 @@ export class SendDispatcher {
   /** Runs with a slot of `slots` held; gives it back once the outcome is recorded. */
   private async deliver(send: PendingSend, slots: DeliverySlots): Promise<void> {
     let holding = true;
-    if (this.cancelled.has(send.sendId)) {
-      slots.release(send.org);
-      this.ended(send);
-      return;
-    }
     // Between attempts nothing of this send is in flight: its slot serves another send meanwhile.
     const sleep = async (ms: number) => {
       slots.release(send.org);
@@ -142,6 +137,8 @@ export class SendDispatcher {
       holding = true;
     };
     try {
+      // Its contact was erased while it waited for a slot: the finally below gives the slot back.
+      if (this.cancelled.has(send.sendId)) return;
       const result = await this.attempt(send, sleep);
       if (result === undefined || this.droppedOrgs.has(send.org)) return;
       this.deps.metrics.sends.inc({ channel: send.message.channel, status: result.kind });

@@ -216,18 +216,21 @@ export async function renderDecisions(renderer: Pick<TemplateRenderer, 'render'>
   const jobs = decisions.flatMap((d) => (d.outcome === 'sent' || d.outcome === 'deferred_quiet_hours' ? [d.template] : []));
   const results = jobs.length === 0 ? [] : await renderer.render(jobs);
   let next = 0;
+  const nextResult = () => {
+    const result = results[next++];
+    if (result === undefined) throw new Error(`the renderer answered ${results.length} of ${jobs.length} messages`);
+    return result;
+  };
   return decisions.map((decision): RenderedDecision => {
     switch (decision.outcome) {
       case 'sent': {
         const { template: _rendered, ...entered } = decision;
-        const result = results[next++];
-        if (result === undefined) throw new Error(`the renderer answered ${results.length} of ${jobs.length} messages`);
+        const result = nextResult();
         return result.ok ? { ...entered, message: result.message } : { ...entered, outcome: 'failed', reason: result.reason };
       }
       case 'deferred_quiet_hours': {
         const { template: _rendered, ...deferred } = decision;
-        const result = results[next++];
-        if (result === undefined) throw new Error(`the renderer answered ${results.length} of ${jobs.length} messages`);
+        const result = nextResult();
         if (result.ok) return { ...deferred, message: result.message };
         const { dueAt: _due, ...entered } = deferred;
         return { ...entered, outcome: 'failed', reason: result.reason };

@@ -4,7 +4,7 @@
  * operators and the console's Profiles page: the admin key, no Audience API token, no rate limit.
  */
 import type { FastifyInstance } from 'fastify';
-import { parseIdentity } from '../../../events/profiles/parse-identity.js';
+import { identityOf } from './contact-identity.js';
 import { AppError } from '../../../core/errors.js';
 import type { OrgStore } from '../../../control/org-store.js';
 import type { ProfileIndex } from '../../../events/profiles/profile-index.js';
@@ -43,8 +43,7 @@ const schema = operationSchema({
 export function registerContactRoute(app: FastifyInstance, deps: { orgs: OrgStore; profiles: ProfileIndex; consent: Pick<ConsentStore, 'ofContact'> }): void {
   app.get<{ Params: { slug: string }; Querystring: { identity: string } }>('/admin/v1/orgs/:slug/contacts', { schema }, async (request) => {
     const org = await deps.orgs.get(request.params.slug);
-    const identity = parseIdentity(request.query.identity);
-    if (!identity) throw new AppError('invalid_identity', 'identity must be email:<address>, email-hash:<sha256 hex> or user_id:<id>');
+    const identity = identityOf(request.query.identity);
     const contact = deps.profiles.find(org.slug, identity.type, identity.value);
     if (!contact) throw new AppError('contact_not_found', 'no contact with this identity in this org');
     const subscriptions = await deps.consent.ofContact(org.slug, String(contact.email_address));

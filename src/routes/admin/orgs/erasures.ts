@@ -6,10 +6,10 @@
 import type { FastifyInstance } from 'fastify';
 import type { OrgStore } from '../../../control/org-store.js';
 import { AppError } from '../../../core/errors.js';
-import { parseIdentity } from '../../../events/profiles/parse-identity.js';
 import type { ProfileIndex } from '../../../events/profiles/profile-index.js';
 import { dateTime, nullable, object, operationSchema } from '../../../openapi/route-schema.js';
 import type { Erasures } from '../../../privacy/erasure.js';
+import { contactEmailOf } from './contact-identity.js';
 import { IDENTITY_QUERY, ORG_DATA, slugOnly, slugParam } from '../schema-parts.js';
 
 const tag = 'Admin: org data' as const;
@@ -67,11 +67,7 @@ export function registerErasureRoutes(app: FastifyInstance, deps: { orgs: OrgSto
 
   app.post<{ Params: { slug: string }; Body: { identity: string; suppress?: boolean } }>('/admin/v1/orgs/:slug/contacts/erase', { schema: schemas.erase }, async (request, reply) => {
     const org = await orgs.get(request.params.slug);
-    const identity = parseIdentity(request.body.identity);
-    if (!identity) throw new AppError('invalid_identity', 'identity must be email:<address>, email-hash:<sha256 hex> or user_id:<id>');
-    // An e-mail needs no profile (its events may not be compacted yet, or be pending); the other kinds name a known contact.
-    const email = identity.type === 'email' ? identity.value : (deps.profiles.find(org.slug, identity.type, identity.value)?.email_address as string | undefined);
-    if (!email) throw new AppError('contact_not_found', `no contact with ${identity.type} ${identity.value} in this org: use email:<address>`);
+    const email = contactEmailOf(deps.profiles, org.slug, request.body.identity);
     return reply.code(202).send(await erasures.request(org.slug, email, request.body.suppress ?? false));
   });
 

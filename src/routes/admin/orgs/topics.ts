@@ -7,10 +7,10 @@ import type { OrgStore } from '../../../control/org-store.js';
 import { AppError } from '../../../core/errors.js';
 import type { Context } from '../../../core/context.js';
 import type { Metrics } from '../../../ops/metrics.js';
-import { parseIdentity } from '../../../events/profiles/parse-identity.js';
 import type { ProfileIndex } from '../../../events/profiles/profile-index.js';
 import { type ConsentStatus, type ConsentStore, TOPIC_PATTERN } from '../../../reactions/consent/consent-store.js';
 import { dateTime, nullable, object, operationSchema } from '../../../openapi/route-schema.js';
+import { contactEmailOf } from './contact-identity.js';
 import { IDENTITY_QUERY, ORG_DATA, slugOnly, slugParam } from '../schema-parts.js';
 
 const tag = 'Admin: org data' as const;
@@ -79,11 +79,7 @@ export function registerTopicRoutes(app: FastifyInstance, deps: { orgs: OrgStore
     async (request) => {
       const org = await orgs.get(request.params.slug);
       const { topic, status } = request.body;
-      const identity = parseIdentity(request.body.identity);
-      if (!identity) throw new AppError('invalid_identity', 'identity must be email:<address>, email-hash:<sha256 hex> or user_id:<id>');
-      // An e-mail needs no profile (consent may be recorded before the contact's first event); the other kinds name a known contact.
-      const email = identity.type === 'email' ? identity.value : (deps.profiles.find(org.slug, identity.type, identity.value)?.email_address as string | undefined);
-      if (!email) throw new AppError('contact_not_found', `no contact with ${identity.type} ${identity.value} in this org: use email:<address>`);
+      const email = contactEmailOf(deps.profiles, org.slug, request.body.identity);
       if (!(await consent.topic(org.slug, topic))) throw new AppError('topic_not_found', `org ${org.slug} has no topic ${topic}: create it with PUT /admin/v1/orgs/${org.slug}/topics/${topic}`);
       await consent.setConsent(org.slug, { email, topic, status, source: 'admin', at: deps.ctx.clock.now() });
       deps.metrics.consentChanges.inc({ source: 'admin', status });
