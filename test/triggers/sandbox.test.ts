@@ -223,34 +223,35 @@ t.test('a runaway query is interrupted with a clear error and the next one runs'
 });
 
 /**
- * A first check starts the org's checker process; on a loaded machine that start alone can outlast a short
- * TRIGGER_TIMEOUT_MS, and waiting for capacity past the deadline is a 503 (sandbox_busy: capacity is never a
- * verdict). A valid query saved first, retried while busy, leaves the checker running for what follows.
+ * A first check starts the org's checker process; on a loaded machine that start alone can outlast the
+ * deadline: a 503 (sandbox_busy) while waiting for capacity, or a refusal as an overrun (the checker is then
+ * replaced). A valid query saved first, tried again until it is taken, leaves a warm checker for what follows.
  */
 async function warmChecker(t: Test, h: TestApp): Promise<void> {
   for (let attempt = 0; attempt < 20; attempt++) {
     const res = await h.admin('PUT', '/admin/v1/orgs/acme/segments/warm', { sql: 'SELECT email_address AS email FROM profiles' });
     if (res.statusCode === 200) return;
-    t.equal(res.statusCode, 503, `busy, not refused: ${res.body}`);
+    t.ok(res.statusCode === 503 || /checking the query took longer than/.test(res.json().reason ?? ''), `busy or over the deadline, not refused for what it says: ${res.body}`);
     await new Promise((r) => setTimeout(r, 250));
   }
   t.fail('the checker never took a valid query');
 }
 
 t.test('a check that cannot be interrupted answers at its deadline and does not hold compaction', async (t) => {
-  const h = await setup(t, { triggerTimeoutMs: 200 });
+  // A deadline a warm checker meets under load, and a call of ~2.5 s on a quiet machine that overruns it.
+  const h = await setup(t, { triggerTimeoutMs: 1000 });
   await warmChecker(t, h);
   // Preparing folds this constant (a query without parameters is planned at once): one levenshtein call
   // that DuckDB cannot interrupt, seconds of work.
-  const slow = "levenshtein(repeat('a', 20000), repeat('b', 20000))";
+  const slow = "levenshtein(repeat('a', 40000), repeat('b', 40000))";
   const put = await h.admin('PUT', '/admin/v1/orgs/acme/segments/slow_check', { sql: `SELECT email_address AS email, ${slow} AS d FROM profiles` });
   t.equal(put.statusCode, 422);
-  t.match(put.json().reason, /checking the query took longer than 200 ms \(TRIGGER_TIMEOUT_MS\)/);
+  t.match(put.json().reason, /checking the query took longer than 1000 ms \(TRIGGER_TIMEOUT_MS\)/);
   // A trigger with its placeholders is planned when it runs; the check runs it once on a sample row, so
   // it is refused there, at its deadline, before the org's database is touched.
   const preview = await h.admin('POST', '/admin/v1/orgs/acme/triggers/x/preview', { sql: `SELECT ${SIX}, ${slow} AS d FROM event_triggers WHERE ${WINDOW}` });
   t.equal(preview.statusCode, 422);
-  t.match(preview.json(), { code: 'invalid_trigger', detail: /checking the query took longer than 200 ms/ });
+  t.match(preview.json(), { code: 'invalid_trigger', detail: /checking the query took longer than 1000 ms/ });
   // The abandoned check is still running on its own connection: compaction and reads go on meanwhile.
   const cred = (await h.admin('POST', '/admin/v1/orgs/acme/credentials/production/rotate')).json().credentials;
   t.equal((await h.collect(customEvent(cred, { messageId: 'during-check' }))).statusCode, 200);
