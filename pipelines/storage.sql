@@ -16,8 +16,8 @@ CREATE TABLE IF NOT EXISTS events (
   org          VARCHAR NOT NULL,
   environment  VARCHAR NOT NULL,
   message_id   VARCHAR NOT NULL,
-  event_type   VARCHAR NOT NULL,   -- 'track' | 'identify'
-  event_name   VARCHAR NOT NULL,   -- predefined name, 'custom_<eventName>', or 'identify'
+  event_type   VARCHAR NOT NULL,   -- 'track' | 'identify' | 'alias'
+  event_name   VARCHAR NOT NULL,   -- predefined name, 'custom_<eventName>', 'identify' or 'alias'
   client_id    VARCHAR NOT NULL,
   email        VARCHAR,            -- normalised; NULL only for requiresIdentity=false custom events
   user_id      VARCHAR,

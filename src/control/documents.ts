@@ -20,12 +20,21 @@ export function isDeletedOrg(value: unknown): value is DeletedOrgDocument {
   return typeof value === 'object' && value !== null && 'deletedAt' in value;
 }
 
-/** Only the SHA-256 of a partner secret is kept. */
+/** Only the SHA-256 of a partner secret (and of a write key) is kept. */
 export interface StoredCredential {
   partnerId: string;
   secretHash: string;
   createdAt: number;
   rotatedAt: number | null;
+  /** The Segment-style write key (routes/tracking): absent for orgs made before write keys, null once revoked. */
+  writeKey?: StoredWriteKey | null;
+}
+
+/** A write key's SHA-256 and its last 4 characters, so people can tell which one a client holds. */
+export interface StoredWriteKey {
+  hash: string;
+  last4: string;
+  createdAt: number;
 }
 
 /** `tokens.<slug>`: every token of the org, revoked and expired ones included, so the pool rule holds in one document. */

@@ -5,7 +5,7 @@
  * its profiles) hear each change once, in order.
  */
 import { changeDocument, createDocument } from './change-document.js';
-import { type DeletedOrgDocument, isDeletedOrg, type OrgDocument } from './documents.js';
+import { type DeletedOrgDocument, isDeletedOrg, type OrgDocument, type StoredWriteKey } from './documents.js';
 import { type ControlDocuments, type ControlEntry, ControlConflictError, orgKey } from './types.js';
 import type { Context } from '../core/context.js';
 import { ENVIRONMENTS, type Environment } from '../core/domain.js';
@@ -22,7 +22,22 @@ export interface PartnerCredential {
   partnerSecret: string;
 }
 
-export type CredentialPair = Record<Environment, PartnerCredential>;
+/** What an org's answer shows of an environment's credentials: ids, and a write key by its last characters. */
+export interface CredentialSummary {
+  partnerId: string;
+  writeKey: { last4: string; createdAt: string } | null;
+}
+
+/** A new write key: `wk_` and 32 base62 characters (190 bits), no colon, so HTTP Basic carries it whole. */
+function newWriteKey(ctx: Context): string {
+  return 'wk_' + randomBase62(ctx, 32);
+}
+
+function storedWriteKey(writeKey: string, now: number): StoredWriteKey {
+  return { hash: sha256Hex(writeKey), last4: writeKey.slice(-4), createdAt: now };
+}
+
+export type CredentialPair = Record<Environment, PartnerCredential & { writeKey: string }>;
 
 /** Told of every org created or changed (previous: undefined for a new org), here or on another process. */
 export type OrgListener = (org: Org, previous: Org | undefined) => Promise<void>;
@@ -75,7 +90,7 @@ export class OrgStore {
     this.documents.set(slug, { document, revision: entry.revision });
     for (const env of ENVIRONMENTS) {
       const credential = document.credentials[env];
-      this.registry.set(credential.partnerId, { org: slug, environment: env, secretHash: credential.secretHash });
+      this.registry.set(credential.partnerId, { org: slug, environment: env, secretHash: credential.secretHash, writeKeyHash: credential.writeKey?.hash });
     }
     const previous = known?.document.org;
     this.told = this.told.then(async () => {
@@ -135,9 +150,15 @@ export class OrgStore {
       credentials: {} as OrgDocument['credentials'],
     };
     for (const env of ENVIRONMENTS) {
-      const credential = { partnerId: 'pk_' + randomBase62(this.ctx, 20), partnerSecret: 'ps_' + randomBase62(this.ctx, 40) };
+      const credential = { partnerId: 'pk_' + randomBase62(this.ctx, 20), partnerSecret: 'ps_' + randomBase62(this.ctx, 40), writeKey: newWriteKey(this.ctx) };
       credentials[env] = credential;
-      document.credentials[env] = { partnerId: credential.partnerId, secretHash: sha256Hex(credential.partnerSecret), createdAt: now, rotatedAt: null };
+      document.credentials[env] = {
+        partnerId: credential.partnerId,
+        secretHash: sha256Hex(credential.partnerSecret),
+        createdAt: now,
+        rotatedAt: null,
+        writeKey: storedWriteKey(credential.writeKey, now),
+      };
     }
     const entry = await createDocument(this.control, orgKey(input.slug), document).catch((error: unknown) => {
       if (!(error instanceof ControlConflictError)) throw error;
@@ -170,10 +191,15 @@ export class OrgStore {
     return [...this.documents.values()].map((d) => d.document.org).sort((a, b) => (a.slug < b.slug ? -1 : a.slug > b.slug ? 1 : 0));
   }
 
-  async partnerIds(slug: string): Promise<Record<Environment, { partnerId: string }>> {
+  /** Partner ids and write keys by their last characters (secrets are never shown again). */
+  async credentialSummary(slug: string): Promise<Record<Environment, CredentialSummary>> {
     const credentials = this.documents.get(slug)?.document.credentials;
     if (!credentials) throw new AppError('org_not_found', `no org "${slug}"`);
-    return { staging: { partnerId: credentials.staging.partnerId }, production: { partnerId: credentials.production.partnerId } };
+    const summary = (env: Environment): CredentialSummary => {
+      const { partnerId, writeKey } = credentials[env];
+      return { partnerId, writeKey: writeKey ? { last4: writeKey.last4, createdAt: new Date(writeKey.createdAt).toISOString() } : null };
+    };
+    return { staging: summary('staging'), production: summary('production') };
   }
 
   async patch(slug: string, patch: OrgPatch): Promise<Org> {
@@ -222,6 +248,31 @@ export class OrgStore {
     });
     await this.apply(entry);
     return { partnerId: (entry.value as OrgDocument).credentials[environment].partnerId, partnerSecret };
+  }
+
+  /**
+   * A new write key for the environment (also for an org made before write keys, or one whose key was
+   * revoked); the old key stops working at once (on every process once watched).
+   */
+  async rotateWriteKey(slug: string, environment: Environment): Promise<{ writeKey: string; last4: string }> {
+    const writeKey = newWriteKey(this.ctx);
+    await this.changeWriteKey(slug, environment, storedWriteKey(writeKey, this.ctx.clock.now()));
+    return { writeKey, last4: writeKey.slice(-4) };
+  }
+
+  /** The environment's write key stops working at once; clients using it get 401 until given a new one. */
+  async revokeWriteKey(slug: string, environment: Environment): Promise<void> {
+    await this.changeWriteKey(slug, environment, null);
+  }
+
+  private async changeWriteKey(slug: string, environment: Environment, writeKey: StoredWriteKey | null): Promise<void> {
+    await this.get(slug);
+    const entry = await changeDocument<OrgDocument>(this.control, orgKey(slug), (current) => {
+      if (!current) throw new AppError('org_not_found', `no org "${slug}"`);
+      const credential = { ...current.credentials[environment], writeKey };
+      return { ...current, credentials: { ...current.credentials, [environment]: credential } };
+    });
+    await this.apply(entry);
   }
 }
 

@@ -14,6 +14,7 @@ export const errorCatalog = {
   org_not_found: { status: 404, title: 'No such org' },
   org_exists: { status: 409, title: 'An org with this slug already exists' },
   schema_violation: { status: 412, title: 'Event rejected' },
+  message_rejected: { status: 400, title: 'Tracking message rejected' },
   payload_too_large: { status: 413, title: 'Payload too large' },
   unsupported_media_type: { status: 415, title: 'Unsupported content type' },
   internal_error: { status: 500, title: 'Internal error' },

@@ -1,5 +1,5 @@
 /* Generated from schemas/ by src/tools/generate-types.ts (npm run types). Do not edit. */
-import type { BatchMember, PartnerId, PartnerSecret } from './event.js';
+import type { BatchMember, PartnerId, PartnerSecret, WriteKey } from './event.js';
 import type { EventContext } from './event-parts.js';
 
 /**
@@ -18,6 +18,7 @@ export type BatchRequest = BatchEnvelope & {
 export interface BatchEnvelope {
   partnerId: PartnerId;
   partnerSecret: PartnerSecret;
+  writeKey?: WriteKey;
   context?: EventContext;
   /**
    * 2,500: SPEC 4.1's cap, with 500 KB per batch and 32 KB per event enforced on the body's size.

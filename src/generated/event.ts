@@ -22,6 +22,7 @@ import type {
 export type Event = EventBody & {
   partnerId: PartnerId;
   partnerSecret: PartnerSecret;
+  writeKey?: WriteKey;
   clientId?: unknown;
   sentAt?: unknown;
   type?: unknown;
@@ -34,6 +35,7 @@ export type Event = EventBody & {
   userId?: unknown;
   event?: unknown;
   properties?: unknown;
+  previousId?: unknown;
 };
 /**
  * An event without credentials: the members common to every event, then the members of its type.
@@ -41,7 +43,7 @@ export type Event = EventBody & {
  * This interface was referenced by `undefined`'s JSON-Schema
  * via the `definition` "eventBody".
  */
-export type EventBody = EventCommon & (TrackEvent | IdentifyEvent);
+export type EventBody = EventCommon & (TrackEvent | IdentifyEvent | AliasEvent);
 /**
  * Something the person did: one of the predefined events or custom, each with its own properties.
  *
@@ -88,6 +90,13 @@ export type PartnerId = string;
  */
 export type PartnerSecret = string;
 /**
+ * Ignored here and never stored: accepted so that an environment's credentials (partnerId, partnerSecret, writeKey) can be sent as they were given. The write key authenticates the tracking API (/v1/*), not this endpoint.
+ *
+ * This interface was referenced by `undefined`'s JSON-Schema
+ * via the `definition` "writeKey".
+ */
+export type WriteKey = string;
+/**
  * One member of a batch (SPEC 4.1): an event body without credentials (those are on the batch). A member carrying partnerId or partnerSecret is rejected. Its members are listed as in Event, for the same reason.
  *
  * This interface was referenced by `undefined`'s JSON-Schema
@@ -106,6 +115,7 @@ export type BatchMember = EventBody & {
   userId?: unknown;
   event?: unknown;
   properties?: unknown;
+  previousId?: unknown;
 };
 
 /**
@@ -123,7 +133,7 @@ export interface EventCommon {
    * When the client sent the event, epoch milliseconds by the client's clock; with timestamp it corrects clock skew (SPEC 4.4). From 2000-01-01 to 2100-01-01 UTC: a value in seconds (about 1.7e9 today) is below the minimum and refused instead of being read as January 1970.
    */
   sentAt: number;
-  type: 'track' | 'identify';
+  type: 'track' | 'identify' | 'alias';
   context?: EventContext;
   /**
    * Dedupe key within 24 h (SPEC 4.4). Absent: the server assigns a UUIDv7.
@@ -241,6 +251,21 @@ export interface CustomEvent {
 export interface IdentifyEvent {
   type: 'identify';
   traits: IdentifyTraits;
+  event?: never;
+  properties?: never;
+}
+/**
+ * Says previousId (an earlier clientId, e.g. an anonymous one) is the same person as this event's clientId: previousId is mapped to the e-mail clientId is mapped to when the alias is compacted, and its waiting events are released. An alias whose clientId is not identified yet waits like any event and links nothing (docs/partners.md). Carries no event or properties.
+ *
+ * This interface was referenced by `undefined`'s JSON-Schema
+ * via the `definition` "aliasEvent".
+ */
+export interface AliasEvent {
+  type: 'alias';
+  /**
+   * The earlier clientId.
+   */
+  previousId: string;
   event?: never;
   properties?: never;
 }

@@ -10,11 +10,12 @@ import { AppError } from '../core/errors.js';
 /** Objects and arrays nested deeper than this are refused (`{}` is depth 1). */
 export const MAX_JSON_DEPTH = 64;
 
-export function registerJsonBodyParser(app: FastifyInstance): void {
+/** `contentType`: another type whose bodies are JSON too (analytics.js sends JSON as text/plain). */
+export function registerJsonBodyParser(app: FastifyInstance, contentType = 'application/json'): void {
   const { onProtoPoisoning, onConstructorPoisoning } = app.initialConfig;
   const parseJson = app.getDefaultJsonParser(onProtoPoisoning ?? 'error', onConstructorPoisoning ?? 'error');
-  app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+  if (app.hasContentTypeParser(contentType)) app.removeContentTypeParser(contentType);
+  app.addContentTypeParser(contentType, { parseAs: 'string' }, (request, body, done) => {
     parseJson(request, body as string, (error, value) => {
       if (error) done(error, undefined);
       else if (!nestedWithin(value, MAX_JSON_DEPTH)) done(tooDeep(), undefined);

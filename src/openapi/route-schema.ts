@@ -13,12 +13,13 @@ import type { FastifySchema, FastifySchemaCompiler } from 'fastify';
 import { type ErrorCode, errorCatalog } from '../core/errors.js';
 import { compileRouteSchema, SCHEMA_BASE } from '../core/schemas.js';
 
-export type Auth = 'none' | 'partner' | 'audienceToken' | 'adminKey';
-export type Tag = 'Partners' | 'Audience API' | 'Admin: orgs' | 'Admin: backups' | 'Admin: org data' | 'Admin: triggers and flows' | 'Operations';
+export type Auth = 'none' | 'partner' | 'writeKey' | 'audienceToken' | 'adminKey';
+export type Tag = 'Partners' | 'Tracking API (Segment-compatible)' | 'Audience API' | 'Admin: orgs' | 'Admin: backups' | 'Admin: org data' | 'Admin: triggers and flows' | 'Operations';
 
 /** The tags in the order the reference shows them, each with its description. */
 export const TAGS: { name: Tag; description: string }[] = [
   { name: 'Partners', description: 'Sending events: authenticated by `partnerId` and `partnerSecret` in the body' },
+  { name: 'Tracking API (Segment-compatible)', description: "Segment's, RudderStack's and Jitsu's tracking paths, for their SDKs unchanged: an org environment's write key (HTTP Basic user name, `writeKey` in the body, or `X-Write-Key`)" },
   { name: 'Audience API', description: 'Contact profiles for personalization services: an org\'s Audience API token' },
   { name: 'Admin: orgs', description: 'Orgs, partner credentials and Audience API tokens: the admin key' },
   { name: 'Admin: backups', description: 'Backups of a storage process: the admin key' },
@@ -28,6 +29,7 @@ export const TAGS: { name: Tag; description: string }[] = [
 ];
 
 export const SECURITY_SCHEMES = {
+  writeKey: { type: 'http', scheme: 'basic', description: "An org environment's write key as the user name, no password (`credentials.<env>.writeKey`); also accepted as `writeKey` in the body or the `X-Write-Key` header" },
   adminKey: { type: 'http', scheme: 'bearer', description: 'The admin key (ADMIN_KEY, or DATA_DIR/admin.key when generated)' },
   audienceToken: { type: 'http', scheme: 'bearer', description: "An org's Audience API token (POST /admin/v1/orgs/{slug}/tokens)" },
 } as const;
@@ -74,7 +76,7 @@ export function operationSchema(doc: OperationDoc): FastifySchema & Schema {
     summary: doc.summary,
     description: description || doc.summary,
     operationId: doc.operationId,
-    security: doc.auth === 'adminKey' || doc.auth === 'audienceToken' ? [{ [doc.auth]: [] }] : [],
+    security: doc.auth === 'adminKey' || doc.auth === 'audienceToken' || doc.auth === 'writeKey' ? [{ [doc.auth]: [] }] : [],
     ...(doc.consumes ? { consumes: doc.consumes } : {}),
     ...(doc.params ? { params: doc.params } : {}),
     ...(doc.querystring ? { querystring: doc.querystring } : {}),

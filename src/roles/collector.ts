@@ -1,5 +1,5 @@
 /**
- * The collector role: the collect and batch endpoints, appending to the event log through a group
+ * The collector role: the collect and batch endpoints and the Segment-compatible tracking API, appending to the event log through a group
  * committer. Stateless beyond the partner credentials it keeps from the control plane, so any number of
  * collectors can run against one JetStream stream.
  */
@@ -7,6 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { GroupCommitter } from '../events/log/group-commit.js';
 import { registerCollectRoutes } from '../routes/http/collect.js';
+import { registerTrackingRoutes } from '../routes/http/tracking.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -21,7 +22,9 @@ export const collectorRole = fp(
     const committer = new GroupCommitter(app.eventLog!, { onWrite: (seconds) => metrics.logAppendSeconds.observe(seconds) });
     // Pending appends are flushed before the log closes.
     app.addHook('onClose', () => committer.flush());
-    registerCollectRoutes(app, { ctx: app.ctx, registry: app.partners, log: committer, metrics });
+    const deps = { ctx: app.ctx, registry: app.partners, log: committer, metrics };
+    registerCollectRoutes(app, deps);
+    registerTrackingRoutes(app, deps);
     app.decorate('committer', committer);
   },
   { name: 'audience-collector-role', dependencies: ['audience-control', 'audience-event-log'] },

@@ -28,8 +28,8 @@ export interface TestApp {
 }
 
 export interface OrgCredentials {
-  staging: { partnerId: string; partnerSecret: string };
-  production: { partnerId: string; partnerSecret: string };
+  staging: { partnerId: string; partnerSecret: string; writeKey: string };
+  production: { partnerId: string; partnerSecret: string; writeKey: string };
 }
 
 /** Config for a test app whose org storage runs in a storage process, as in production. */

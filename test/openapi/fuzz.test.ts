@@ -47,7 +47,7 @@ t.test('schema-driven requests: no 500, every answer as documented', async (t) =
   }
   await h.collect({ ...customEvent(credentials.production), clientId: 42 });
   await runFlow(h, 'welcome');
-  const known: Record<string, string> = { slug: 'acme', env: 'staging', name: 'booking_completed', id: 'welcome', code: 'schema_violation' };
+  const known: Record<string, string> = { slug: 'acme', env: 'staging', name: 'booking_completed', id: 'welcome', code: 'schema_violation', writeKey: credentials.staging.writeKey, type: 'track' };
   const tokenId = (await h.admin('POST', '/admin/v1/orgs/acme/tokens', { createdBy: 'revoke@example.com' })).json().id as string;
   const event = (i: number) => customEvent(credentials.production, { messageId: `fuzz-${i}`, traits: { email: 'ada@example.com' } });
   const { partnerId, partnerSecret, ...member } = event(0);
@@ -72,6 +72,17 @@ t.test('schema-driven requests: no 500, every answer as documented', async (t) =
     replaceFlow: { body: definition('welcome') },
     previewFlowMessage: { body: { trigger: 'booking_completed', message: { channel: 'outbox', template: { text: 'hi {{ contact.email_address }}' } } } },
     revokeToken: { params: { id: tokenId } },
+    // The tracking API: one message per Segment type, a batch, an import, Jitsu's paths.
+    ...Object.fromEntries(
+      Object.entries({ Track: { event: 'Clicked' }, Identify: { traits: { email: 'ada@example.com' } }, Page: { name: 'Home' }, Screen: { name: 'Main' }, Group: { groupId: 'g' }, Alias: { previousId: 'a0' } }).flatMap(
+        ([type, body]) => [`segment${type}`, `segment${type}Short`].map((id) => [id, { body: { anonymousId: 'a1', ...body } }]),
+      ),
+    ),
+    segmentBatch: { body: { batch: [{ type: 'track', anonymousId: 'a1', event: 'Clicked' }] } },
+    segmentBatchShort: { body: { batch: [{ type: 'track', anonymousId: 'a1', event: 'Clicked' }] } },
+    segmentImport: { body: { batch: [{ type: 'track', anonymousId: 'a1', event: 'Clicked', timestamp: '2025-01-01T00:00:00Z' }] } },
+    jitsuEvent: { params: { type: 'track' }, body: { anonymousId: 'a1', event: 'Clicked' } },
+    jitsuServerEvent: { params: { type: 'track' }, body: { anonymousId: 'a1', event: 'Clicked' } },
   };
 
   const ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: true });
@@ -109,7 +120,7 @@ t.test('schema-driven requests: no 500, every answer as documented', async (t) =
       ]),
     );
     const scheme = Object.keys(op.security?.[0] ?? {})[0];
-    const authorization = scheme === 'adminKey' ? `Bearer ${ADMIN_KEY}` : scheme === 'audienceToken' ? `Bearer ${token}` : undefined;
+    const writeKey = `Basic ${Buffer.from(`${credentials.staging.writeKey}:`).toString('base64')}`;
 
     await fc.assert(
       fc.asyncProperty(requests_, fc.boolean(), async ([params, q, payload], realPartner) => {
@@ -118,6 +129,8 @@ t.test('schema-driven requests: no 500, every answer as documented', async (t) =
         for (const [name, value] of Object.entries(q)) url.searchParams.set(name, value as string);
         // Half the partner requests carry the org's real credentials, to get past authentication.
         if (realPartner && payload && typeof payload === 'object' && 'partnerId' in payload) Object.assign(payload, credentials.staging);
+        // Half the tracking API requests carry the org's write key.
+        const authorization = scheme === 'adminKey' ? `Bearer ${ADMIN_KEY}` : scheme === 'audienceToken' ? `Bearer ${token}` : scheme === 'writeKey' && realPartner ? writeKey : undefined;
         const headers: Record<string, string> = { accept: 'application/json', ...(authorization ? { authorization } : {}) };
         if (mediaType && payload !== undefined) headers['content-type'] = mediaType;
         const res = await fetch(url, {

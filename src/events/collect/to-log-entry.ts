@@ -1,4 +1,4 @@
-/** Turns an accepted or rejected event into the log entry that carries it (secret removed). */
+/** Turns an accepted or rejected event into the log entry that carries it (secrets removed). */
 import { v7 as uuidv7 } from 'uuid';
 import type { PartnerIdentity } from '../../control/partner-registry.js';
 import type { ProblemDetail } from '../../core/errors.js';
@@ -18,12 +18,12 @@ export function messageIdOf(body: Body): string {
 }
 
 /**
- * The event as stored: JSON text without partnerSecret, with its messageId. Serialized once.
+ * The event as stored: JSON text without partnerSecret or writeKey, with its messageId. Serialized once.
  * Bodies come through the depth-bounded parser (http/json-body.ts); should one ever not, a stack
  * overflow here still answers json_too_deep instead of a 500.
  */
 export function storedBody(body: Body, messageId: string): string {
-  const { partnerSecret: _secret, ...rest } = body;
+  const { partnerSecret: _secret, writeKey: _writeKey, ...rest } = body;
   try {
     return JSON.stringify({ ...rest, messageId });
   } catch (error) {

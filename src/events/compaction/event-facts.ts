@@ -2,8 +2,8 @@
 import { normalizeEmail } from '../../core/domain.js';
 
 export interface EventFacts {
-  eventType: 'track' | 'identify';
-  /** Predefined name, `custom_<eventName>`, or `identify` — the name triggers filter on. */
+  eventType: 'track' | 'identify' | 'alias';
+  /** Predefined name, `custom_<eventName>`, `identify` or `alias` — the name triggers filter on. */
   eventName: string;
   clientId: string;
   /** Normalised traits.email when the event carries one. */
@@ -17,6 +17,8 @@ export interface EventFacts {
   properties: unknown;
   /** False only for custom events that declared requiresIdentity: false. */
   requiresIdentity: boolean;
+  /** An alias's earlier clientId, to be mapped to the e-mail of clientId. */
+  previousId?: string;
 }
 
 type Body = Record<string, any>;
@@ -47,6 +49,9 @@ export function eventFacts(body: Body, receivedAt: number): EventFacts {
   const traitEmail = typeof traits.email === 'string' ? normalizeEmail(traits.email) : null;
   const userId = typeof traits.userId === 'string' ? traits.userId : typeof body.userId === 'string' ? body.userId : null;
   const base = { clientId: String(body.clientId), traitEmail, userId, ...correctedEventTime(body, receivedAt) };
+  if (body.type === 'alias') {
+    return { ...base, eventType: 'alias', eventName: 'alias', properties: {}, requiresIdentity: true, previousId: String(body.previousId) };
+  }
   if (body.type === 'identify') {
     return { ...base, eventType: 'identify', eventName: 'identify', properties: traits, requiresIdentity: true };
   }

@@ -154,11 +154,13 @@ function planEvent(entry: LogEntry, seq: number, state: PlanState, plan: BatchPl
     plan.keptOut[keptOut]++;
     return;
   }
-  if (facts.eventType === 'identify' && facts.traitEmail) {
-    const mapping = { org, environment, clientId: facts.clientId, email: facts.traitEmail, receivedAt: entry.receivedAt };
+  // An identify maps its clientId to its e-mail; an alias maps its previousId to the e-mail its clientId has.
+  const mapped = facts.eventType === 'identify' ? facts.clientId : facts.eventType === 'alias' ? facts.previousId : undefined;
+  if (mapped !== undefined && email !== null) {
+    const mapping = { org, environment, clientId: mapped, email, receivedAt: entry.receivedAt };
     if (state.identities.record(mapping)) plan.mappings.push(mapping);
-    if ((state.pendingByClient.get(clientKey(org, environment, facts.clientId)) ?? 0) > 0) {
-      plan.releases.push({ org, environment, clientId: facts.clientId, email: facts.traitEmail, identifiedAt: entry.receivedAt });
+    if ((state.pendingByClient.get(clientKey(org, environment, mapped)) ?? 0) > 0) {
+      plan.releases.push({ org, environment, clientId: mapped, email, identifiedAt: entry.receivedAt });
     }
   }
   const row: EventRow = { entry, seq, facts, email };

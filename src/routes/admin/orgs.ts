@@ -11,14 +11,21 @@ import { ADMIN, slugOnly, slugParam } from './schema-parts.js';
 const orgSchema = (def: string) => ({ $ref: `${SCHEMA_BASE}org.schema.json#/$defs/${def}` });
 
 const partnerId = { type: 'string', minLength: 1 };
+const writeKey = { type: 'string', minLength: 1, description: 'The Segment-style write key (docs/partners.md, "Moving from Segment"); shown in this answer only' };
 const credential = object({ partnerId, partnerSecret: { type: 'string', minLength: 1, description: 'Shown in this answer only' } });
+const newCredential = object({ partnerId, partnerSecret: credential.properties.partnerSecret, writeKey });
+const writeKeySummary = {
+  anyOf: [object({ last4: { type: 'string', description: 'The last 4 characters of the write key' }, createdAt: dateTime }), { type: 'null' }],
+  description: 'null: the environment has no write key (revoked, or the org predates write keys); rotate to get one',
+};
+const credentialSummary = object({ partnerId, writeKey: writeKeySummary });
 const envParams = { type: 'object', properties: { slug: slugParam, env: { type: 'string', enum: [...ENVIRONMENTS] } }, required: ['slug', 'env'] };
 
 const schemas = {
   create: operationSchema({
     tag: 'Admin: orgs', summary: 'Create an org; its partner credentials are in this answer only', operationId: 'createOrg', auth: 'adminKey',
     body: orgSchema('OrgCreate'),
-    ok: { status: 201, description: 'The org and its staging and production credentials', schema: object({ org: schemaRef('org'), credentials: object({ staging: credential, production: credential }) }) },
+    ok: { status: 201, description: 'The org and its staging and production credentials', schema: object({ org: schemaRef('org'), credentials: object({ staging: newCredential, production: newCredential }) }) },
     errors: [...ADMIN, 'invalid_json', 'org_exists'],
   }),
   list: operationSchema({
@@ -28,7 +35,7 @@ const schemas = {
   }),
   get: operationSchema({
     tag: 'Admin: orgs', summary: "An org's settings and partner ids", operationId: 'getOrg', auth: 'adminKey', params: slugOnly,
-    ok: { status: 200, description: 'The org, and the partnerId of each environment (secrets are never shown again)', schema: object({ org: schemaRef('org'), credentials: object({ staging: object({ partnerId }), production: object({ partnerId }) }) }) },
+    ok: { status: 200, description: 'The org, the partnerId of each environment and its write key by its last characters (secrets are never shown again)', schema: object({ org: schemaRef('org'), credentials: object({ staging: credentialSummary, production: credentialSummary }) }) },
     errors: [...ADMIN, 'org_not_found'],
   }),
   patch: operationSchema({
@@ -50,6 +57,18 @@ const schemas = {
     ok: { status: 200, description: 'The new credential, shown once', schema: object({ environment: { type: 'string', enum: [...ENVIRONMENTS] }, credentials: credential }) },
     errors: [...ADMIN, 'org_not_found'],
   }),
+  rotateWriteKey: operationSchema({
+    tag: 'Admin: orgs', summary: 'Issue a new write key for one environment (the old one stops working at once)', operationId: 'rotateWriteKey', auth: 'adminKey',
+    params: envParams,
+    ok: { status: 200, description: 'The new write key, shown once', schema: object({ environment: { type: 'string', enum: [...ENVIRONMENTS] }, writeKey, last4: { type: 'string' } }) },
+    errors: [...ADMIN, 'org_not_found'],
+  }),
+  revokeWriteKey: operationSchema({
+    tag: 'Admin: orgs', summary: "Revoke one environment's write key (clients using it get 401 at once)", operationId: 'revokeWriteKey', auth: 'adminKey',
+    params: envParams,
+    ok: { status: 200, description: 'Revoked (also when there was none)', schema: object({ environment: { type: 'string', enum: [...ENVIRONMENTS] }, writeKey: { type: 'null' } }) },
+    errors: [...ADMIN, 'org_not_found'],
+  }),
 };
 
 export function registerOrgRoutes(app: FastifyInstance, orgs: OrgStore, tokens: TokenStore): void {
@@ -62,7 +81,7 @@ export function registerOrgRoutes(app: FastifyInstance, orgs: OrgStore, tokens: 
 
   app.get<{ Params: { slug: string } }>('/admin/v1/orgs/:slug', { schema: schemas.get }, async (request) => {
     const org = await orgs.get(request.params.slug);
-    return { org, credentials: await orgs.partnerIds(org.slug) };
+    return { org, credentials: await orgs.credentialSummary(org.slug) };
   });
 
   app.patch<{ Params: { slug: string }; Body: OrgPatch }>(
@@ -86,6 +105,25 @@ export function registerOrgRoutes(app: FastifyInstance, orgs: OrgStore, tokens: 
     async (request) => {
       const { slug, env } = request.params;
       return { environment: env, credentials: await orgs.rotate(slug, env) };
+    },
+  );
+
+  app.post<{ Params: { slug: string; env: Environment } }>(
+    '/admin/v1/orgs/:slug/credentials/:env/write-key/rotate',
+    { schema: schemas.rotateWriteKey },
+    async (request) => {
+      const { slug, env } = request.params;
+      return { environment: env, ...(await orgs.rotateWriteKey(slug, env)) };
+    },
+  );
+
+  app.delete<{ Params: { slug: string; env: Environment } }>(
+    '/admin/v1/orgs/:slug/credentials/:env/write-key',
+    { schema: schemas.revokeWriteKey },
+    async (request) => {
+      const { slug, env } = request.params;
+      await orgs.revokeWriteKey(slug, env);
+      return { environment: env, writeKey: null };
     },
   );
 }

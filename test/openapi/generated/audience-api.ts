@@ -181,6 +181,366 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/track": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * One track message (at most 32 KB)
+         * @description Answered once durable. A message that cannot be stored is kept in quarantine and answered 400 `message_rejected`.
+         */
+        post: operations["segmentTrack"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/identify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * One identify message (at most 32 KB)
+         * @description Answered once durable. A message that cannot be stored is kept in quarantine and answered 400 `message_rejected`.
+         */
+        post: operations["segmentIdentify"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/page": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * One page message (at most 32 KB)
+         * @description Answered once durable. A message that cannot be stored is kept in quarantine and answered 400 `message_rejected`.
+         */
+        post: operations["segmentPage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/screen": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * One screen message (at most 32 KB)
+         * @description Answered once durable. A message that cannot be stored is kept in quarantine and answered 400 `message_rejected`.
+         */
+        post: operations["segmentScreen"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/group": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * One group message (at most 32 KB)
+         * @description Answered once durable. A message that cannot be stored is kept in quarantine and answered 400 `message_rejected`.
+         */
+        post: operations["segmentGroup"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/alias": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * One alias message (at most 32 KB)
+         * @description Answered once durable. A message that cannot be stored is kept in quarantine and answered 400 `message_rejected`.
+         */
+        post: operations["segmentAlias"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/t": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * One track message (at most 32 KB)
+         * @description Answered once durable. A message that cannot be stored is kept in quarantine and answered 400 `message_rejected`.
+         */
+        post: operations["segmentTrackShort"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/i": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * One identify message (at most 32 KB)
+         * @description Answered once durable. A message that cannot be stored is kept in quarantine and answered 400 `message_rejected`.
+         */
+        post: operations["segmentIdentifyShort"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/p": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * One page message (at most 32 KB)
+         * @description Answered once durable. A message that cannot be stored is kept in quarantine and answered 400 `message_rejected`.
+         */
+        post: operations["segmentPageShort"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/s": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * One screen message (at most 32 KB)
+         * @description Answered once durable. A message that cannot be stored is kept in quarantine and answered 400 `message_rejected`.
+         */
+        post: operations["segmentScreenShort"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/g": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * One group message (at most 32 KB)
+         * @description Answered once durable. A message that cannot be stored is kept in quarantine and answered 400 `message_rejected`.
+         */
+        post: operations["segmentGroupShort"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/a": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * One alias message (at most 32 KB)
+         * @description Answered once durable. A message that cannot be stored is kept in quarantine and answered 400 `message_rejected`.
+         */
+        post: operations["segmentAliasShort"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/b": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * analytics.js batch (`/v1/b`)
+         * @description Atomic: one message that cannot be stored sends every message to quarantine (400 `message_rejected`, the reasons with `context.debug: true` on a message).
+         */
+        post: operations["segmentBatchShort"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/batch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Up to 500 KB of messages at once, atomically
+         * @description Atomic: one message that cannot be stored sends every message to quarantine (400 `message_rejected`, the reasons with `context.debug: true` on a message).
+         */
+        post: operations["segmentBatch"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/import": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * History: a batch whose events are stored and profiled but never enter a flow
+         * @description Atomic: one message that cannot be stored sends every message to quarantine (400 `message_rejected`, the reasons with `context.debug: true` on a message).
+         */
+        post: operations["segmentImport"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/s/{type}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Jitsu's event path (`X-Write-Key`; the part after the key id's colon is the write key)
+         * @description Jitsu's event path (`X-Write-Key`; the part after the key id's colon is the write key)
+         */
+        post: operations["jitsuEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/s/s2s/{type}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Jitsu's event path (`X-Write-Key`; the part after the key id's colon is the write key)
+         * @description Jitsu's event path (`X-Write-Key`; the part after the key id's colon is the write key)
+         */
+        post: operations["jitsuServerEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/projects/{writeKey}/settings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The settings analytics.js loads: this service as its only destination
+         * @description The settings analytics.js loads: this service as its only destination
+         */
+        get: operations["segmentSettings"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/v1/orgs": {
         parameters: {
             query?: never;
@@ -248,6 +608,46 @@ export interface paths {
          */
         post: operations["rotateOrgCredentials"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/orgs/{slug}/credentials/{env}/write-key/rotate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Issue a new write key for one environment (the old one stops working at once)
+         * @description Issue a new write key for one environment (the old one stops working at once)
+         */
+        post: operations["rotateWriteKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/orgs/{slug}/credentials/{env}/write-key": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke one environment's write key (clients using it get 401 at once)
+         * @description Revoke one environment's write key (clients using it get 401 at once)
+         */
+        delete: operations["revokeWriteKey"];
         options?: never;
         head?: never;
         patch?: never;
@@ -950,7 +1350,7 @@ export interface components {
             /** @description What went wrong and how to fix it */
             detail?: string;
             /** @enum {string} */
-            code: "invalid_json" | "invalid_request" | "invalid_cursor" | "json_too_deep" | "invalid_credentials" | "invalid_admin_key" | "not_found" | "org_not_found" | "org_exists" | "schema_violation" | "payload_too_large" | "unsupported_media_type" | "internal_error" | "log_unavailable" | "not_ready" | "unhealthy" | "log_outcome_unknown" | "control_unavailable" | "invalid_token" | "audience_api_not_enabled" | "rate_limited" | "token_pool_full" | "token_ambiguous" | "token_not_found" | "invalid_identity" | "invalid_fields" | "contact_not_found" | "not_acceptable" | "invalid_trigger" | "trigger_not_found" | "trigger_query_failed" | "query_file_refused" | "invalid_flow" | "flow_not_found" | "flow_exists" | "topic_not_found" | "unsubscribe_link_invalid" | "erasure_not_found" | "shard_unavailable" | "shard_answer_too_large" | "compaction_behind" | "backup_in_progress" | "no_org_databases" | "sandbox_busy" | "sandbox_paused" | "storage_unavailable" | "org_unavailable" | "method_not_allowed" | "request_timeout" | "uri_too_long" | "headers_too_large" | "backup_file_refused";
+            code: "invalid_json" | "invalid_request" | "invalid_cursor" | "json_too_deep" | "invalid_credentials" | "invalid_admin_key" | "not_found" | "org_not_found" | "org_exists" | "schema_violation" | "message_rejected" | "payload_too_large" | "unsupported_media_type" | "internal_error" | "log_unavailable" | "not_ready" | "unhealthy" | "log_outcome_unknown" | "control_unavailable" | "invalid_token" | "audience_api_not_enabled" | "rate_limited" | "token_pool_full" | "token_ambiguous" | "token_not_found" | "invalid_identity" | "invalid_fields" | "contact_not_found" | "not_acceptable" | "invalid_trigger" | "trigger_not_found" | "trigger_query_failed" | "query_file_refused" | "invalid_flow" | "flow_not_found" | "flow_exists" | "topic_not_found" | "unsubscribe_link_invalid" | "erasure_not_found" | "shard_unavailable" | "shard_answer_too_large" | "compaction_behind" | "backup_in_progress" | "no_org_databases" | "sandbox_busy" | "sandbox_paused" | "storage_unavailable" | "org_unavailable" | "method_not_allowed" | "request_timeout" | "uri_too_long" | "headers_too_large" | "backup_file_refused";
             /** @description The Request-Id of the response */
             requestId?: string;
             errors?: {
@@ -972,6 +1372,7 @@ export interface components {
         "batch.envelope": {
             partnerId: components["schemas"]["event.partnerId"];
             partnerSecret: components["schemas"]["event.partnerSecret"];
+            writeKey?: components["schemas"]["event.writeKey"];
             context?: components["schemas"]["event-parts.context"];
             /** @description 2,500: SPEC 4.1's cap, with 500 KB per batch and 32 KB per event enforced on the body's size. */
             batch: unknown[];
@@ -1161,6 +1562,7 @@ export interface components {
         event: {
             partnerId: components["schemas"]["event.partnerId"];
             partnerSecret: components["schemas"]["event.partnerSecret"];
+            writeKey?: components["schemas"]["event.writeKey"];
             clientId?: unknown;
             sentAt?: unknown;
             type?: unknown;
@@ -1173,11 +1575,17 @@ export interface components {
             userId?: unknown;
             event?: unknown;
             properties?: unknown;
+            previousId?: unknown;
         } & components["schemas"]["event.eventBody"];
         /** PartnerId */
         "event.partnerId": string;
         /** PartnerSecret */
         "event.partnerSecret": string;
+        /**
+         * WriteKey
+         * @description Ignored here and never stored: accepted so that an environment's credentials (partnerId, partnerSecret, writeKey) can be sent as they were given. The write key authenticates the tracking API (/v1/*), not this endpoint.
+         */
+        "event.writeKey": string;
         /**
          * BatchMember
          * @description One member of a batch (SPEC 4.1): an event body without credentials (those are on the batch). A member carrying partnerId or partnerSecret is rejected. Its members are listed as in Event, for the same reason.
@@ -1195,12 +1603,13 @@ export interface components {
             userId?: unknown;
             event?: unknown;
             properties?: unknown;
+            previousId?: unknown;
         } & components["schemas"]["event.eventBody"];
         /**
          * EventBody
          * @description An event without credentials: the members common to every event, then the members of its type.
          */
-        "event.eventBody": components["schemas"]["event.eventCommon"] & (components["schemas"]["event.trackEvent"] | components["schemas"]["event.identifyEvent"]);
+        "event.eventBody": components["schemas"]["event.eventCommon"] & (components["schemas"]["event.trackEvent"] | components["schemas"]["event.identifyEvent"] | components["schemas"]["event.aliasEvent"]);
         /**
          * EventCommon
          * @description Members common to every event (SPEC 4.2).
@@ -1211,7 +1620,7 @@ export interface components {
             /** @description When the client sent the event, epoch milliseconds by the client's clock; with timestamp it corrects clock skew (SPEC 4.4). From 2000-01-01 to 2100-01-01 UTC: a value in seconds (about 1.7e9 today) is below the minimum and refused instead of being read as January 1970. */
             sentAt: number;
             /** @enum {unknown} */
-            type: "track" | "identify";
+            type: "track" | "identify" | "alias";
             context?: components["schemas"]["event-parts.context"];
             /** @description Dedupe key within 24 h (SPEC 4.4). Absent: the server assigns a UUIDv7. */
             messageId?: string;
@@ -1235,6 +1644,18 @@ export interface components {
             /** @enum {unknown} */
             type: "identify";
             traits: components["schemas"]["event-parts.identifyTraits"];
+            event?: never;
+            properties?: never;
+        };
+        /**
+         * AliasEvent
+         * @description Says previousId (an earlier clientId, e.g. an anonymous one) is the same person as this event's clientId: previousId is mapped to the e-mail clientId is mapped to when the alias is compacted, and its waiting events are released. An alias whose clientId is not identified yet waits like any event and links nothing (docs/partners.md). Carries no event or properties.
+         */
+        "event.aliasEvent": {
+            /** @enum {unknown} */
+            type: "alias";
+            /** @description The earlier clientId. */
+            previousId: string;
             event?: never;
             properties?: never;
         };
@@ -2155,6 +2576,1489 @@ export interface operations {
             };
         };
     };
+    segmentTrack: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description A Segment message (docs/partners.md maps each member) */
+        requestBody: {
+            content: {
+                "application/json": {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description Every event durable in the log */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {unknown} */
+                        success: true;
+                    };
+                };
+            };
+            /** @description [`invalid_json`](/problems/invalid_json): Body is not valid JSON; [`json_too_deep`](/problems/json_too_deep): JSON body nested too deeply; [`invalid_request`](/problems/invalid_request): Request is invalid; [`message_rejected`](/problems/message_rejected): Tracking message rejected */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`invalid_credentials`](/problems/invalid_credentials): Unknown partner or wrong secret */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`payload_too_large`](/problems/payload_too_large): Payload too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`unsupported_media_type`](/problems/unsupported_media_type): Unsupported content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`internal_error`](/problems/internal_error): Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`log_unavailable`](/problems/log_unavailable): Event log unavailable; [`log_outcome_unknown`](/problems/log_outcome_unknown): The event log did not confirm the write in time */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    segmentIdentify: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description A Segment message (docs/partners.md maps each member) */
+        requestBody: {
+            content: {
+                "application/json": {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description Every event durable in the log */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {unknown} */
+                        success: true;
+                    };
+                };
+            };
+            /** @description [`invalid_json`](/problems/invalid_json): Body is not valid JSON; [`json_too_deep`](/problems/json_too_deep): JSON body nested too deeply; [`invalid_request`](/problems/invalid_request): Request is invalid; [`message_rejected`](/problems/message_rejected): Tracking message rejected */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`invalid_credentials`](/problems/invalid_credentials): Unknown partner or wrong secret */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`payload_too_large`](/problems/payload_too_large): Payload too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`unsupported_media_type`](/problems/unsupported_media_type): Unsupported content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`internal_error`](/problems/internal_error): Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`log_unavailable`](/problems/log_unavailable): Event log unavailable; [`log_outcome_unknown`](/problems/log_outcome_unknown): The event log did not confirm the write in time */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    segmentPage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description A Segment message (docs/partners.md maps each member) */
+        requestBody: {
+            content: {
+                "application/json": {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description Every event durable in the log */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {unknown} */
+                        success: true;
+                    };
+                };
+            };
+            /** @description [`invalid_json`](/problems/invalid_json): Body is not valid JSON; [`json_too_deep`](/problems/json_too_deep): JSON body nested too deeply; [`invalid_request`](/problems/invalid_request): Request is invalid; [`message_rejected`](/problems/message_rejected): Tracking message rejected */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`invalid_credentials`](/problems/invalid_credentials): Unknown partner or wrong secret */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`payload_too_large`](/problems/payload_too_large): Payload too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`unsupported_media_type`](/problems/unsupported_media_type): Unsupported content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`internal_error`](/problems/internal_error): Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`log_unavailable`](/problems/log_unavailable): Event log unavailable; [`log_outcome_unknown`](/problems/log_outcome_unknown): The event log did not confirm the write in time */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    segmentScreen: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description A Segment message (docs/partners.md maps each member) */
+        requestBody: {
+            content: {
+                "application/json": {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description Every event durable in the log */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {unknown} */
+                        success: true;
+                    };
+                };
+            };
+            /** @description [`invalid_json`](/problems/invalid_json): Body is not valid JSON; [`json_too_deep`](/problems/json_too_deep): JSON body nested too deeply; [`invalid_request`](/problems/invalid_request): Request is invalid; [`message_rejected`](/problems/message_rejected): Tracking message rejected */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`invalid_credentials`](/problems/invalid_credentials): Unknown partner or wrong secret */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`payload_too_large`](/problems/payload_too_large): Payload too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`unsupported_media_type`](/problems/unsupported_media_type): Unsupported content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`internal_error`](/problems/internal_error): Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`log_unavailable`](/problems/log_unavailable): Event log unavailable; [`log_outcome_unknown`](/problems/log_outcome_unknown): The event log did not confirm the write in time */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    segmentGroup: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description A Segment message (docs/partners.md maps each member) */
+        requestBody: {
+            content: {
+                "application/json": {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description Every event durable in the log */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {unknown} */
+                        success: true;
+                    };
+                };
+            };
+            /** @description [`invalid_json`](/problems/invalid_json): Body is not valid JSON; [`json_too_deep`](/problems/json_too_deep): JSON body nested too deeply; [`invalid_request`](/problems/invalid_request): Request is invalid; [`message_rejected`](/problems/message_rejected): Tracking message rejected */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`invalid_credentials`](/problems/invalid_credentials): Unknown partner or wrong secret */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`payload_too_large`](/problems/payload_too_large): Payload too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`unsupported_media_type`](/problems/unsupported_media_type): Unsupported content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`internal_error`](/problems/internal_error): Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`log_unavailable`](/problems/log_unavailable): Event log unavailable; [`log_outcome_unknown`](/problems/log_outcome_unknown): The event log did not confirm the write in time */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    segmentAlias: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description A Segment message (docs/partners.md maps each member) */
+        requestBody: {
+            content: {
+                "application/json": {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description Every event durable in the log */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {unknown} */
+                        success: true;
+                    };
+                };
+            };
+            /** @description [`invalid_json`](/problems/invalid_json): Body is not valid JSON; [`json_too_deep`](/problems/json_too_deep): JSON body nested too deeply; [`invalid_request`](/problems/invalid_request): Request is invalid; [`message_rejected`](/problems/message_rejected): Tracking message rejected */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`invalid_credentials`](/problems/invalid_credentials): Unknown partner or wrong secret */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`payload_too_large`](/problems/payload_too_large): Payload too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`unsupported_media_type`](/problems/unsupported_media_type): Unsupported content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`internal_error`](/problems/internal_error): Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`log_unavailable`](/problems/log_unavailable): Event log unavailable; [`log_outcome_unknown`](/problems/log_outcome_unknown): The event log did not confirm the write in time */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    segmentTrackShort: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description A Segment message (docs/partners.md maps each member) */
+        requestBody: {
+            content: {
+                "application/json": {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description Every event durable in the log */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {unknown} */
+                        success: true;
+                    };
+                };
+            };
+            /** @description [`invalid_json`](/problems/invalid_json): Body is not valid JSON; [`json_too_deep`](/problems/json_too_deep): JSON body nested too deeply; [`invalid_request`](/problems/invalid_request): Request is invalid; [`message_rejected`](/problems/message_rejected): Tracking message rejected */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`invalid_credentials`](/problems/invalid_credentials): Unknown partner or wrong secret */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`payload_too_large`](/problems/payload_too_large): Payload too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`unsupported_media_type`](/problems/unsupported_media_type): Unsupported content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`internal_error`](/problems/internal_error): Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`log_unavailable`](/problems/log_unavailable): Event log unavailable; [`log_outcome_unknown`](/problems/log_outcome_unknown): The event log did not confirm the write in time */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    segmentIdentifyShort: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description A Segment message (docs/partners.md maps each member) */
+        requestBody: {
+            content: {
+                "application/json": {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description Every event durable in the log */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {unknown} */
+                        success: true;
+                    };
+                };
+            };
+            /** @description [`invalid_json`](/problems/invalid_json): Body is not valid JSON; [`json_too_deep`](/problems/json_too_deep): JSON body nested too deeply; [`invalid_request`](/problems/invalid_request): Request is invalid; [`message_rejected`](/problems/message_rejected): Tracking message rejected */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`invalid_credentials`](/problems/invalid_credentials): Unknown partner or wrong secret */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`payload_too_large`](/problems/payload_too_large): Payload too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`unsupported_media_type`](/problems/unsupported_media_type): Unsupported content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`internal_error`](/problems/internal_error): Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`log_unavailable`](/problems/log_unavailable): Event log unavailable; [`log_outcome_unknown`](/problems/log_outcome_unknown): The event log did not confirm the write in time */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    segmentPageShort: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description A Segment message (docs/partners.md maps each member) */
+        requestBody: {
+            content: {
+                "application/json": {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description Every event durable in the log */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {unknown} */
+                        success: true;
+                    };
+                };
+            };
+            /** @description [`invalid_json`](/problems/invalid_json): Body is not valid JSON; [`json_too_deep`](/problems/json_too_deep): JSON body nested too deeply; [`invalid_request`](/problems/invalid_request): Request is invalid; [`message_rejected`](/problems/message_rejected): Tracking message rejected */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`invalid_credentials`](/problems/invalid_credentials): Unknown partner or wrong secret */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`payload_too_large`](/problems/payload_too_large): Payload too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`unsupported_media_type`](/problems/unsupported_media_type): Unsupported content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`internal_error`](/problems/internal_error): Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`log_unavailable`](/problems/log_unavailable): Event log unavailable; [`log_outcome_unknown`](/problems/log_outcome_unknown): The event log did not confirm the write in time */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    segmentScreenShort: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description A Segment message (docs/partners.md maps each member) */
+        requestBody: {
+            content: {
+                "application/json": {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description Every event durable in the log */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {unknown} */
+                        success: true;
+                    };
+                };
+            };
+            /** @description [`invalid_json`](/problems/invalid_json): Body is not valid JSON; [`json_too_deep`](/problems/json_too_deep): JSON body nested too deeply; [`invalid_request`](/problems/invalid_request): Request is invalid; [`message_rejected`](/problems/message_rejected): Tracking message rejected */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`invalid_credentials`](/problems/invalid_credentials): Unknown partner or wrong secret */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`payload_too_large`](/problems/payload_too_large): Payload too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`unsupported_media_type`](/problems/unsupported_media_type): Unsupported content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`internal_error`](/problems/internal_error): Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`log_unavailable`](/problems/log_unavailable): Event log unavailable; [`log_outcome_unknown`](/problems/log_outcome_unknown): The event log did not confirm the write in time */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    segmentGroupShort: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description A Segment message (docs/partners.md maps each member) */
+        requestBody: {
+            content: {
+                "application/json": {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description Every event durable in the log */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {unknown} */
+                        success: true;
+                    };
+                };
+            };
+            /** @description [`invalid_json`](/problems/invalid_json): Body is not valid JSON; [`json_too_deep`](/problems/json_too_deep): JSON body nested too deeply; [`invalid_request`](/problems/invalid_request): Request is invalid; [`message_rejected`](/problems/message_rejected): Tracking message rejected */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`invalid_credentials`](/problems/invalid_credentials): Unknown partner or wrong secret */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`payload_too_large`](/problems/payload_too_large): Payload too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`unsupported_media_type`](/problems/unsupported_media_type): Unsupported content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`internal_error`](/problems/internal_error): Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`log_unavailable`](/problems/log_unavailable): Event log unavailable; [`log_outcome_unknown`](/problems/log_outcome_unknown): The event log did not confirm the write in time */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    segmentAliasShort: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description A Segment message (docs/partners.md maps each member) */
+        requestBody: {
+            content: {
+                "application/json": {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description Every event durable in the log */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {unknown} */
+                        success: true;
+                    };
+                };
+            };
+            /** @description [`invalid_json`](/problems/invalid_json): Body is not valid JSON; [`json_too_deep`](/problems/json_too_deep): JSON body nested too deeply; [`invalid_request`](/problems/invalid_request): Request is invalid; [`message_rejected`](/problems/message_rejected): Tracking message rejected */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`invalid_credentials`](/problems/invalid_credentials): Unknown partner or wrong secret */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`payload_too_large`](/problems/payload_too_large): Payload too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`unsupported_media_type`](/problems/unsupported_media_type): Unsupported content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`internal_error`](/problems/internal_error): Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`log_unavailable`](/problems/log_unavailable): Event log unavailable; [`log_outcome_unknown`](/problems/log_outcome_unknown): The event log did not confirm the write in time */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    segmentBatchShort: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    batch: {
+                        [key: string]: unknown;
+                    }[];
+                } & {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description Every event durable in the log */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {unknown} */
+                        success: true;
+                    };
+                };
+            };
+            /** @description [`invalid_json`](/problems/invalid_json): Body is not valid JSON; [`json_too_deep`](/problems/json_too_deep): JSON body nested too deeply; [`invalid_request`](/problems/invalid_request): Request is invalid; [`message_rejected`](/problems/message_rejected): Tracking message rejected */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`invalid_credentials`](/problems/invalid_credentials): Unknown partner or wrong secret */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`payload_too_large`](/problems/payload_too_large): Payload too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`unsupported_media_type`](/problems/unsupported_media_type): Unsupported content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`internal_error`](/problems/internal_error): Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`log_unavailable`](/problems/log_unavailable): Event log unavailable; [`log_outcome_unknown`](/problems/log_outcome_unknown): The event log did not confirm the write in time */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    segmentBatch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    batch: {
+                        [key: string]: unknown;
+                    }[];
+                } & {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description Every event durable in the log */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {unknown} */
+                        success: true;
+                    };
+                };
+            };
+            /** @description [`invalid_json`](/problems/invalid_json): Body is not valid JSON; [`json_too_deep`](/problems/json_too_deep): JSON body nested too deeply; [`invalid_request`](/problems/invalid_request): Request is invalid; [`message_rejected`](/problems/message_rejected): Tracking message rejected */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`invalid_credentials`](/problems/invalid_credentials): Unknown partner or wrong secret */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`payload_too_large`](/problems/payload_too_large): Payload too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`unsupported_media_type`](/problems/unsupported_media_type): Unsupported content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`internal_error`](/problems/internal_error): Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`log_unavailable`](/problems/log_unavailable): Event log unavailable; [`log_outcome_unknown`](/problems/log_outcome_unknown): The event log did not confirm the write in time */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    segmentImport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    batch: {
+                        [key: string]: unknown;
+                    }[];
+                } & {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description Every event durable in the log */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {unknown} */
+                        success: true;
+                    };
+                };
+            };
+            /** @description [`invalid_json`](/problems/invalid_json): Body is not valid JSON; [`json_too_deep`](/problems/json_too_deep): JSON body nested too deeply; [`invalid_request`](/problems/invalid_request): Request is invalid; [`message_rejected`](/problems/message_rejected): Tracking message rejected */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`invalid_credentials`](/problems/invalid_credentials): Unknown partner or wrong secret */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`payload_too_large`](/problems/payload_too_large): Payload too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`unsupported_media_type`](/problems/unsupported_media_type): Unsupported content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`internal_error`](/problems/internal_error): Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`log_unavailable`](/problems/log_unavailable): Event log unavailable; [`log_outcome_unknown`](/problems/log_outcome_unknown): The event log did not confirm the write in time */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    jitsuEvent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                type: "track" | "identify" | "page" | "screen" | "group" | "alias";
+            };
+            cookie?: never;
+        };
+        /** @description A Segment message (docs/partners.md maps each member) */
+        requestBody: {
+            content: {
+                "application/json": {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description Every event durable in the log */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {unknown} */
+                        success: true;
+                    };
+                };
+            };
+            /** @description [`invalid_json`](/problems/invalid_json): Body is not valid JSON; [`json_too_deep`](/problems/json_too_deep): JSON body nested too deeply; [`invalid_request`](/problems/invalid_request): Request is invalid; [`message_rejected`](/problems/message_rejected): Tracking message rejected */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`invalid_credentials`](/problems/invalid_credentials): Unknown partner or wrong secret */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`payload_too_large`](/problems/payload_too_large): Payload too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`unsupported_media_type`](/problems/unsupported_media_type): Unsupported content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`internal_error`](/problems/internal_error): Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`log_unavailable`](/problems/log_unavailable): Event log unavailable; [`log_outcome_unknown`](/problems/log_outcome_unknown): The event log did not confirm the write in time */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    jitsuServerEvent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                type: "track" | "identify" | "page" | "screen" | "group" | "alias";
+            };
+            cookie?: never;
+        };
+        /** @description A Segment message (docs/partners.md maps each member) */
+        requestBody: {
+            content: {
+                "application/json": {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description Every event durable in the log */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {unknown} */
+                        success: true;
+                    };
+                };
+            };
+            /** @description [`invalid_json`](/problems/invalid_json): Body is not valid JSON; [`json_too_deep`](/problems/json_too_deep): JSON body nested too deeply; [`invalid_request`](/problems/invalid_request): Request is invalid; [`message_rejected`](/problems/message_rejected): Tracking message rejected */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`invalid_credentials`](/problems/invalid_credentials): Unknown partner or wrong secret */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`payload_too_large`](/problems/payload_too_large): Payload too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`unsupported_media_type`](/problems/unsupported_media_type): Unsupported content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`internal_error`](/problems/internal_error): Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`log_unavailable`](/problems/log_unavailable): Event log unavailable; [`log_outcome_unknown`](/problems/log_outcome_unknown): The event log did not confirm the write in time */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    segmentSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                writeKey: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description analytics.js's project settings */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description [`not_found`](/problems/not_found): Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`internal_error`](/problems/internal_error): Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     listOrgs: {
         parameters: {
             query?: never;
@@ -2248,11 +4152,15 @@ export interface operations {
                                 partnerId: string;
                                 /** @description Shown in this answer only */
                                 partnerSecret: string;
+                                /** @description The Segment-style write key (docs/partners.md, "Moving from Segment"); shown in this answer only */
+                                writeKey: string;
                             };
                             production: {
                                 partnerId: string;
                                 /** @description Shown in this answer only */
                                 partnerSecret: string;
+                                /** @description The Segment-style write key (docs/partners.md, "Moving from Segment"); shown in this answer only */
+                                writeKey: string;
                             };
                         };
                     };
@@ -2325,7 +4233,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The org, and the partnerId of each environment (secrets are never shown again) */
+            /** @description The org, the partnerId of each environment and its write key by its last characters (secrets are never shown again) */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -2336,9 +4244,23 @@ export interface operations {
                         credentials: {
                             staging: {
                                 partnerId: string;
+                                /** @description null: the environment has no write key (revoked, or the org predates write keys); rotate to get one */
+                                writeKey: {
+                                    /** @description The last 4 characters of the write key */
+                                    last4: string;
+                                    /** Format: date-time */
+                                    createdAt: string;
+                                } | null;
                             };
                             production: {
                                 partnerId: string;
+                                /** @description null: the environment has no write key (revoked, or the org predates write keys); rotate to get one */
+                                writeKey: {
+                                    /** @description The last 4 characters of the write key */
+                                    last4: string;
+                                    /** Format: date-time */
+                                    createdAt: string;
+                                } | null;
                             };
                         };
                     };
@@ -2590,6 +4512,170 @@ export interface operations {
                             /** @description Shown in this answer only */
                             partnerSecret: string;
                         };
+                    };
+                };
+            };
+            /** @description [`invalid_request`](/problems/invalid_request): Request is invalid */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`invalid_admin_key`](/problems/invalid_admin_key): Missing or wrong admin key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`org_not_found`](/problems/org_not_found): No such org */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`rate_limited`](/problems/rate_limited): Too many requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`internal_error`](/problems/internal_error): Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`control_unavailable`](/problems/control_unavailable): The control plane is out of reach */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    rotateWriteKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                slug: components["schemas"]["org.slug"];
+                env: "staging" | "production";
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The new write key, shown once */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        environment: "staging" | "production";
+                        /** @description The Segment-style write key (docs/partners.md, "Moving from Segment"); shown in this answer only */
+                        writeKey: string;
+                        last4: string;
+                    };
+                };
+            };
+            /** @description [`invalid_request`](/problems/invalid_request): Request is invalid */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`invalid_admin_key`](/problems/invalid_admin_key): Missing or wrong admin key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`org_not_found`](/problems/org_not_found): No such org */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`rate_limited`](/problems/rate_limited): Too many requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`internal_error`](/problems/internal_error): Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`control_unavailable`](/problems/control_unavailable): The control plane is out of reach */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    revokeWriteKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                slug: components["schemas"]["org.slug"];
+                env: "staging" | "production";
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Revoked (also when there was none) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        environment: "staging" | "production";
+                        writeKey: null;
                     };
                 };
             };
