@@ -178,7 +178,7 @@ t.test('Segment messages become events: ids, identity, names, ecommerce types, t
   t.match(profile.json(), { contact: { first_name: 'Ada', user_id: 'user-1', order_count: 1, total_lifetime_value: 30 } }, "the identify's traits and the order are on the profile");
 });
 
-t.test('rejected messages are kept in quarantine and answered 400; limits 413; other bodies 415', async (t) => {
+t.test('rejected messages are kept in quarantine and answered 400; limits 413; other encodings 415', async (t) => {
   const h = await startTestApp(t);
   const { production } = await h.createOrg('acme');
   const auth = { authorization: basic(production.writeKey) };
@@ -219,7 +219,8 @@ t.test('rejected messages are kept in quarantine and answered 400; limits 413; o
   t.equal(notGzip.statusCode, 400);
   t.equal(notGzip.json().code, 'invalid_request');
   t.equal((await send(h, '/v1/batch', undefined, { ...auth, 'content-encoding': 'br' }, '{}')).statusCode, 415);
-  t.equal((await send(h, '/v1/track', undefined, { ...auth, 'content-type': 'application/xml' }, '<x/>')).statusCode, 415);
+  t.equal((await send(h, '/v1/track', undefined, { ...auth, 'content-type': 'application/xml' }, '<x/>')).json().code, 'invalid_json', 'any Content-Type is read as JSON, as Segment does');
+  t.equal((await send(h, '/v1/track', { anonymousId: 'a', event: 'X' }, { ...auth, 'content-type': 'application/x-www-form-urlencoded' })).statusCode, 200);
   t.equal((await send(h, '/v1/track', undefined, auth, '{"anonymousId":')).json().code, 'invalid_json');
   const deep = '{"anonymousId":"a","event":"X","properties":' + '{"a":'.repeat(200) + '1' + '}'.repeat(200) + '}';
   t.equal((await send(h, '/v1/track', undefined, auth, deep)).json().code, 'json_too_deep');

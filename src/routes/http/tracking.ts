@@ -5,7 +5,7 @@
  * this service's events, events/collect/segment-message.ts) → commit or quarantine → answer; a 200
  * `{"success": true}` only once every event is durable in the log, and every failure a 4xx/5xx the SDKs
  * report as an error, never a success that stored nothing.
- * Bodies: JSON as application/json or text/plain (analytics.js's beacons), gzip-encoded or not; Segment's
+ * Bodies: JSON whatever the Content-Type says (analytics.js sends text/plain), gzip-encoded or not; Segment's
  * limits, 32 KB per message and 500 KB per batch, after decompression. Browsers call from any origin.
  */
 import { PassThrough, type Readable } from 'node:stream';
@@ -91,8 +91,9 @@ export function registerTrackingRoutes(app: FastifyInstance, deps: CollectDeps):
   };
 
   void app.register(async (scope) => {
-    registerJsonBodyParser(scope, 'application/json');
-    registerJsonBodyParser(scope, 'text/plain');
+    // Segment's API reads every body as JSON, whatever its Content-Type (analytics.js sends text/plain,
+    // RudderStack's gzip body goes out as application/x-www-form-urlencoded).
+    for (const type of ['application/json', 'text/plain', '*']) registerJsonBodyParser(scope, type);
     scope.addHook('preParsing', async (request, _reply, payload) => decoded(request, payload));
     scope.addHook('onSend', async (_request, reply) => {
       reply.header('Access-Control-Allow-Origin', '*');
