@@ -28,6 +28,11 @@ const USAGE = `usage: audience <command> [options]
                                      no message in that window, local time (each contact's zone, or one)
   org delete <slug> --yes            the org and all its data, for good (the slug is never reused)
   org rotate <slug> <staging|production>
+                                     a new partner secret (the old one stops at once)
+  write-key rotate <slug> <staging|production>
+                                     a new write key for Segment / RudderStack / Jitsu SDKs (shown once;
+                                     the old one stops at once)
+  write-key revoke <slug> <staging|production>
   events types <slug> [--env production] [--limit 100] [--cursor …]
   events samples <slug> [--env production] [--event-type custom_x] [--limit 20] [--cursor …]
   quarantine <slug> [--env production] [--limit 100] [--cursor …]
@@ -304,6 +309,14 @@ const commands: Record<string, Command> = {
   'org rotate': {
     args: ['<slug>', '<staging|production>'],
     run: ([slug, env]) => call('POST', `/admin/v1/orgs/${seg(slug!)}/credentials/${seg(env!)}/rotate`),
+  },
+  'write-key rotate': {
+    args: ['<slug>', '<staging|production>'],
+    run: ([slug, env]) => call('POST', `/admin/v1/orgs/${seg(slug!)}/credentials/${seg(env!)}/write-key/rotate`),
+  },
+  'write-key revoke': {
+    args: ['<slug>', '<staging|production>'],
+    run: ([slug, env]) => call('DELETE', `/admin/v1/orgs/${seg(slug!)}/credentials/${seg(env!)}/write-key`),
   },
   'events types': {
     args: ['<slug>'],

@@ -78,6 +78,18 @@ t.test('the CLI against a running service', async (t) => {
   const cleared = await cli(url, ['org', 'update', 'acme', '--retention', '']);
   t.same(JSON.parse(cleared.stdout).org.retention, {}, "--retention '' drops the overrides");
 
+  const rotated = await cli(url, ['write-key', 'rotate', 'acme', 'production']);
+  t.equal(rotated.code, 0, `write-key rotate ${rotated.stderr}`);
+  const { writeKey, last4 } = JSON.parse(rotated.stdout) as { writeKey: string; last4: string };
+  t.match(writeKey, /^wk_/, 'the new write key, shown once');
+  const auth = { authorization: `Basic ${Buffer.from(`${writeKey}:`).toString('base64')}`, 'content-type': 'application/json' };
+  const track = () => h.app.inject({ method: 'POST', url: '/v1/track', headers: auth, payload: { anonymousId: 'a', event: 'Clicked' } });
+  t.equal((await track()).statusCode, 200, 'and it works');
+  t.equal(JSON.parse((await cli(url, ['org', 'get', 'acme'])).stdout).credentials.production.writeKey.last4, last4, 'org get shows its last 4');
+  const revoked = await cli(url, ['write-key', 'revoke', 'acme', 'production']);
+  t.equal(revoked.code, 0);
+  t.equal((await track()).statusCode, 401, 'write-key revoke stops it');
+
   const deleted = await cli(url, ['org', 'delete', 'acme', '--yes']);
   t.equal(deleted.code, 0, 'org delete --yes');
   t.match(JSON.parse(deleted.stdout), { slug: 'acme', deleted: true });

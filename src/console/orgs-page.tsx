@@ -9,11 +9,13 @@ import type { Org, OrgCreate } from '../generated/org';
 
 /** What a partner sends with its events (SPEC 4.1): the API shows the secret once, at creation and rotation. */
 export type PartnerCredential = Pick<BatchEnvelope, 'partnerId' | 'partnerSecret'>;
+/** What a new org's answer holds per environment: the partner credential and the write key for Segment-style SDKs. */
+export type NewCredential = PartnerCredential & { writeKey: string };
 
 /** The answer to POST /admin/v1/orgs. */
 interface OrgCreated {
   org: Org;
-  credentials: Record<'staging' | 'production', PartnerCredential>;
+  credentials: Record<'staging' | 'production', NewCredential>;
 }
 
 export function OrgsPage(): ReactNode {
@@ -124,6 +126,10 @@ function CredentialsOnce({ org, credentials, onDone }: OrgCreated & { onDone(): 
             <dd>
               partnerSecret <code data-credential={`${env}-secret`}>{credentials[env].partnerSecret}</code>{' '}
               <CopyButton text={credentials[env].partnerSecret} label={`Copy the ${env} partnerSecret`} />
+            </dd>
+            <dd>
+              writeKey <code data-credential={`${env}-write-key`}>{credentials[env].writeKey}</code>{' '}
+              <CopyButton text={credentials[env].writeKey} label={`Copy the ${env} writeKey`} /> (Segment, RudderStack and Jitsu SDKs)
             </dd>
           </div>
         ))}

@@ -1,6 +1,6 @@
 /**
  * An org's settings (Audience API, rate limit, currency, content fields, not-found status), partner
- * secret rotation, and Audience API tokens (created and shown once, listed by their last 3 characters and
+ * secret rotation, write keys (listed by their last 4 characters, rotated and revoked), and Audience API tokens (created and shown once, listed by their last 3 characters and
  * creator, revoked by id, last 3 or creator).
  */
 import { type FormEvent, type ReactNode, useState } from 'react';
@@ -29,6 +29,7 @@ export function SettingsPage({ org }: { org: string }): ReactNode {
       <Status request={current} what="the org" />
       {current.data ? <SettingsForm key={current.data.org.slug} org={current.data.org} onSaved={current.reload} /> : null}
       <Rotation org={org} />
+      <WriteKeys org={org} />
       <Tokens org={org} />
     </>
   );
@@ -171,6 +172,78 @@ function Rotation({ org }: { org: string }): ReactNode {
         <div className="warning" role="status">
           <strong>Shown once:</strong> new {rotated.environment} partnerSecret for <code>{rotated.partnerId}</code>: <code data-rotated-secret>{rotated.partnerSecret}</code>{' '}
           <CopyButton text={rotated.partnerSecret} label="Copy the new partnerSecret" />
+        </div>
+      ) : null}
+    </section>
+  );
+}
+
+type Environment = 'production' | 'staging';
+type WriteKeySummaries = Record<Environment, { writeKey: { last4: string; createdAt: string } | null }>;
+
+/** Write keys: what Segment, RudderStack and Jitsu SDKs send with (docs/partners.md, "Moving from Segment"). */
+function WriteKeys({ org }: { org: string }): ReactNode {
+  const current = useRequest(() => api<{ credentials: WriteKeySummaries }>('GET', `/admin/v1/orgs/${seg(org)}`), [org]);
+  const credentials = current.data?.credentials;
+  const [issued, setIssued] = useState<{ environment: Environment; writeKey: string }>();
+  const [error, setError] = useState<ApiError>();
+  const rotate = (environment: Environment) =>
+    attempt(setError, async () => {
+      if (credentials?.[environment].writeKey && !window.confirm(`Replace the ${environment} write key? SDKs sending with the current one get 401 at once.`)) return;
+      const answer = await api<{ writeKey: string }>('POST', `/admin/v1/orgs/${seg(org)}/credentials/${environment}/write-key/rotate`);
+      setIssued({ environment, writeKey: answer.writeKey });
+      current.reload();
+    });
+  const revoke = (environment: Environment) =>
+    attempt(setError, async () => {
+      if (!window.confirm(`Revoke the ${environment} write key? SDKs sending with it get 401 at once.`)) return;
+      await api('DELETE', `/admin/v1/orgs/${seg(org)}/credentials/${environment}/write-key`);
+      setIssued(undefined);
+      current.reload();
+    });
+  return (
+    <section className="card" aria-labelledby="write-keys-title">
+      <h2 id="write-keys-title">Write keys</h2>
+      <p>For Segment, RudderStack and Jitsu SDKs: point them at this service and give them the write key.</p>
+      <Status request={current} what="the write keys" />
+      {credentials ? (
+        <table>
+          <tbody>
+            {(['production', 'staging'] as const).map((env) => {
+              const key = credentials[env].writeKey;
+              return (
+                <tr key={env} data-write-key={env}>
+                  <th scope="row">{env}</th>
+                  <td>
+                    {key ? (
+                      <>
+                        ends in <code>{key.last4}</code>, made <Time iso={key.createdAt} />
+                      </>
+                    ) : (
+                      'none'
+                    )}
+                  </td>
+                  <td>
+                    <button type="button" onClick={() => void rotate(env)}>
+                      {key ? `Rotate the ${env} write key` : `Issue a ${env} write key`}
+                    </button>{' '}
+                    {key ? (
+                      <button type="button" onClick={() => void revoke(env)}>
+                        Revoke
+                      </button>
+                    ) : null}
+                  </td>
+                </tr>
+              );
+            })}
+          </tbody>
+        </table>
+      ) : null}
+      <ErrorBox error={error} />
+      {issued ? (
+        <div className="warning" role="status">
+          <strong>Shown once:</strong> new {issued.environment} write key <code data-issued-write-key>{issued.writeKey}</code>{' '}
+          <CopyButton text={issued.writeKey} label="Copy the new write key" />
         </div>
       ) : null}
     </section>

@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { Analytics as SegmentAnalytics } from '@segment/analytics-node';
 import RudderAnalytics from '@rudderstack/rudder-sdk-node';
 import { jitsuAnalytics } from '@jitsu/js';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 
 interface Row {
@@ -20,14 +20,13 @@ interface Row {
   message_id: string;
 }
 
-async function setUp(t: Tap) {
+async function setUp(t: Test) {
   const h = await startTestApp(t);
   const baseUrl = await h.app.listen({ port: 0, host: '127.0.0.1' });
   const { production } = await h.createOrg('acme', { audienceApi: true });
   const token = (await h.admin('POST', '/admin/v1/orgs/acme/tokens', { createdBy: 'ops@example.com' })).json().token as string;
   return { h, baseUrl, writeKey: production.writeKey, token };
 }
-type Tap = Parameters<typeof startTestApp>[0];
 
 async function rows(h: TestApp): Promise<Row[]> {
   await h.compacted();
@@ -58,7 +57,6 @@ function checkPerson(t: Test, all: Row[], email: string, userId: string, anonymo
   t.equal(mine.find((r) => r.event_name === 'custom_viewed_pricing')?.client_id, anonymousId, 'the anonymous track joined the person through the alias');
   t.equal(mine.find((r) => r.event_name === 'complete_transaction')?.client_id, userId);
 }
-type Test = Parameters<Parameters<typeof t.test>[1]>[0];
 
 const ORDER = { order_id: 'o1', revenue: 30, products: [{ product_id: 'p1', quantity: 1, price: 30 }] };
 

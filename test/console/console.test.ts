@@ -56,6 +56,8 @@ t.test('from sample events to a saved trigger in the console', async (t) => {
   const partnerId = (await page.textContent('[data-credential="production-id"]'))!;
   const partnerSecret = (await page.textContent('[data-credential="production-secret"]'))!;
   t.match(partnerSecret, /^ps_/, 'the production secret is on the page');
+  const writeKey = (await page.textContent('[data-credential="production-write-key"]'))!;
+  t.match(writeKey, /^wk_/, 'and the write key');
   await shot('org-created');
   await page.getByRole('button', { name: 'I have copied them' }).click();
   t.equal(await page.locator('[data-credential]').count(), 0, 'and gone once acknowledged');
@@ -284,7 +286,22 @@ t.test('from sample events to a saved trigger in the console', async (t) => {
   t.not(rotated, partnerSecret, 'a new secret, shown once');
   t.equal((await h.collect(customEvent({ partnerId, partnerSecret }))).statusCode, 401, 'the old secret stops working');
   t.equal((await h.collect(customEvent({ partnerId, partnerSecret: rotated }))).statusCode, 200, 'the new one works');
+  // Write keys: listed by their last 4, rotated (shown once), revoked.
+  const track = (key: string) =>
+    h.app.inject({ method: 'POST', url: '/v1/track', headers: { authorization: `Basic ${Buffer.from(`${key}:`).toString('base64')}`, 'content-type': 'application/json' }, payload: { anonymousId: 'a', event: 'Clicked' } });
+  t.match(await page.locator('[data-write-key="production"]').textContent(), new RegExp(`ends in ${writeKey.slice(-4)}`), 'the write key by its last 4');
+  page.once('dialog', (dialog) => void dialog.accept());
+  await page.getByRole('button', { name: 'Rotate the production write key' }).click();
+  const newKey = (await page.locator('[data-issued-write-key]').textContent())!;
+  t.not(newKey, writeKey, 'a new write key, shown once');
+  await page.locator('[data-write-key="production"]').filter({ hasText: `ends in ${newKey.slice(-4)}` }).waitFor();
+  t.equal((await track(writeKey)).statusCode, 401, 'the old write key stops working');
+  t.equal((await track(newKey)).statusCode, 200, 'the new one works');
   await shot('settings');
+  page.once('dialog', (dialog) => void dialog.accept());
+  await page.locator('[data-write-key="staging"]').getByRole('button', { name: 'Revoke' }).click();
+  await page.locator('[data-write-key="staging"]').filter({ hasText: 'none' }).waitFor();
+  t.equal((await h.admin('GET', '/admin/v1/orgs/acme')).json().credentials.staging.writeKey, null, 'revoked in the console');
 
   // Nothing secret outside the tab's session storage; signing out forgets the key.
   t.same(await page.evaluate(() => ({ ...localStorage })), {}, 'nothing in local storage');
