@@ -172,12 +172,14 @@ t.test('the issue reproduction: no PUT, file or preview of hostile SQL reaches a
 
 t.test('constructs DuckDB reads differently are refused with the DuckDB way, or mean what they say', async (t) => {
   const h = shared;
-  t.match(
-    await refusal(h, `SELECT identity, identity_type, ts, event_type, event_id, event_raw:properties FROM event_triggers WHERE ${WINDOW}`),
-    /prefix alias.*event_raw->>'\$\.properties\.city'/,
-    'Snowflake path syntax',
-  );
-  t.match(await refusal(h, `SELECT ${SIX}, e:properties FROM event_triggers WHERE ${WINDOW}`), /prefix alias/);
+  const advice = await refusal(h, `-- dialect: duckdb\nSELECT identity, identity_type, ts, event_type, event_id, event_raw:properties FROM event_triggers WHERE ${WINDOW}`);
+  t.match(advice, /prefix alias.*\(event_raw->>'\$\.properties\.city'\) = 'Lisbon'/, 'Snowflake path syntax read as DuckDB SQL');
+  const advised = /e\.g\. (\(event_raw->>'\$\.properties\.city'\) = 'Lisbon')/.exec(advice)![1]!;
+  t.ok(await check(h, `SELECT ${SIX} FROM event_triggers WHERE event_type = 'custom_booking_completed' AND ${advised} AND ${WINDOW}`), 'the advised form is accepted');
+  t.match(await refusal(h, `-- dialect: duckdb\nSELECT ${SIX}, e:properties FROM event_triggers WHERE ${WINDOW}`), /prefix alias/);
+  t.match(await refusal(h, `SELECT ${SIX}, e: properties FROM event_triggers WHERE ${WINDOW}`), /prefix alias/, 'a colon and a space is no path: still a prefix alias');
+  const snowflake = await check(h, `SELECT ${SIX} FROM event_triggers WHERE event_raw:properties.properties.city = 'Lisbon' AND ${WINDOW}`);
+  t.equal(snowflake.dialect, 'snowflake', 'without a directive a colon path is Snowflake SQL');
   t.match(
     await refusal(h, `SELECT ${SIX} FROM event_triggers WHERE event_type = 'custom_booking_completed' AND event_raw->'properties'->>'eventName' = 'booking_completed' AND ${WINDOW}`),
     /bind more loosely than AND.*\(j->'k'->>'c'\) = 'y'/,

@@ -1,6 +1,7 @@
 /**
  * The static half of the sandbox (SPEC 7): trigger and segment SQL is untrusted, so it is checked before
- * anything runs. In order:
+ * anything runs. Snowflake SQL (issue 25; snowflake/dialect.ts says when a query is) is first translated
+ * into DuckDB SQL (snowflake/translate.ts), and what it becomes is what is checked and run. In order:
  * - the text (sql-text.ts): constructs DuckDB reads differently from what a data engineer means;
  * - DuckDB parses it (json_serialize_sql gives the syntax tree of SELECT statements only): exactly one
  *   statement, and a SELECT;
@@ -15,7 +16,9 @@
  */
 import type { Sql } from '../../db/sql.js';
 import { functionRules } from './function-rules.js';
+import { parseStatement } from './parse-sql.js';
 import { bindPlaceholders, CURSOR_PARAMETERS } from './placeholders.js';
+import { type Dialect, dialectOf, translateSnowflake } from './snowflake/translate.js';
 import { checkText } from './sql-text.js';
 import { checkTree, SqlRefused } from './sql-tree.js';
 
@@ -27,8 +30,10 @@ export type QueryKind = 'trigger' | 'segment';
 export const TRIGGER_COLUMNS = ['identity', 'identity_type', 'ts', 'event_type', 'event_id', 'event_raw'] as const;
 
 export interface CheckedSql {
-  /** The SQL with placeholders turned into named parameters, as it will run. */
+  /** The SQL with placeholders turned into named parameters, as it will run (translated from Snowflake SQL). */
   sql: string;
+  /** The dialect the source was read in. */
+  dialect: Dialect;
   /** The cursor parameters it uses (named parameters must all be given, and only those). */
   parameters: string[];
   columns: string[];
@@ -36,10 +41,12 @@ export interface CheckedSql {
 
 /** Checks untrusted SQL for `org` on an untrusted connection. Throws SqlRefused. */
 export async function checkSql(connection: Sql, source: string, org: string, kind: QueryKind): Promise<CheckedSql> {
-  checkText(source);
-  const sql = bindPlaceholders(source).trim().replace(/;\s*$/, '');
+  const dialect = dialectOf(source);
+  const duckdb = dialect === 'snowflake' ? await translateSnowflake(connection, source) : source;
+  checkText(duckdb);
+  const sql = bindPlaceholders(duckdb).trim().replace(/;\s*$/, '');
   if (sql === '') throw new SqlRefused('the query is empty');
-  const [statement] = await parse(connection, sql);
+  const statement = await parseStatement(connection, sql);
   const { parameters } = checkTree(statement, org, await functionRules(connection));
   const missing = CURSOR_PARAMETERS.filter((name) => !parameters.includes(name));
   if (kind === 'trigger' && missing.length > 0) {
@@ -48,33 +55,17 @@ export async function checkSql(connection: Sql, source: string, org: string, kin
         'e.g. WHERE ts > {cursor_start_time} AND ts <= {cursor_end_time}',
     );
   }
-  const columns = await prepareColumns(connection, sql);
+  const columns = await prepareColumns(connection, sql, dialect);
   checkColumns(columns, kind);
-  return { sql, parameters, columns };
+  return { sql, dialect, parameters, columns };
 }
 
-async function parse(connection: Sql, sql: string): Promise<unknown[]> {
-  // json_serialize_sql takes a constant; the SQL goes in as a string literal (quotes doubled), which
-  // DuckDB only parses, never runs.
-  const [row] = await connection.all<{ tree: string }>(`SELECT json_serialize_sql('${sql.replaceAll("'", "''")}') AS tree`);
-  const tree = JSON.parse(row!.tree) as { error: boolean; error_message?: string; statements?: unknown[] };
-  if (tree.error) {
-    const message = tree.error_message ?? 'unparseable';
-    if (/only SELECT statements/i.test(message)) {
-      throw new SqlRefused('only a plain SELECT statement is allowed: DDL, DML, PRAGMA, SET, ATTACH, COPY, INSTALL, LOAD and PIVOT are refused');
-    }
-    throw new SqlRefused(`the query does not parse: ${message}`);
-  }
-  const statements = tree.statements ?? [];
-  if (statements.length !== 1) throw new SqlRefused(`exactly one SELECT statement is allowed, found ${statements.length}`);
-  return statements;
-}
-
-async function prepareColumns(connection: Sql, sql: string): Promise<string[]> {
+async function prepareColumns(connection: Sql, sql: string, dialect: Dialect): Promise<string[]> {
   try {
     return await connection.columnNames(sql);
   } catch (error) {
-    throw new SqlRefused(`the query does not bind: ${(error as Error).message.split('\n')[0]}`);
+    const read = dialect === 'snowflake' ? ' (read as Snowflake SQL: docs/data-engineers.md, "Snowflake SQL", lists what is translated)' : '';
+    throw new SqlRefused(`the query does not bind: ${(error as Error).message.split('\n')[0]}${read}`);
   }
 }
 

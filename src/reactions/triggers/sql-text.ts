@@ -4,8 +4,9 @@
  *
  * `SELECT event_raw:properties` is DuckDB's prefix alias (`alias: expression`): the tree holds a column
  * `properties` named `event_raw`, exactly as if `properties AS event_raw` had been written, and the
- * trigger silently returns the wrong event_raw. Data engineers coming from Snowflake mean a JSON path, so
- * a single colon after a name is refused with the DuckDB way. Colons that are not prefix aliases stay
+ * trigger silently returns the wrong event_raw. Data engineers coming from Snowflake mean a JSON path: such
+ * a query is read as Snowflake SQL (snowflake/dialect.ts), and a query read as DuckDB SQL (`-- dialect:
+ * duckdb`, or a colon with a space after it) is refused here with the DuckDB way, parenthesized. Colons that are not prefix aliases stay
  * allowed: `::` casts, `:=` named arguments, slices inside `[…]`, struct and map literals inside `{…}`,
  * and lambda parameters (`lambda x: x + 1`).
  */
@@ -27,8 +28,9 @@ export function checkText(sql: string): void {
         const path = tokens[i + 1]?.text ?? '…';
         throw new SqlRefused(
           `\`${name.text}:${path}\` is DuckDB's prefix alias (it names the expression ${path} "${name.text}"), not a JSON path ` +
-            `as in Snowflake. For JSON write ${name.text}->>'$.${path}' (text) or ${name.text}->'$.${path}' (JSON), ` +
-            `e.g. event_raw->>'$.properties.city'; for an alias write \`expression AS name\``,
+            `as in Snowflake. For JSON write (${name.text}->>'$.${path}') (text) or (${name.text}->'$.${path}') (JSON), in parentheses ` +
+            `because -> and ->> bind more loosely than AND and comparisons, e.g. (event_raw->>'$.properties.city') = 'Lisbon'; ` +
+            `or read the query as Snowflake SQL with a first line -- dialect: snowflake; for an alias write \`expression AS name\``,
         );
       }
     }
