@@ -20,6 +20,8 @@ export const PLACEHOLDERS = { sentAt: TS, sequence: SEQ, identity: ID } as const
 export interface Credentials {
   partnerId: string;
   partnerSecret: string;
+  /** For the Segment-compatible tracking API (absent when only partner credentials are known). */
+  writeKey?: string;
 }
 
 /** One event body without its opening/closing braces' credentials; `member` is baked into messageId. */
@@ -87,6 +89,26 @@ export class BodyTemplate {
     const creds = `"partnerId":${JSON.stringify(credentials.partnerId)},"partnerSecret":${JSON.stringify(credentials.partnerSecret)}`;
     const members = Array.from({ length: size }, (_, i) => `{${eventMembers(tag, i)}}`);
     return new BodyTemplate(`{${creds},"batch":[${members.join(',')}]}`, size);
+  }
+
+  /**
+   * A Segment /v1/batch body of `size` messages carrying what BodyTemplate.batch's members carry (the same
+   * ids, traits, context and properties), as analytics-node sends them; the write key goes in a header.
+   * sentAt is epoch ms (analytics-node sends an ISO string; both are read).
+   */
+  static segmentBatch(tag: string, size: number): BodyTemplate {
+    const members = Array.from({ length: size }, (_, i) => {
+      const m = String(i).padStart(4, '0');
+      return (
+        `{"type":"track","anonymousId":"c-${ID}","sentAt":${TS},"event":"Booking Completed","messageId":"${tag}-${SEQ}-${m}",` +
+        `"context":{"library":{"name":"analytics-node","version":"2.1.0"},` +
+        `"page":{"url":"https://shop.example.com/checkout/confirmation?ref=newsletter"},` +
+        `"userAgent":"Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 Safari/537.36",` +
+        `"traits":{"email":"User-${ID}@Example.com","firstName":"Ada","lastName":"Lovelace"}},` +
+        `"properties":{"city":"Lisbon","nights":3,"value":412.5,"currency":"EUR"}}`
+      );
+    });
+    return new BodyTemplate(`{"batch":[${members.join(',')}]}`, size);
   }
 
   get bytes(): number {

@@ -7,6 +7,7 @@
  *            then the service restarted with every role, timed until every row is in DuckDB
  *   collect  /http/v1/collect with valid custom events (a 200 = durable in the log), same service
  *   batch    /http/v1/batch with 100-event batches, same service
+ *   segment  the Segment-compatible /v1/batch with the same events as Segment messages, same service
  * then checks that 200s = events in the log = rows in DuckDB;
  *   audience GET /audience/v2/contacts over 100,000 imported contacts against a bare Fastify GET, alone
  *            and beside collect at half its maximum; event→profile freshness; memory per 100,000 profiles
@@ -75,10 +76,10 @@ import { countDuckDb, countLog, type DbCounts, type LogCounts } from './verify.j
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const resultsDir = join(root, 'bench', 'results');
 
-const PHASES = ['bare', 'drain', 'collect', 'batch', 'audience', 'flows', 'scale'] as const;
+const PHASES = ['bare', 'drain', 'collect', 'batch', 'segment', 'audience', 'flows', 'scale'] as const;
 type Phase = (typeof PHASES)[number];
 /** The phases of bench/results/collect.json; audience has its own file. */
-const COLLECT_PHASES: readonly Phase[] = ['bare', 'drain', 'collect', 'batch'];
+const COLLECT_PHASES: readonly Phase[] = ['bare', 'drain', 'collect', 'batch', 'segment'];
 
 const { values: args } = parseArgs({
   options: {
@@ -171,6 +172,13 @@ function startService(
   return startServiceWith(bench, name, dataDir, options);
 }
 
+/** A write key for the bench org (the drain phase's org was made by an earlier process: its key was not kept). */
+async function rotateWriteKey(service: Service): Promise<string> {
+  const res = await admin<{ writeKey: string }>(service, 'POST', `/admin/v1/orgs/${ORG}/credentials/production/write-key/rotate`);
+  if (res.status !== 200) throw new Error(`rotate write key: ${res.status} ${JSON.stringify(res.json)}`);
+  return res.json.writeKey;
+}
+
 async function createOrg(service: Service): Promise<Credentials> {
   const res = await admin<{ credentials: { production: Credentials } }>(service, 'POST', '/admin/v1/orgs', { slug: ORG, name: 'Bench' });
   if (res.status !== 201) throw new Error(`create org: ${res.status} ${JSON.stringify(res.json)}`);
@@ -237,6 +245,7 @@ interface ServiceOutcome {
   drain?: DrainOutcome;
   collect?: Measured;
   batch?: Measured;
+  segment?: Measured;
   /** After the load ended: until the compactor had caught up (null without the compactor role). */
   tail: { lagRecordsAtEnd: number; rowsAtEnd: number; drainMs: number; rowsDrained: number; eventsPerSec: number | null } | null;
   ok2xxEvents: number;
@@ -307,6 +316,7 @@ async function benchService(profileDir: string | undefined): Promise<ServiceOutc
   let drain: DrainOutcome | undefined;
   let collect: Measured | undefined;
   let batch: Measured | undefined;
+  let segment: Measured | undefined;
   let tail: ServiceOutcome['tail'] = null;
   let apiRows = 0;
   try {
@@ -342,8 +352,17 @@ async function benchService(profileDir: string | undefined): Promise<ServiceOutc
       say(`batch body: ${BATCH_SIZE} events, ${bodies.bytes} bytes`);
       batch = await measure('batch', { ...target, path: '/http/v1/batch' }, bodies, BATCH_CONNECTIONS);
     }
-    const expected = (backlog?.ingest.okEvents ?? 0) + okEvents(collect) + okEvents(batch);
-    if (compacting && (collect || batch)) {
+    if (phases.has('segment')) {
+      // Compared with batch: both start with the compactor caught up, so neither pays for the other's backlog.
+      if (compacting && batch) await waitCompacted(service, (backlog?.ingest.okEvents ?? 0) + okEvents(collect) + okEvents(batch));
+      const bodies = BodyTemplate.segmentBatch(`s-${runTag}`, BATCH_SIZE);
+      say(`segment body: ${BATCH_SIZE} messages, ${bodies.bytes} bytes`);
+      const writeKey = credentials.writeKey ?? (await rotateWriteKey(service));
+      const authorization = `Basic ${Buffer.from(`${writeKey}:`).toString('base64')}`;
+      segment = await measure('segment', { ...target, path: '/v1/batch' }, { bodies, headers: { authorization } }, BATCH_CONNECTIONS);
+    }
+    const expected = (backlog?.ingest.okEvents ?? 0) + okEvents(collect) + okEvents(batch) + okEvents(segment);
+    if (compacting && (collect || batch || segment)) {
       const lagRecordsAtEnd = await metric(service, 'audience_compaction_lag_records');
       const rowsAtEnd = await rowsViaApi(service);
       say(`load over: ${expected} events answered 200 in all, ${rowsAtEnd} rows in DuckDB, lag ${lagRecordsAtEnd} records; waiting for compaction`);
@@ -388,8 +407,9 @@ async function benchService(profileDir: string | undefined): Promise<ServiceOutc
     ...(drain ? { drain } : {}),
     ...(collect ? { collect } : {}),
     ...(batch ? { batch } : {}),
+    ...(segment ? { segment } : {}),
     tail,
-    ok2xxEvents: (backlog?.ingest.okEvents ?? 0) + okEvents(collect) + okEvents(batch),
+    ok2xxEvents: (backlog?.ingest.okEvents ?? 0) + okEvents(collect) + okEvents(batch) + okEvents(segment),
     rowsViaApi: apiRows,
     log,
     db,
@@ -427,12 +447,13 @@ function consistency(okEvents: number, log: LogCounts, db: DbCounts) {
 /** bare, drain, collect, batch: measures, prints, writes collect.json; returns collect's and bare's req/s if measured. */
 async function collectPhasesRun(profileDir: string | undefined): Promise<{ collect?: number; bare?: number }> {
   const bare = phases.has('bare') ? await benchBare() : undefined;
-  const svc = phases.has('collect') || phases.has('batch') || phases.has('drain') ? await benchService(profileDir) : undefined;
+  const svc = phases.has('collect') || phases.has('batch') || phases.has('segment') || phases.has('drain') ? await benchService(profileDir) : undefined;
   const drain = svc?.drain;
 
   const bareS = bare && loadSummary(bare);
   const collectS = svc?.collect && loadSummary(svc.collect);
   const batchS = svc?.batch && loadSummary(svc.batch);
+  const segmentS = svc?.segment && loadSummary(svc.segment);
   const ratioToBare = bareS && collectS ? Math.round((collectS.reqPerSec / bareS.reqPerSec) * 1000) / 1000 : null;
   const compactionRate = drain?.eventsPerSec ?? null;
   const ratio = (a: number | null | undefined, b: number | undefined) => (a && b ? Math.round((a / b) * 100) / 100 : null);
@@ -446,9 +467,9 @@ async function collectPhasesRun(profileDir: string | undefined): Promise<{ colle
       servers: 'compiled (dist/), one child process each; the service with the embedded log (fdatasync per group commit), LOG_LEVEL=warn',
       roles: args.roles || 'all (collector, compactor, api, flows)',
       ...(args.ablate ? { ablated: args.ablate } : {}),
-      order: 'bare; then one service data dir: backlog written without compactor → restart with every role, drain timed → collect → batch',
+      order: 'bare; then one service data dir: backlog written without compactor → restart with every role, drain timed → collect → batch → segment',
       bodies: `custom track event (~${svc?.collect?.measure.bodyBytes ?? 700} B), clientId/e-mail cycled over ${IDENTITIES} identities, unique messageId per event, sentAt = now`,
-      connections: { bare: CONNECTIONS, collect: CONNECTIONS, batch: BATCH_CONNECTIONS },
+      connections: { bare: CONNECTIONS, collect: CONNECTIONS, batch: BATCH_CONNECTIONS, segment: BATCH_CONNECTIONS },
       durationSeconds: DURATION,
       warmupSeconds: WARMUP,
       latency: 'ms, 2xx answers, exact percentiles over every response of the measurement',
@@ -459,6 +480,14 @@ async function collectPhasesRun(profileDir: string | undefined): Promise<{ colle
     bare: bareS ?? null,
     collect: collectS ? { ...collectS, ratioToBare } : null,
     batch: batchS ? { ...batchS, batchSize: BATCH_SIZE } : null,
+    segment: segmentS
+      ? {
+          ...segmentS,
+          batchSize: BATCH_SIZE,
+          ratioToBatch: ratio(segmentS.eventsPerSec, batchS?.eventsPerSec),
+          cpuPerEventRatioToBatch: batchS ? ratio(segmentS.cpu.server / segmentS.eventsPerSec, batchS.cpu.server / batchS.eventsPerSec) : null,
+        }
+      : null,
     compaction: drain
       ? {
           eventsPerSec: drain.eventsPerSec,
@@ -487,6 +516,11 @@ async function collectPhasesRun(profileDir: string | undefined): Promise<{ colle
       collectRatioToBare: { target: 0.65, value: ratioToBare, met: ratioToBare === null ? null : ratioToBare >= 0.65 },
       collectP99Ms: { target: 10, value: collectS?.p99 ?? null, met: collectS ? collectS.p99 <= 10 : null },
       batchEventsPerSec: { target: 300_000, value: batchS?.eventsPerSec ?? null, met: batchS ? batchS.eventsPerSec >= 300_000 : null },
+      segmentWithinTenPercentOfBatch: {
+        target: 0.9,
+        value: ratio(segmentS?.eventsPerSec, batchS?.eventsPerSec),
+        met: segmentS && batchS ? segmentS.eventsPerSec >= 0.9 * batchS.eventsPerSec : null,
+      },
       compactionRatioToIngest: {
         target: 3,
         ingest: 'batch events/s, the highest ingest rate measured with every role',
@@ -513,6 +547,7 @@ async function collectPhasesRun(profileDir: string | undefined): Promise<{ colle
   add('bare', bareS, `${CONNECTIONS} conns`);
   add('collect', collectS, ratioToBare !== null ? `${ratioToBare} × bare` : '');
   add(`batch ×${BATCH_SIZE}`, batchS, `${BATCH_CONNECTIONS} conns, ${batchS?.bodyBytes ?? 0} B bodies`);
+  add(`segment ×${BATCH_SIZE}`, segmentS, `${ratio(segmentS?.eventsPerSec, batchS?.eventsPerSec) ?? '-'} × batch, ${segmentS?.bodyBytes ?? 0} B bodies`);
   if (drain) {
     rows.push({
       phase: 'compaction',

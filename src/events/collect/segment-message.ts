@@ -45,56 +45,109 @@ export function fromSegment(message: unknown, options: { type?: SegmentType; rec
   const clientId = anonymousId ?? userId;
   if (clientId === undefined) return rejected('/', 'needs a userId or an anonymousId (a non-empty string or number)');
 
-  const context: Body = isObject(message.context) ? { ...message.context } : {};
-  if (options.history) context.backfill = true;
-  const traits = isObject(message.traits) ? message.traits : isObject(context.traits) ? context.traits : undefined;
+  const given = isObject(message.context) ? message.context : undefined;
+  const context: Body | undefined = options.history ? { ...given, backfill: true } : given;
+  // context.traits stays in the context; of it the event needs only the e-mail (its identity), so the
+  // stored event does not carry the traits twice.
+  const contextEmail = isObject(given?.traits) ? given.traits.email : undefined;
+  const traits = isObject(message.traits) ? message.traits : contextEmail !== undefined ? { email: contextEmail } : undefined;
   const properties: Body = isObject(message.properties) ? message.properties : {};
-  const common: Body = {
-    clientId: asClientId(clientId),
-    sentAt: epochMs(message.sentAt) ?? options.receivedAt,
-    ...timestampOf(message),
-    ...(typeof message.messageId === 'string' && message.messageId !== '' ? { messageId: bounded(message.messageId, MAX_MESSAGE_ID) } : {}),
-    ...(typeof context.ip === 'string' && context.ip.length <= 45 ? { ipAddress: context.ip } : {}),
-    ...(userId !== undefined ? { userId } : {}),
-    ...(Object.keys(context).length > 0 ? { context } : {}),
-  };
-  const withTraits = traits ? { ...common, traits } : common;
+  const m: Parts = { message, receivedAt: options.receivedAt, userId, context, traits };
 
   switch (type as SegmentType) {
     case 'identify': {
-      if (typeof traits?.email !== 'string') return ok([custom(withTraits, 'identify', traits ?? {})]);
+      if (typeof traits?.email !== 'string') return ok([customEvent(m, clientId, 'identify', traits ?? {})]);
       // Every id the identify carries is mapped, so events sent with either one resolve.
       const ids = [...new Set([anonymousId, userId].filter((id): id is string => id !== undefined).map(asClientId))];
-      return ok(ids.map((id, i) => ({ ...withTraits, clientId: id, type: 'identify', ...(i > 0 && common.messageId ? { messageId: bounded(`${String(common.messageId)}:${i}`, MAX_MESSAGE_ID) } : {}) })));
+      return ok(
+        ids.map((id, i) => {
+          const event = baseEvent(m, id, 'identify');
+          if (i > 0 && typeof event.messageId === 'string') event.messageId = bounded(`${event.messageId}:${i}`, MAX_MESSAGE_ID);
+          return event;
+        }),
+      );
     }
     case 'alias': {
       const previousId = idText(message.previousId);
       if (previousId === undefined) return rejected('/previousId', 'an alias needs previousId, the id the person had before');
-      const target = userId ?? anonymousId!;
-      return ok([{ ...common, clientId: asClientId(target), type: 'alias', previousId: asClientId(previousId) }]);
+      const event = baseEvent(m, userId ?? clientId, 'alias');
+      delete event.traits;
+      event.previousId = asClientId(previousId);
+      return ok([event]);
     }
-    case 'page':
-      return ok([{ ...withTraits, type: 'track', event: 'page_view', properties: { ...properties, ...(typeof message.name === 'string' && properties.title === undefined ? { title: message.name } : {}) } }]);
+    case 'page': {
+      const event = baseEvent(m, clientId, 'track');
+      event.event = 'page_view';
+      event.properties = typeof message.name === 'string' && properties.title === undefined ? { ...properties, title: message.name } : properties;
+      return ok([event]);
+    }
     case 'screen':
-      return ok([custom(withTraits, 'screen', { ...(typeof message.name === 'string' ? { name: message.name } : {}), ...properties })]);
+      return ok([customEvent(m, clientId, 'screen', typeof message.name === 'string' ? { name: message.name, ...properties } : properties)]);
     case 'group':
-      return ok([custom(withTraits, 'group', { groupId: idText(message.groupId) ?? null, ...(isObject(message.traits) ? { traits: message.traits } : {}) })]);
+      return ok([customEvent(m, clientId, 'group', { groupId: idText(message.groupId) ?? null, ...(isObject(message.traits) ? { traits: message.traits } : {}) })]);
     case 'track': {
       if (typeof message.event !== 'string') return rejected('/event', 'a track needs event, the name of what happened (any non-empty string)');
       const name = eventName(message.event);
       if (name === '') return rejected('/event', 'must contain a letter or a digit');
       const predefined = specEvent(message.event, properties, traits);
       if (predefined) {
-        const event = { ...withTraits, type: 'track', ...predefined };
+        const event = baseEvent(m, clientId, 'track');
+        event.event = predefined.event;
+        event.properties = predefined.properties;
         if (validateBatchMember(event).ok) return ok([event]);
       }
-      return ok([custom(withTraits, name, properties, message.event)]);
+      return ok([customEvent(m, clientId, name, properties, message.event)]);
     }
   }
 }
 
+/** What every event made from one message shares. */
+interface Parts {
+  message: Body;
+  receivedAt: number;
+  userId: string | undefined;
+  context: Body | undefined;
+  traits: Body | undefined;
+}
+
+// Built by assignment, not spreads: this runs per message on the collect path (bench/run.ts --only segment).
+function baseEvent({ message, receivedAt, userId, context, traits }: Parts, id: string, type: string): Body {
+  const event: Body = { clientId: asClientId(id), sentAt: epochMs(message.sentAt) ?? receivedAt, type };
+  const at = timestampOf(message);
+  if (at !== undefined) event.timestamp = at;
+  if (typeof message.messageId === 'string' && message.messageId !== '') event.messageId = bounded(message.messageId, MAX_MESSAGE_ID);
+  if (typeof context?.ip === 'string' && context.ip.length <= 45) event.ipAddress = context.ip;
+  if (userId !== undefined) event.userId = userId;
+  if (context !== undefined) event.context = context;
+  if (traits !== undefined) event.traits = traits;
+  return event;
+}
+
+/** A custom event; `original`: the Segment name, kept in context.eventName when the custom name differs. */
+function customEvent(parts: Parts, id: string, name: string, properties: Body, original?: string): Body {
+  const event = baseEvent(parts, id, 'track');
+  event.event = 'custom';
+  event.properties = { eventName: name, properties };
+  if (original !== undefined && original !== name) event.context = { ...parts.context, eventName: original };
+  return event;
+}
+
+/** Names seen lately and their custom names: a site sends a few dozen names over and over. */
+const NAMES = new Map<string, string>();
+const NAMES_KEPT = 1000;
+
 /** A Segment event name as a custom event's name: lower snake case, at most 38 characters ("Order Shipped" → order_shipped). */
 export function eventName(name: string): string {
+  let known = NAMES.get(name);
+  if (known === undefined) {
+    known = snakeCase(name);
+    if (NAMES.size >= NAMES_KEPT) NAMES.clear();
+    if (name.length <= 200) NAMES.set(name, known);
+  }
+  return known;
+}
+
+function snakeCase(name: string): string {
   return name
     .normalize('NFKD')
     .replace(/([a-z0-9])([A-Z])/g, '$1_$2')
@@ -105,16 +158,11 @@ export function eventName(name: string): string {
     .replace(/_+$/, '');
 }
 
-function custom(common: Body, name: string, properties: Body, original?: string): Body {
-  const context = original !== undefined && original !== name ? { ...(common.context as Body | undefined), eventName: original } : common.context;
-  return { ...common, ...(context ? { context } : {}), type: 'track', event: 'custom', properties: { eventName: name, properties } };
-}
-
 /**
  * Segment's ecommerce spec (and sign-up / sign-in) events as the predefined event that fits. The result is
  * only used when it passes the predefined event's schema; otherwise the event stays custom.
  */
-function specEvent(name: string, p: Body, traits: Body | undefined): Body | undefined {
+function specEvent(name: string, p: Body, traits: Body | undefined): { event: string; properties: Body } | undefined {
   const productId = idText(p.product_id) ?? idText(p.productId) ?? idText(p.sku);
   switch (name) {
     case 'Product Viewed':
@@ -183,8 +231,8 @@ function epochMs(value: unknown): number | undefined {
   return Number.isFinite(ms) ? ms : undefined;
 }
 
-/** When it happened, by the client's clock: originalTimestamp, else timestamp, as RFC 3339. */
-function timestampOf(message: Body): Body {
+/** When it happened, by the client's clock: originalTimestamp, else timestamp, as RFC 3339 (none when implausible). */
+function timestampOf(message: Body): string | undefined {
   const at = epochMs(message.originalTimestamp) ?? epochMs(message.timestamp);
-  return at === undefined || at < 946684800000 || at > 4102444800000 ? {} : { timestamp: new Date(at).toISOString() };
+  return at === undefined || at < 946684800000 || at > 4102444800000 ? undefined : new Date(at).toISOString();
 }

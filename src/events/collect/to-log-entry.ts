@@ -24,8 +24,13 @@ export function messageIdOf(body: Body): string {
  */
 export function storedBody(body: Body, messageId: string): string {
   const { partnerSecret: _secret, writeKey: _writeKey, ...rest } = body;
+  return serialized({ ...rest, messageId });
+}
+
+/** JSON text of an event the service built itself (no secret in it), e.g. from a Segment message. */
+export function serialized(event: Body): string {
   try {
-    return JSON.stringify({ ...rest, messageId });
+    return JSON.stringify(event);
   } catch (error) {
     if (error instanceof RangeError) throw tooDeep();
     throw error;

@@ -9,7 +9,7 @@ import type { Received } from './authenticate-step.js';
 import { ok, type Outcome, quarantine, stop } from './outcome.js';
 import { schemaViolation } from './schema-violation.js';
 import { fromSegment, type SegmentType } from './segment-message.js';
-import { acceptedEntry, messageIdOf, rejectedEntry, storedBody } from './to-log-entry.js';
+import { acceptedEntry, messageIdOf, rejectedEntry, serialized } from './to-log-entry.js';
 import { validateBatchMember } from './validate-event.js';
 
 export interface SegmentRequest extends Received {
@@ -33,8 +33,10 @@ export function createValidateSegmentStep(eventLimitBytes: number): (request: Se
       if (!translated.ok) return [{ message, index: i, errors: translated.errors }];
       return translated.events.map((event) => {
         const result = validateBatchMember(event);
-        const messageId = result.ok ? messageIdOf(event) : '';
-        return { message: event, index: i, errors: result.ok ? [] : result.errors, messageId, stored: result.ok ? storedBody(event, messageId) : '' };
+        if (!result.ok) return { message: event, index: i, errors: result.errors, messageId: '', stored: '' };
+        // Built by segment-message.ts from the message's members: no secret to leave out.
+        const messageId = (event.messageId = messageIdOf(event));
+        return { message: event, index: i, errors: [], messageId, stored: serialized(event) };
       });
     }).flat();
     if (events.some((e) => 'stored' in e && e.stored.length > eventLimitBytes)) {
