@@ -192,8 +192,9 @@ t.test('batch members', async (t) => {
 
 t.test('the closed member lists match the members the body declares', async (t) => {
   const { properties, $defs } = schema('event.schema.json');
-  const declared = [...Object.keys($defs.eventCommon.properties), 'event', 'properties'].sort();
-  t.same(Object.keys(properties).sort(), [...declared, 'partnerId', 'partnerSecret'].sort(), 'Event');
+  // The members of the type branches: a track's event and properties, an alias's previousId.
+  const declared = [...Object.keys($defs.eventCommon.properties), 'event', 'properties', 'previousId'].sort();
+  t.same(Object.keys(properties).sort(), [...declared, 'partnerId', 'partnerSecret', 'writeKey'].sort(), 'Event');
   t.same(Object.keys($defs.batchMember.properties).sort(), declared, 'BatchMember');
   const branchEvents = $defs.trackEvent.oneOf.flatMap(({ $ref }: { $ref: string }) => {
     const tag = $defs[$ref.replace('#/$defs/', '')].properties.event;
