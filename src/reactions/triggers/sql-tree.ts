@@ -203,6 +203,10 @@ class Walker {
 
   private function(node: Node): void {
     const name = String(node.function_name ?? '').toLowerCase();
+    for (const child of (node.children as Node[] | undefined) ?? []) {
+      const placeholder = cursorParameter(child);
+      if (placeholder !== undefined) throw new SqlRefused(shiftedWindow(placeholder, name, node.is_operator === true));
+    }
     if (name === '->>' || name === '->') {
       const left = (node.children as Node[] | undefined)?.[0];
       if (BOOLEAN_CLASSES.has(String(left?.class))) throw new SqlRefused(ARROW_PRECEDENCE);
@@ -211,6 +215,30 @@ class Walker {
     if (where !== '' && where !== 'main') throw new SqlRefused(`function ${where}.${name} is not allowed: call functions unqualified`);
     if (this.rules.deniedFunctions.has(name) || name.startsWith('__')) throw new SqlRefused(`function ${name} is not allowed in trigger SQL`);
   }
+}
+
+/** The cursor placeholder `child` is, through any casts (`{cursor_start_time}::TIMESTAMP`), if it is one. */
+function cursorParameter(child: Node | undefined): string | undefined {
+  let node = child;
+  while (node?.class === 'CAST') node = node.child as Node | undefined;
+  const name = node?.class === 'PARAMETER' ? String(node.identifier) : undefined;
+  return name !== undefined && (CURSOR_PARAMETERS as readonly string[]).includes(name) ? name : undefined;
+}
+
+/**
+ * `ts > {cursor_start_time} - INTERVAL 1 HOUR`: without a cast DuckDB cannot type the parameter inside the
+ * operator and the query prepared as one column "unknown", which the column check then reported. A
+ * shifted window is a delay or a look-back in disguise; each has its own form, which the reason shows.
+ */
+function shiftedWindow(placeholder: string, fn: string, operator: boolean): string {
+  const what = operator ? `arithmetic (${fn})` : `a function (${fn})`;
+  return (
+    `{${placeholder}} is ${what} on a window placeholder: {cursor_start_time} and {cursor_end_time} are TIMESTAMPTZ values ` +
+    'bound as parameters, compared with ts as they are (ts > {cursor_start_time} AND ts <= {cursor_end_time}); arithmetic and ' +
+    'functions on them are not supported. To act later than the event, keep the window and give the flow a step ' +
+    '{ "wait": { "seconds": 3600 } }; to look back at earlier events, read them in a subquery without shifting the window, e.g. ' +
+    'EXISTS (SELECT 1 FROM event_triggers e WHERE e.identity = event_triggers.identity AND e.ts > event_triggers.ts - INTERVAL 1 HOUR)'
+  );
 }
 
 function asNode(value: unknown, what: string): Node {
