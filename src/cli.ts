@@ -41,6 +41,15 @@ const USAGE = `usage: audience <command> [options]
                                      lists come a page at a time: when there is more, the answer's
                                      nextCursor is set and stderr shows the command for the next page
   contacts import <slug> <file.csv|file.ndjson>
+  trigger test <slug> <trigger> --events fixture.jsonl --expect expected.json [--sql file.sql | --stored]
+             [--from 2026-01-01T00:00:00Z] [--to …]
+                                     runs the trigger's SQL (default: queries/<slug>/<trigger>.sql; --stored:
+                                     the live version, from the service) over the fixture's events in an
+                                     in-memory database, no service needed; exit 0 when the rows are the
+                                     expected ones, 1 with the diff on stdout, 2 for unusable input
+  trigger diff <slug> <trigger> [--sql file.sql] [--from …] [--to …]
+                                     the contacts the SQL (default: queries/<slug>/<trigger>.sql) adds and
+                                     removes against the live version, over the last 24 h or the window
   topic list <slug>
   topic put <slug> <topic> --name 'Newsletter' --default subscribed|unsubscribed
   consent set <slug> --identity email:ada@example.com --topic news --status subscribed|unsubscribed
@@ -108,6 +117,12 @@ function parseCommandLine() {
         id: { type: 'string' },
         last3: { type: 'string' },
         org: { type: 'string' },
+        sql: { type: 'string' },
+        events: { type: 'string' },
+        expect: { type: 'string' },
+        stored: { type: 'boolean' },
+        from: { type: 'string' },
+        to: { type: 'string' },
         'reset-log-positions': { type: 'boolean' },
         yes: { type: 'boolean' },
         suppress: { type: 'boolean' },
@@ -282,6 +297,70 @@ function readInput(file: string): string {
   }
 }
 
+/** Input the command cannot use (a missing or malformed file): one line, exit 2, as for a bad command line. */
+function unusable(message: string): never {
+  console.error(`audience: ${message}`);
+  process.exit(2);
+}
+
+function readOrUnusable(file: string, what: string): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (error) {
+    unusable(`cannot read ${what} ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+  }
+}
+
+/** `--from`/`--to` as epoch ms (trigger test), or undefined when not given. */
+function timeOption(name: 'from' | 'to'): number | undefined {
+  const text = opts[name];
+  if (text === undefined) return undefined;
+  const ms = /^\d{4}-\d{2}-\d{2}/.test(text) ? Date.parse(text) : NaN;
+  if (Number.isNaN(ms)) usageError(`--${name} takes an ISO 8601 time, e.g. 2026-01-01T00:00:00Z`);
+  return ms;
+}
+
+/** The trigger's SQL: --sql, or its file in ./queries as the service lays them out. */
+function triggerSqlFile(slug: string, trigger: string): string {
+  return opts.sql ?? join('queries', slug, `${trigger}.sql`);
+}
+
+/** The live version's SQL, from the service. */
+async function storedSql(slug: string, trigger: string): Promise<string> {
+  const found = JSON.parse(await call('GET', `/admin/v1/orgs/${seg(slug)}/triggers/${seg(trigger)}`, undefined, 'application/json', false)) as {
+    sql: string | null;
+    liveVersion: number | null;
+  };
+  if (found.liveVersion === null || found.sql === null) fail(`trigger ${slug}/${trigger} has no live version (GET …/triggers/${trigger} says why)`);
+  return found.sql;
+}
+
+/** Offline: the trigger over fixture events, against the rows expected (src/reactions/triggers/trigger-test.ts). */
+async function triggerTest(slug: string, trigger: string): Promise<void> {
+  if (opts.events === undefined || opts.expect === undefined) usageError('trigger test needs --events fixture.jsonl and --expect expected.json');
+  if (opts.stored && opts.sql !== undefined) usageError('trigger test takes --sql or --stored, not both');
+  const from = timeOption('from');
+  const to = timeOption('to');
+  if (from !== undefined && to !== undefined && from >= to) usageError('--from must be before --to: the window is (from, to]');
+  const fixture = readOrUnusable(opts.events, 'the fixture');
+  const expectedText = readOrUnusable(opts.expect, 'the expected rows');
+  const sql = opts.stored ? await storedSql(slug, trigger) : readOrUnusable(triggerSqlFile(slug, trigger), 'the trigger SQL');
+  // Loaded here, not at start: DuckDB and the compaction modules cost every other command's first call.
+  const { ExpectedRefused, parseExpected } = await import('./reactions/triggers/expected-rows.js');
+  const { FixtureRefused } = await import('./reactions/triggers/fixture-org.js');
+  const { runTriggerTest } = await import('./reactions/triggers/trigger-test.js');
+  try {
+    const expected = parseExpected(expectedText);
+    const result = await runTriggerTest({ org: slug, trigger, sql, fixture, expected, ...(from !== undefined ? { from } : {}), ...(to !== undefined ? { to } : {}) });
+    console.log(result.lines.join('\n'));
+    if (!result.passed) process.exit(1);
+  } catch (error) {
+    if (error instanceof ExpectedRefused) unusable(`${opts.expect}: ${error.message}`);
+    if (error instanceof FixtureRefused) unusable(`${opts.events} ${error.message}`);
+    throw error;
+  }
+}
+
 /** One command: the positionals it needs after its name, and what it does with them. */
 interface Command {
   args: string[];
@@ -390,6 +469,16 @@ const commands: Record<string, Command> = {
   },
   'erasure list': { args: ['<slug>'], run: ([slug]) => call('GET', `/admin/v1/orgs/${seg(slug!)}/erasures`) },
   'erasure get': { args: ['<slug>', '<erasure-id>'], run: ([slug, id]) => call('GET', `/admin/v1/orgs/${seg(slug!)}/erasures/${seg(id!)}`) },
+  'trigger test': { args: ['<slug>', '<trigger>'], run: ([slug, trigger]) => triggerTest(slug!, trigger!) },
+  'trigger diff': {
+    args: ['<slug>', '<trigger>'],
+    run: ([slug, trigger]) =>
+      call('POST', `/admin/v1/orgs/${seg(slug!)}/triggers/${seg(trigger!)}/diff`, {
+        sql: readOrUnusable(triggerSqlFile(slug!, trigger!), 'the trigger SQL'),
+        ...(opts.from !== undefined ? { from: opts.from } : {}),
+        ...(opts.to !== undefined ? { to: opts.to } : {}),
+      }),
+  },
   backup: { args: ['<dir>'], run: ([dir]) => backup(dir!) },
   restore: { args: ['<dir|file.tar>'], run: ([dir]) => restore(dir!) },
   'token list': { args: ['<slug>'], run: ([slug]) => call('GET', `/admin/v1/orgs/${seg(slug!)}/tokens`) },
