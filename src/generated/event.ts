@@ -255,7 +255,7 @@ export interface IdentifyEvent {
   properties?: never;
 }
 /**
- * Says previousId (an earlier clientId, e.g. an anonymous one) is the same person as this event's clientId: previousId is mapped to the e-mail clientId is mapped to when the alias is compacted, and its waiting events are released. An alias whose clientId is not identified yet waits like any event and links nothing (docs/partners.md). Carries no event or properties.
+ * Says previousId (an earlier clientId, e.g. an anonymous one) is the same person as this event's clientId: previousId is mapped to the e-mail clientId is mapped to, and its waiting events are released: when the alias is compacted, or, when clientId is not identified yet, when the identify that releases the alias comes (docs/partners.md). Carries no event or properties.
  *
  * This interface was referenced by `undefined`'s JSON-Schema
  * via the `definition` "aliasEvent".

@@ -242,3 +242,27 @@ t.test("one org's write key never writes into another org", async (t) => {
   const [row] = await h.db('acme').all<{ environment: string }>('SELECT environment FROM events');
   t.equal(row!.environment, 'staging');
 });
+
+t.test('an alias sent before the identify links once the identify comes (Segment\'s server-side order)', async (t) => {
+  const h = await startTestApp(t);
+  const { production } = await h.createOrg('acme');
+  const auth = { authorization: basic(production.writeKey) };
+  const post = async (body: unknown) => t.equal((await send(h, '/v1/batch', body, auth)).statusCode, 200);
+  // Anonymous browsing, then sign-up: alias (anonymous → user) first, identify of the user in a later request.
+  await post({ batch: [{ type: 'track', anonymousId: 'anon-9', event: 'Viewed Pricing', messageId: 'm-browse' }] });
+  await post({ batch: [{ type: 'alias', previousId: 'anon-9', userId: 'user-9', messageId: 'm-alias' }] });
+  await post({ batch: [{ type: 'track', anonymousId: 'anon-9', event: 'Clicked Signup', messageId: 'm-click' }] });
+  t.same((await events(h)).length, 0, 'nothing has a person yet: every event waits');
+  await post({ batch: [{ type: 'identify', userId: 'user-9', traits: { email: 'nine@example.com' }, messageId: 'm-identify' }] });
+  const rows = await events(h);
+  t.same(
+    rows.map((r) => [r.message_id, r.email]).sort(),
+    [['m-alias', 'nine@example.com'], ['m-browse', 'nine@example.com'], ['m-click', 'nine@example.com'], ['m-identify', 'nine@example.com']],
+    'the identify released the alias, and the alias the anonymous events',
+  );
+  // The link is kept: a later anonymous event resolves at once.
+  await post({ batch: [{ type: 'track', anonymousId: 'anon-9', event: 'Viewed Docs', messageId: 'm-later' }] });
+  t.equal((await events(h)).find((r) => r.message_id === 'm-later')?.email, 'nine@example.com');
+  const [{ n }] = await h.db('acme').all<{ n: bigint }>("SELECT count(*) AS n FROM identify_mappings WHERE client_id = 'anon-9'");
+  t.equal(Number(n), 1, 'and stored, so a restart keeps it');
+});

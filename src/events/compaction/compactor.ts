@@ -312,6 +312,7 @@ export class Compactor implements Compaction {
     state.lastVisibleAtMicros = outcome.visibleAtMicros;
     state.cursor = plan.lastSeq;
     for (const key of outcome.pendingResolved) decrementPending(state.plan, key);
+    for (const link of outcome.aliasMappings) state.plan.identities.record(link);
     for (const q of outcome.quarantined) this.deps.metrics.eventsQuarantined.inc({ code: q.code });
     this.deps.metrics.duplicatesDropped.inc(plan.duplicates);
     for (const [reason, count] of Object.entries(outcome.keptOut)) if (count > 0) this.deps.metrics.eventsKeptOut.inc({ reason: reason as KeptOut }, count);

@@ -6,7 +6,7 @@
 import type { Sql } from '../../db/sql.js';
 import { type Database, microsParam, tsParam } from '../../db/database.js';
 import { eventFacts } from './event-facts.js';
-import { IDENTITY_TTL_MS, clientKey } from './identity-map.js';
+import { IDENTITY_TTL_MS, type Mapping, clientKey } from './identity-map.js';
 import type { BatchPlan, EventRow, QuarantineRow, Release } from './plan-batch.js';
 import type { KeptOut } from './tombstones.js';
 
@@ -22,6 +22,18 @@ export interface WriteOutcome {
   touched: Array<{ org: string; email: string }>;
   /** Events of erased or suppressed contacts left out, planned or released (tombstones.ts). */
   keptOut: Record<KeptOut, number>;
+  /** previousIds linked by aliases released here (stored with the batch; the caller keeps them in memory). */
+  aliasMappings: Mapping[];
+}
+
+/** How many aliases in a row one identify follows (anonymous → user id → new user id, and one more). */
+const MAX_ALIAS_HOPS = 3;
+
+/** The previousId of an alias event's stored body; undefined for any other event (most: no parse). */
+function aliasedId(body: string): string | undefined {
+  if (!body.includes('"previousId"')) return undefined;
+  const event = JSON.parse(body) as { type?: unknown; previousId?: unknown };
+  return event.type === 'alias' && typeof event.previousId === 'string' ? event.previousId : undefined;
 }
 
 interface PendingRow {
@@ -68,13 +80,31 @@ export async function writeBatch(
       });
     }
 
-    for (const { row, email } of await releasePending(c, plan.releases)) {
-      pendingResolved.push(clientKey(row.org, row.environment, row.client_id));
-      // An erased contact's events from before its erasure stay out, released or not.
-      const keptOut = plan.tombstones.keptOut(email, Number(row.log_seq));
-      if (keptOut) keptOutReleased[keptOut]++;
-      else events.push(pendingToEvent(row, email));
+    // An alias that waited for its clientId's identify links its previousId once released, which may
+    // release that id's own waiting events in turn (a chain of aliases, a few hops at most).
+    const aliasMappings: Mapping[] = [];
+    let releases = plan.releases;
+    for (let hop = 0; releases.length > 0 && hop <= MAX_ALIAS_HOPS; hop++) {
+      const next: Release[] = [];
+      for (const { row, email, identifiedAt } of await releasePending(c, releases)) {
+        pendingResolved.push(clientKey(row.org, row.environment, row.client_id));
+        // An erased contact's events from before its erasure stay out, released or not.
+        const keptOut = plan.tombstones.keptOut(email, Number(row.log_seq));
+        if (keptOut) {
+          keptOutReleased[keptOut]++;
+          continue;
+        }
+        events.push(pendingToEvent(row, email));
+        const previousId = aliasedId(row.body);
+        if (previousId !== undefined) {
+          const link = { org: row.org, environment: row.environment, clientId: previousId, email, receivedAt: identifiedAt };
+          aliasMappings.push(link);
+          next.push({ org: row.org, environment: row.environment, clientId: previousId, email, identifiedAt });
+        }
+      }
+      releases = next;
     }
+    plan.mappings.push(...aliasMappings);
 
     const expired = sweepExpired
       ? await c.all<PendingRow>(`DELETE FROM pending_identity WHERE expires_at <= $1 RETURNING ${PENDING_COLUMNS}`, [tsParam(now)])
@@ -108,7 +138,7 @@ export async function writeBatch(
       .filter((e) => e.email !== null && e.entry.environment === 'production')
       .map((e) => ({ org: e.entry.org, email: e.email! }));
     const keptOut = { erased: plan.keptOut.erased + keptOutReleased.erased, suppressed: plan.keptOut.suppressed + keptOutReleased.suppressed };
-    return { events: events.length, quarantined, pendingResolved, visibleAtMicros, touched, keptOut };
+    return { events: events.length, quarantined, pendingResolved, visibleAtMicros, touched, keptOut, aliasMappings };
   });
 }
 
@@ -208,13 +238,13 @@ async function upsertMappings(c: Sql, plan: BatchPlan): Promise<void> {
  * clientId in the batch releases anything: it frees every row received within 7 days before it, and
  * a later identify's window starts later still.
  */
-async function releasePending(c: Sql, releases: Release[]): Promise<Array<{ row: PendingRow; email: string }>> {
+async function releasePending(c: Sql, releases: Release[]): Promise<Array<{ row: PendingRow; email: string; identifiedAt: number }>> {
   const first = new Map<string, Release>();
   for (const r of releases) {
     const key = clientKey(r.org, r.environment, r.clientId);
     if (!first.has(key)) first.set(key, r);
   }
-  const released: Array<{ row: PendingRow; email: string }> = [];
+  const released: Array<{ row: PendingRow; email: string; identifiedAt: number }> = [];
   for (const chunk of chunks([...first.values()])) {
     const params = chunk.flatMap((r) => [r.org, r.environment, r.clientId, tsParam(r.identifiedAt - IDENTITY_TTL_MS)]);
     const rows = await c.all<PendingRow>(
@@ -225,7 +255,10 @@ async function releasePending(c: Sql, releases: Release[]): Promise<Array<{ row:
        RETURNING ${PENDING_COLUMNS}`,
       params,
     );
-    for (const row of rows) released.push({ row, email: first.get(clientKey(row.org, row.environment, row.client_id))!.email });
+    for (const row of rows) {
+      const release = first.get(clientKey(row.org, row.environment, row.client_id))!;
+      released.push({ row, email: release.email, identifiedAt: release.identifiedAt });
+    }
   }
   return released;
 }
