@@ -65,6 +65,7 @@ t.test('schema-driven requests: no 500, every answer as documented', async (t) =
     getSegment: { params: { name: 'vip' } },
     saveTrigger: { body: { sql: BOOKING_TRIGGER } },
     previewTrigger: { body: {} },
+    diffTrigger: { body: { sql: BOOKING_TRIGGER } },
     saveSegment: { params: { name: 'vip' }, body: { sql: "SELECT email_address AS email FROM profiles WHERE email_address LIKE 'vip%'" } },
     previewSegment: { params: { name: 'vip' }, body: {} },
     listSegmentVersions: { params: { name: 'vip' } },

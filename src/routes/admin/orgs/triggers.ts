@@ -8,6 +8,7 @@ import { type Keyset, PAGE_LIMITS, pageOf, pageQuerySchema, pageRequest, readPag
 import { slugSchema } from '../../../core/route-params.js';
 import type { Context } from '../../../core/context.js';
 import type { OrgStorage } from '../../../db/org-storage.js';
+import type { Database } from '../../../db/sql.js';
 import { SendStore } from '../../../reactions/flows/send-store.js';
 import { AppError } from '../../../core/errors.js';
 import { microsToIso, newestVisibleAt } from '../../../events/compaction/visible-at.js';
@@ -16,7 +17,8 @@ import { FileRefused } from '../../../core/regular-file.js';
 import { jsonRow } from '../../../reactions/triggers/json-row.js';
 import { QUERY_NAME, SQL_MAX_CHARS } from '../../../reactions/triggers/query-files.js';
 import { QueryFailed, runSandboxed, windowOf, withSandbox } from '../../../reactions/triggers/sandbox.js';
-import { type QueryKind, SqlRefused } from '../../../reactions/triggers/sql-guard.js';
+import { type CheckedSql, type QueryKind, SqlRefused } from '../../../reactions/triggers/sql-guard.js';
+import { DIFF_MAX_LISTED, diffContacts } from '../../../reactions/triggers/trigger-diff.js';
 import type { QueryVersion, TriggerStore } from '../../../reactions/triggers/trigger-store.js';
 import { dateTime, nullable, object, operationSchema, pageOf as pageSchema, validatedAs } from '../../../openapi/route-schema.js';
 import { ORG_DATA, pageQueryDoc, SANDBOX, slugOnly, slugParam } from '../schema-parts.js';
@@ -43,6 +45,17 @@ const previewBody = {
     from: { type: 'string', format: 'date-time', description: 'Window start (exclusive). Default: 24 h before the newest event' },
     to: { type: 'string', format: 'date-time', description: 'Window end (inclusive). Default: the newest visible event' },
     limit: { type: 'integer', minimum: 1, maximum: PREVIEW_MAX_ROWS },
+  },
+} as const;
+
+const diffBody = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['sql'],
+  properties: {
+    sql: { type: 'string', minLength: 1, maxLength: SQL_MAX_CHARS, description: 'The candidate SQL, compared with the live version' },
+    from: previewBody.properties.from,
+    to: previewBody.properties.to,
   },
 } as const;
 
@@ -120,6 +133,27 @@ function schemasOf(plural: string, kind: QueryKind) {
         }),
       },
       errors: [...errors, 'invalid_json', 'invalid_trigger', 'trigger_query_failed', ...SANDBOX],
+    }),
+    diff: operationSchema({
+      tag, operationId: `diff${Kind}`, auth: 'adminKey', params, body: diffBody,
+      summary: `The contacts the SQL given would add and remove against the ${kind}'s live version over a window, without saving`,
+      description:
+        'Both versions run over the same window (default: the 24 h before the newest event), as a preview does; contacts are distinct identities. ' +
+        `With no live version (\`liveVersion\` null), every contact of the SQL given is added. Each list holds at most ${DIFF_MAX_LISTED} identities, in order; ` +
+        '`truncated` says a list or a version\'s contacts were cut, and the comparison then covers the identities up to the cut, exactly.',
+      ok: {
+        status: 200,
+        description: 'Contacts added and removed by the SQL given, and how many both versions have',
+        schema: object({
+          liveVersion: nullable('integer'),
+          window: object({ from: dateTime, to: dateTime }),
+          added: { type: 'array', items: { type: 'string' } },
+          removed: { type: 'array', items: { type: 'string' } },
+          unchanged: { type: 'integer', minimum: 0 },
+          truncated: { type: 'boolean' },
+        }),
+      },
+      errors: [...ORG_DATA, 'invalid_json', 'invalid_trigger', 'trigger_query_failed', ...SANDBOX],
     }),
   };
 }
@@ -227,17 +261,9 @@ export function registerTriggerRoutes(
         if (body.sql === undefined) await triggers.refresh(org.slug, kind, name);
         const live = triggers.live(org.slug, kind, name);
         if (body.sql === undefined && !live) throw new AppError('trigger_not_found', `no valid version of ${kind} "${name}"; send sql to preview one`);
-        let checked;
-        try {
-          checked = body.sql === undefined ? live!.checked : await triggers.check(body.sql, org.slug, kind);
-        } catch (error) {
-          if (error instanceof SqlRefused) throw new AppError('invalid_trigger', error.reason, { members: { reason: error.reason } });
-          throw error;
-        }
+        const checked = body.sql === undefined ? live!.checked : await checkGiven(triggers, body.sql, org.slug, kind);
         const db = storage.org(org.slug);
-        const end = body.to ? BigInt(Date.parse(body.to)) * 1000n : await db.exclusive(newestVisibleAt);
-        const start = body.from ? BigInt(Date.parse(body.from)) * 1000n : end - BigInt(PREVIEW_DEFAULT_HOURS * 3600) * 1_000_000n;
-        if (start >= end) throw new AppError('invalid_request', 'from must be before to: the window is (from, to]');
+        const { start, end } = await windowFor(db, body);
         const limit = body.limit ?? PREVIEW_DEFAULT_ROWS;
         try {
           const page = await withSandbox(db, deps.timeoutMs, (c) => runSandboxed(c, checked, windowOf(start, end), limit));
@@ -254,6 +280,48 @@ export function registerTriggerRoutes(
         }
       },
     );
+
+    // Contacts are what a trigger fires for; a segment's diff would be its members (not asked for yet).
+    if (kind !== 'trigger') continue;
+    app.post<{ Params: { slug: string; name: string }; Body: { sql: string; from?: string; to?: string } }>(
+      `/admin/v1/orgs/:slug/${plural}/:name/diff`,
+      { schema: schemas.diff },
+      async (request) => {
+        const org = await orgs.get(request.params.slug);
+        const { name } = request.params;
+        // Against the live version as saved now (a file saved a moment ago included).
+        await triggers.refresh(org.slug, kind, name);
+        const live = triggers.live(org.slug, kind, name);
+        const candidate = await checkGiven(triggers, request.body.sql, org.slug, kind);
+        const db = storage.org(org.slug);
+        const { start, end } = await windowFor(db, request.body);
+        try {
+          const diff = await withSandbox(db, deps.timeoutMs, (c) => diffContacts(c, candidate, live?.checked, windowOf(start, end)));
+          return { liveVersion: live?.version ?? null, window: { from: microsToIso(start), to: microsToIso(end) }, ...diff };
+        } catch (error) {
+          if (error instanceof QueryFailed) throw new AppError('trigger_query_failed', error.reason);
+          throw error;
+        }
+      },
+    );
+  }
+}
+
+/** The window (from, to] of a preview or diff, epoch µs: default the 24 h before the newest visible event. */
+async function windowFor(db: Database, body: { from?: string; to?: string }): Promise<{ start: bigint; end: bigint }> {
+  const end = body.to ? BigInt(Date.parse(body.to)) * 1000n : await db.exclusive(newestVisibleAt);
+  const start = body.from ? BigInt(Date.parse(body.from)) * 1000n : end - BigInt(PREVIEW_DEFAULT_HOURS * 3600) * 1_000_000n;
+  if (start >= end) throw new AppError('invalid_request', 'from must be before to: the window is (from, to]');
+  return { start, end };
+}
+
+/** Checks SQL given in a body; a refusal is 422 invalid_trigger with the reason. */
+async function checkGiven(triggers: TriggerStore, sql: string, org: string, kind: QueryKind): Promise<CheckedSql> {
+  try {
+    return await triggers.check(sql, org, kind);
+  } catch (error) {
+    if (error instanceof SqlRefused) throw new AppError('invalid_trigger', error.reason, { members: { reason: error.reason } });
+    throw error;
   }
 }
 
