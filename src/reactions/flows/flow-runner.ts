@@ -48,6 +48,14 @@ export interface RunSummary {
   more?: boolean;
 }
 
+/** What a simulation found: the contact's trigger rows and what a run would decide for each, rendered. */
+export interface Simulation {
+  rows: Row[];
+  decisions: RenderedDecision[];
+  /** The window's end as read (earlier than asked when the window held more than TRIGGER_MAX_ROWS rows). */
+  end: bigint;
+}
+
 interface WindowRead {
   rows: Row[];
   /** Where the window read ends (the whole window, or a commit inside it). */
@@ -168,24 +176,7 @@ export class FlowRunner {
       if (!window) return { rows: 0, decisions: [] };
       const read = await this.readWindow(org, trigger, segment, window.start, window.end);
       const now = this.deps.ctx.clock.now();
-      const profile: RunState['profile'] = (type, value) => this.deps.profiles.find(org, type, value);
-      const emails = [...new Set(read.rows.map((r) => resolveEmail(textOf(r.identity), textOf(r.identity_type), { profile })).filter((e): e is string => e !== null))];
-      const eventIds = [...new Set(read.rows.map((r) => textOf(r.event_id)).filter((e): e is string => e !== null))];
-      const state: RunState = {
-        org,
-        flow: flow.definition,
-        now,
-        ...(read.segment ? { segment: read.segment } : {}),
-        keys: await this.deps.sends.usedKeys(org, id, eventIds),
-        lastEntry: await this.deps.sends.lastEntries(org, id, emails),
-        eventTimes: await eventTimes(this.deps.orgs.org(org), org, eventIds, { start: window.start, end: read.end }),
-        sendCounts: await this.sendCounts(org, flow.definition, emails, now),
-        suppressed: await suppressedAmong(this.deps.orgs.org(org), emails),
-        unsubscribed: await this.deps.consent.unsubscribed(org, emails, topicsOf(flow.definition)),
-        unsubscribeUrl: (email) => this.deps.links.forFlow(org, flow.definition, email),
-        quietUntil: this.quietUntil(org, flow.definition, now, profile),
-        profile,
-      };
+      const state = await this.runState(org, flow.definition, read, window.start, now);
       // Templates render on the renderer's thread, within its limits; a template over them fails its row.
       const decisions = await renderDecisions(this.deps.renderer, await decideAll(read.rows, state));
       // Runs of one flow are serialized here; the cursor check in advance() keeps a second process or a
@@ -204,6 +195,48 @@ export class FlowRunner {
     } finally {
       stopTimer();
     }
+  }
+
+  /**
+   * What the flow would do now for one contact (POST …/flows/{id}/simulate): the trigger rows of
+   * (start, end] that resolve to `email`, each decided and rendered as a run would decide it now, against
+   * what is stored (its sends, consent, caps, suppression) — and nothing sent or recorded. `flow` may be a
+   * draft; `trigger` the version to run (default: the live one).
+   */
+  async simulate(org: string, flow: FlowDefinition, email: string, window: { start: bigint; end: bigint }, trigger?: LiveQuery): Promise<Simulation> {
+    const query = trigger ?? this.deps.triggers.live(org, 'trigger', flow.trigger);
+    if (!query) throw new QueryFailed(`trigger ${flow.trigger} has no valid version`);
+    const segmentName = flow.segmentFilter?.segment;
+    const segment = segmentName === undefined ? undefined : this.deps.triggers.live(org, 'segment', segmentName);
+    if (segmentName !== undefined && !segment) throw new QueryFailed(`segment ${segmentName} has no valid version`);
+    const read = await this.readWindow(org, query, segment, window.start, window.end);
+    const now = this.deps.ctx.clock.now();
+    const profile: RunState['profile'] = (type, value) => this.deps.profiles.find(org, type, value);
+    const rows = read.rows.filter((r) => resolveEmail(textOf(r.identity), textOf(r.identity_type), { profile }) === email);
+    const state = await this.runState(org, flow, { ...read, rows }, window.start, now);
+    return { rows, decisions: await renderDecisions(this.deps.renderer, await decideAll(rows, state)), end: read.end };
+  }
+
+  /** What `decide` needs to know about the rows of a window, read from the org's database at `now`. */
+  private async runState(org: string, flow: FlowDefinition, read: WindowRead, start: bigint, now: number): Promise<RunState> {
+    const profile: RunState['profile'] = (type, value) => this.deps.profiles.find(org, type, value);
+    const emails = [...new Set(read.rows.map((r) => resolveEmail(textOf(r.identity), textOf(r.identity_type), { profile })).filter((e): e is string => e !== null))];
+    const eventIds = [...new Set(read.rows.map((r) => textOf(r.event_id)).filter((e): e is string => e !== null))];
+    return {
+      org,
+      flow,
+      now,
+      ...(read.segment ? { segment: read.segment } : {}),
+      keys: await this.deps.sends.usedKeys(org, flow.id, eventIds),
+      lastEntry: await this.deps.sends.lastEntries(org, flow.id, emails),
+      eventTimes: await eventTimes(this.deps.orgs.org(org), org, eventIds, { start, end: read.end }),
+      sendCounts: await this.sendCounts(org, flow, emails, now),
+      suppressed: await suppressedAmong(this.deps.orgs.org(org), emails),
+      unsubscribed: await this.deps.consent.unsubscribed(org, emails, topicsOf(flow)),
+      unsubscribeUrl: (email) => this.deps.links.forFlow(org, flow, email),
+      quietUntil: this.quietUntil(org, flow, now, profile),
+      profile,
+    };
   }
 
   /** The sends the caps of this flow and its org count, for the contacts of the run. */
