@@ -1,7 +1,8 @@
 /**
  * Triggers (and segments) of one org: the list with status, live version and hash, and the editor:
  * SQL with highlighting, the columns at hand, preview over a window, save (= commit; a refused version
- * leaves the last good one live).
+ * leaves the last good one live). A change to a live trigger is compared with the live version before it
+ * is saved: the contacts it adds and removes over the window (POST …/diff), then Save again to make it live.
  */
 import { type FormEvent, type ReactNode, useState } from 'react';
 import { DEFAULT_PROFILE_FIELDS } from '../core/profile-fields';
@@ -28,6 +29,16 @@ interface Preview {
   count: number;
   truncated: boolean;
   rows: Array<Record<string, unknown>>;
+}
+
+/** POST …/triggers/{name}/diff: contacts are distinct identities. */
+interface ContactDiff {
+  liveVersion: number | null;
+  window: { from: string; to: string };
+  added: string[];
+  removed: string[];
+  unchanged: number;
+  truncated: boolean;
 }
 
 const STATUS_TEXT: Record<QueryStatus['status'], string> = {
@@ -144,6 +155,7 @@ export function QueryEditor({ org, kind, name, eventType }: { org: string; kind:
   const setSql = (next: string) => {
     setSqlText(next);
     setValid(false);
+    setDiff(undefined);
   };
   const [from, setFrom] = useState('');
   const [to, setTo] = useState('');
@@ -151,7 +163,10 @@ export function QueryEditor({ org, kind, name, eventType }: { org: string; kind:
   const [saved, setSaved] = useState<{ version: number; hash: string }>();
   const [error, setError] = useState<ApiError>();
   const [busy, setBusy] = useState<'preview' | 'save'>();
+  /** The comparison with the live version, and the SQL it was made for. */
+  const [diff, setDiff] = useState<{ sql: string; result: ContactDiff }>();
   const target = isNew ? draftName : name;
+  const hasLive = kind === 'triggers' && (existing.data?.liveVersion != null || saved !== undefined);
 
   const run = async (what: 'preview' | 'save', work: () => Promise<void>) => {
     setBusy(what);
@@ -172,17 +187,36 @@ export function QueryEditor({ org, kind, name, eventType }: { org: string; kind:
       await api<Preview>('POST', `/admin/v1/orgs/${seg(org)}/${kind}/${seg(target || 'preview')}/preview`, { sql: text, limit: 1 });
       setValid(true);
     });
+  const windowBody = () => ({ ...(from ? { from: new Date(from).toISOString() } : {}), ...(to ? { to: new Date(to).toISOString() } : {}) });
   const doPreview = () =>
     run('preview', async () => {
       setPreview(undefined);
-      const window = { ...(from ? { from: new Date(from).toISOString() } : {}), ...(to ? { to: new Date(to).toISOString() } : {}) };
-      setPreview(await api<Preview>('POST', `/admin/v1/orgs/${seg(org)}/${kind}/${seg(target || 'preview')}/preview`, { sql: text, ...window }));
+      setPreview(await api<Preview>('POST', `/admin/v1/orgs/${seg(org)}/${kind}/${seg(target || 'preview')}/preview`, { sql: text, ...windowBody() }));
+    });
+  const fetchDiff = async () => {
+    const result = await api<ContactDiff>('POST', `/admin/v1/orgs/${seg(org)}/triggers/${seg(target || 'preview')}/diff`, { sql: text, ...windowBody() });
+    setDiff({ sql: text, result });
+  };
+  const compare = () =>
+    run('preview', async () => {
+      setDiff(undefined);
+      await fetchDiff();
     });
   const save = (event: FormEvent) => {
     event.preventDefault();
     void run('save', async () => {
+      // A change to a live trigger is shown against the live version first; Save again makes it live.
+      // SQL the comparison cannot run (refused, failing) goes on to the save, which records why.
+      if (hasLive && diff?.sql !== text) {
+        const compared = await fetchDiff().then(
+          () => true,
+          () => false,
+        );
+        if (compared) return;
+      }
       const result = await api<{ version: number; hash: string }>('PUT', `/admin/v1/orgs/${seg(org)}/${kind}/${seg(target)}`, { sql: text });
       setSaved(result);
+      setDiff(undefined);
       if (isNew) go(href('orgs', org, kind, target));
     });
   };
@@ -244,8 +278,13 @@ export function QueryEditor({ org, kind, name, eventType }: { org: string; kind:
         <button type="button" onClick={doPreview} disabled={busy !== undefined}>
           {busy === 'preview' ? 'Running…' : 'Preview'}
         </button>
+        {kind === 'triggers' ? (
+          <button type="button" className="secondary" onClick={compare} disabled={busy !== undefined}>
+            Compare with live
+          </button>
+        ) : null}
         <button type="submit" disabled={busy !== undefined || !target}>
-          {busy === 'save' ? 'Saving…' : 'Save'}
+          {busy === 'save' ? 'Saving…' : hasLive && diff?.sql === text ? 'Save: make this live' : 'Save'}
         </button>
       </fieldset>
       <ErrorBox error={error} />
@@ -259,6 +298,7 @@ export function QueryEditor({ org, kind, name, eventType }: { org: string; kind:
           Saved: v{saved.version} is live (hash <code>{saved.hash.slice(0, 12)}</code>).
         </p>
       ) : null}
+      {diff ? <DiffPanel diff={diff.result} /> : null}
       {preview ? <PreviewTable preview={preview} /> : null}
       {!isNew ? <Versions org={org} kind={kind} name={name} round={saved?.version ?? 0} /> : null}
     </form>
@@ -320,6 +360,33 @@ function Versions({ org, kind, name, round }: { org: string; kind: QueryKind; na
         </table>
       ) : null}
       <LoadMore pages={versions} what="versions" />
+    </section>
+  );
+}
+
+/** The contacts this SQL adds and removes against the live version over the window. */
+function DiffPanel({ diff }: { diff: ContactDiff }): ReactNode {
+  const against = diff.liveVersion === null ? 'No live version: every contact is added' : `Against live v${diff.liveVersion}`;
+  return (
+    <section aria-labelledby="diff-title" className="diff">
+      <h3 id="diff-title">
+        {against}: {diff.added.length} added, {diff.removed.length} removed, {diff.unchanged.toLocaleString()} unchanged, from <Time iso={diff.window.from} /> to{' '}
+        <Time iso={diff.window.to} />
+      </h3>
+      {diff.truncated ? <p className="warning">More contacts than listed, or more than could be compared: narrow the window to see them all.</p> : null}
+      <ul className="plain">
+        {diff.added.map((identity) => (
+          <li key={`+${identity}`} data-added={identity}>
+            <code>+ {identity}</code>
+          </li>
+        ))}
+        {diff.removed.map((identity) => (
+          <li key={`-${identity}`} data-removed={identity}>
+            <code>− {identity}</code>
+          </li>
+        ))}
+      </ul>
+      {diff.liveVersion !== null ? <p className="muted">Save again to make this version live.</p> : null}
     </section>
   );
 }

@@ -98,6 +98,17 @@ t.test('from sample events to a saved trigger in the console', async (t) => {
   await page.getByText(/v1 live, hash/).waitFor();
   t.pass('saved: v1 live');
 
+  // A change to the live trigger is compared with it before it is saved: cy would no longer be messaged.
+  await page.locator('.cm-content').click();
+  await page.keyboard.press('Control+End');
+  await page.keyboard.type(' AND length(identity) = 15');
+  await page.getByRole('button', { name: 'Save' }).click();
+  await page.getByRole('heading', { name: /^Against live v1: 0 added, 1 removed, 2 unchanged/ }).waitFor();
+  t.equal(await page.locator('[data-removed]').getAttribute('data-removed'), 'cy@example.com', 'the contact the change removes');
+  t.equal((await h.admin('GET', '/admin/v1/orgs/acme/triggers/booking_completed')).json().latestVersion, 1, 'nothing saved before the comparison was seen');
+  t.ok(await page.getByRole('button', { name: 'Save: make this live' }).isVisible(), 'Save again makes it live');
+  await shot('trigger-diff');
+
   // A refused version keeps v1 live, and says why.
   await page.locator('.cm-content').click();
   await page.keyboard.press('Control+A');
