@@ -127,10 +127,14 @@ t.test('--stored tests the live version, read from the service', async (t) => {
   await h.createOrg('acme');
   await putQuery(h, 'triggers', 'booking_completed', BOOKING_SQL);
   const env = { AUDIENCE_URL: url, ADMIN_KEY };
-  const [stored, none] = await Promise.all([
+  const [stored, none, diff] = await Promise.all([
     cli(EXAMPLES, ['trigger', 'test', 'acme', 'booking_completed', '--stored', '--events', 'tests/bookings.jsonl', '--expect', 'tests/booking_completed.expected.json'], env),
     cli(EXAMPLES, ['trigger', 'test', 'acme', 'nothing_here', '--stored', '--events', 'tests/bookings.jsonl', '--expect', 'tests/booking_completed.expected.json'], env),
+    // trigger diff sends the file in queries/acme/ to the service: the live version itself, so nothing changes.
+    cli(EXAMPLES, ['trigger', 'diff', 'acme', 'booking_completed'], env),
   ]);
+  t.equal(diff!.code, 0, diff!.stderr);
+  t.match(JSON.parse(diff!.stdout), { liveVersion: 1, added: [], removed: [], unchanged: 0, truncated: false });
   t.equal(stored!.code, 0, stored!.stdout + stored!.stderr);
   t.match(stored!.stdout, /^ok acme\/booking_completed: 4 rows/);
   t.equal(none!.code, 1, 'an unknown trigger is the service refusing');
