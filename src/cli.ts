@@ -40,6 +40,7 @@ const USAGE = `usage: audience <command> [options]
   flow decisions <slug> <flow-id> [--identity email:ada@example.com] [--limit 100] [--cursor …]
                                      lists come a page at a time: when there is more, the answer's
                                      nextCursor is set and stderr shows the command for the next page
+  flow results <slug> <flow-id> [--from 2026-01-01T00:00:00Z] [--to …]
   contacts import <slug> <file.csv|file.ndjson>
   trigger test <slug> <trigger> --events fixture.jsonl --expect expected.json [--sql file.sql | --stored]
              [--from 2026-01-01T00:00:00Z] [--to …]
@@ -418,6 +419,10 @@ const commands: Record<string, Command> = {
   'flow decisions': {
     args: ['<slug>', '<flow-id>'],
     run: ([slug, id]) => page(`/admin/v1/orgs/${seg(slug!)}/flows/${seg(id!)}/decisions${query({ identity: opts.identity, limit: opts.limit, cursor: opts.cursor })}`),
+  },
+  'flow results': {
+    args: ['<slug>', '<flow-id>'],
+    run: ([slug, id]) => call('GET', `/admin/v1/orgs/${seg(slug!)}/flows/${seg(id!)}/results${query({ from: opts.from, to: opts.to })}`),
   },
   'contacts import': {
     args: ['<slug>', '<file.csv|file.ndjson>'],

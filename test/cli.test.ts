@@ -139,6 +139,8 @@ t.test('lists a page at a time: --limit and --cursor; the command for the next p
   t.equal((JSON.parse(noFlow.stderr) as { code: string }).code, 'flow_not_found', 'flow sends reaches the route');
   const decisions = await cli(url, ['flow', 'decisions', 'acme', 'f1', '--identity', 'email:ada@example.com']);
   t.equal((JSON.parse(decisions.stderr) as { code: string }).code, 'flow_not_found', 'flow decisions reaches the route');
+  const results = await cli(url, ['flow', 'results', 'acme', 'f1', '--from', '2026-01-01T00:00:00Z', '--to', '2026-02-01T00:00:00Z']);
+  t.equal((JSON.parse(results.stderr) as { code: string }).code, 'flow_not_found', 'flow results reaches the route');
 });
 
 t.test('safe sending from the terminal: frequency caps, topics, consent, erasure', async (t) => {

@@ -76,6 +76,7 @@ export interface FlowDefinition {
    */
   branches?: Branch[];
   message: Message;
+  goal?: Goal;
   /**
    * Default: every_event
    */
@@ -157,6 +158,22 @@ export interface Condition {
    * Compared with the field; an array for in; absent for exists
    */
   value?: string | number | boolean | null | unknown[];
+}
+/**
+ * What counts as a conversion: GET /admin/v1/orgs/{slug}/flows/{id}/results compares the variants and the holdout on it
+ *
+ * This interface was referenced by `FlowDefinition`'s JSON-Schema
+ * via the `definition` "Goal".
+ */
+export interface Goal {
+  /**
+   * The event name as stored (events.event_name, the admin API's eventType): a predefined name such as complete_transaction, identify, or custom_<eventName>
+   */
+  event: string;
+  /**
+   * A contact converts when the goal event happens (its event_time) at or after the flow entered them and at most this many seconds later; at most 90 days
+   */
+  withinSeconds: number;
 }
 /**
  * A flow as the admin API returns it: the definition and its state.

@@ -124,6 +124,7 @@ export const adminApi = fp(
         signingKey: storage.signingKey,
         consent: storage.consent,
         links: storage.links,
+        now: () => ctx.clock.now(),
       });
     });
     // The unsubscribe links of messages: public, served where the orgs' consent is kept.

@@ -6,7 +6,8 @@
  *   (FlowStore.advance), so a window's rows are written once or not at all;
  * - the dispatcher reads what is pending at start (`pending`) and writes how each send ended
  *   (`recordOutcomes`, batched by send-outcomes.ts);
- * - the admin API pages through both (`sendsPage`, `decisionsPage`, `deliveries`);
+ * - the admin API pages through both (`sendsPage`, `decisionsPage`, `deliveries`) and counts a flow's
+ *   entries per variant for its results (`resultsByDay`);
  * - an erasure deletes a contact's rows of both (`eraseContact`).
  */
 import { listValue } from '@duckdb/node-api';
@@ -51,6 +52,19 @@ export interface DecisionRow {
   reason: string | null;
   trigger_hash: string;
   decided_at: Date;
+}
+
+/** One variant's contacts on one UTC day: entered (first entry) and converted (first goal event) that day. */
+export interface ResultsDay {
+  variant: string | null;
+  /** The day's start, epoch ms (UTC). */
+  day: number;
+  holdout: boolean;
+  entered: number;
+  sent: number;
+  converted: number;
+  /** The earliest first entry counted this day; null when the day has only conversions. */
+  firstEntryMs: number | null;
 }
 
 /** Where a send is in its delivery. */
@@ -211,6 +225,52 @@ export class SendStore {
       return rows;
     });
     return new Set(changed.filter((r) => r.status === 'pending').map((r) => r.send_id));
+  }
+
+  /**
+   * A flow's entries per variant and UTC day, for its results (flow-results.ts): contacts the flow entered
+   * (a flow_sends row: sent, holdout or deferred; a capped entry has none) between `fromMs` (inclusive) and
+   * `toMs` (exclusive; null: no bound), counted once per variant on the day of their first entry; `sent` those with a
+   * delivered send; with a goal, `converted` on the day of their first goal event (production) at or
+   * after one of their entries and at most `withinSeconds` later. One statement, so one snapshot.
+   */
+  async resultsByDay(org: string, flowId: string, goal: { event: string; withinSeconds: number } | null, fromMs: number | null, toMs: number | null): Promise<ResultsDay[]> {
+    const rows = await this.orgs.org(org).all<{ variant: string | null; day: bigint; holdout: boolean; entered: bigint; sent: bigint; converted: bigint; first_ms: bigint }>(
+      `WITH entries AS (
+         SELECT email, variant, status, created_at FROM flow_sends
+          WHERE org = $1 AND flow_id = $2 AND ($3::TIMESTAMPTZ IS NULL OR created_at >= $3) AND ($4::TIMESTAMPTZ IS NULL OR created_at < $4)
+       ),
+       conversions AS (
+         SELECT e.variant, e.email, min(g.event_time) AS converted_at
+           FROM entries e JOIN events g ON g.email = e.email
+          WHERE $5::VARCHAR IS NOT NULL AND g.event_name = $5 AND g.environment = 'production'
+            AND g.event_time >= e.created_at AND g.event_time <= e.created_at + to_seconds($6::BIGINT)
+          GROUP BY e.variant, e.email
+       ),
+       contacts AS (
+         SELECT c.variant, c.email, c.first_entry, c.sent, c.holdout, v.converted_at
+           FROM (SELECT variant, email, min(created_at) AS first_entry, bool_or(status = 'delivered') AS sent, bool_or(status = 'holdout') AS holdout
+                   FROM entries GROUP BY variant, email) c
+           LEFT JOIN conversions v ON v.variant IS NOT DISTINCT FROM c.variant AND v.email = c.email
+       ),
+       days AS (
+         SELECT variant, epoch_ms(first_entry) // 86400000 AS day, holdout, 1 AS entered, sent::INTEGER AS sent, 0 AS converted, epoch_ms(first_entry) AS first_ms FROM contacts
+         UNION ALL
+         SELECT variant, epoch_ms(converted_at) // 86400000, holdout, 0, 0, 1, NULL FROM contacts WHERE converted_at IS NOT NULL
+       )
+       SELECT variant, day, bool_or(holdout) AS holdout, sum(entered) AS entered, sum(sent) AS sent, sum(converted) AS converted, min(first_ms) AS first_ms
+         FROM days GROUP BY variant, day ORDER BY day, variant NULLS FIRST`,
+      [org, flowId, fromMs === null ? null : tsParam(fromMs), toMs === null ? null : tsParam(toMs), goal?.event ?? null, goal?.withinSeconds ?? 0],
+    );
+    return rows.map((r) => ({
+      variant: r.variant,
+      day: Number(r.day) * 86_400_000,
+      holdout: r.holdout,
+      entered: Number(r.entered),
+      sent: Number(r.sent),
+      converted: Number(r.converted),
+      firstEntryMs: r.first_ms === null ? null : Number(r.first_ms),
+    }));
   }
 
   /** For the trigger versions page: how many decisions each trigger version (by hash) led to, and how many sends. */

@@ -10,6 +10,7 @@ const auth = 'adminKey' as const;
 const flowParams = { type: 'object', properties: { slug: slugParam, id: { type: 'string', description: "The flow's id" } }, required: ['slug', 'id'] };
 const flow = { status: 200, description: 'The flow', schema: schemaRef('flow', 'Flow') };
 const sendStatus = { type: 'string', enum: ['pending', 'delivered', 'failed', 'dead', 'holdout', 'deferred', 'cancelled'] };
+const interval = object({ low: { type: 'number' }, high: { type: 'number' } });
 const identity = { ...IDENTITY_QUERY, description: `only this contact: ${IDENTITY_QUERY.description}` };
 
 /** The flow definition is checked by checkFlow (422 invalid_flow, with the reasons), not by Fastify. */
@@ -100,6 +101,66 @@ export const flowSchemas = {
       })),
     },
     errors: [...PAGED, 'flow_not_found', 'invalid_identity'],
+  }),
+  results: operationSchema({
+    tag, auth, operationId: 'getFlowResults', params: flowParams,
+    summary: "A flow's experiment results: entered, sent and converted per variant and for the holdout, with rates, lift and p-values",
+    description:
+      'Contacts the flow entered (sent, holdout or deferred by quiet hours) in `[from, to)`, once per variant; `sent`: with a delivered send; `converted`: with a goal event (production) ' +
+      'at or after an entry and within the goal\'s `withinSeconds`. Rates with a 95 % Wilson interval; lift against the control (the holdout, else the first variant) with a 95 % interval ' +
+      'from the log rate ratio; the two-sided p-value of the pooled two-proportion z-test. Without a goal, `converted` and the statistics are null. ' +
+      'docs/data-engineers.md, "Goals and experiment results", has the formulas.',
+    querystring: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        from: { ...dateTime, description: 'only entries at or after this time (default: since the first entry)' },
+        to: { ...dateTime, description: 'only entries before this time (default: now)' },
+      },
+    },
+    ok: {
+      status: 200,
+      description: 'Per variant (the holdout included) the counts and statistics, and per UTC day the contacts entered and converted',
+      schema: object({
+        flowId: { type: 'string' },
+        goal: { anyOf: [schemaRef('flow', 'Goal'), { type: 'null' }] },
+        range: object({ from: nullable('string', { format: 'date-time', description: 'null: no entry yet' }), to: dateTime }),
+        method: object({
+          confidence: { type: 'number' },
+          rateInterval: { type: 'string', enum: ['wilson'] },
+          liftInterval: { type: 'string' },
+          test: { type: 'string' },
+        }),
+        control: nullable('string', { description: 'The label the others are compared with; null for a flow without an experiment' }),
+        variants: {
+          type: 'array',
+          items: object({
+            variant: nullable('string', { description: 'null: a flow without an experiment, or entries made before it had one' }),
+            holdout: { type: 'boolean' },
+            control: { type: 'boolean' },
+            entered: { type: 'integer', minimum: 0 },
+            sent: { type: 'integer', minimum: 0 },
+            converted: nullable('integer', { minimum: 0 }),
+            rate: nullable('number', { minimum: 0, maximum: 1 }),
+            rateInterval: { anyOf: [interval, { type: 'null' }] },
+            lift: nullable('number', { minimum: -1 }),
+            liftInterval: { anyOf: [interval, { type: 'null' }] },
+            pValue: nullable('number', { minimum: 0, maximum: 1 }),
+          }),
+        },
+        daily: {
+          type: 'array',
+          items: object({
+            day: { type: 'string', format: 'date' },
+            variant: nullable('string'),
+            entered: { type: 'integer', minimum: 0 },
+            sent: { type: 'integer', minimum: 0 },
+            converted: nullable('integer', { minimum: 0 }),
+          }),
+        },
+      }),
+    },
+    errors: [...ORG_DATA, 'flow_not_found'],
   }),
   messagePreview: operationSchema({
     tag, auth, operationId: 'previewFlowMessage', params: slugOnly,

@@ -1,6 +1,6 @@
 /**
- * Admin API for flows (SPEC 8): create, list, get, replace, start, pause, run now, the sends, and per
- * contact the decision taken on each trigger row. Registered inside the admin scope.
+ * Admin API for flows (SPEC 8): create, list, get, replace, start, pause, run now, the sends, per
+ * contact the decision taken on each trigger row, and the experiment's results. Registered inside the admin scope.
  */
 import type { ConsentStore } from '../../../reactions/consent/consent-store.js';
 import type { UnsubscribeLinks } from '../../../reactions/consent/unsubscribe-link.js';
@@ -17,6 +17,7 @@ import type { TriggerStore } from '../../../reactions/triggers/trigger-store.js'
 import type { FlowRunner } from '../../../reactions/flows/flow-runner.js';
 import { type FlowStore, toApiFlow } from '../../../reactions/flows/flow-store.js';
 import { checkFlow } from '../../../reactions/flows/validate-flow.js';
+import { flowResults } from '../../../reactions/flows/flow-results.js';
 import { QUERY_NAME } from '../../../reactions/triggers/trigger-store.js';
 import { previewMessage } from '../../../reactions/flows/message-preview.js';
 import { DECISIONS_KEYSET, type DecisionRow, type SendDelivery, SENDS_KEYSET, SendStore } from '../../../reactions/flows/send-store.js';
@@ -80,6 +81,8 @@ export function registerFlowRoutes(
     signingKey: string;
     consent: Pick<ConsentStore, 'topics'>;
     links: Pick<UnsubscribeLinks, 'forFlow'>;
+    /** The context clock: where a results range without `to` ends. */
+    now: () => number;
   },
 ): void {
   const { storage, orgs, flows } = deps;
@@ -171,6 +174,22 @@ export function registerFlowRoutes(
       const deliveries = await sends.deliveries(org.slug, rows.flatMap((d) => entered(d) ?? []));
       const { items, nextCursor } = pageOf(rows, page, (d) => decisionAnswer(d, deliveries.get(entered(d) ?? '')), DECISIONS_KEYSET);
       return { decisions: items, nextCursor };
+    },
+  );
+
+  /** Entered, sent and converted per variant and for the holdout, with the statistics (flow-results.ts). */
+  app.get<{ Params: Params; Querystring: { from?: string; to?: string } }>(
+    '/admin/v1/orgs/:slug/flows/:id/results',
+    { schema: flowSchemas.results },
+    async (request) => {
+      const org = await orgs.get(request.params.slug);
+      const flow = flows.get(org.slug, request.params.id);
+      const fromMs = request.query.from === undefined ? null : Date.parse(request.query.from);
+      // Without `to`, every entry so far (one made this millisecond included); the answer says until now.
+      const toMs = request.query.to === undefined ? null : Date.parse(request.query.to);
+      if (fromMs !== null && toMs !== null && fromMs >= toMs) throw new AppError('invalid_request', `from (${request.query.from}) must be before to (${request.query.to})`);
+      const days = await sends.resultsByDay(org.slug, flow.definition.id, flow.definition.goal ?? null, fromMs, toMs);
+      return flowResults(flow.definition, days, { fromMs, toMs: toMs ?? deps.now() });
     },
   );
 
