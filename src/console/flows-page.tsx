@@ -1,12 +1,13 @@
 /**
  * Flows, on the product's own path: New flow → the Triggered category → "When a contact triggers an
  * event" → Configure Event Trigger (the org's live triggers) → segment filter, experiment, message,
- * re-entry and schedule → save as draft, start, pause, run now. A flow's page shows its sends and, for a
- * contact, why each trigger row did or did not message them.
+ * re-entry, schedule and conversion goal → save as draft, start, pause, run now. A flow's page shows its
+ * results (flow-results.tsx), its sends and, for a contact, why each trigger row did or did not message them.
  */
 import { type FormEvent, type ReactNode, useState } from 'react';
 import type { Condition, Flow, FlowDefinition, Message, Variant } from '../generated/flow';
 import { QuietHoursFields } from './quiet-hours-fields';
+import { FlowResultsSection } from './flow-results';
 import { api, type ApiError, asPage, cursorParam, seg } from './api';
 import { go, href } from './route';
 import { asApiError, ErrorBox, LoadMore, Status, Time, usePages, useRequest } from './ui';
@@ -196,6 +197,8 @@ function FlowForm({ org, trigger, segments, initial }: { org: string; trigger: s
   const [capSends, setCapSends] = useState(initial?.frequencyCap?.maxSends ?? 1);
   const [capSeconds, setCapSeconds] = useState(initial?.frequencyCap?.withinSeconds ?? 86400);
   const [quietHours, setQuietHours] = useState(initial?.quietHours);
+  const [goalEvent, setGoalEvent] = useState(initial?.goal?.event ?? '');
+  const [goalSeconds, setGoalSeconds] = useState(initial?.goal?.withinSeconds ?? 7 * 86400);
   const [error, setError] = useState<ApiError>();
   const [busy, setBusy] = useState(false);
 
@@ -226,6 +229,7 @@ function FlowForm({ org, trigger, segments, initial }: { org: string; trigger: s
       maxEventAgeSeconds: maxAge,
       ...(capped ? { frequencyCap: { maxSends: capSends, withinSeconds: capSeconds } } : {}),
       ...(quietHours ? { quietHours } : {}),
+      ...(goalEvent ? { goal: { event: goalEvent, withinSeconds: goalSeconds } } : {}),
     };
   };
   const save = async (event: FormEvent) => {
@@ -407,6 +411,19 @@ function FlowForm({ org, trigger, segments, initial }: { org: string; trigger: s
         </button>
       </fieldset>
       <fieldset className="row">
+        <legend>Conversion goal</legend>
+        <label className="inline">
+          Goal event{' '}
+          <input value={goalEvent} onChange={(e) => setGoalEvent(e.target.value)} placeholder="complete_transaction or custom_…" aria-describedby="goal-help" />
+        </label>
+        <label className="inline">
+          Conversion window (seconds) <input type="number" min="1" max="7776000" value={goalSeconds} onChange={(e) => setGoalSeconds(Number(e.target.value))} />
+        </label>
+        <p id="goal-help" className="muted">
+          A contact converts when this event (as stored: the event types page) happens within that time after the flow entered them. Empty: no goal.
+        </p>
+      </fieldset>
+      <fieldset className="row">
         <legend>Re-entry and schedule</legend>
         <label className="inline">
           Re-entry{' '}
@@ -586,6 +603,7 @@ export function FlowDetail({ org, id }: { org: string; id: string }): ReactNode 
           </div>
           {ran ? <p role="status">Run: {ran}</p> : null}
           <ErrorBox error={error} />
+          <FlowResultsSection org={org} id={id} round={round} />
           <Sends org={org} id={id} round={round} />
           <WhyNot org={org} id={id} round={round} />
         </>

@@ -163,11 +163,14 @@ t.test('from sample events to a saved trigger in the console', async (t) => {
   await page.getByLabel('Cap this flow per contact').check();
   await page.getByLabel('At most (messages)').fill('5');
   await page.getByLabel('Within (seconds)').fill('3600');
+  // A conversion goal: a purchase within a day of entering (issue 26).
+  await page.getByLabel('Goal event').fill('custom_purchase');
+  await page.getByLabel('Conversion window (seconds)').fill('86400');
   await shot('flow-new');
   await page.getByRole('button', { name: 'Save as draft' }).click();
   await page.getByRole('heading', { name: 'booking completed follow-up' }).waitFor();
   const saved = (await h.admin('GET', '/admin/v1/orgs/acme/flows/booking-completed-follow-up')).json().definition;
-  t.match(saved, { frequencyCap: { maxSends: 5, withinSeconds: 3600 }, maxEventAgeSeconds: 86400 }, 'the cap set in the form is saved');
+  t.match(saved, { frequencyCap: { maxSends: 5, withinSeconds: 3600 }, maxEventAgeSeconds: 86400, goal: { event: 'custom_purchase', withinSeconds: 86400 } }, 'the cap and the goal set in the form are saved');
   t.notOk('topic' in saved, 'topic all is the default, not written');
   await page.getByRole('button', { name: 'Start' }).click();
   await page.getByRole('button', { name: 'Run now' }).waitFor();
@@ -205,6 +208,30 @@ t.test('from sample events to a saved trigger in the console', async (t) => {
   await decision.waitFor();
   t.equal(await decision.getAttribute('data-outcome'), 'excluded_by_segment', 'bob: excluded by the segment');
   t.match(await decision.textContent(), /exclude segment already_booked/, 'and the reason says which');
+
+  // Results: ada buys after entering; the charts are drawn and the table says what the endpoint says.
+  const purchase = customEvent({ partnerId, partnerSecret }, { messageId: 'purchase-ada', traits: { email: 'ada@example.com' }, properties: { eventName: 'purchase', properties: {} } });
+  t.equal((await h.collect(purchase)).statusCode, 200);
+  await h.compacted();
+  const resultsRegion = page.getByRole('region', { name: 'Results' });
+  await resultsRegion.getByRole('button', { name: 'Refresh' }).click();
+  await resultsRegion.locator('[data-chart="rates"] svg').waitFor();
+  const results = (await h.admin('GET', '/admin/v1/orgs/acme/flows/booking-completed-follow-up/results')).json() as {
+    variants: Array<{ variant: string; entered: number; sent: number; converted: number; rate: number | null }>;
+  };
+  t.same(results.variants.map((v) => v.entered).reduce((a, b) => a + b), 2, 'ada and cy entered');
+  t.same(results.variants.map((v) => v.converted).reduce((a, b) => a + b), 1, 'ada converted');
+  await resultsRegion.locator('[data-variant="A"] td').first().waitFor();
+  for (const v of results.variants) {
+    const cells = await resultsRegion.locator(`[data-variant="${v.variant}"] td`).allTextContents();
+    t.same(cells.slice(0, 3), [String(v.entered), String(v.sent), String(v.converted)], `variant ${v.variant}: entered, sent, converted as the endpoint says`);
+    t.match(cells[3], v.rate === null ? /^—/ : new RegExp(`^${(v.rate * 100).toFixed(1)} %`), `variant ${v.variant}: its rate`);
+  }
+  const rateChart = resultsRegion.locator('[data-chart="rates"] svg');
+  t.match(await rateChart.getAttribute('aria-label'), /Conversion rate per variant/, 'the rate chart is an SVG with a name');
+  t.ok((await rateChart.locator('circle').count()) >= 1, 'a dot per variant with entries');
+  t.ok(await resultsRegion.locator('[data-chart="daily"] svg').count(), 'and conversions per day');
+  await resultsRegion.screenshot({ path: join(SHOTS, 'flow-results.png') });
   await shot('flow-activity');
 
   // Editing the saved flow: the form comes back filled in; a change is saved and nothing else is lost.
