@@ -17,6 +17,7 @@ import type { TriggerStore } from '../../../reactions/triggers/trigger-store.js'
 import type { FlowRunner } from '../../../reactions/flows/flow-runner.js';
 import { type FlowStore, toApiFlow } from '../../../reactions/flows/flow-store.js';
 import { checkFlow } from '../../../reactions/flows/validate-flow.js';
+import { registerFlowSimulateRoute } from './flow-simulate.js';
 import { flowResults } from '../../../reactions/flows/flow-results.js';
 import { QUERY_NAME } from '../../../reactions/triggers/trigger-store.js';
 import { previewMessage } from '../../../reactions/flows/message-preview.js';
@@ -218,6 +219,8 @@ export function registerFlowRoutes(
       return previewMessage({ storage, triggers: deps.triggers, profiles: deps.profiles, renderer: deps.renderer, timeoutMs: deps.timeoutMs, links: deps.links }, org.slug, definition, variant);
     },
   );
+
+  registerFlowSimulateRoute(app, { ...deps, check });
 
   /** The org's Standard Webhooks signing secret (derived from the master key, so never stored). */
   app.get<{ Params: { slug: string } }>('/admin/v1/orgs/:slug/webhook-secret', { schema: flowSchemas.webhookSecret }, async (request) => {

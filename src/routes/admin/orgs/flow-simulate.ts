@@ -1,0 +1,154 @@
+/**
+ * POST /admin/v1/orgs/{slug}/flows/{id}/simulate (issue 26): what the flow would do now for one contact —
+ * its trigger rows over a window, and for each the decision a run would take now with its reason, the
+ * variant and the rendered message — sending nothing and recording nothing. The flow as saved, or a draft
+ * definition; the live trigger, or the SQL given.
+ */
+import type { FastifyInstance } from 'fastify';
+import { AppError } from '../../../core/errors.js';
+import type { OrgStore } from '../../../control/org-store.js';
+import type { OrgStorage } from '../../../db/org-storage.js';
+import { microsToIso, newestVisibleAt } from '../../../events/compaction/visible-at.js';
+import type { ProfileIndex } from '../../../events/profiles/profile-index.js';
+import type { FlowDefinition } from '../../../generated/flow.js';
+import { dateTime, object, operationSchema } from '../../../openapi/route-schema.js';
+import type { FlowRunner } from '../../../reactions/flows/flow-runner.js';
+import type { FlowStore } from '../../../reactions/flows/flow-store.js';
+import type { RenderedDecision } from '../../../reactions/flows/decide.js';
+import { jsonRow } from '../../../reactions/triggers/json-row.js';
+import { QueryFailed } from '../../../reactions/triggers/sandbox.js';
+import type { LiveQuery, TriggerStore } from '../../../reactions/triggers/trigger-store.js';
+import { SqlRefused } from '../../../reactions/triggers/sql-guard.js';
+import { contactEmailOf } from './contact-identity.js';
+import { ADMIN, slugParam } from '../schema-parts.js';
+
+/** Without `from`, the window is the last day before the newest event, as a message preview's. */
+const DEFAULT_WINDOW_HOURS = 24;
+/** A simulation reads at most this span (the trigger's run limits hold as well). */
+const MAX_WINDOW_DAYS = 31;
+
+interface Body {
+  identity: string;
+  from?: string;
+  to?: string;
+  sql?: string;
+  definition?: unknown;
+}
+
+const decision = object(
+  {
+    eventId: { type: ['string', 'null'] },
+    outcome: { type: 'string', description: 'As GET …/decisions: sent, deferred_quiet_hours, holdout, duplicate, suppressed, backfill, too_old, unsubscribed, excluded_by_segment, reentry_blocked, frequency_capped, failed, no_identity' },
+    reason: { type: ['string', 'null'] },
+    variant: { type: ['string', 'null'] },
+    dueAt: { anyOf: [dateTime, { type: 'null' }], description: 'deferred_quiet_hours: when it would be sent' },
+    message: { type: ['object', 'null'], additionalProperties: true, description: 'The rendered message (sent and deferred), by channel' },
+  },
+  ['eventId', 'outcome', 'reason', 'variant', 'dueAt', 'message'],
+);
+
+const schema = operationSchema({
+  tag: 'Admin: triggers and flows', operationId: 'simulateFlow', auth: 'adminKey',
+  summary: 'What the flow would do now for one contact, sending and recording nothing',
+  description:
+    "The contact's trigger rows over the window (default: the last 24 h before the newest event) and, for each, the decision a run would take now " +
+    '(with its reason: segment, consent, caps, quiet hours, re-entry, age, suppression), the variant and the rendered message. ' +
+    '`definition`: a draft flow instead of the saved one; `sql`: a trigger version to run instead of the live one.',
+  params: { type: 'object', properties: { slug: slugParam, id: { type: 'string' } }, required: ['slug', 'id'] },
+  body: object(
+    {
+      identity: { type: 'string', minLength: 3, examples: ['email:ada@example.com'], description: 'email:<address>, email-hash:<sha256 hex> or user_id:<id>' },
+      from: dateTime,
+      to: dateTime,
+      sql: { type: 'string', minLength: 1, maxLength: 100_000 },
+      definition: { type: 'object', description: 'A flow definition (as POST …/flows takes), checked but not saved' },
+    },
+    ['identity'],
+    { additionalProperties: false },
+  ),
+  ok: {
+    status: 200,
+    description: 'The simulation',
+    schema: object({
+      window: object({ from: dateTime, to: dateTime }),
+      email: { type: 'string' },
+      rows: { type: 'array', items: { type: 'object', additionalProperties: true } },
+      decisions: { type: 'array', items: decision },
+    }),
+  },
+  errors: [...ADMIN, 'invalid_request', 'invalid_identity', 'contact_not_found', 'flow_not_found', 'invalid_flow', 'invalid_trigger', 'trigger_query_failed', 'sandbox_busy', 'sandbox_paused'],
+});
+
+export function registerFlowSimulateRoute(
+  app: FastifyInstance,
+  deps: {
+    storage: OrgStorage;
+    orgs: OrgStore;
+    flows: FlowStore;
+    triggers: TriggerStore;
+    runner: FlowRunner | undefined;
+    profiles: ProfileIndex;
+    /** A draft definition, checked as a create would check it. */
+    check(org: string, body: unknown): Promise<FlowDefinition>;
+  },
+): void {
+  app.post<{ Params: { slug: string; id: string }; Body: Body }>('/admin/v1/orgs/:slug/flows/:id/simulate', { schema }, async (request) => {
+    const org = await deps.orgs.get(request.params.slug);
+    const saved = deps.flows.get(org.slug, request.params.id);
+    if (!deps.runner) throw new AppError('invalid_request', 'this process does not run flows (ROLES has no flows)');
+    const body = request.body;
+    const email = contactEmailOf(deps.profiles, org.slug, body.identity);
+    const definition = body.definition === undefined ? saved.definition : await deps.check(org.slug, { ...(body.definition as object), id: saved.definition.id });
+    const trigger = body.sql === undefined ? undefined : await checkedTrigger(deps.triggers, org.slug, body.sql);
+    const window = await windowOf(deps.storage, org.slug, body);
+    try {
+      const simulation = await deps.runner.simulate(org.slug, definition, email, window, trigger);
+      return {
+        window: { from: microsToIso(window.start), to: microsToIso(simulation.end) },
+        email,
+        rows: simulation.rows.map(jsonRow),
+        decisions: simulation.decisions.map(toApi),
+      };
+    } catch (error) {
+      if (error instanceof QueryFailed) throw new AppError('trigger_query_failed', error.reason);
+      throw error;
+    }
+  });
+}
+
+/** The SQL given, checked by the guard as a new version of the flow's trigger would be (nothing recorded). */
+async function checkedTrigger(triggers: TriggerStore, org: string, sql: string): Promise<LiveQuery> {
+  try {
+    const checked = await triggers.check(sql, org, 'trigger');
+    // A draft: no version, hash or commit of its own.
+    return { version: 0, hash: '', sql, status: 'valid', error: null, committedAt: 0, checked };
+  } catch (error) {
+    if (error instanceof SqlRefused) throw new AppError('invalid_trigger', error.message);
+    throw error;
+  }
+}
+
+async function windowOf(storage: OrgStorage, org: string, body: Body): Promise<{ start: bigint; end: bigint }> {
+  const micros = (iso: string, member: string) => {
+    const ms = Date.parse(iso);
+    if (!Number.isFinite(ms)) throw new AppError('invalid_request', `${member} must be an ISO-8601 time`);
+    return BigInt(ms) * 1000n;
+  };
+  const end = body.to === undefined ? await storage.org(org).exclusive(newestVisibleAt) : micros(body.to, 'to');
+  const start = body.from === undefined ? end - BigInt(DEFAULT_WINDOW_HOURS * 3600) * 1_000_000n : micros(body.from, 'from');
+  if (start >= end) throw new AppError('invalid_request', 'from must be before to');
+  if (end - start > BigInt(MAX_WINDOW_DAYS * 86_400) * 1_000_000n) throw new AppError('invalid_request', `a simulation reads at most ${MAX_WINDOW_DAYS} days: narrow from/to`);
+  return { start, end };
+}
+
+function toApi(d: RenderedDecision) {
+  const message = d.outcome === 'sent' || d.outcome === 'deferred_quiet_hours' ? d.message : null;
+  return {
+    eventId: d.eventId,
+    outcome: d.outcome,
+    reason: d.reason,
+    variant: d.variant,
+    dueAt: d.outcome === 'deferred_quiet_hours' ? new Date(d.dueAt).toISOString() : null,
+    message,
+  };
+}
