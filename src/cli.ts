@@ -41,6 +41,8 @@ const USAGE = `usage: audience <command> [options]
                                      lists come a page at a time: when there is more, the answer's
                                      nextCursor is set and stderr shows the command for the next page
   flow results <slug> <flow-id> [--from 2026-01-01T00:00:00Z] [--to …]
+  flow simulate <slug> <flow-id> --identity email:ada@example.com [--from …] [--to …] [--sql trigger.sql]
+             [--definition flow.json]   what the flow would do now for that contact; nothing sent or recorded
   contacts import <slug> <file.csv|file.ndjson>
   trigger test <slug> <trigger> --events fixture.jsonl --expect expected.json [--sql file.sql | --stored]
              [--from 2026-01-01T00:00:00Z] [--to …]
@@ -119,6 +121,7 @@ function parseCommandLine() {
         last3: { type: 'string' },
         org: { type: 'string' },
         sql: { type: 'string' },
+        definition: { type: 'string' },
         events: { type: 'string' },
         expect: { type: 'string' },
         stored: { type: 'boolean' },
@@ -298,6 +301,15 @@ function readInput(file: string): string {
   }
 }
 
+/** A JSON file the command sends (a flow definition): one line and exit 2 when it is not JSON. */
+function parseJsonFile(file: string): unknown {
+  try {
+    return JSON.parse(readInput(file));
+  } catch (error) {
+    return unusable(`${file} is not JSON: ${(error as Error).message}`);
+  }
+}
+
 /** Input the command cannot use (a missing or malformed file): one line, exit 2, as for a bad command line. */
 function unusable(message: string): never {
   console.error(`audience: ${message}`);
@@ -423,6 +435,18 @@ const commands: Record<string, Command> = {
   'flow results': {
     args: ['<slug>', '<flow-id>'],
     run: ([slug, id]) => call('GET', `/admin/v1/orgs/${seg(slug!)}/flows/${seg(id!)}/results${query({ from: opts.from, to: opts.to })}`),
+  },
+  'flow simulate': {
+    args: ['<slug>', '<flow-id>'],
+    async run([slug, id]) {
+      if (!opts.identity) usageError('flow simulate needs --identity (email:…, user_id:… or email-hash:…)');
+      const body: Record<string, unknown> = { identity: opts.identity };
+      if (opts.from !== undefined) body.from = opts.from;
+      if (opts.to !== undefined) body.to = opts.to;
+      if (opts.sql !== undefined) body.sql = readInput(opts.sql);
+      if (opts.definition !== undefined) body.definition = parseJsonFile(opts.definition);
+      await call('POST', `/admin/v1/orgs/${seg(slug!)}/flows/${seg(id!)}/simulate`, body);
+    },
   },
   'contacts import': {
     args: ['<slug>', '<file.csv|file.ndjson>'],

@@ -4,7 +4,7 @@
  * for a command line it does not understand.
  */
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import t, { type Test } from 'tap';
 import { ADMIN_KEY, startTestApp } from './helpers/app.js';
@@ -141,6 +141,16 @@ t.test('lists a page at a time: --limit and --cursor; the command for the next p
   t.equal((JSON.parse(decisions.stderr) as { code: string }).code, 'flow_not_found', 'flow decisions reaches the route');
   const results = await cli(url, ['flow', 'results', 'acme', 'f1', '--from', '2026-01-01T00:00:00Z', '--to', '2026-02-01T00:00:00Z']);
   t.equal((JSON.parse(results.stderr) as { code: string }).code, 'flow_not_found', 'flow results reaches the route');
+  const definition = `${t.testdir()}/flow.json`;
+  writeFileSync(definition, JSON.stringify({ name: 'Draft' }));
+  const simulated = await cli(url, ['flow', 'simulate', 'acme', 'f1', '--identity', 'email:ada@example.com', '--definition', definition]);
+  t.equal((JSON.parse(simulated.stderr) as { code: string }).code, 'flow_not_found', 'flow simulate reaches the route with the definition');
+  const noIdentity = await cli(url, ['flow', 'simulate', 'acme', 'f1']);
+  t.equal(noIdentity.code, 2, 'flow simulate without --identity is a usage error');
+  writeFileSync(definition, '{ not json');
+  const notJson = await cli(url, ['flow', 'simulate', 'acme', 'f1', '--identity', 'email:ada@example.com', '--definition', definition]);
+  t.equal(notJson.code, 2, 'a definition that is not JSON: exit 2');
+  t.match(notJson.stderr, /flow\.json is not JSON/);
 });
 
 t.test('safe sending from the terminal: frequency caps, topics, consent, erasure', async (t) => {
