@@ -72,6 +72,7 @@ t.test('schema-driven requests: no 500, every answer as documented', async (t) =
     createFlow: { body: definition('second') },
     replaceFlow: { body: definition('welcome') },
     getFlowResults: { query: { from: '2020-01-01T00:00:00Z' } },
+    simulateFlow: { body: { identity: 'email:ada@example.com' } },
     previewFlowMessage: { body: { trigger: 'booking_completed', message: { channel: 'outbox', template: { text: 'hi {{ contact.email_address }}' } } } },
     revokeToken: { params: { id: tokenId } },
     // The tracking API: one message per Segment type, a batch, an import, Jitsu's paths.

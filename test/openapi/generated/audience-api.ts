@@ -921,6 +921,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/v1/orgs/{slug}/triggers/{name}/diff": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The contacts the SQL given would add and remove against the trigger's live version over a window, without saving
+         * @description Both versions run over the same window (default: the 24 h before the newest event), as a preview does; contacts are distinct identities. With no live version (`liveVersion` null), every contact of the SQL given is added. Each list holds at most 1000 identities, in order; `truncated` says a list or a version's contacts were cut, and the comparison then covers the identities up to the cut, exactly.
+         */
+        post: operations["diffTrigger"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/v1/orgs/{slug}/segments": {
         parameters: {
             query?: never;
@@ -1153,6 +1173,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/v1/orgs/{slug}/flows/{id}/results": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A flow's experiment results: entered, sent and converted per variant and for the holdout, with rates, lift and p-values
+         * @description Contacts the flow entered (sent, holdout or deferred by quiet hours) in `[from, to)`, once per variant; `sent`: with a delivered send; `converted`: with a goal event (production) at or after an entry and within the goal's `withinSeconds`. Rates with a 95 % Wilson interval; lift against the control (the holdout, else the first variant) with a 95 % interval from the log rate ratio; the two-sided p-value of the pooled two-proportion z-test. Without a goal, `converted` and the statistics are null. docs/data-engineers.md, "Goals and experiment results", has the formulas.
+         */
+        get: operations["getFlowResults"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/v1/orgs/{slug}/flows/message-preview": {
         parameters: {
             query?: never;
@@ -1167,6 +1207,26 @@ export interface paths {
          * @description With that contact's profile. With `branches` and `experiment`, the message the run would pick for that row (and `variant`).
          */
         post: operations["previewFlowMessage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/orgs/{slug}/flows/{id}/simulate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * What the flow would do now for one contact, sending and recording nothing
+         * @description The contact's trigger rows over the window (default: the last 24 h before the newest event) and, for each, the decision a run would take now (with its reason: segment, consent, caps, quiet hours, re-entry, age, suppression), the variant and the rendered message. `definition`: a draft flow instead of the saved one; `sql`: a trigger version to run instead of the live one.
+         */
+        post: operations["simulateFlow"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1649,7 +1709,7 @@ export interface components {
         };
         /**
          * AliasEvent
-         * @description Says previousId (an earlier clientId, e.g. an anonymous one) is the same person as this event's clientId: previousId is mapped to the e-mail clientId is mapped to when the alias is compacted, and its waiting events are released. An alias whose clientId is not identified yet waits like any event and links nothing (docs/partners.md). Carries no event or properties.
+         * @description Says previousId (an earlier clientId, e.g. an anonymous one) is the same person as this event's clientId: previousId is mapped to the e-mail clientId is mapped to, and its waiting events are released: when the alias is compacted, or, when clientId is not identified yet, when the identify that releases the alias comes (docs/partners.md). Carries no event or properties.
          */
         "event.aliasEvent": {
             /** @enum {unknown} */
@@ -1775,12 +1835,23 @@ export interface components {
             };
             branches?: components["schemas"]["flow.Branch"][];
             message: components["schemas"]["flow.Message"];
+            goal?: components["schemas"]["flow.Goal"];
             /** @description Default: every_event */
             reentry?: ("every_event" | "once") | {
                 afterSeconds: number;
             };
         };
         "flow.queryName": string;
+        /**
+         * Goal
+         * @description What counts as a conversion: GET /admin/v1/orgs/{slug}/flows/{id}/results compares the variants and the holdout on it
+         */
+        "flow.Goal": {
+            /** @description The event name as stored (events.event_name, the admin API's eventType): a predefined name such as complete_transaction, identify, or custom_<eventName> */
+            event: string;
+            /** @description A contact converts when the goal event happens (its event_time) at or after the flow entered them and at most this many seconds later; at most 90 days */
+            withinSeconds: number;
+        };
         /** Variant */
         "flow.Variant": {
             label: string;
@@ -6258,6 +6329,131 @@ export interface operations {
             };
         };
     };
+    diffTrigger: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                slug: components["schemas"]["org.slug"];
+                /** @description The trigger's name (its file name in QUERIES_DIR, without .sql) */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The candidate SQL, compared with the live version */
+                    sql: string;
+                    /**
+                     * Format: date-time
+                     * @description Window start (exclusive). Default: 24 h before the newest event
+                     */
+                    from?: string;
+                    /**
+                     * Format: date-time
+                     * @description Window end (inclusive). Default: the newest visible event
+                     */
+                    to?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Contacts added and removed by the SQL given, and how many both versions have */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        liveVersion: number | null;
+                        window: {
+                            /** Format: date-time */
+                            from: string;
+                            /** Format: date-time */
+                            to: string;
+                        };
+                        added: string[];
+                        removed: string[];
+                        unchanged: number;
+                        truncated: boolean;
+                    };
+                };
+            };
+            /** @description [`invalid_request`](/problems/invalid_request): Request is invalid; [`invalid_json`](/problems/invalid_json): Body is not valid JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`invalid_admin_key`](/problems/invalid_admin_key): Missing or wrong admin key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`org_not_found`](/problems/org_not_found): No such org */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`invalid_trigger`](/problems/invalid_trigger): Trigger or segment SQL refused; [`trigger_query_failed`](/problems/trigger_query_failed): The query failed while running */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`rate_limited`](/problems/rate_limited): Too many requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`internal_error`](/problems/internal_error): Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`shard_answer_too_large`](/problems/shard_answer_too_large): The owning shard's answer is too large to relay */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`control_unavailable`](/problems/control_unavailable): The control plane is out of reach; [`shard_unavailable`](/problems/shard_unavailable): The storage shard that owns the org did not answer; [`storage_unavailable`](/problems/storage_unavailable): The storage process is restarting; [`org_unavailable`](/problems/org_unavailable): The org's database cannot be opened; [`sandbox_busy`](/problems/sandbox_busy): No capacity to run trigger or segment SQL now; [`sandbox_paused`](/problems/sandbox_paused): The org's trigger and segment SQL is paused after a runaway query */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     listSegments: {
         parameters: {
             query?: never;
@@ -7712,6 +7908,147 @@ export interface operations {
             };
         };
     };
+    getFlowResults: {
+        parameters: {
+            query?: {
+                /** @description only entries at or after this time (default: since the first entry) */
+                from?: string;
+                /** @description only entries before this time (default: now) */
+                to?: string;
+            };
+            header?: never;
+            path: {
+                slug: components["schemas"]["org.slug"];
+                /** @description The flow's id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Per variant (the holdout included) the counts and statistics, and per UTC day the contacts entered and converted */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        flowId: string;
+                        goal: components["schemas"]["flow.Goal"] | null;
+                        range: {
+                            /**
+                             * Format: date-time
+                             * @description null: no entry yet
+                             */
+                            from: string | null;
+                            /** Format: date-time */
+                            to: string;
+                        };
+                        method: {
+                            confidence: number;
+                            /** @enum {string} */
+                            rateInterval: "wilson";
+                            liftInterval: string;
+                            test: string;
+                        };
+                        /** @description The label the others are compared with; null for a flow without an experiment */
+                        control: string | null;
+                        variants: {
+                            /** @description null: a flow without an experiment, or entries made before it had one */
+                            variant: string | null;
+                            holdout: boolean;
+                            control: boolean;
+                            entered: number;
+                            sent: number;
+                            converted: number | null;
+                            rate: number | null;
+                            rateInterval: {
+                                low: number;
+                                high: number;
+                            } | null;
+                            lift: number | null;
+                            liftInterval: {
+                                low: number;
+                                high: number;
+                            } | null;
+                            pValue: number | null;
+                        }[];
+                        daily: {
+                            /** Format: date */
+                            day: string;
+                            variant: string | null;
+                            entered: number;
+                            sent: number;
+                            converted: number | null;
+                        }[];
+                    };
+                };
+            };
+            /** @description [`invalid_request`](/problems/invalid_request): Request is invalid */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`invalid_admin_key`](/problems/invalid_admin_key): Missing or wrong admin key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`org_not_found`](/problems/org_not_found): No such org; [`flow_not_found`](/problems/flow_not_found): No such flow */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`rate_limited`](/problems/rate_limited): Too many requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`internal_error`](/problems/internal_error): Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`shard_answer_too_large`](/problems/shard_answer_too_large): The owning shard's answer is too large to relay */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`control_unavailable`](/problems/control_unavailable): The control plane is out of reach; [`shard_unavailable`](/problems/shard_unavailable): The storage shard that owns the org did not answer; [`storage_unavailable`](/problems/storage_unavailable): The storage process is restarting; [`org_unavailable`](/problems/org_unavailable): The org's database cannot be opened */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     previewFlowMessage: {
         parameters: {
             query?: never;
@@ -7817,6 +8154,133 @@ export interface operations {
                 };
             };
             /** @description [`control_unavailable`](/problems/control_unavailable): The control plane is out of reach; [`shard_unavailable`](/problems/shard_unavailable): The storage shard that owns the org did not answer; [`storage_unavailable`](/problems/storage_unavailable): The storage process is restarting; [`org_unavailable`](/problems/org_unavailable): The org's database cannot be opened; [`sandbox_busy`](/problems/sandbox_busy): No capacity to run trigger or segment SQL now; [`sandbox_paused`](/problems/sandbox_paused): The org's trigger and segment SQL is paused after a runaway query */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    simulateFlow: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                slug: components["schemas"]["org.slug"];
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description email:<address>, email-hash:<sha256 hex> or user_id:<id>
+                     * @example email:ada@example.com
+                     */
+                    identity: string;
+                    /** Format: date-time */
+                    from?: string;
+                    /** Format: date-time */
+                    to?: string;
+                    sql?: string;
+                    /** @description A flow definition (as POST …/flows takes), checked but not saved */
+                    definition?: Record<string, never>;
+                };
+            };
+        };
+        responses: {
+            /** @description The simulation */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        window: {
+                            /** Format: date-time */
+                            from: string;
+                            /** Format: date-time */
+                            to: string;
+                        };
+                        email: string;
+                        rows: {
+                            [key: string]: unknown;
+                        }[];
+                        decisions: {
+                            eventId: string | null;
+                            /** @description As GET …/decisions: sent, deferred_quiet_hours, holdout, duplicate, suppressed, backfill, too_old, unsubscribed, excluded_by_segment, reentry_blocked, frequency_capped, failed, no_identity */
+                            outcome: string;
+                            reason: string | null;
+                            variant: string | null;
+                            /** @description deferred_quiet_hours: when it would be sent */
+                            dueAt: string | null;
+                            /** @description The rendered message (sent and deferred), by channel */
+                            message: {
+                                [key: string]: unknown;
+                            } | null;
+                        }[];
+                    };
+                };
+            };
+            /** @description [`invalid_request`](/problems/invalid_request): Request is invalid; [`invalid_identity`](/problems/invalid_identity): Identity missing, malformed or unsupported */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`invalid_admin_key`](/problems/invalid_admin_key): Missing or wrong admin key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`contact_not_found`](/problems/contact_not_found): No such contact; [`flow_not_found`](/problems/flow_not_found): No such flow */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`invalid_flow`](/problems/invalid_flow): Flow definition refused; [`invalid_trigger`](/problems/invalid_trigger): Trigger or segment SQL refused; [`trigger_query_failed`](/problems/trigger_query_failed): The query failed while running */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`rate_limited`](/problems/rate_limited): Too many requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`internal_error`](/problems/internal_error): Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`control_unavailable`](/problems/control_unavailable): The control plane is out of reach; [`sandbox_busy`](/problems/sandbox_busy): No capacity to run trigger or segment SQL now; [`sandbox_paused`](/problems/sandbox_paused): The org's trigger and segment SQL is paused after a runaway query */
             503: {
                 headers: {
                     [name: string]: unknown;
