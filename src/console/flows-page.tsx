@@ -8,6 +8,7 @@ import { type FormEvent, type ReactNode, useState } from 'react';
 import type { Condition, Flow, FlowDefinition, Message, Variant } from '../generated/flow';
 import { QuietHoursFields } from './quiet-hours-fields';
 import { FlowResultsSection } from './flow-results';
+import { SimulateContact } from './flow-simulate';
 import { api, type ApiError, asPage, cursorParam, seg } from './api';
 import { go, href } from './route';
 import { asApiError, ErrorBox, LoadMore, Status, Time, usePages, useRequest } from './ui';
@@ -603,6 +604,7 @@ export function FlowDetail({ org, id }: { org: string; id: string }): ReactNode 
           </div>
           {ran ? <p role="status">Run: {ran}</p> : null}
           <ErrorBox error={error} />
+          <SimulateContact org={org} id={id} />
           <FlowResultsSection org={org} id={id} round={round} />
           <Sends org={org} id={id} round={round} />
           <WhyNot org={org} id={id} round={round} />

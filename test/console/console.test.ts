@@ -182,6 +182,16 @@ t.test('from sample events to a saved trigger in the console', async (t) => {
     t.equal((await h.collect(event)).statusCode, 200);
   }
   await h.compacted();
+  // Test with a contact: what the flow would do, before it runs (nothing recorded: the run below still sends).
+  await page.getByLabel('Contact (e-mail, or user_id:…)').fill('bob@example.com');
+  await page.getByRole('button', { name: 'Test', exact: true }).click();
+  await page.getByRole('row', { name: /live-1 excluded_by_segment/ }).waitFor();
+  t.match(await page.getByRole('row', { name: /booking-1/ }).textContent(), /not_in_a_window/, 'a booking from before the flow went live: no run reads it');
+  await page.getByLabel('Contact (e-mail, or user_id:…)').fill('ada@example.com');
+  await page.getByRole('button', { name: 'Test', exact: true }).click();
+  await page.locator('[data-simulated="sent"]').waitFor();
+  t.match(await page.locator('[data-simulated="sent"]').textContent(), /live-0sent(A|B)outbox/, 'the decision, the variant and the message for that contact');
+  await shot('flow-simulate');
   await page.getByRole('button', { name: 'Run now' }).click();
   await page.getByRole('status').filter({ hasText: /^Run: 3 rows/ }).waitFor();
   await page.locator('[data-send="cy@example.com"]').waitFor();

@@ -28,6 +28,9 @@ t.test('one contact: the rows, the decision with its reason, the rendered messag
   const h = await startTestApp(t);
   const cred = (await h.createOrg('acme')).production;
   await putQuery(h, 'triggers', 'booking_completed', BOOKING_TRIGGER);
+  // Booked before the flow goes live: no run will ever read it.
+  t.equal((await book(h, cred, 'early@example.com', 'b-early')).statusCode, 200);
+  await h.compacted();
   await startFlow(h, { id: 'f1', message: OUTBOX });
   for (const [i, email] of ['ada@example.com', 'bob@example.com', 'cy@example.com'].entries()) t.equal((await book(h, cred, email, `b-${i}`)).statusCode, 200);
   await h.compacted();
@@ -39,6 +42,8 @@ t.test('one contact: the rows, the decision with its reason, the rendered messag
   t.same(body.rows.map((r: { event_id: string }) => r.event_id), ['b-0'], "only that contact's rows");
   t.match(body.decisions, [{ eventId: 'b-0', outcome: 'sent', reason: null, message: { channel: 'outbox', content: { text: 'hi ada@example.com from Lisbon' } } }]);
   t.same(await recorded(h), { sends: 0, decisions: 0 }, 'nothing recorded');
+
+  t.match((await simulate(h, { identity: 'email:early@example.com' })).json().decisions, [{ eventId: 'b-early', outcome: 'not_in_a_window', reason: /before the flow went live/, message: null }]);
 
   // Draft definitions: another template, and an experiment whose only variant is a holdout.
   const draft = await simulate(h, { identity: 'email:ada@example.com', definition: { name: 'Draft', category: 'triggered', entry: 'when_contact_triggers_event', trigger: 'booking_completed', message: { channel: 'outbox', template: { text: 'draft for {{ contact.email_address }}' } } } });

@@ -38,7 +38,12 @@ interface Body {
 const decision = object(
   {
     eventId: { type: ['string', 'null'] },
-    outcome: { type: 'string', description: 'As GET …/decisions: sent, deferred_quiet_hours, holdout, duplicate, suppressed, backfill, too_old, unsubscribed, excluded_by_segment, reentry_blocked, frequency_capped, failed, no_identity' },
+    outcome: {
+      type: 'string',
+      description:
+        'As GET …/decisions (sent, deferred_quiet_hours, holdout, duplicate, suppressed, backfill, too_old, unsubscribed, excluded_by_segment, reentry_blocked, frequency_capped, failed, no_identity), ' +
+        'or not_in_a_window: a row of the saved flow that became visible before it went live, which no run will read',
+    },
     reason: { type: ['string', 'null'] },
     variant: { type: ['string', 'null'] },
     dueAt: { anyOf: [dateTime, { type: 'null' }], description: 'deferred_quiet_hours: when it would be sent' },
@@ -103,11 +108,14 @@ export function registerFlowSimulateRoute(
     const window = await windowOf(deps.storage, org.slug, body);
     try {
       const simulation = await deps.runner.simulate(org.slug, definition, email, window, trigger);
+      // A row the flow's cursor has passed is in no run to come: decided then (a duplicate now), or before the flow went live.
+      const cursor = body.definition === undefined ? saved.cursor : null;
+      const passed = (row: Record<string, unknown>) => cursor !== null && row.ts instanceof Date && BigInt(row.ts.getTime()) * 1000n <= cursor;
       return {
         window: { from: microsToIso(window.start), to: microsToIso(simulation.end) },
         email,
         rows: simulation.rows.map(jsonRow),
-        decisions: simulation.decisions.map(toApi),
+        decisions: simulation.decisions.map((d, i) => (passed(simulation.rows[i]!) && d.outcome !== 'duplicate' ? notInAWindow(d, cursor!) : toApi(d))),
       };
     } catch (error) {
       if (error instanceof QueryFailed) throw new AppError('trigger_query_failed', error.reason);
@@ -139,6 +147,12 @@ async function windowOf(storage: OrgStorage, org: string, body: Body): Promise<{
   if (start >= end) throw new AppError('invalid_request', 'from must be before to');
   if (end - start > BigInt(MAX_WINDOW_DAYS * 86_400) * 1_000_000n) throw new AppError('invalid_request', `a simulation reads at most ${MAX_WINDOW_DAYS} days: narrow from/to`);
   return { start, end };
+}
+
+/** A row at or before the cursor that no run decided: it became visible before the flow went live. */
+function notInAWindow(d: RenderedDecision, cursor: bigint) {
+  const reason = `the event became visible before the flow went live (its runs read after ${microsToIso(cursor)}): no run will decide it`;
+  return { eventId: d.eventId, outcome: 'not_in_a_window', reason, variant: null, dueAt: null, message: null };
 }
 
 function toApi(d: RenderedDecision) {

@@ -1,0 +1,88 @@
+/**
+ * "Test with a contact" on a flow's page (POST …/flows/{id}/simulate): what the flow would do now for one
+ * contact — each trigger row of the last day, the decision and its reason, the variant, and the message as
+ * it would be sent. Nothing is sent or recorded.
+ */
+import { type FormEvent, type ReactNode, useState } from 'react';
+import { api, type ApiError, seg } from './api';
+import { asApiError, ErrorBox } from './ui';
+
+interface Simulation {
+  window: { from: string; to: string };
+  email: string;
+  decisions: Array<{ eventId: string | null; outcome: string; reason: string | null; variant: string | null; dueAt: string | null; message: { channel: string; content: Record<string, unknown> } | null }>;
+}
+
+/** A rendered message as one line: the subject or the text, else the JSON. */
+function messageText(message: NonNullable<Simulation['decisions'][number]['message']>): string {
+  const { content } = message;
+  const shown = content.subject ?? content.text ?? content.body;
+  return `${message.channel}: ${typeof shown === 'string' ? shown : JSON.stringify(content)}`;
+}
+
+export function SimulateContact({ org, id }: { org: string; id: string }): ReactNode {
+  const [identity, setIdentity] = useState('');
+  const [result, setResult] = useState<Simulation>();
+  const [error, setError] = useState<ApiError>();
+  const [busy, setBusy] = useState(false);
+  const submit = async (event: FormEvent) => {
+    event.preventDefault();
+    setError(undefined);
+    setBusy(true);
+    try {
+      const value = identity.includes(':') ? identity.trim() : `email:${identity.trim()}`;
+      setResult(await api<Simulation>('POST', `/admin/v1/orgs/${seg(org)}/flows/${seg(id)}/simulate`, { identity: value }));
+    } catch (e) {
+      setResult(undefined);
+      setError(asApiError(e));
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <section aria-labelledby="simulate-title">
+      <h3 id="simulate-title">Test with a contact</h3>
+      <form className="row" onSubmit={(e) => void submit(e)}>
+        <label>
+          Contact (e-mail, or user_id:…)
+          <input value={identity} onChange={(e) => setIdentity(e.target.value)} placeholder="ada@example.com" required />
+        </label>
+        <button type="submit" disabled={busy}>
+          {busy ? 'Testing…' : 'Test'}
+        </button>
+      </form>
+      <ErrorBox error={error} />
+      {result ? (
+        result.decisions.length === 0 ? (
+          <p role="status" className="muted">
+            No trigger row for {result.email} between {new Date(result.window.from).toLocaleString()} and {new Date(result.window.to).toLocaleString()}: the flow would do nothing.
+          </p>
+        ) : (
+          <table role="status" aria-label={`What the flow would do for ${result.email}`}>
+            <thead>
+              <tr>
+                <th>Event</th>
+                <th>Decision</th>
+                <th>Variant</th>
+                <th>Why, or the message</th>
+              </tr>
+            </thead>
+            <tbody>
+              {result.decisions.map((d, i) => (
+                <tr key={`${d.eventId ?? ''}-${i}`} data-simulated={d.outcome}>
+                  <td>
+                    <code>{d.eventId ?? '—'}</code>
+                  </td>
+                  <td>{d.outcome}</td>
+                  <td>{d.variant ?? '—'}</td>
+                  <td>{d.message ? messageText(d.message) : (d.reason ?? '—')}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        )
+      ) : null}
+      <p className="muted">Nothing is sent or recorded.</p>
+    </section>
+  );
+}
