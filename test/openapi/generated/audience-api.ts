@@ -8212,7 +8212,7 @@ export interface operations {
                         }[];
                         decisions: {
                             eventId: string | null;
-                            /** @description As GET …/decisions: sent, deferred_quiet_hours, holdout, duplicate, suppressed, backfill, too_old, unsubscribed, excluded_by_segment, reentry_blocked, frequency_capped, failed, no_identity */
+                            /** @description As GET …/decisions (sent, deferred_quiet_hours, holdout, duplicate, suppressed, backfill, too_old, unsubscribed, excluded_by_segment, reentry_blocked, frequency_capped, failed, no_identity), or not_in_a_window: a row of the saved flow that became visible before it went live, which no run will read */
                             outcome: string;
                             reason: string | null;
                             variant: string | null;
