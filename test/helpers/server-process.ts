@@ -14,7 +14,8 @@ export { ADMIN_KEY };
 /** The repository root (cwd of the child: tsx and src/ are resolved from there). */
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const START_TIMEOUT_MS = 30_000;
-const STOP_TIMEOUT_MS = 15_000;
+/** Longer than the service's own SHUTDOWN_TIMEOUT_MS (25 s): a close it gives up on exits 1, and is reported so. */
+const STOP_TIMEOUT_MS = 30_000;
 
 interface Tap {
   teardown(fn: () => unknown): void;
