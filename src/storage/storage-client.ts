@@ -28,7 +28,7 @@ import type { OrgStorage } from '../db/org-storage.js';
 import { UntrustedGate } from './untrusted-gate.js';
 
 /** How long a call made while the process restarts waits for the new one before answering 503. */
-const CALL_WAIT_MS = 10_000;
+export const CALL_WAIT_MS = 10_000;
 /** How long a new process may take to become ready (a cold start under tsx took ~4 s on a loaded 2-core machine). */
 const START_TIMEOUT_MS = 60_000;
 /** A process that ran this long before it ended is restarted at once; one that died sooner, after a pause. */

@@ -112,6 +112,18 @@ async function healthy(url: string): Promise<boolean> {
 
 export { freePort };
 
+/** An admin API call over HTTP; throws on an answer of 300 or more. */
+export async function adminCall(url: string, method: string, path: string, body?: unknown): Promise<Record<string, unknown>> {
+  const res = await fetch(`${url}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${ADMIN_KEY}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const text = await res.text();
+  if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${text}`);
+  return JSON.parse(text) as Record<string, unknown>;
+}
+
 export interface Credential {
   partnerId: string;
   partnerSecret: string;
