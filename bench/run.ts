@@ -15,6 +15,10 @@
  *   flows    trigger run time over a window of 10,000 new events with 1M and 10M events stored, event
  *            accepted → webhook received latency with a 1 s schedule, webhook sends/s against bare POST
  *            req/s (bench/flows.ts; bare's req/s from the bare phase if it ran)
+ *   scheduled  a scheduled send to a 100,000-member segment: decisions/s, sends/s to a local receiver, the
+ *            service's CPU per send (bench/scheduled.ts)
+ *   waits    1M entries waiting in a flow's steps: the service's memory, and a wait's end (timeout or
+ *            event) to its send, p50/p99 (bench/flow-waits.ts, in a process of its own; ~1 min)
  *   scale    the many-process layout on a private nats-server: collect through 1 and 2 `collector`
  *            processes, lookups through 1 and 2 `api` processes, bare POST and GET with 1 and 2, each
  *            process pinned to its own core, loaded by wrk (bench/scale.ts; installs wrk if missing)
@@ -23,10 +27,11 @@
  * Writes bench/results/collect.json (only a complete run of bare,drain,collect,batch with default
  * settings) and bench/results/audience.json (the audience phase with default settings); other runs write
  * bench/results/partial-*.json.tmp; bench/results/flows.json (the flows phase with default settings);
- * bench/results/scale.json (the scale phase with default settings).
+ * bench/results/scale.json (the scale phase with default settings); bench/results/scheduled.json (the scheduled
+ * phase with default settings).
  *
  *   npm run bench                                 everything (~16 min, of which flows ~4.5, scale ~8)
- *   npm run bench -- --only collect               some phases: bare,drain,collect,batch,audience,flows,scale (comma-separated)
+ *   npm run bench -- --only collect               some phases: bare,drain,collect,batch,audience,flows,scheduled,waits,scale (comma-separated)
  *   npm run bench -- --only flows --flow-sizes 1000000 --flow-reps 1   a quicker flows run (partial)
  *   npm run bench -- --only audience --profile    the audience service under node --cpu-prof; summary printed
  *   npm run bench -- --only collect --profile     the service under node --cpu-prof; summary printed
@@ -34,6 +39,7 @@
  *   npm run bench -- --tmp-dir /dev/shm           experiment: data on tmpfs (fdatasync ~free)
  *   npm run bench -- --ablate materializer        experiment: no profile refresh after commits (ablate.ts)
  *   npm run bench -- --only scale                 the scale phase alone (~8 min on a busy machine)
+ *   npm run bench -- --only scheduled             the scheduled send alone (~4 min); --scheduled-members 10000 for a quick one
  *   npm run bench -- --only scale --scale-procs 1,2,4 --scale-cores 0,1,2,3   on a larger machine
  *   npm run bench -- --only scale --loadgen autocannon   without wrk (the generator then runs in this process)
  *   other options: --duration 10 --warmup 3 --connections 50 --batch-connections 20 --batch-size 100
@@ -49,6 +55,7 @@ import { parseArgs } from 'node:util';
 import { benchAudience } from './audience.js';
 import { reportAudience } from './audience-report.js';
 import { benchFlows } from './flows.js';
+import { benchScheduled } from './scheduled.js';
 import { runScalePhase } from './scale-phase.js';
 import { printFlows, reportFlows } from './flows-report.js';
 import { BodyTemplate, IDENTITIES, type Credentials } from './bodies.js';
@@ -76,7 +83,7 @@ import { countDuckDb, countLog, type DbCounts, type LogCounts } from './verify.j
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const resultsDir = join(root, 'bench', 'results');
 
-const PHASES = ['bare', 'drain', 'collect', 'batch', 'segment', 'audience', 'flows', 'scale'] as const;
+const PHASES = ['bare', 'drain', 'collect', 'batch', 'segment', 'audience', 'flows', 'scheduled', 'waits', 'scale'] as const;
 type Phase = (typeof PHASES)[number];
 /** The phases of bench/results/collect.json; audience has its own file. */
 const COLLECT_PHASES: readonly Phase[] = ['bare', 'drain', 'collect', 'batch', 'segment'];
@@ -93,6 +100,10 @@ const { values: args } = parseArgs({
     /** Stored events before the flows phase's timed window, one data dir each (comma-separated). */
     'flow-sizes': { type: 'string', default: '1000000,10000000' },
     'flow-reps': { type: 'string', default: '3' },
+    /** Members of the scheduled phase's segment. */
+    'scheduled-members': { type: 'string', default: '100000' },
+    /** Entries waiting in the waits phase. */
+    'waits-entries': { type: 'string', default: '1000000' },
     profile: { type: 'boolean', default: false },
     'no-build': { type: 'boolean', default: false },
     /** Seconds to wait, before each measurement, for the (shared) machine to be idle. */
@@ -618,6 +629,20 @@ async function main(): Promise<void> {
     const out = defaults ? join(resultsDir, 'flows.json') : join(resultsDir, `partial-flows${args.profile ? '-profile' : ''}.json.tmp`);
     writeFileSync(out, `${JSON.stringify(report, null, 2)}\n`);
     say(`wrote ${out}`);
+  }
+  if (phases.has('scheduled')) {
+    const members = Number(args['scheduled-members']);
+    const outcome = await benchScheduled(bench, { members });
+    const command = `npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`;
+    const report = { phase: 'scheduled', command, machine: machine(), ...outcome };
+    console.log(`\n${table([{ members, 'start s': outcome.startSeconds, 'decisions/s': outcome.decisionsPerSec, 'sends/s': outcome.sendsPerSec, 'cpu ms/send': outcome.cpu.msPerSend, duplicates: outcome.duplicates }])}\n`);
+    const out = defaultSettings && members === 100_000 ? join(resultsDir, 'scheduled.json') : join(resultsDir, 'partial-scheduled.json.tmp');
+    writeFileSync(out, `${JSON.stringify(report, null, 2)}\n`);
+    say(`wrote ${out}`);
+  }
+  if (phases.has('waits')) {
+    // A process of its own: its RSS is one of the measures. It writes bench/results/flow-waits.json.
+    execFileSync(process.execPath, ['--import', 'tsx', join(root, 'bench', 'flow-waits.ts'), '--waiting', args['waits-entries']], { cwd: root, stdio: 'inherit' });
   }
   if (phases.has('scale')) {
     await runScalePhase(bench, {

@@ -188,7 +188,8 @@ CREATE TABLE IF NOT EXISTS flows (
 
 -- The outbox: one row per send key (flow, contact, event_id), written with the cursor advance.
 -- status: pending (to deliver), delivered, failed (refused without retry), dead (retries exhausted),
--- holdout (experiment holdout: recorded, nothing sent), deferred and cancelled (quiet hours, below).
+-- holdout (experiment holdout: recorded, nothing sent), entered (an entry of a flow with steps: its
+-- messages are rows of their own, keyed by entry and step), deferred and cancelled (quiet hours, below).
 -- send_id is derived from the key.
 CREATE TABLE IF NOT EXISTS flow_sends (
   send_id       VARCHAR PRIMARY KEY,
@@ -228,6 +229,32 @@ CREATE TABLE IF NOT EXISTS flow_decisions (
   trigger_hash  VARCHAR NOT NULL,
   reason        VARCHAR,
   decided_at    TIMESTAMPTZ NOT NULL
+);
+
+-- Entries of flows with steps (src/reactions/flows/wait-store.ts): one row per entry still in its
+-- steps, deleted when it ends. step is the step it is at. waiting false: that step runs at due_at.
+-- waiting true: that step is a wait ending at due_at (a waitUntil also ends when until_event of the
+-- contact is stored after since with an event_time at or after entered_event_time). entered_since
+-- is the same mark at entry, for the flow's exit event. data is the entry's template data (event,
+-- flow, variant) and last_wait how the last waitUntil ended (event or timeout).
+CREATE TABLE IF NOT EXISTS flow_waits (
+  entry_id           VARCHAR NOT NULL,
+  org                VARCHAR NOT NULL,
+  flow_id            VARCHAR NOT NULL,
+  email              VARCHAR NOT NULL,
+  event_id           VARCHAR NOT NULL,
+  variant            VARCHAR,
+  trigger_hash       VARCHAR NOT NULL,
+  step               INTEGER NOT NULL,
+  waiting            BOOLEAN NOT NULL,
+  until_event        VARCHAR,
+  since              TIMESTAMPTZ NOT NULL,
+  entered_since      TIMESTAMPTZ NOT NULL,
+  entered_event_time TIMESTAMPTZ NOT NULL,
+  last_wait          VARCHAR,
+  due_at             TIMESTAMPTZ NOT NULL,
+  entered_at         TIMESTAMPTZ NOT NULL,
+  data               JSON NOT NULL
 );
 
 -- Subscription topics of the org (src/reactions/consent/consent-store.ts): a flow names one; a contact
@@ -278,4 +305,38 @@ CREATE TABLE IF NOT EXISTS erasures (
   requested_at  TIMESTAMPTZ NOT NULL,
   done_at       TIMESTAMPTZ,
   removed       JSON
+);
+
+-- Occurrences of scheduled and recurring flows (src/reactions/flows/occurrence-store.ts): one row per
+-- (flow, occurrence), the occurrence being its local date-time ('2026-12-01T09:00'). status: sending
+-- (its members are being decided), done, or skipped (reason says why: its time had passed). members
+-- is the segment's size when it started, missed those whose time had passed more than the grace then,
+-- decided how many are decided so far and outcomes their count per outcome (JSON). segment_hash is the
+-- segment version read, the trigger_hash of its sends.
+CREATE TABLE IF NOT EXISTS flow_occurrences (
+  org           VARCHAR NOT NULL,
+  flow_id       VARCHAR NOT NULL,
+  occurrence    VARCHAR NOT NULL,
+  due_at        TIMESTAMPTZ NOT NULL,
+  status        VARCHAR NOT NULL,
+  segment_hash  VARCHAR,
+  members       INTEGER NOT NULL,
+  missed        INTEGER NOT NULL,
+  decided       INTEGER NOT NULL,
+  outcomes      JSON NOT NULL,
+  reason        VARCHAR,
+  started_at    TIMESTAMPTZ NOT NULL,
+  finished_at   TIMESTAMPTZ,
+  PRIMARY KEY (org, flow_id, occurrence)
+);
+
+-- The members of an occurrence still to decide, each with when it is due (its own zone's instant with
+-- timeZone contact). Written with the occurrence row when it starts; a chunk's rows are deleted in the
+-- transaction that records its sends, so a restart goes on with exactly the members left.
+CREATE TABLE IF NOT EXISTS flow_occurrence_members (
+  org         VARCHAR NOT NULL,
+  flow_id     VARCHAR NOT NULL,
+  occurrence  VARCHAR NOT NULL,
+  email       VARCHAR NOT NULL,
+  due_at      TIMESTAMPTZ NOT NULL
 );

@@ -38,9 +38,13 @@ const USAGE = `usage: audience <command> [options]
   quarantine <slug> [--env production] [--limit 100] [--cursor …]
   flow sends <slug> <flow-id> [--status dead] [--identity email:ada@example.com] [--limit 100] [--cursor …]
   flow decisions <slug> <flow-id> [--identity email:ada@example.com] [--limit 100] [--cursor …]
+  flow occurrences <slug> <flow-id> [--limit 100] [--cursor …]
+                                     a scheduled or recurring flow's occurrences: status, members, progress
                                      lists come a page at a time: when there is more, the answer's
                                      nextCursor is set and stderr shows the command for the next page
   flow results <slug> <flow-id> [--from 2026-01-01T00:00:00Z] [--to …]
+  flow waits <slug> <flow-id> [--identity email:ada@example.com] [--limit 100]
+                                     entries of a flow with steps still in them: the step, what it waits for, until when
   flow simulate <slug> <flow-id> --identity email:ada@example.com [--from …] [--to …] [--sql trigger.sql]
              [--definition flow.json]   what the flow would do now for that contact; nothing sent or recorded
   contacts import <slug> <file.csv|file.ndjson>
@@ -432,9 +436,17 @@ const commands: Record<string, Command> = {
     args: ['<slug>', '<flow-id>'],
     run: ([slug, id]) => page(`/admin/v1/orgs/${seg(slug!)}/flows/${seg(id!)}/decisions${query({ identity: opts.identity, limit: opts.limit, cursor: opts.cursor })}`),
   },
+  'flow occurrences': {
+    args: ['<slug>', '<flow-id>'],
+    run: ([slug, id]) => page(`/admin/v1/orgs/${seg(slug!)}/flows/${seg(id!)}/occurrences${query({ limit: opts.limit, cursor: opts.cursor })}`),
+  },
   'flow results': {
     args: ['<slug>', '<flow-id>'],
     run: ([slug, id]) => call('GET', `/admin/v1/orgs/${seg(slug!)}/flows/${seg(id!)}/results${query({ from: opts.from, to: opts.to })}`),
+  },
+  'flow waits': {
+    args: ['<slug>', '<flow-id>'],
+    run: ([slug, id]) => call('GET', `/admin/v1/orgs/${seg(slug!)}/flows/${seg(id!)}/waits${query({ identity: opts.identity, limit: opts.limit })}`),
   },
   'flow simulate': {
     args: ['<slug>', '<flow-id>'],

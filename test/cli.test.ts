@@ -141,6 +141,10 @@ t.test('lists a page at a time: --limit and --cursor; the command for the next p
   t.equal((JSON.parse(decisions.stderr) as { code: string }).code, 'flow_not_found', 'flow decisions reaches the route');
   const results = await cli(url, ['flow', 'results', 'acme', 'f1', '--from', '2026-01-01T00:00:00Z', '--to', '2026-02-01T00:00:00Z']);
   t.equal((JSON.parse(results.stderr) as { code: string }).code, 'flow_not_found', 'flow results reaches the route');
+  const occurrences = await cli(url, ['flow', 'occurrences', 'acme', 'f1', '--limit', '5']);
+  t.equal((JSON.parse(occurrences.stderr) as { code: string }).code, 'flow_not_found', 'flow occurrences reaches the route');
+  const waits = await cli(url, ['flow', 'waits', 'acme', 'f1', '--identity', 'email:ada@example.com', '--limit', '5']);
+  t.equal((JSON.parse(waits.stderr) as { code: string }).code, 'flow_not_found', 'flow waits reaches the route');
   const definition = `${t.testdir()}/flow.json`;
   writeFileSync(definition, JSON.stringify({ name: 'Draft' }));
   const simulated = await cli(url, ['flow', 'simulate', 'acme', 'f1', '--identity', 'email:ada@example.com', '--definition', definition]);

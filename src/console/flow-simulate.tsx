@@ -10,7 +10,15 @@ import { asApiError, ErrorBox } from './ui';
 interface Simulation {
   window: { from: string; to: string };
   email: string;
-  decisions: Array<{ eventId: string | null; outcome: string; reason: string | null; variant: string | null; dueAt: string | null; message: { channel: string; content: Record<string, unknown> } | null }>;
+  decisions: Array<{
+    eventId: string | null;
+    outcome: string;
+    reason: string | null;
+    variant: string | null;
+    dueAt: string | null;
+    message: { channel: string; content: Record<string, unknown> } | null;
+    waitsIn: { step: number; kind: string; until: string | null; dueAt: string; messagesBefore: number } | null;
+  }>;
 }
 
 /** A rendered message as one line: the subject or the text, else the JSON. */
@@ -18,6 +26,12 @@ function messageText(message: NonNullable<Simulation['decisions'][number]['messa
   const { content } = message;
   const shown = content.subject ?? content.text ?? content.body;
   return `${message.channel}: ${typeof shown === 'string' ? shown : JSON.stringify(content)}`;
+}
+
+/** Where an entry of a flow with steps would wait first. */
+function waitText(w: NonNullable<Simulation['decisions'][number]['waitsIn']>): string {
+  const before = w.messagesBefore === 0 ? '' : `after ${w.messagesBefore} message${w.messagesBefore === 1 ? '' : 's'}, `;
+  return `enters the steps: ${before}waits in step ${w.step + 1} until ${new Date(w.dueAt).toLocaleString()}${w.until ? ` or ${w.until}` : ''}`;
 }
 
 export function SimulateContact({ org, id }: { org: string; id: string }): ReactNode {
@@ -75,7 +89,7 @@ export function SimulateContact({ org, id }: { org: string; id: string }): React
                   </td>
                   <td>{d.outcome}</td>
                   <td>{d.variant ?? '—'}</td>
-                  <td>{d.message ? messageText(d.message) : (d.reason ?? '—')}</td>
+                  <td>{d.message ? messageText(d.message) : d.waitsIn ? waitText(d.waitsIn) : (d.reason ?? '—')}</td>
                 </tr>
               ))}
             </tbody>

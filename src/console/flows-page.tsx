@@ -1,13 +1,18 @@
 /**
  * Flows, on the product's own path: New flow → the Triggered category → "When a contact triggers an
  * event" → Configure Event Trigger (the org's live triggers) → segment filter, experiment, message,
- * re-entry, schedule and conversion goal → save as draft, start, pause, run now. A flow's page shows its
- * results (flow-results.tsx), its sends and, for a contact, why each trigger row did or did not message them.
+ * re-entry, schedule and conversion goal → save as draft, start, pause, run now; or the Scheduled and
+ * Recurring categories: a send to a segment at a time (flow-schedule.tsx). A flow's page shows its
+ * results (flow-results.tsx), its sends, its occurrences (scheduled and recurring) and, for a contact, why
+ * each trigger row did or did not message them.
  */
 import { type FormEvent, type ReactNode, useState } from 'react';
 import type { Condition, Flow, FlowDefinition, Message, Variant } from '../generated/flow';
 import { QuietHoursFields } from './quiet-hours-fields';
+import { Occurrences, scheduleText, SegmentSendForm } from './flow-schedule';
+import { parseTemplate, templateTextOf } from './message-template';
 import { FlowResultsSection } from './flow-results';
+import { FlowStepsSection, StepsForm } from './flow-steps';
 import { SimulateContact } from './flow-simulate';
 import { api, type ApiError, asPage, cursorParam, seg } from './api';
 import { go, href } from './route';
@@ -69,7 +74,7 @@ export function FlowsPage({ org }: { org: string }): ReactNode {
             <tr>
               <th scope="col">Flow</th>
               <th scope="col">Status</th>
-              <th scope="col">Trigger</th>
+              <th scope="col">Trigger or schedule</th>
               <th scope="col">Last run</th>
             </tr>
           </thead>
@@ -82,9 +87,7 @@ export function FlowsPage({ org }: { org: string }): ReactNode {
                 <td>
                   <span className={`badge ${flow.status === 'live' ? 'live' : ''}`}>{flow.status}</span>
                 </td>
-                <td>
-                  <code>{flow.definition.trigger}</code>
-                </td>
+                <td>{flow.definition.trigger ? <code>{flow.definition.trigger}</code> : scheduleText(flow.definition)}</td>
                 <td>
                   <Time iso={flow.lastRunAt} />
                 </td>
@@ -99,8 +102,8 @@ export function FlowsPage({ org }: { org: string }): ReactNode {
 
 const CATEGORIES = [
   { id: 'triggered', title: 'Triggered', about: 'Message a contact when they do something: an event arrives.' },
-  { id: 'scheduled', title: 'Scheduled', about: 'One send to a segment at a set time. Not available yet.' },
-  { id: 'recurring', title: 'Recurring', about: 'A send to a segment every day or week. Not available yet.' },
+  { id: 'scheduled', title: 'Scheduled', about: "One send to a segment's members at a set time, in the org's time or each contact's." },
+  { id: 'recurring', title: 'Recurring', about: "A send to a segment's members every day or week at a set time." },
 ] as const;
 
 const DEFAULT_TEMPLATE = `{
@@ -114,6 +117,7 @@ export function NewFlow({ org }: { org: string }): ReactNode {
   const [category, setCategory] = useState<string>();
   const [entry, setEntry] = useState(false);
   const [trigger, setTrigger] = useState<string>();
+  const [withSteps, setWithSteps] = useState(false);
   const triggers = useRequest(() => api<{ triggers: QueryStatus[] }>('GET', `/admin/v1/orgs/${seg(org)}/triggers`), [org]);
   const segments = useRequest(() => api<{ segments: QueryStatus[] }>('GET', `/admin/v1/orgs/${seg(org)}/segments`), [org]);
   const live = (list: QueryStatus[] | undefined) => (list ?? []).filter((q) => q.liveVersion !== null);
@@ -124,7 +128,7 @@ export function NewFlow({ org }: { org: string }): ReactNode {
       <fieldset className="cards">
         <legend>Category</legend>
         {CATEGORIES.map((c) => (
-          <button key={c.id} type="button" className="category" aria-pressed={category === c.id} disabled={c.id !== 'triggered'} onClick={() => setCategory(c.id)}>
+          <button key={c.id} type="button" className="category" aria-pressed={category === c.id} onClick={() => setCategory(c.id)}>
             <strong>{c.title}</strong>
             <span>{c.about}</span>
           </button>
@@ -160,7 +164,24 @@ export function NewFlow({ org }: { org: string }): ReactNode {
           </ul>
         </fieldset>
       ) : null}
-      {trigger ? <FlowForm org={org} trigger={trigger} segments={live(segments.data?.segments).map((s) => s.name)} /> : null}
+      {category === 'triggered' && trigger ? (
+        <fieldset className="cards">
+          <legend>What it does</legend>
+          <button type="button" className="category" aria-pressed={!withSteps} onClick={() => setWithSteps(false)}>
+            <strong>Send a message</strong>
+            <span>One message per entry, with variants, branches and a holdout.</span>
+          </button>
+          <button type="button" className="category" aria-pressed={withSteps} onClick={() => setWithSteps(true)}>
+            <strong>Steps</strong>
+            <span>Waits, waits for an event (“unless they bought”), several messages, and an exit event.</span>
+          </button>
+        </fieldset>
+      ) : null}
+      {category === 'triggered' && trigger && withSteps ? <StepsForm org={org} trigger={trigger} /> : null}
+      {category === 'triggered' && trigger && !withSteps ? <FlowForm org={org} trigger={trigger} segments={live(segments.data?.segments).map((s) => s.name)} /> : null}
+      {(category === 'scheduled' || category === 'recurring') && segments.data ? (
+        <SegmentSendForm key={category} org={org} category={category} segments={live(segments.data.segments).map((s) => s.name)} />
+      ) : null}
     </section>
   );
 }
@@ -183,10 +204,11 @@ function FlowForm({ org, trigger, segments, initial }: { org: string; trigger: s
     })),
   );
   const setBranch = (i: number, change: Partial<BranchDraft>) => setBranches(branches.map((b, j) => (j === i ? { ...b, ...change } : b)));
-  const [channel, setChannel] = useState<Channel>(initial?.message.channel ?? 'outbox');
-  const [url, setUrl] = useState(initial?.message.channel === 'webhook' ? initial.message.url : 'https://');
-  const [subject, setSubject] = useState(initial?.message.channel === 'email' ? initial.message.template.subject : 'Your {{ event.event_type }}');
-  const [template, setTemplate] = useState(initial ? templateTextOf(initial.message) : DEFAULT_TEMPLATE);
+  const initialMessage = initial?.message;
+  const [channel, setChannel] = useState<Channel>(initialMessage?.channel ?? 'outbox');
+  const [url, setUrl] = useState(initialMessage?.channel === 'webhook' ? initialMessage.url : 'https://');
+  const [subject, setSubject] = useState(initialMessage?.channel === 'email' ? initialMessage.template.subject : 'Your {{ event.event_type }}');
+  const [template, setTemplate] = useState(initialMessage ? templateTextOf(initialMessage) : DEFAULT_TEMPLATE);
   const [reentry, setReentry] = useState<'every_event' | 'once' | 'after'>(typeof reentryOf === 'object' ? 'after' : reentryOf);
   const [afterSeconds, setAfterSeconds] = useState(typeof reentryOf === 'object' ? reentryOf.afterSeconds : 86400);
   const [schedule, setSchedule] = useState(initial?.scheduleSeconds ?? 60);
@@ -381,7 +403,7 @@ function FlowForm({ org, trigger, segments, initial }: { org: string; trigger: s
         {branches.map((branch, i) => (
           <div className="row" key={i}>
             <label className="inline">
-              Field <input value={branch.field} onChange={(e) => setBranch(i, { field: e.target.value })} required pattern="(event|contact)(\.[A-Za-z0-9_]+)+" placeholder="event.properties.nights" />
+              Field <input value={branch.field} onChange={(e) => setBranch(i, { field: e.target.value })} required pattern="(event|contact|variant|wait)(\.[A-Za-z0-9_]+)+" placeholder="event.properties.nights" />
             </label>
             <label className="inline">
               Condition{' '}
@@ -486,13 +508,6 @@ function FlowForm({ org, trigger, segments, initial }: { org: string; trigger: s
   );
 }
 
-/** A saved message's template as the form edits it. */
-function templateTextOf(message: Message): string {
-  if (message.channel === 'email') return message.template.text;
-  const body = message.channel === 'webhook' ? message.template.body : message.template;
-  return typeof body === 'string' ? body : JSON.stringify(body, null, 2);
-}
-
 /** Editing a saved flow: the same form, filled in; its id and trigger stay. */
 export function EditFlow({ org, id }: { org: string; id: string }): ReactNode {
   const flow = useRequest(() => api<Flow>('GET', `/admin/v1/orgs/${seg(org)}/flows/${seg(id)}`), [org, id]);
@@ -501,27 +516,25 @@ export function EditFlow({ org, id }: { org: string; id: string }): ReactNode {
     <section aria-labelledby="edit-flow-title">
       <h2 id="edit-flow-title">Edit {flow.data?.definition.name ?? id}</h2>
       <Status request={flow} what="the flow" />
-      {flow.data && segments.data ? (
+      {flow.data && segments.data && flow.data.definition.category !== 'triggered' ? (
+        <SegmentSendForm
+          org={org}
+          category={flow.data.definition.category}
+          segments={segments.data.segments.filter((s) => s.liveVersion !== null).map((s) => s.name)}
+          initial={flow.data.definition}
+        />
+      ) : flow.data?.definition.steps ? (
+        <StepsForm org={org} trigger={flow.data.definition.trigger ?? ''} initial={flow.data.definition} />
+      ) : flow.data && segments.data ? (
         <FlowForm
           org={org}
-          trigger={flow.data.definition.trigger}
+          trigger={flow.data.definition.trigger ?? ''}
           segments={segments.data.segments.filter((s) => s.liveVersion !== null).map((s) => s.name)}
           initial={flow.data.definition}
         />
       ) : null}
     </section>
   );
-}
-
-/** The outbox channel takes a JSON object whose strings are templates; anything else is sent as text. */
-function parseTemplate(text: string): Record<string, unknown> {
-  try {
-    const value = JSON.parse(text) as unknown;
-    if (value && typeof value === 'object' && !Array.isArray(value)) return value as Record<string, unknown>;
-  } catch {
-    // not JSON: kept as one text member
-  }
-  return { text };
 }
 
 interface Send {
@@ -565,6 +578,7 @@ export function FlowDetail({ org, id }: { org: string; id: string }): ReactNode 
     }
   };
   const definition = flow.data?.definition;
+  const triggered = definition?.category === 'triggered';
   return (
     <section aria-labelledby="flow-title">
       <h2 id="flow-title">{definition?.name ?? id}</h2>
@@ -572,7 +586,16 @@ export function FlowDetail({ org, id }: { org: string; id: string }): ReactNode 
       {flow.data && definition ? (
         <>
           <p>
-            <span className={`badge ${flow.data.status === 'live' ? 'live' : ''}`}>{flow.data.status}</span> · trigger <code>{definition.trigger}</code>
+            <span className={`badge ${flow.data.status === 'live' ? 'live' : ''}`}>{flow.data.status}</span> ·{' '}
+            {triggered ? (
+              <>
+                trigger <code>{definition.trigger}</code>
+              </>
+            ) : (
+              <>
+                to segment <code>{definition.audience?.segment}</code>, {scheduleText(definition)}
+              </>
+            )}
             {definition.segmentFilter ? (
               <>
                 {' '}
@@ -580,7 +603,7 @@ export function FlowDetail({ org, id }: { org: string; id: string }): ReactNode 
               </>
             ) : null}
             {definition.experiment ? <> · variants {definition.experiment.variants.map((v) => `${v.label} (${v.weight}${v.holdout ? ', holdout' : ''})`).join(', ')}</> : null} ·{' '}
-            {definition.message.channel} · last run <Time iso={flow.data.lastRunAt} />
+            {definition.steps ? `${definition.steps.length} steps` : definition.message?.channel} · last run <Time iso={flow.data.lastRunAt} />
           </p>
           {flow.data.lastError ? <p className="error">{flow.data.lastError}</p> : null}
           <div className="row">
@@ -596,15 +619,18 @@ export function FlowDetail({ org, id }: { org: string; id: string }): ReactNode 
                 <button type="button" onClick={() => void act('pause')}>
                   Pause
                 </button>
-                <button type="button" onClick={() => void act('run')}>
-                  Run now
-                </button>
+                {triggered ? (
+                  <button type="button" onClick={() => void act('run')}>
+                    Run now
+                  </button>
+                ) : null}
               </>
             )}
           </div>
           {ran ? <p role="status">Run: {ran}</p> : null}
           <ErrorBox error={error} />
-          <SimulateContact org={org} id={id} />
+          {definition.steps ? <FlowStepsSection org={org} id={id} definition={definition} round={round} /> : null}
+          {triggered ? <SimulateContact org={org} id={id} /> : <Occurrences org={org} id={id} round={round} />}
           <FlowResultsSection org={org} id={id} round={round} />
           <Sends org={org} id={id} round={round} />
           <WhyNot org={org} id={id} round={round} />
@@ -616,7 +642,7 @@ export function FlowDetail({ org, id }: { org: string; id: string }): ReactNode 
 
 /** Sends per page; a status filter finds the failed and dead ones among many. */
 const SENDS_PAGE = 100;
-const SEND_STATUSES = ['pending', 'delivered', 'failed', 'dead', 'holdout', 'deferred', 'cancelled'] as const;
+const SEND_STATUSES = ['pending', 'delivered', 'failed', 'dead', 'holdout', 'entered', 'deferred', 'cancelled'] as const;
 
 function Sends({ org, id, round }: { org: string; id: string; round: number }): ReactNode {
   const [status, setStatus] = useState('');

@@ -25,3 +25,14 @@ export function normalizeEmail(email: string): string {
 export function emailHash(normalizedEmail: string): string {
   return sha256Hex(normalizedEmail);
 }
+
+/** Items by key, in first-seen order (Map.groupBy is Node 21+). */
+export function groupBy<T>(items: readonly T[], keyOf: (item: T) => string): Map<string, T[]> {
+  const groups = new Map<string, T[]>();
+  for (const item of items) {
+    const list = groups.get(keyOf(item));
+    if (list) list.push(item);
+    else groups.set(keyOf(item), [item]);
+  }
+  return groups;
+}

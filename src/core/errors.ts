@@ -40,6 +40,7 @@ export const errorCatalog = {
   invalid_flow: { status: 422, title: 'Flow definition refused' },
   flow_not_found: { status: 404, title: 'No such flow' },
   flow_exists: { status: 409, title: 'A flow with this id already exists' },
+  flow_not_triggered: { status: 409, title: 'A scheduled or recurring flow sends at its schedule, not by runs' },
   topic_not_found: { status: 404, title: 'No such subscription topic' },
   unsubscribe_link_invalid: { status: 404, title: 'Not a valid unsubscribe link' },
   erasure_not_found: { status: 404, title: 'No such erasure' },

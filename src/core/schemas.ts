@@ -42,7 +42,10 @@ export function validatorFor<T>(file: string, fragment = ''): ValidateFunction<T
 
 /** Ajv errors as `{ path, message }` with JSON-Pointer paths, unknown members named. */
 export function toProblemDetails(errors: ErrorObject[] | null | undefined): ProblemDetail[] {
-  return (errors ?? []).map((e) => {
+  // An `if` that failed its then/else says nothing the errors inside it do not say better.
+  return (errors ?? []).filter((e) => e.keyword !== 'if').map((e) => {
+    // A `false` subschema: a member the rest of the object rules out (a trigger on a scheduled flow).
+    if (e.keyword === 'false schema') return { path: e.instancePath, message: 'is not allowed here' };
     if (e.keyword === 'additionalProperties' || e.keyword === 'unevaluatedProperties') {
       const name = (e.params as { additionalProperty?: string; unevaluatedProperty?: string });
       const member = name.additionalProperty ?? name.unevaluatedProperty ?? '';

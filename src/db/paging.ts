@@ -40,6 +40,7 @@ export const PAGE_LIMITS = {
   sends: { fallback: 100, max: 1000 },
   decisions: { fallback: 100, max: 1000 },
   versions: { fallback: 100, max: 1000 },
+  occurrences: { fallback: 100, max: 1000 },
 } as const;
 
 /** Query-string members of a paged list (strings: the checks are limitOf's and the cursor's own). */

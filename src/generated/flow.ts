@@ -9,23 +9,52 @@ export type Message = (WebhookMessage | EmailMessage | OutboxMessage) & {
   channel: 'webhook' | 'email' | 'outbox';
 };
 /**
+ * Whose local time: the org's timeZone, or each contact's profile timezone (else the org's)
+ *
+ * This interface was referenced by `FlowDefinition`'s JSON-Schema
+ * via the `definition` "scheduleZone".
+ */
+export type ScheduleZone = 'org' | 'contact';
+/**
+ * This interface was referenced by `FlowDefinition`'s JSON-Schema
+ * via the `definition` "Step".
+ */
+export type Step = WaitStep | WaitUntilStep | MessageStep;
+/**
+ * An event name as stored (events.event_name, the admin API's eventType: a predefined name such as complete_transaction, or custom_<eventName>), or else the name of a trigger of the org (then its rows for the contact count)
+ *
+ * This interface was referenced by `FlowDefinition`'s JSON-Schema
+ * via the `definition` "EventRef".
+ */
+export type EventRef = string;
+/**
  * This interface was referenced by `FlowDefinition`'s JSON-Schema
  * via the `definition` "queryName".
  */
 export type QueryName = string;
+/**
+ * YYYY-MM-DD
+ *
+ * This interface was referenced by `FlowDefinition`'s JSON-Schema
+ * via the `definition` "localDate".
+ */
+export type LocalDate = string;
 
 /**
- * An event-triggered flow as POST/PUT /admin/v1/orgs/{slug}/flows take it (SPEC 8).
+ * A flow as POST/PUT /admin/v1/orgs/{slug}/flows take it (SPEC 8): triggered by events, or a scheduled or recurring send to a segment.
  */
 export interface FlowDefinition {
   id: string;
   name: string;
-  category: 'triggered';
-  entry: 'when_contact_triggers_event';
+  /**
+   * triggered: each row of a trigger enters its contact (entry, trigger). scheduled: one send to the members of a segment at a set time; recurring: every day or week (audience, schedule, message; no trigger)
+   */
+  category: 'triggered' | 'scheduled' | 'recurring';
+  entry?: 'when_contact_triggers_event';
   /**
    * Name of a trigger file queries/<org>/<trigger>.sql
    */
-  trigger: string;
+  trigger?: string;
   /**
    * Flows run on production events only; staging is refused with a reason.
    */
@@ -75,7 +104,37 @@ export interface FlowDefinition {
    * @maxItems 50
    */
   branches?: Branch[];
-  message: Message;
+  message?: Message;
+  /**
+   * scheduled and recurring: who is sent
+   */
+  audience?: {
+    /**
+     * Name of a segment file queries/<org>/segments/<segment>.sql returning email: its members when an occurrence starts are sent
+     */
+    segment: string;
+  };
+  /**
+   * scheduled: once (at); recurring: every day or week (every, time)
+   */
+  schedule?: OnceSchedule | RecurringSchedule;
+  /**
+   * scheduled and recurring: at most this many contacts decided (and sent) per second, whatever the segment's size. Default: 100
+   */
+  sendRatePerSecond?: number;
+  /**
+   * Instead of message (a flow has one or the other): what happens to each entry, in order (waits, waits for an event, messages). An entry waiting is stored, not held in memory: GET /admin/v1/orgs/{slug}/flows/{id}/waits lists them
+   *
+   * @minItems 1
+   * @maxItems 50
+   */
+  steps?: Step[];
+  /**
+   * With steps: when this event of the contact arrives after they entered, every entry of theirs still in the flow ends (exited) and sends nothing more
+   */
+  exit?: {
+    event: EventRef;
+  };
   goal?: Goal;
   /**
    * Default: every_event
@@ -150,7 +209,7 @@ export interface Branch {
  */
 export interface Condition {
   /**
-   * A dotted path into the template data, e.g. event.properties.nights
+   * A dotted path into the template data, e.g. event.properties.nights, variant.label, or (in a step after waitUntil) wait.outcome
    */
   field: string;
   op: 'eq' | 'ne' | 'gt' | 'gte' | 'lt' | 'lte' | 'in' | 'exists';
@@ -158,6 +217,77 @@ export interface Condition {
    * Compared with the field; an array for in; absent for exists
    */
   value?: string | number | boolean | null | unknown[];
+}
+/**
+ * This interface was referenced by `FlowDefinition`'s JSON-Schema
+ * via the `definition` "OnceSchedule".
+ */
+export interface OnceSchedule {
+  /**
+   * Local date and time, without an offset: 2026-12-01T09:00
+   */
+  at: string;
+  timeZone: ScheduleZone;
+}
+/**
+ * This interface was referenced by `FlowDefinition`'s JSON-Schema
+ * via the `definition` "RecurringSchedule".
+ */
+export interface RecurringSchedule {
+  every: 'day' | 'week';
+  /**
+   * Local time of day, HH:MM
+   */
+  time: string;
+  /**
+   * Required with every: week
+   */
+  weekday?: 'monday' | 'tuesday' | 'wednesday' | 'thursday' | 'friday' | 'saturday' | 'sunday';
+  timeZone: ScheduleZone;
+  /**
+   * The first local date an occurrence may fall on
+   */
+  startsOn?: string;
+  /**
+   * The last local date an occurrence may fall on
+   */
+  endsOn?: string;
+}
+/**
+ * This interface was referenced by `FlowDefinition`'s JSON-Schema
+ * via the `definition` "WaitStep".
+ */
+export interface WaitStep {
+  wait: {
+    seconds: number;
+  };
+}
+/**
+ * This interface was referenced by `FlowDefinition`'s JSON-Schema
+ * via the `definition` "WaitUntilStep".
+ */
+export interface WaitUntilStep {
+  waitUntil: {
+    event: EventRef;
+    timeoutSeconds: number;
+  };
+  /**
+   * When the contact's event arrives before the timeout: continue with the next step at once, or exit the flow. At the timeout the entry always continues. Later steps read which in wait.outcome ('event' or 'timeout')
+   */
+  then: 'continue' | 'exit';
+}
+/**
+ * This interface was referenced by `FlowDefinition`'s JSON-Schema
+ * via the `definition` "MessageStep".
+ */
+export interface MessageStep {
+  message: Message;
+  /**
+   * The first branch whose condition holds sends its message instead
+   *
+   * @maxItems 50
+   */
+  branches?: Branch[];
 }
 /**
  * What counts as a conversion: GET /admin/v1/orgs/{slug}/flows/{id}/results compares the variants and the holdout on it

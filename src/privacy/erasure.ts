@@ -27,7 +27,9 @@ import { ContactStore } from '../events/profiles/contact-store.js';
 import type { ProfileMaterializer } from '../events/profiles/profile-materializer.js';
 import type { Metrics } from '../ops/metrics.js';
 import { ConsentStore } from '../reactions/consent/consent-store.js';
+import { WaitStore } from '../reactions/flows/wait-store.js';
 import { SendStore } from '../reactions/flows/send-store.js';
+import { OccurrenceStore } from '../reactions/flows/occurrence-store.js';
 
 export type ErasureStatus = 'pending' | 'done';
 
@@ -176,6 +178,8 @@ export class Erasures {
           importedContacts: await ContactStore.eraseContact(c, email),
           consent: await ConsentStore.eraseContact(c, email),
           ...(await SendStore.eraseContact(c, email)),
+          occurrenceMembers: await OccurrenceStore.eraseContact(c, email),
+          flowEntries: await WaitStore.eraseContact(c, email),
         };
         for (const [kind, n] of Object.entries(before)) removed[kind] = (removed[kind] ?? 0) + n;
         await c.run('UPDATE erasures SET removed = $2 WHERE id = $1', [id, JSON.stringify(removed)]);

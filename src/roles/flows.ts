@@ -8,8 +8,12 @@ import fp from 'fastify-plugin';
 import { OrgUnavailable } from '../core/unavailable.js';
 import { registerScrapedGauge } from '../ops/metrics.js';
 import { openChannels } from '../reactions/channels/open-channels.js';
-import { FlowRunner } from '../reactions/flows/flow-runner.js';
+import { FlowRunner, SEGMENT_ROWS_PER_TRIGGER_ROW } from '../reactions/flows/flow-runner.js';
 import { DeferredSends } from '../reactions/flows/deferred-sends.js';
+import { OccurrenceStore } from '../reactions/flows/occurrence-store.js';
+import { ScheduledSends } from '../reactions/flows/scheduled-sends.js';
+import { FlowSteps } from '../reactions/flows/flow-steps.js';
+import { WaitStore } from '../reactions/flows/wait-store.js';
 import { SendDispatcher } from '../reactions/flows/send-dispatcher.js';
 import { SendStore } from '../reactions/flows/send-store.js';
 import { TemplateRenderer } from '../reactions/flows/template-renderer.js';
@@ -24,6 +28,11 @@ export interface FlowsRole {
   renderer: TemplateRenderer;
   /** Sends deferred by quiet hours, released when they end. */
   deferred: DeferredSends;
+  /** Scheduled and recurring sends to a segment, started and sent at their schedule. */
+  scheduled: ScheduledSends;
+  /** Entries of flows with steps, moved along them. */
+  steps: FlowSteps;
+  waits: WaitStore;
 }
 
 declare module 'fastify' {
@@ -49,6 +58,11 @@ export const flowsRole = fp(
       clock: ctx.clock,
     });
     const sends = new SendStore(orgData);
+    const waits = new WaitStore(orgData);
+    const quietHoursOf = (org: string) => {
+      const settings = orgs.cached(org);
+      return { quietHours: settings?.quietHours, timeZone: settings?.timeZone ?? 'UTC' };
+    };
     const dispatcher = new SendDispatcher({
       sends,
       ctx,
@@ -74,11 +88,10 @@ export const flowsRole = fp(
       maxRows: config.triggerMaxRows,
       refreshProfiles: (keys) => storage.refresher.enqueue(keys),
       capsOf: (org) => orgs.cached(org)?.frequencyCaps ?? [],
-      quietHoursOf: (org) => {
-        const settings = orgs.cached(org);
-        return { quietHours: settings?.quietHours, timeZone: settings?.timeZone ?? 'UTC' };
-      },
+      quietHoursOf,
       deferredDue: (org, at) => deferred.noteDue(org, at),
+      waits,
+      stepsDue: (org, at) => steps.noteDue(org, at),
       consent: storage.consent,
       links: storage.links,
     });
@@ -94,9 +107,48 @@ export const flowsRole = fp(
       metrics,
       logger,
     });
-    app.decorate('flowsRole', { runner, dispatcher, renderer, deferred });
+    const steps = new FlowSteps({
+      orgs: orgData,
+      waits,
+      sends,
+      flows: storage.flows,
+      triggers: storage.triggers,
+      profiles: app.profiles,
+      consent: storage.consent,
+      links: storage.links,
+      renderer,
+      capsOf: (org) => orgs.cached(org)?.frequencyCaps ?? [],
+      quietHoursOf,
+      exclusive: (org, work) => runner.exclusive(org, work),
+      dispatcher,
+      ctx,
+      metrics,
+      logger,
+      timeoutMs: config.triggerTimeoutMs,
+      maxRows: config.triggerMaxRows,
+    });
+    const scheduled = new ScheduledSends({
+      orgs: orgData,
+      flows: storage.flows,
+      triggers: storage.triggers,
+      occurrences: new OccurrenceStore(orgData),
+      sends,
+      profiles: app.profiles,
+      consent: storage.consent,
+      links: storage.links,
+      renderer,
+      capsOf: (org) => orgs.cached(org)?.frequencyCaps ?? [],
+      quietHoursOf,
+      exclusive: (org, work) => runner.exclusive(org, work),
+      afterCommit: (org, flowId, decisions) => runner.afterCommit(org, flowId, decisions),
+      ctx,
+      logger,
+      timeoutMs: config.triggerTimeoutMs,
+      maxMembers: config.triggerMaxRows * SEGMENT_ROWS_PER_TRIGGER_ROW,
+    });
+    app.decorate('flowsRole', { runner, dispatcher, renderer, deferred, steps, waits, scheduled });
     // Stops polling trigger files, lets a running flow run finish, stops deliveries (retries stay pending).
-    app.addHook('onClose', () => runSteps([() => storage.triggers.stopWatching(), () => runner.close(), () => deferred.close(), () => renderer.close(), () => dispatcher.close(), () => channels.close()]));
+    app.addHook('onClose', () => runSteps([() => storage.triggers.stopWatching(), () => runner.close(), () => deferred.close(), () => steps.close(), () => scheduled.close(), () => renderer.close(), () => dispatcher.close(), () => channels.close()]));
 
     /** Sends recorded as pending and not queued in this process, org by org: one unavailable org does not hold the others'. */
     const resumePending = async (slugs: string[]): Promise<void> => {
@@ -111,6 +163,7 @@ export const flowsRole = fp(
     storage.onOrgAvailable(async (slug) => {
       await resumePending([slug]);
       await deferred.load([slug]);
+      await steps.load([slug]);
     });
     // An erasure's deletions and the org's runs never overlap; the contact's queued sends are not attempted.
     storage.erasures.serializeWith((org, work) => runner.exclusive(org, work));
@@ -118,6 +171,8 @@ export const flowsRole = fp(
     storage.onOrgDropped(async (slug) => {
       await runner.forgetOrg(slug);
       deferred.forgetOrg(slug);
+      steps.forgetOrg(slug);
+      scheduled.forgetOrg(slug);
       dispatcher.dropOrg(slug);
     });
     // A flow run's commit may have been made just before the storage process ended, its answer lost:
@@ -127,9 +182,12 @@ export const flowsRole = fp(
     storage.triggers.watch(QUERIES_POLL_MS);
     await resumePending(await ownedSlugs());
     await deferred.load(await ownedSlugs());
+    await steps.load(await ownedSlugs());
     renderer.start();
     runner.start();
     deferred.start();
+    steps.start();
+    scheduled.start();
   },
   { name: 'audience-flows-role', dependencies: ['audience-storage-role'] },
 );

@@ -80,6 +80,20 @@ function unsplitCompoundDefs(schema: Schema): Schema {
   return { ...schema, $defs: Object.fromEntries(defs) };
 }
 
+/**
+ * `allOf` members that are only if/then/else (flow.schema.json's requirements per category) type nothing
+ * the properties do not: left out, so the schema stays one interface instead of an intersection of
+ * nameless parts.
+ */
+function withoutConditionals(schema: Schema): Schema {
+  const conditional = (s: unknown) => Object.keys(s as object).every((k) => k === 'if' || k === 'then' || k === 'else');
+  const allOf = schema.allOf as unknown[] | undefined;
+  if (!allOf?.some(conditional)) return schema;
+  const { allOf: _dropped, ...rest } = schema;
+  const kept = allOf.filter((s) => !conditional(s));
+  return kept.length > 0 ? { ...rest, allOf: kept } as Schema : rest as Schema;
+}
+
 const declared = (ts: string) => [...ts.matchAll(/^export (?:type|interface|enum) (\w+)/gm)].map((m) => m[1]!);
 
 const outputs = new Map<string, string>();
@@ -87,7 +101,7 @@ const declaredIn = new Map<string, string>();
 for (const file of files) {
   const { schema, imports } = externalRefsAsNames(file);
   const importLines = [...imports].map(([module, names]) => `import type { ${[...names].sort().join(', ')} } from '${module}';`);
-  const ts = await compile(unsplitCompoundDefs(schema), file, {
+  const ts = await compile(unsplitCompoundDefs(withoutConditionals(schema)), file, {
     cwd: schemasDir,
     bannerComment: [banner, ...importLines].join('\n'),
     additionalProperties: false,

@@ -47,6 +47,13 @@ t.test('schema-driven requests: no 500, every answer as documented', async (t) =
   }
   await h.collect({ ...customEvent(credentials.production), clientId: 42 });
   await runFlow(h, 'welcome');
+  // A scheduled send due this minute, sent to the segment: its occurrences list has one.
+  const create = await h.admin('POST', '/admin/v1/orgs/acme/flows', {
+    id: 'once', name: 'Once', category: 'scheduled', audience: { segment: 'vip' },
+    schedule: { at: new Date().toISOString().slice(0, 16), timeZone: 'org' }, message: { channel: 'outbox', template: { text: 'hi' } },
+  });
+  if (create.statusCode !== 201 || (await h.admin('POST', '/admin/v1/orgs/acme/flows/once/start')).statusCode !== 200) throw new Error(create.body);
+  await h.app.flowsRole!.scheduled.sendDue();
   const known: Record<string, string> = { slug: 'acme', env: 'staging', name: 'booking_completed', id: 'welcome', code: 'schema_violation', writeKey: credentials.staging.writeKey, type: 'track' };
   const tokenId = (await h.admin('POST', '/admin/v1/orgs/acme/tokens', { createdBy: 'revoke@example.com' })).json().id as string;
   const event = (i: number) => customEvent(credentials.production, { messageId: `fuzz-${i}`, traits: { email: 'ada@example.com' } });
@@ -73,6 +80,8 @@ t.test('schema-driven requests: no 500, every answer as documented', async (t) =
     replaceFlow: { body: definition('welcome') },
     getFlowResults: { query: { from: '2020-01-01T00:00:00Z' } },
     simulateFlow: { body: { identity: 'email:ada@example.com' } },
+    listFlowWaits: { query: { identity: 'email:ada@example.com', limit: '10' } },
+    listFlowOccurrences: { params: { id: 'once' } },
     previewFlowMessage: { body: { trigger: 'booking_completed', message: { channel: 'outbox', template: { text: 'hi {{ contact.email_address }}' } } } },
     revokeToken: { params: { id: tokenId } },
     // The tracking API: one message per Segment type, a batch, an import, Jitsu's paths.

@@ -7,7 +7,7 @@
  */
 import type { RenderedMessage } from '../channels/types.js';
 import { isEmailAddress, normalizeEmail } from '../../core/domain.js';
-import type { FlowDefinition, Message, Variant } from '../../generated/flow.js';
+import type { FlowDefinition, Message, MessageStep, Variant } from '../../generated/flow.js';
 import type { IdentityType, Profile } from '../../events/profiles/profile-index.js';
 import type { EventTime } from '../../events/compaction/event-times.js';
 import type { SendCounts } from './frequency-caps.js';
@@ -98,13 +98,31 @@ export interface Deferred extends DeferredEntry {
   message: RenderedMessage;
 }
 
+/**
+ * The contact entered a flow with steps: the entry is stored (wait-store.ts) and its steps run from the
+ * first (flow-steps.ts); each message step is decided when it is reached.
+ */
+export interface EnteredSteps extends Keyed {
+  outcome: 'entered';
+  variant: string | null;
+  reason: null;
+  /** When the entry's event happened (epoch ms): a waitUntil or exit event counts from then. */
+  eventAt: number;
+  data: EntryData;
+}
+
+/** The template data an entry keeps for its later messages (the contact is read again when each is sent). */
+export type EntryData = Pick<TemplateData, 'event' | 'flow' | 'variant'>;
+
 /** What `decide` returns: a `sent` or deferred row carries the message still to render. */
-export type Decision = NoIdentity | Failed | Skipped | Holdout | ToRender | ToDefer;
+export type Decision = NoIdentity | Failed | Skipped | Holdout | ToRender | ToDefer | EnteredSteps;
 /** A decision after rendering (template-renderer.ts): what a run records and sends. */
-export type RenderedDecision = NoIdentity | Failed | Skipped | Holdout | Sent | Deferred;
+export type RenderedDecision = NoIdentity | Failed | Skipped | Holdout | Sent | Deferred | EnteredSteps;
 export type Outcome = Decision['outcome'];
 /** Every outcome, as the decisions endpoint documents them (`satisfies` and the line below: each one, once). */
-export const OUTCOMES = ['sent', 'deferred_quiet_hours', 'holdout', 'no_identity', 'failed', 'duplicate', 'suppressed', 'backfill', 'too_old', 'unsubscribed', 'excluded_by_segment', 'reentry_blocked', 'frequency_capped'] as const satisfies readonly Outcome[];
+export const OUTCOMES = ['sent', 'deferred_quiet_hours', 'holdout', 'entered', 'no_identity', 'failed', 'duplicate', 'suppressed', 'backfill', 'too_old', 'unsubscribed', 'excluded_by_segment', 'reentry_blocked', 'frequency_capped'] as const satisfies readonly Outcome[];
+/** Outcomes of the steps of an entry (flow-steps.ts) beside those: the entry left the flow on an event. */
+export const STEP_OUTCOMES = ['exited'] as const;
 const everyOutcomeListed: [Exclude<Outcome, (typeof OUTCOMES)[number]>] extends [never] ? true : never = true;
 void everyOutcomeListed;
 
@@ -190,6 +208,11 @@ export function decide(row: Record<string, unknown>, state: RunState): Decision 
     enter();
     return { ...keyed, outcome: 'holdout', variant: variant.label, reason: null };
   }
+  if (state.flow.steps) {
+    enter();
+    const data: EntryData = { event: eventData(row), flow: { id: state.flow.id, name: state.flow.name }, variant: variant ? { label: variant.label } : null };
+    return { ...keyed, outcome: 'entered', variant: variant?.label ?? null, reason: null, eventAt: time?.at ?? state.now, data };
+  }
   const template = messageToRender(row, state.flow, email, variant, state.profile, state.unsubscribeUrl(email));
   const capped = state.sendCounts.capped(email, template.message.channel, state.now);
   if (capped) return skip('frequency_capped', capped);
@@ -210,7 +233,7 @@ export function decide(row: Record<string, unknown>, state: RunState): Decision 
  */
 export function messageToRender(
   row: Record<string, unknown>,
-  flow: Pick<FlowDefinition, 'id' | 'name' | 'message' | 'branches'>,
+  flow: Pick<FlowDefinition, 'id' | 'name' | 'message' | 'branches' | 'steps'>,
   email: string | null,
   variant: Pick<Variant, 'label' | 'message'> | undefined,
   profile: RunState['profile'],
@@ -254,10 +277,15 @@ function reentryBlock(email: string, state: RunState): string | null {
   return state.now - last < waitMs ? `reentry after ${rule.afterSeconds} s: last entry ${Math.round((state.now - last) / 1000)} s ago` : null;
 }
 
-/** Variant message, else the first matching branch, else the flow message (SPEC 8). */
-export function messageFor(flow: Pick<FlowDefinition, 'message' | 'branches'>, variant: Pick<Variant, 'message'> | undefined, data: TemplateData): Message {
+/**
+ * Variant message, else the first matching branch, else the flow message (SPEC 8). A flow with steps
+ * has none here (validate-flow.ts): its first message step stands in (a preview shows that one).
+ */
+export function messageFor(flow: Pick<FlowDefinition, 'message' | 'branches' | 'steps'>, variant: Pick<Variant, 'message'> | undefined, data: TemplateData): Message {
   if (variant?.message) return variant.message;
-  return flow.branches?.find((b) => matches(b.when, data))?.message ?? flow.message;
+  const step: Pick<MessageStep, 'message' | 'branches'> | undefined = flow.message ? { message: flow.message, branches: flow.branches } : flow.steps?.find((s): s is MessageStep => 'message' in s);
+  if (!step) throw new Error('a flow has a message or a message step (validate-flow.ts)');
+  return step.branches?.find((b) => matches(b.when, data))?.message ?? step.message;
 }
 
 /** The row's columns (ts as ISO text), `raw` the parsed event, `properties` the event's own properties. */

@@ -12,6 +12,7 @@
  */
 import type { FastifyBaseLogger } from 'fastify';
 import type { Context } from '../../core/context.js';
+import { groupBy } from '../../core/domain.js';
 import type { OrgStorage } from '../../db/org-storage.js';
 import { suppressedAmong } from '../../events/compaction/tombstones.js';
 import type { FrequencyCaps } from '../../generated/org.js';
@@ -134,14 +135,4 @@ export class DeferredSends {
       return { sendId: r.sendId, outcome: 'sent', reason: null };
     });
   }
-}
-
-function groupBy<T>(items: readonly T[], keyOf: (item: T) => string): Map<string, T[]> {
-  const groups = new Map<string, T[]>();
-  for (const item of items) {
-    const list = groups.get(keyOf(item));
-    if (list) list.push(item);
-    else groups.set(keyOf(item), [item]);
-  }
-  return groups;
 }

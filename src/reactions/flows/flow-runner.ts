@@ -21,21 +21,21 @@ import type { Metrics } from '../../ops/metrics.js';
 import { PeriodicTask } from '../../core/periodic-task.js';
 import type { ContactKey } from '../../events/profiles/profile-materializer.js';
 import type { ProfileIndex } from '../../events/profiles/profile-index.js';
-import { suppressedAmong } from '../../events/compaction/tombstones.js';
-import { type QuietHours, quietUntilAt } from '../../core/quiet-hours.js';
+import type { QuietHours } from '../../core/quiet-hours.js';
 import { eventTimes } from '../../events/compaction/event-times.js';
 import { QueryFailed, runSandboxed, windowOf, withSandbox } from '../triggers/sandbox.js';
 import { SandboxBusy, SandboxPaused } from '../../db/untrusted.js';
 import type { LiveQuery, TriggerStore } from '../triggers/trigger-store.js';
-import { type Decision, decide, type RenderedDecision, resolveEmail, type RunState, textOf } from './decide.js';
+import { type Decision, decide, type EnteredSteps, type RenderedDecision, resolveEmail, type RunState, textOf } from './decide.js';
 import type { FlowRecord, FlowStore } from './flow-store.js';
 import type { SendDispatcher } from './send-dispatcher.js';
 import type { PendingSend, SendStore } from './send-store.js';
+import type { WaitStore } from './wait-store.js';
 import { renderDecisions, type TemplateRenderer } from './template-renderer.js';
-import { type CapRules, lookbackMs, SendCounts } from './frequency-caps.js';
+import { contactState } from './contact-state.js';
 import type { FlowDefinition } from '../../generated/flow.js';
 import type { FrequencyCaps } from '../../generated/org.js';
-import { type ConsentStore, topicsOf } from '../consent/consent-store.js';
+import type { ConsentStore } from '../consent/consent-store.js';
 import type { UnsubscribeLinks } from '../consent/unsubscribe-link.js';
 import { YIELD_EVERY, yieldNow } from '../../db/yield-now.js';
 
@@ -66,7 +66,7 @@ interface WindowRead {
 
 const TICK_MS = 100;
 /** A segment may return this many rows per trigger row a run may take (it lists contacts, not events). */
-const SEGMENT_ROWS_PER_TRIGGER_ROW = 10;
+export const SEGMENT_ROWS_PER_TRIGGER_ROW = 10;
 
 
 export class FlowRunner {
@@ -98,6 +98,10 @@ export class FlowRunner {
       quietHoursOf(org: string): { quietHours?: QuietHours | undefined; timeZone: string };
       /** Sends of the org were deferred until `at` (deferred-sends.ts releases them then). */
       deferredDue(org: string, at: number): void;
+      /** Entries of flows with steps: written with the run's decisions (flow-steps.ts moves them on). */
+      waits: Pick<WaitStore, 'enter'>;
+      /** Entries of the org entered steps at `at`. */
+      stepsDue(org: string, at: number): void;
       /** The org's frequencyCaps now (the org's settings, kept in memory). */
       capsOf(org: string): FrequencyCaps;
       consent: Pick<ConsentStore, 'unsubscribed'>;
@@ -123,6 +127,8 @@ export class FlowRunner {
   /** Runs every live flow whose schedule is due (one at a time: they share the DuckDB connection). */
   async runDue(): Promise<void> {
     for (const flow of this.deps.flows.live()) {
+      // Scheduled and recurring flows send at their schedule (scheduled-sends.ts), not by runs.
+      if (flow.definition.category !== 'triggered') continue;
       const key = `${flow.org}/${flow.definition.id}`;
       const now = Date.now();
       const interval = (flow.definition.scheduleSeconds ?? 60) * 1000;
@@ -164,8 +170,10 @@ export class FlowRunner {
   private async runNow(org: string, id: string): Promise<RunSummary> {
     const flow = this.deps.flows.get(org, id);
     if (flow.status !== 'live') return { skipped: `flow is ${flow.status}`, rows: 0, decisions: [] };
-    const trigger = this.deps.triggers.live(org, 'trigger', flow.definition.trigger);
-    if (!trigger) return this.fail(flow, `trigger ${flow.definition.trigger} has no valid version`);
+    const triggerName = flow.definition.trigger;
+    if (triggerName === undefined) return { skipped: `a ${flow.definition.category} flow sends at its schedule, not by runs`, rows: 0, decisions: [] };
+    const trigger = this.deps.triggers.live(org, 'trigger', triggerName);
+    if (!trigger) return this.fail(flow, `trigger ${triggerName} has no valid version`);
     const segmentName = flow.definition.segmentFilter?.segment;
     const segment = segmentName === undefined ? undefined : this.deps.triggers.live(org, 'segment', segmentName);
     if (segmentName !== undefined && !segment) return this.fail(flow, `segment ${segmentName} has no valid version`);
@@ -181,9 +189,10 @@ export class FlowRunner {
       const decisions = await renderDecisions(this.deps.renderer, await decideAll(read.rows, state));
       // Runs of one flow are serialized here; the cursor check in advance() keeps a second process or a
       // restarted runner from writing a window twice.
-      const committed = await this.deps.flows.advance(org, id, { from: window.start, to: read.end }, now, (c) =>
-        this.deps.sends.record(c, org, { id, transactional: flow.definition.transactional ?? false }, trigger.hash, decisions, now),
-      );
+      const committed = await this.deps.flows.advance(org, id, { from: window.start, to: read.end }, now, async (c) => {
+        await this.deps.sends.record(c, org, { id, transactional: flow.definition.transactional ?? false }, trigger.hash, decisions, now);
+        await this.deps.waits.enter(c, org, id, trigger.hash, decisions.filter((d): d is EnteredSteps => d.outcome === 'entered'), read.end, now);
+      });
       if (!committed) return { skipped: 'the flow moved on while this run read its window', rows: 0, decisions: [] };
       this.afterCommit(org, id, decisions);
       return { rows: read.rows.length, decisions, ...(read.end < window.end ? { more: true } : {}) };
@@ -204,8 +213,8 @@ export class FlowRunner {
    * draft; `trigger` the version to run (default: the live one).
    */
   async simulate(org: string, flow: FlowDefinition, email: string, window: { start: bigint; end: bigint }, trigger?: LiveQuery): Promise<Simulation> {
-    const query = trigger ?? this.deps.triggers.live(org, 'trigger', flow.trigger);
-    if (!query) throw new QueryFailed(`trigger ${flow.trigger} has no valid version`);
+    const query = trigger ?? (flow.trigger === undefined ? undefined : this.deps.triggers.live(org, 'trigger', flow.trigger));
+    if (!query) throw new QueryFailed(flow.trigger === undefined ? `a ${flow.category} flow has no trigger` : `trigger ${flow.trigger} has no valid version`);
     const segmentName = flow.segmentFilter?.segment;
     const segment = segmentName === undefined ? undefined : this.deps.triggers.live(org, 'segment', segmentName);
     if (segmentName !== undefined && !segment) throw new QueryFailed(`segment ${segmentName} has no valid version`);
@@ -228,22 +237,9 @@ export class FlowRunner {
       now,
       ...(read.segment ? { segment: read.segment } : {}),
       keys: await this.deps.sends.usedKeys(org, flow.id, eventIds),
-      lastEntry: await this.deps.sends.lastEntries(org, flow.id, emails),
       eventTimes: await eventTimes(this.deps.orgs.org(org), org, eventIds, { start, end: read.end }),
-      sendCounts: await this.sendCounts(org, flow, emails, now),
-      suppressed: await suppressedAmong(this.deps.orgs.org(org), emails),
-      unsubscribed: await this.deps.consent.unsubscribed(org, emails, topicsOf(flow)),
-      unsubscribeUrl: (email) => this.deps.links.forFlow(org, flow, email),
-      quietUntil: this.quietUntil(org, flow, now, profile),
-      profile,
+      ...(await contactState(this.deps, org, flow, emails, now)),
     };
-  }
-
-  /** The sends the caps of this flow and its org count, for the contacts of the run. */
-  private async sendCounts(org: string, flow: FlowDefinition, emails: string[], now: number): Promise<SendCounts> {
-    const rules: CapRules = { org: this.deps.capsOf(org), flow: flow.frequencyCap, flowId: flow.id, transactional: flow.transactional ?? false };
-    const lookback = lookbackMs(rules);
-    return new SendCounts(rules, lookback === 0 ? new Map() : await this.deps.sends.recentSends(org, emails, now - lookback));
   }
 
   /** The run's window (cursor, newest visible_at], or undefined when nothing new is visible. */
@@ -294,16 +290,12 @@ export class FlowRunner {
     return row?.below ?? row?.first ?? undefined;
   }
 
-  /** The flow's quiet hours (its own, else the org's), in the contact's zone or the one they name. */
-  private quietUntil(org: string, flow: FlowDefinition, now: number, profile: RunState['profile']): RunState['quietUntil'] {
-    const settings = this.deps.quietHoursOf(org);
-    return quietUntilAt(now, flow.quietHours ?? settings.quietHours, settings.timeZone, (email) => profile('email', email)?.timezone);
-  }
-
-  private afterCommit(org: string, flowId: string, decisions: RenderedDecision[]): void {
+  /** What follows a commit of decisions (a run's, or a scheduled chunk's): sends queued, holdouts' profiles, deferred and step releases. */
+  afterCommit(org: string, flowId: string, decisions: RenderedDecision[]): void {
     const sends: PendingSend[] = [];
     const holdouts: ContactKey[] = [];
     let deferredUntil = Infinity;
+    let stepsDue = false;
     for (const d of decisions) {
       this.deps.metrics.flowDecisions.inc({ outcome: d.outcome });
       switch (d.outcome) {
@@ -315,6 +307,9 @@ export class FlowRunner {
           break;
         case 'deferred_quiet_hours':
           deferredUntil = Math.min(deferredUntil, d.dueAt);
+          break;
+        case 'entered':
+          stepsDue = true;
           break;
         case 'no_identity':
         case 'failed':
@@ -334,6 +329,7 @@ export class FlowRunner {
     this.deps.dispatcher.enqueue(sends);
     if (holdouts.length > 0) this.deps.refreshProfiles(holdouts);
     if (deferredUntil < Infinity) this.deps.deferredDue(org, deferredUntil);
+    if (stepsDue) this.deps.stepsDue(org, this.deps.ctx.clock.now());
   }
 
   private async fail(flow: FlowRecord, reason: string): Promise<RunSummary> {

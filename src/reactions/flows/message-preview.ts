@@ -43,7 +43,7 @@ export interface PreviewDeps {
 
 /** `flow`: a checked definition (checkFlow); `variant`: the label of the variant to show, if any. */
 export async function previewMessage(deps: PreviewDeps, org: string, flow: FlowDefinition, variant: string | undefined): Promise<MessagePreview> {
-  const trigger = deps.triggers.live(org, 'trigger', flow.trigger);
+  const trigger = flow.trigger === undefined ? undefined : deps.triggers.live(org, 'trigger', flow.trigger);
   if (!trigger) throw new AppError('invalid_flow', `/trigger: trigger ${flow.trigger} does not exist or has no valid version`);
   const db = deps.storage.org(org);
   const end = await db.exclusive(newestVisibleAt);

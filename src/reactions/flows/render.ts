@@ -19,6 +19,8 @@ export interface TemplateData {
   variant: { label: string } | null;
   /** The contact's unsubscribe link for this flow's topic; null for a transactional flow (SPEC 8). */
   unsubscribe_url: string | null;
+  /** In a flow's steps: how the last waitUntil ended (flow-steps.ts). */
+  wait?: { outcome: 'event' | 'timeout' | null };
 }
 
 /** What one message may cost; every template string of the message draws on the same allowance. */

@@ -17,7 +17,7 @@ import { type Keyed, type Keyset, type PageRequest, readPage } from '../../db/pa
 import type { Sql } from '../../db/sql.js';
 import type { Sweep } from '../../db/sweep.js';
 import type { OrgStorage } from '../../db/org-storage.js';
-import { type Deferred, type Holdout, type RenderedDecision, type Sent, sendKey } from './decide.js';
+import { type Deferred, type EnteredSteps, type Holdout, type RenderedDecision, type Sent, sendKey } from './decide.js';
 import type { PastSend } from './frequency-caps.js';
 
 /** An outbox row to deliver. */
@@ -29,6 +29,19 @@ export interface PendingSend {
   eventId: string;
   variant: string | null;
   message: RenderedMessage;
+}
+
+/** What a step of an entry came to (flow-steps.ts): the entry's exit, or why its message step sent nothing. */
+export interface StepDecision {
+  flowId: string;
+  triggerHash: string;
+  email: string;
+  /** `<entry event id>#<step>`. */
+  eventId: string;
+  outcome: string;
+  reason: string | null;
+  variant: string | null;
+  sendId: string | null;
 }
 
 /** How one send ended. */
@@ -106,6 +119,16 @@ export class SendStore {
     return new Set(used.map((u) => sendKey(u.email, u.event_id)));
   }
 
+  /** usedKeys of one event id among these contacts only (a scheduled occurrence: one id, up to millions of contacts). */
+  async usedKeysAmong(org: string, flowId: string, eventId: string, emails: string[]): Promise<Set<string>> {
+    if (emails.length === 0) return new Set();
+    const used = await this.orgs.org(org).all<{ email: string }>(
+      'SELECT email FROM flow_sends WHERE org = $1 AND flow_id = $2 AND event_id = $3 AND email IN (SELECT unnest($4::VARCHAR[]))',
+      [org, flowId, eventId, listValue(emails)],
+    );
+    return new Set(used.map((u) => sendKey(u.email, eventId)));
+  }
+
   /** Per contact, when the flow last entered them (epoch ms). */
   async lastEntries(org: string, flowId: string, emails: string[]): Promise<Map<string, number>> {
     if (emails.length === 0) return new Map();
@@ -160,9 +183,11 @@ export class SendStore {
       appendNullable(a, d.reason);
       a.appendTimestampTZ(at);
     });
-    const entered = decisions.filter((d): d is Sent | Holdout | Deferred => d.outcome === 'sent' || d.outcome === 'holdout' || d.outcome === 'deferred_quiet_hours');
+    const entered = decisions.filter(
+      (d): d is Sent | Holdout | Deferred | EnteredSteps => d.outcome === 'sent' || d.outcome === 'holdout' || d.outcome === 'deferred_quiet_hours' || d.outcome === 'entered',
+    );
     await c.appendRows({ table: 'flow_sends' }, entered, (a, d) => {
-      const message = d.outcome === 'holdout' ? null : d.message;
+      const message = d.outcome === 'holdout' || d.outcome === 'entered' ? null : d.message;
       a.appendVarchar(d.sendId);
       a.appendVarchar(org);
       a.appendVarchar(flowId);
@@ -172,7 +197,7 @@ export class SendStore {
       appendNullable(a, message?.channel ?? null);
       appendNullable(a, message ? JSON.stringify(message) : null);
       a.appendVarchar(triggerHash);
-      a.appendVarchar(d.outcome === 'sent' ? 'pending' : d.outcome === 'holdout' ? 'holdout' : 'deferred');
+      a.appendVarchar(d.outcome === 'sent' ? 'pending' : d.outcome === 'deferred_quiet_hours' ? 'deferred' : d.outcome);
       a.appendInteger(0);
       a.appendNull();
       a.appendTimestampTZ(at);
@@ -180,6 +205,25 @@ export class SendStore {
       a.appendBoolean(flow.transactional);
       if (d.outcome === 'deferred_quiet_hours') a.appendTimestampTZ(tsParam(d.dueAt));
       else a.appendNull();
+    });
+  }
+
+  /** Decision rows of steps that sent nothing (flow-steps.ts), in the pass's transaction `c`. */
+  async recordStepDecisions(c: Sql, org: string, decisions: readonly StepDecision[], now: number): Promise<void> {
+    const at = tsParam(now);
+    await c.appendRows({ table: 'flow_decisions' }, decisions, (a, d) => {
+      a.appendVarchar(org);
+      a.appendVarchar(d.flowId);
+      a.appendVarchar(d.email);
+      a.appendVarchar(d.email);
+      a.appendVarchar('email');
+      a.appendVarchar(d.eventId);
+      a.appendVarchar(d.outcome);
+      appendNullable(a, d.variant);
+      appendNullable(a, d.sendId);
+      a.appendVarchar(d.triggerHash);
+      appendNullable(a, d.reason);
+      a.appendTimestampTZ(at);
     });
   }
 

@@ -235,6 +235,7 @@ export async function renderDecisions(renderer: Pick<TemplateRenderer, 'render'>
         const { dueAt: _due, ...entered } = deferred;
         return { ...entered, outcome: 'failed', reason: result.reason };
       }
+      case 'entered':
       case 'no_identity':
       case 'failed':
       case 'duplicate':

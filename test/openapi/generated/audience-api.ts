@@ -1124,7 +1124,7 @@ export interface paths {
         put?: never;
         /**
          * Run a flow now, once
-         * @description Runs its window now instead of waiting for its schedule: a live flow only (`skipped` says why not). It sends for real: there is no dry run here, and a body with any member is refused (400, the member named). To see what a flow would send, preview its trigger and its message.
+         * @description Runs its window now instead of waiting for its schedule: a live triggered flow only (`skipped` says why not; a scheduled or recurring flow answers 409 `flow_not_triggered`: it sends at its schedule). It sends for real: there is no dry run here, and a body with any member is refused (400, the member named). To see what a flow would send, preview its trigger and its message.
          */
         post: operations["runFlow"];
         delete?: never;
@@ -1227,6 +1227,46 @@ export interface paths {
          * @description The contact's trigger rows over the window (default: the last 24 h before the newest event) and, for each, the decision a run would take now (with its reason: segment, consent, caps, quiet hours, re-entry, age, suppression), the variant and the rendered message. `definition`: a draft flow instead of the saved one; `sql`: a trigger version to run instead of the live one.
          */
         post: operations["simulateFlow"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/orgs/{slug}/flows/{id}/waits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Entries of a flow with steps that are still in them, for the flow or one contact
+         * @description Oldest entry first; `total` counts them all. An entry leaves this list when its last step has run or it exited.
+         */
+        get: operations["listFlowWaits"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/orgs/{slug}/flows/{id}/occurrences": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A scheduled or recurring flow's occurrences: status, members, progress, outcomes
+         * @description Newest first. An occurrence is one local date-time of the schedule (`2026-12-01T09:00`); `sending` while members are left (`nextDueAt`: when the next is due, later in the contacts' own zones), `done`, or `skipped` (`reason`). `members` is the segment's size when it started, `missed` those due more than an hour before it could start. A triggered flow has none. Per contact, `GET …/decisions` (event id `occurrence:<occurrence>`).
+         */
+        get: operations["listFlowOccurrences"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1410,7 +1450,7 @@ export interface components {
             /** @description What went wrong and how to fix it */
             detail?: string;
             /** @enum {string} */
-            code: "invalid_json" | "invalid_request" | "invalid_cursor" | "json_too_deep" | "invalid_credentials" | "invalid_admin_key" | "not_found" | "org_not_found" | "org_exists" | "schema_violation" | "message_rejected" | "payload_too_large" | "unsupported_media_type" | "internal_error" | "log_unavailable" | "not_ready" | "unhealthy" | "log_outcome_unknown" | "control_unavailable" | "invalid_token" | "audience_api_not_enabled" | "rate_limited" | "token_pool_full" | "token_ambiguous" | "token_not_found" | "invalid_identity" | "invalid_fields" | "contact_not_found" | "not_acceptable" | "invalid_trigger" | "trigger_not_found" | "trigger_query_failed" | "query_file_refused" | "invalid_flow" | "flow_not_found" | "flow_exists" | "topic_not_found" | "unsubscribe_link_invalid" | "erasure_not_found" | "shard_unavailable" | "shard_answer_too_large" | "compaction_behind" | "backup_in_progress" | "no_org_databases" | "sandbox_busy" | "sandbox_paused" | "storage_unavailable" | "org_unavailable" | "method_not_allowed" | "request_timeout" | "uri_too_long" | "headers_too_large" | "backup_file_refused";
+            code: "invalid_json" | "invalid_request" | "invalid_cursor" | "json_too_deep" | "invalid_credentials" | "invalid_admin_key" | "not_found" | "org_not_found" | "org_exists" | "schema_violation" | "message_rejected" | "payload_too_large" | "unsupported_media_type" | "internal_error" | "log_unavailable" | "not_ready" | "unhealthy" | "log_outcome_unknown" | "control_unavailable" | "invalid_token" | "audience_api_not_enabled" | "rate_limited" | "token_pool_full" | "token_ambiguous" | "token_not_found" | "invalid_identity" | "invalid_fields" | "contact_not_found" | "not_acceptable" | "invalid_trigger" | "trigger_not_found" | "trigger_query_failed" | "query_file_refused" | "invalid_flow" | "flow_not_found" | "flow_exists" | "flow_not_triggered" | "topic_not_found" | "unsubscribe_link_invalid" | "erasure_not_found" | "shard_unavailable" | "shard_answer_too_large" | "compaction_behind" | "backup_in_progress" | "no_org_databases" | "sandbox_busy" | "sandbox_paused" | "storage_unavailable" | "org_unavailable" | "method_not_allowed" | "request_timeout" | "uri_too_long" | "headers_too_large" | "backup_file_refused";
             /** @description The Request-Id of the response */
             requestId?: string;
             errors?: {
@@ -1797,16 +1837,19 @@ export interface components {
         };
         /**
          * FlowDefinition
-         * @description An event-triggered flow as POST/PUT /admin/v1/orgs/{slug}/flows take it (SPEC 8).
+         * @description A flow as POST/PUT /admin/v1/orgs/{slug}/flows take it (SPEC 8): triggered by events, or a scheduled or recurring send to a segment.
          */
         flow: {
             id: string;
             name: string;
+            /**
+             * @description triggered: each row of a trigger enters its contact (entry, trigger). scheduled: one send to the members of a segment at a set time; recurring: every day or week (audience, schedule, message; no trigger)
+             * @enum {unknown}
+             */
+            category: "triggered" | "scheduled" | "recurring";
             /** @enum {unknown} */
-            category: "triggered";
-            /** @enum {unknown} */
-            entry: "when_contact_triggers_event";
-            trigger: components["schemas"]["flow.queryName"];
+            entry?: "when_contact_triggers_event";
+            trigger?: components["schemas"]["flow.queryName"];
             /**
              * @description Flows run on production events only; staging is refused with a reason.
              * @enum {unknown}
@@ -1834,14 +1877,84 @@ export interface components {
                 variants: components["schemas"]["flow.Variant"][];
             };
             branches?: components["schemas"]["flow.Branch"][];
-            message: components["schemas"]["flow.Message"];
+            message?: components["schemas"]["flow.Message"];
+            /** @description scheduled and recurring: who is sent */
+            audience?: {
+                segment: components["schemas"]["flow.queryName"];
+            };
+            /** @description scheduled: once (at); recurring: every day or week (every, time) */
+            schedule?: components["schemas"]["flow.OnceSchedule"] | components["schemas"]["flow.RecurringSchedule"];
+            /** @description scheduled and recurring: at most this many contacts decided (and sent) per second, whatever the segment's size. Default: 100 */
+            sendRatePerSecond?: number;
+            /** @description Instead of message (a flow has one or the other): what happens to each entry, in order (waits, waits for an event, messages). An entry waiting is stored, not held in memory: GET /admin/v1/orgs/{slug}/flows/{id}/waits lists them */
+            steps?: components["schemas"]["flow.Step"][];
+            /** @description With steps: when this event of the contact arrives after they entered, every entry of theirs still in the flow ends (exited) and sends nothing more */
+            exit?: {
+                event: components["schemas"]["flow.EventRef"];
+            };
             goal?: components["schemas"]["flow.Goal"];
             /** @description Default: every_event */
             reentry?: ("every_event" | "once") | {
                 afterSeconds: number;
             };
-        };
+        } & (unknown & unknown & unknown);
         "flow.queryName": string;
+        /** @description YYYY-MM-DD */
+        "flow.localDate": string;
+        /**
+         * @description Whose local time: the org's timeZone, or each contact's profile timezone (else the org's)
+         * @enum {unknown}
+         */
+        "flow.scheduleZone": "org" | "contact";
+        /** OnceSchedule */
+        "flow.OnceSchedule": {
+            /** @description Local date and time, without an offset: 2026-12-01T09:00 */
+            at: string;
+            timeZone: components["schemas"]["flow.scheduleZone"];
+        };
+        /** RecurringSchedule */
+        "flow.RecurringSchedule": {
+            /** @enum {unknown} */
+            every: "day" | "week";
+            /** @description Local time of day, HH:MM */
+            time: string;
+            /**
+             * @description Required with every: week
+             * @enum {unknown}
+             */
+            weekday?: "monday" | "tuesday" | "wednesday" | "thursday" | "friday" | "saturday" | "sunday";
+            timeZone: components["schemas"]["flow.scheduleZone"];
+            startsOn?: components["schemas"]["flow.localDate"];
+            endsOn?: components["schemas"]["flow.localDate"];
+        };
+        /** @description An event name as stored (events.event_name, the admin API's eventType: a predefined name such as complete_transaction, or custom_<eventName>), or else the name of a trigger of the org (then its rows for the contact count) */
+        "flow.EventRef": string;
+        /** Step */
+        "flow.Step": components["schemas"]["flow.WaitStep"] | components["schemas"]["flow.WaitUntilStep"] | components["schemas"]["flow.MessageStep"];
+        /** WaitStep */
+        "flow.WaitStep": {
+            wait: {
+                seconds: number;
+            };
+        };
+        /** WaitUntilStep */
+        "flow.WaitUntilStep": {
+            waitUntil: {
+                event: components["schemas"]["flow.EventRef"];
+                timeoutSeconds: number;
+            };
+            /**
+             * @description When the contact's event arrives before the timeout: continue with the next step at once, or exit the flow. At the timeout the entry always continues. Later steps read which in wait.outcome ('event' or 'timeout')
+             * @enum {unknown}
+             */
+            then: "continue" | "exit";
+        };
+        /** MessageStep */
+        "flow.MessageStep": {
+            message: components["schemas"]["flow.Message"];
+            /** @description The first branch whose condition holds sends its message instead */
+            branches?: components["schemas"]["flow.Branch"][];
+        };
         /**
          * Goal
          * @description What counts as a conversion: GET /admin/v1/orgs/{slug}/flows/{id}/results compares the variants and the holdout on it
@@ -1867,7 +1980,7 @@ export interface components {
         };
         /** Condition */
         "flow.Condition": {
-            /** @description A dotted path into the template data, e.g. event.properties.nights */
+            /** @description A dotted path into the template data, e.g. event.properties.nights, variant.label, or (in a step after waitUntil) wait.outcome */
             field: string;
             /** @enum {unknown} */
             op: "eq" | "ne" | "gt" | "gte" | "lt" | "lte" | "in" | "exists";
@@ -7621,6 +7734,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description [`flow_not_triggered`](/problems/flow_not_triggered): A scheduled or recurring flow sends at its schedule, not by runs */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description [`trigger_query_failed`](/problems/trigger_query_failed): The query failed while running */
             422: {
                 headers: {
@@ -7677,7 +7799,7 @@ export interface operations {
                  */
                 identity?: string;
                 /** @description only sends with this status */
-                status?: "pending" | "delivered" | "failed" | "dead" | "holdout" | "deferred" | "cancelled";
+                status?: "pending" | "delivered" | "failed" | "dead" | "holdout" | "entered" | "deferred" | "cancelled";
                 /** @description items per page, an integer from 1 to 1000 (default 100); a page also ends before its JSON passes 512 KiB */
                 limit?: string;
                 /** @description the `nextCursor` of the previous page, unchanged, with the same filters (omit for the first page) */
@@ -7708,7 +7830,7 @@ export interface operations {
                             /** @enum {string} */
                             channel: "email" | "webhook" | "outbox";
                             /** @enum {string} */
-                            status: "pending" | "delivered" | "failed" | "dead" | "holdout" | "deferred" | "cancelled";
+                            status: "pending" | "delivered" | "failed" | "dead" | "holdout" | "entered" | "deferred" | "cancelled";
                             attempts: number;
                             lastError: string | null;
                             triggerHash: string | null;
@@ -7828,7 +7950,7 @@ export interface operations {
                             identityType: string | null;
                             email: string | null;
                             /** @enum {string} */
-                            outcome: "sent" | "deferred_quiet_hours" | "holdout" | "no_identity" | "failed" | "duplicate" | "suppressed" | "backfill" | "too_old" | "unsubscribed" | "excluded_by_segment" | "reentry_blocked" | "frequency_capped";
+                            outcome: "sent" | "deferred_quiet_hours" | "holdout" | "entered" | "no_identity" | "failed" | "duplicate" | "suppressed" | "backfill" | "too_old" | "unsubscribed" | "excluded_by_segment" | "reentry_blocked" | "frequency_capped" | "exited";
                             variant: string | null;
                             sendId: string | null;
                             reason: string | null;
@@ -8212,7 +8334,7 @@ export interface operations {
                         }[];
                         decisions: {
                             eventId: string | null;
-                            /** @description As GET …/decisions (sent, deferred_quiet_hours, holdout, duplicate, suppressed, backfill, too_old, unsubscribed, excluded_by_segment, reentry_blocked, frequency_capped, failed, no_identity), or not_in_a_window: a row of the saved flow that became visible before it went live, which no run will read */
+                            /** @description As GET …/decisions (sent, deferred_quiet_hours, holdout, entered (a flow with steps: see waitsIn), duplicate, suppressed, backfill, too_old, unsubscribed, excluded_by_segment, reentry_blocked, frequency_capped, failed, no_identity), or not_in_a_window: a row of the saved flow that became visible before it went live, which no run will read */
                             outcome: string;
                             reason: string | null;
                             variant: string | null;
@@ -8221,6 +8343,16 @@ export interface operations {
                             /** @description The rendered message (sent and deferred), by channel */
                             message: {
                                 [key: string]: unknown;
+                            } | null;
+                            /** @description entered (a flow with steps): the first step the entry would wait in, until when at the latest, and how many message steps come before it; null when it would not wait */
+                            waitsIn: {
+                                step: number;
+                                /** @enum {unknown} */
+                                kind: "wait" | "waitUntil";
+                                until: string | null;
+                                /** Format: date-time */
+                                dueAt: string;
+                                messagesBefore: number;
                             } | null;
                         }[];
                     };
@@ -8246,6 +8378,15 @@ export interface operations {
             };
             /** @description [`contact_not_found`](/problems/contact_not_found): No such contact; [`flow_not_found`](/problems/flow_not_found): No such flow */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`flow_not_triggered`](/problems/flow_not_triggered): A scheduled or recurring flow sends at its schedule, not by runs */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8281,6 +8422,239 @@ export interface operations {
                 };
             };
             /** @description [`control_unavailable`](/problems/control_unavailable): The control plane is out of reach; [`sandbox_busy`](/problems/sandbox_busy): No capacity to run trigger or segment SQL now; [`sandbox_paused`](/problems/sandbox_paused): The org's trigger and segment SQL is paused after a runaway query */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listFlowWaits: {
+        parameters: {
+            query?: {
+                /** @description email:<address>, email-hash:<sha256 hex> or user_id:<id> */
+                identity?: string;
+                /** @description At most this many entries (1–1000, default 100) */
+                limit?: string;
+            };
+            header?: never;
+            path: {
+                slug: components["schemas"]["org.slug"];
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The entries */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        entries: {
+                            email: string;
+                            /** @description The event that entered the contact */
+                            eventId: string;
+                            variant: string | null;
+                            /** @description The index of the step the entry is at */
+                            step: number;
+                            /**
+                             * @description message: about to be sent (held by quiet hours until dueAt)
+                             * @enum {unknown}
+                             */
+                            kind: "wait" | "waitUntil" | "message";
+                            /** @description waitUntil: the event (or trigger) that ends the wait early */
+                            until: string | null;
+                            /** Format: date-time */
+                            dueAt: string;
+                            /** Format: date-time */
+                            enteredAt: string;
+                            /**
+                             * @description How the last waitUntil ended
+                             * @enum {unknown}
+                             */
+                            lastWait: "event" | "timeout" | null;
+                        }[];
+                        total: number;
+                    };
+                };
+            };
+            /** @description [`invalid_request`](/problems/invalid_request): Request is invalid; [`invalid_identity`](/problems/invalid_identity): Identity missing, malformed or unsupported */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`invalid_admin_key`](/problems/invalid_admin_key): Missing or wrong admin key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`org_not_found`](/problems/org_not_found): No such org; [`flow_not_found`](/problems/flow_not_found): No such flow; [`contact_not_found`](/problems/contact_not_found): No such contact */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`rate_limited`](/problems/rate_limited): Too many requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`internal_error`](/problems/internal_error): Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`control_unavailable`](/problems/control_unavailable): The control plane is out of reach; [`storage_unavailable`](/problems/storage_unavailable): The storage process is restarting; [`org_unavailable`](/problems/org_unavailable): The org's database cannot be opened */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listFlowOccurrences: {
+        parameters: {
+            query?: {
+                /** @description items per page, an integer from 1 to 1000 (default 100); a page also ends before its JSON passes 512 KiB */
+                limit?: string;
+                /** @description the `nextCursor` of the previous page, unchanged, with the same filters (omit for the first page) */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                slug: components["schemas"]["org.slug"];
+                /** @description The flow's id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of occurrences, newest first */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        occurrences: {
+                            /** @description The local date-time, YYYY-MM-DDTHH:MM */
+                            occurrence: string;
+                            /** @enum {string} */
+                            status: "sending" | "done" | "skipped";
+                            /**
+                             * Format: date-time
+                             * @description When it was due (with the contacts' zones: when its time came in the first zone)
+                             */
+                            dueAt: string;
+                            /**
+                             * Format: date-time
+                             * @description While sending: when the next member is due
+                             */
+                            nextDueAt: string | null;
+                            members: number;
+                            missed: number;
+                            decided: number;
+                            /** @description Decisions so far per outcome (sent, unsubscribed, frequency_capped, …) */
+                            outcomes: {
+                                [key: string]: number;
+                            };
+                            reason: string | null;
+                            /** @description The segment version its members were read with */
+                            segmentHash: string | null;
+                            /** Format: date-time */
+                            startedAt: string;
+                            /** Format: date-time */
+                            finishedAt: string | null;
+                        }[];
+                        /** @description pass as `cursor` for the next page; null on the last page */
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            /** @description [`invalid_request`](/problems/invalid_request): Request is invalid; [`invalid_cursor`](/problems/invalid_cursor): Paging cursor not valid for this list */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`invalid_admin_key`](/problems/invalid_admin_key): Missing or wrong admin key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`org_not_found`](/problems/org_not_found): No such org; [`flow_not_found`](/problems/flow_not_found): No such flow */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`rate_limited`](/problems/rate_limited): Too many requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`internal_error`](/problems/internal_error): Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`shard_answer_too_large`](/problems/shard_answer_too_large): The owning shard's answer is too large to relay */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`control_unavailable`](/problems/control_unavailable): The control plane is out of reach; [`shard_unavailable`](/problems/shard_unavailable): The storage shard that owns the org did not answer; [`storage_unavailable`](/problems/storage_unavailable): The storage process is restarting; [`org_unavailable`](/problems/org_unavailable): The org's database cannot be opened */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -8742,7 +9116,7 @@ export interface operations {
                         requestedAt: string;
                         /** Format: date-time */
                         doneAt: string | null;
-                        /** @description Once done: rows removed per kind (events, identities, activity, quarantined, importedContacts, consent, sends, decisions) */
+                        /** @description Once done: rows removed per kind (events, identities, activity, quarantined, importedContacts, consent, sends, decisions, flowEntries, occurrenceMembers: the contact left out of scheduled sends still to come) */
                         removed: {
                             [key: string]: number;
                         } | null;
@@ -8844,7 +9218,7 @@ export interface operations {
                         requestedAt: string;
                         /** Format: date-time */
                         doneAt: string | null;
-                        /** @description Once done: rows removed per kind (events, identities, activity, quarantined, importedContacts, consent, sends, decisions) */
+                        /** @description Once done: rows removed per kind (events, identities, activity, quarantined, importedContacts, consent, sends, decisions, flowEntries, occurrenceMembers: the contact left out of scheduled sends still to come) */
                         removed: {
                             [key: string]: number;
                         } | null;
@@ -8946,7 +9320,7 @@ export interface operations {
                             requestedAt: string;
                             /** Format: date-time */
                             doneAt: string | null;
-                            /** @description Once done: rows removed per kind (events, identities, activity, quarantined, importedContacts, consent, sends, decisions) */
+                            /** @description Once done: rows removed per kind (events, identities, activity, quarantined, importedContacts, consent, sends, decisions, flowEntries, occurrenceMembers: the contact left out of scheduled sends still to come) */
                             removed: {
                                 [key: string]: number;
                             } | null;

@@ -26,7 +26,7 @@ const receipt = object({
   doneAt: nullable('string', { format: 'date-time' }),
   removed: {
     type: ['object', 'null'],
-    description: 'Once done: rows removed per kind (events, identities, activity, quarantined, importedContacts, consent, sends, decisions)',
+    description: 'Once done: rows removed per kind (events, identities, activity, quarantined, importedContacts, consent, sends, decisions, flowEntries, occurrenceMembers: the contact left out of scheduled sends still to come)',
     additionalProperties: { type: 'integer' },
   },
 });

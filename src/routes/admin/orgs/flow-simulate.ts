@@ -41,15 +41,22 @@ const decision = object(
     outcome: {
       type: 'string',
       description:
-        'As GET …/decisions (sent, deferred_quiet_hours, holdout, duplicate, suppressed, backfill, too_old, unsubscribed, excluded_by_segment, reentry_blocked, frequency_capped, failed, no_identity), ' +
+        'As GET …/decisions (sent, deferred_quiet_hours, holdout, entered (a flow with steps: see waitsIn), duplicate, suppressed, backfill, too_old, unsubscribed, excluded_by_segment, reentry_blocked, frequency_capped, failed, no_identity), ' +
         'or not_in_a_window: a row of the saved flow that became visible before it went live, which no run will read',
     },
     reason: { type: ['string', 'null'] },
     variant: { type: ['string', 'null'] },
     dueAt: { anyOf: [dateTime, { type: 'null' }], description: 'deferred_quiet_hours: when it would be sent' },
     message: { type: ['object', 'null'], additionalProperties: true, description: 'The rendered message (sent and deferred), by channel' },
+    waitsIn: {
+      anyOf: [
+        object({ step: { type: 'integer' }, kind: { enum: ['wait', 'waitUntil'] }, until: { type: ['string', 'null'] }, dueAt: dateTime, messagesBefore: { type: 'integer' } }, ['step', 'kind', 'until', 'dueAt', 'messagesBefore']),
+        { type: 'null' },
+      ],
+      description: 'entered (a flow with steps): the first step the entry would wait in, until when at the latest, and how many message steps come before it; null when it would not wait',
+    },
   },
-  ['eventId', 'outcome', 'reason', 'variant', 'dueAt', 'message'],
+  ['eventId', 'outcome', 'reason', 'variant', 'dueAt', 'message', 'waitsIn'],
 );
 
 const schema = operationSchema({
@@ -81,7 +88,7 @@ const schema = operationSchema({
       decisions: { type: 'array', items: decision },
     }),
   },
-  errors: [...ADMIN, 'invalid_request', 'invalid_identity', 'contact_not_found', 'flow_not_found', 'invalid_flow', 'invalid_trigger', 'trigger_query_failed', 'sandbox_busy', 'sandbox_paused'],
+  errors: [...ADMIN, 'invalid_request', 'invalid_identity', 'contact_not_found', 'flow_not_found', 'flow_not_triggered', 'invalid_flow', 'invalid_trigger', 'trigger_query_failed', 'sandbox_busy', 'sandbox_paused'],
 });
 
 export function registerFlowSimulateRoute(
@@ -95,6 +102,8 @@ export function registerFlowSimulateRoute(
     profiles: ProfileIndex;
     /** A draft definition, checked as a create would check it. */
     check(org: string, body: unknown): Promise<FlowDefinition>;
+    /** The context clock: when a wait entered now would end. */
+    now: () => number;
   },
 ): void {
   app.post<{ Params: { slug: string; id: string }; Body: Body }>('/admin/v1/orgs/:slug/flows/:id/simulate', { schema }, async (request) => {
@@ -104,6 +113,7 @@ export function registerFlowSimulateRoute(
     const body = request.body;
     const email = contactEmailOf(deps.profiles, org.slug, body.identity);
     const definition = body.definition === undefined ? saved.definition : await deps.check(org.slug, { ...(body.definition as object), id: saved.definition.id });
+    notTriggered(definition);
     const trigger = body.sql === undefined ? undefined : await checkedTrigger(deps.triggers, org.slug, body.sql);
     const window = await windowOf(deps.storage, org.slug, body);
     try {
@@ -115,13 +125,20 @@ export function registerFlowSimulateRoute(
         window: { from: microsToIso(window.start), to: microsToIso(simulation.end) },
         email,
         rows: simulation.rows.map(jsonRow),
-        decisions: simulation.decisions.map((d, i) => (passed(simulation.rows[i]!) && d.outcome !== 'duplicate' ? notInAWindow(d, cursor!) : toApi(d))),
+        decisions: simulation.decisions.map((d, i) => (passed(simulation.rows[i]!) && d.outcome !== 'duplicate' ? notInAWindow(d, cursor!) : toApi(d, definition, deps.now()))),
       };
     } catch (error) {
       if (error instanceof QueryFailed) throw new AppError('trigger_query_failed', error.reason);
       throw error;
     }
   });
+}
+
+/** A scheduled or recurring flow has no trigger window to run or simulate: 409 flow_not_triggered. */
+export function notTriggered(flow: FlowDefinition): void {
+  if (flow.category !== 'triggered') {
+    throw new AppError('flow_not_triggered', `flow ${flow.id} is ${flow.category}: it sends each occurrence at its time (GET …/flows/${flow.id}/occurrences), it has no trigger window to run`);
+  }
 }
 
 /** The SQL given, checked by the guard as a new version of the flow's trigger would be (nothing recorded). */
@@ -152,10 +169,10 @@ async function windowOf(storage: OrgStorage, org: string, body: Body): Promise<{
 /** A row at or before the cursor that no run decided: it became visible before the flow went live. */
 function notInAWindow(d: RenderedDecision, cursor: bigint) {
   const reason = `the event became visible before the flow went live (its runs read after ${microsToIso(cursor)}): no run will decide it`;
-  return { eventId: d.eventId, outcome: 'not_in_a_window', reason, variant: null, dueAt: null, message: null };
+  return { eventId: d.eventId, outcome: 'not_in_a_window', reason, variant: null, dueAt: null, message: null, waitsIn: null };
 }
 
-function toApi(d: RenderedDecision) {
+function toApi(d: RenderedDecision, flow: FlowDefinition, now: number) {
   const message = d.outcome === 'sent' || d.outcome === 'deferred_quiet_hours' ? d.message : null;
   return {
     eventId: d.eventId,
@@ -164,5 +181,22 @@ function toApi(d: RenderedDecision) {
     variant: d.variant,
     dueAt: d.outcome === 'deferred_quiet_hours' ? new Date(d.dueAt).toISOString() : null,
     message,
+    waitsIn: d.outcome === 'entered' ? firstWait(flow, now) : null,
+  };
+}
+
+/** The first wait of a flow's steps, entered now. */
+function firstWait(flow: FlowDefinition, now: number) {
+  const steps = flow.steps ?? [];
+  const step = steps.findIndex((s) => !('message' in s));
+  const wait = steps[step];
+  if (wait === undefined || 'message' in wait) return null;
+  const seconds = 'wait' in wait ? wait.wait.seconds : wait.waitUntil.timeoutSeconds;
+  return {
+    step,
+    kind: 'wait' in wait ? ('wait' as const) : ('waitUntil' as const),
+    until: 'waitUntil' in wait ? wait.waitUntil.event : null,
+    dueAt: new Date(now + seconds * 1000).toISOString(),
+    messagesBefore: step,
   };
 }

@@ -3,13 +3,13 @@ import { QUERY_NAME } from '../../../reactions/triggers/trigger-store.js';
 import { dateTime, nullable, object, operationSchema, pageOf, schemaRef, validatedAs } from '../../../openapi/route-schema.js';
 import { IDENTITY_QUERY, ORG_DATA, PAGED, SANDBOX, pageQueryDoc, slugOnly, slugParam } from '../schema-parts.js';
 import { PAGE_LIMITS } from '../../../db/paging.js';
-import { OUTCOMES } from '../../../reactions/flows/decide.js';
+import { OUTCOMES, STEP_OUTCOMES } from '../../../reactions/flows/decide.js';
 
 const tag = 'Admin: triggers and flows' as const;
 const auth = 'adminKey' as const;
 const flowParams = { type: 'object', properties: { slug: slugParam, id: { type: 'string', description: "The flow's id" } }, required: ['slug', 'id'] };
 const flow = { status: 200, description: 'The flow', schema: schemaRef('flow', 'Flow') };
-const sendStatus = { type: 'string', enum: ['pending', 'delivered', 'failed', 'dead', 'holdout', 'deferred', 'cancelled'] };
+const sendStatus = { type: 'string', enum: ['pending', 'delivered', 'failed', 'dead', 'holdout', 'entered', 'deferred', 'cancelled'] };
 const interval = object({ low: { type: 'number' }, high: { type: 'number' } });
 const identity = { ...IDENTITY_QUERY, description: `only this contact: ${IDENTITY_QUERY.description}` };
 
@@ -41,7 +41,7 @@ export const flowSchemas = {
   pause: operationSchema({ tag, auth, operationId: 'pauseFlow', summary: 'Pause a flow', params: flowParams, ok: flow, errors: [...ORG_DATA, 'flow_not_found'] }),
   run: operationSchema({
     tag, auth, operationId: 'runFlow', summary: 'Run a flow now, once',
-    description: 'Runs its window now instead of waiting for its schedule: a live flow only (`skipped` says why not). It sends for real: there is no dry run here, and a body with any member is refused (400, the member named). To see what a flow would send, preview its trigger and its message.',
+    description: 'Runs its window now instead of waiting for its schedule: a live triggered flow only (`skipped` says why not; a scheduled or recurring flow answers 409 `flow_not_triggered`: it sends at its schedule). It sends for real: there is no dry run here, and a body with any member is refused (400, the member named). To see what a flow would send, preview its trigger and its message.',
     params: flowParams,
     body: { type: 'object', additionalProperties: false, properties: {}, description: 'Nothing, or `{}`' },
     ok: {
@@ -54,7 +54,7 @@ export const flowSchemas = {
         flow: schemaRef('flow', 'Flow'),
       }),
     },
-    errors: [...ORG_DATA, 'flow_not_found', 'trigger_query_failed', ...SANDBOX],
+    errors: [...ORG_DATA, 'flow_not_found', 'flow_not_triggered', 'trigger_query_failed', ...SANDBOX],
   }),
   sends: operationSchema({
     tag, auth, operationId: 'listFlowSends', summary: "A flow's sends: status, attempts, variant, trigger version", params: flowParams,
@@ -90,7 +90,7 @@ export const flowSchemas = {
         identity: nullable('string'),
         identityType: nullable('string'),
         email: nullable('string'),
-        outcome: { type: 'string', enum: [...OUTCOMES] },
+        outcome: { type: 'string', enum: [...OUTCOMES, ...STEP_OUTCOMES] },
         variant: nullable('string'),
         sendId: nullable('string'),
         reason: nullable('string'),

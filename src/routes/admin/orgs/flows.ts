@@ -17,7 +17,9 @@ import type { TriggerStore } from '../../../reactions/triggers/trigger-store.js'
 import type { FlowRunner } from '../../../reactions/flows/flow-runner.js';
 import { type FlowStore, toApiFlow } from '../../../reactions/flows/flow-store.js';
 import { checkFlow } from '../../../reactions/flows/validate-flow.js';
-import { registerFlowSimulateRoute } from './flow-simulate.js';
+import { notTriggered, registerFlowSimulateRoute } from './flow-simulate.js';
+import { registerFlowWaitsRoute } from './flow-waits.js';
+import { registerFlowOccurrencesRoute } from './flow-occurrences.js';
 import { flowResults } from '../../../reactions/flows/flow-results.js';
 import { QUERY_NAME } from '../../../reactions/triggers/trigger-store.js';
 import { previewMessage } from '../../../reactions/flows/message-preview.js';
@@ -90,9 +92,10 @@ export function registerFlowRoutes(
   const sends = new SendStore(storage);
   const check = async (org: string, body: unknown) => {
     // A trigger or segment file saved a moment ago counts as saved, not as the last poll saw it.
-    const named = body as { trigger?: unknown; segmentFilter?: { segment?: unknown } } | null;
+    const named = body as { trigger?: unknown; segmentFilter?: { segment?: unknown }; audience?: { segment?: unknown } } | null;
     if (typeof named?.trigger === 'string') await deps.triggers.refresh(org, 'trigger', named.trigger);
     if (typeof named?.segmentFilter?.segment === 'string') await deps.triggers.refresh(org, 'segment', named.segmentFilter.segment);
+    if (typeof named?.audience?.segment === 'string') await deps.triggers.refresh(org, 'segment', named.audience.segment);
     const topics = new Set((await deps.consent.topics(org)).map((t) => t.topic));
     return checkFlow(body, { org, triggers: deps.triggers, topics, webhookAllowPrivate: deps.webhookAllowPrivate, smtpConfigured: deps.smtpConfigured });
   };
@@ -137,7 +140,7 @@ export function registerFlowRoutes(
   const noBodyIsEmpty = async (request: { body: unknown }) => void (request.body ??= {});
   app.post<{ Params: Params }>('/admin/v1/orgs/:slug/flows/:id/run', { schema: flowSchemas.run, preValidation: noBodyIsEmpty }, async (request) => {
     const org = await orgs.get(request.params.slug);
-    flows.get(org.slug, request.params.id);
+    notTriggered(flows.get(org.slug, request.params.id).definition);
     if (!deps.runner) throw new AppError('invalid_request', 'this process does not run flows (ROLES has no flows)');
     const summary = await deps.runner.run(org.slug, request.params.id);
     const outcomes: Record<string, number> = {};
@@ -221,6 +224,8 @@ export function registerFlowRoutes(
   );
 
   registerFlowSimulateRoute(app, { ...deps, check });
+  registerFlowWaitsRoute(app, deps);
+  registerFlowOccurrencesRoute(app, deps);
 
   /** The org's Standard Webhooks signing secret (derived from the master key, so never stored). */
   app.get<{ Params: { slug: string } }>('/admin/v1/orgs/:slug/webhook-secret', { schema: flowSchemas.webhookSecret }, async (request) => {

@@ -1,0 +1,54 @@
+/**
+ * What `decide` reads about the contacts it decides, from the org's database and settings at `now`: when the
+ * flow last entered them, the sends their caps count, suppression, consent, quiet hours, their unsubscribe
+ * link and profile. One evaluation for a trigger window (flow-runner.ts) and for a chunk of a scheduled
+ * occurrence's members (scheduled-sends.ts), so both decide by the same rules.
+ */
+import type { OrgStorage } from '../../db/org-storage.js';
+import { suppressedAmong } from '../../events/compaction/tombstones.js';
+import type { ProfileIndex } from '../../events/profiles/profile-index.js';
+import type { FlowDefinition } from '../../generated/flow.js';
+import type { FrequencyCaps } from '../../generated/org.js';
+import { type QuietHours, quietUntilAt } from '../../core/quiet-hours.js';
+import { type ConsentStore, topicsOf } from '../consent/consent-store.js';
+import type { UnsubscribeLinks } from '../consent/unsubscribe-link.js';
+import type { RunState } from './decide.js';
+import { type CapRules, lookbackMs, SendCounts } from './frequency-caps.js';
+import type { SendStore } from './send-store.js';
+
+export interface ContactStateDeps {
+  orgs: OrgStorage;
+  sends: Pick<SendStore, 'lastEntries' | 'recentSends'>;
+  profiles: Pick<ProfileIndex, 'find'>;
+  consent: Pick<ConsentStore, 'unsubscribed'>;
+  links: Pick<UnsubscribeLinks, 'forFlow'>;
+  /** The org's frequencyCaps now. */
+  capsOf(org: string): FrequencyCaps;
+  /** The org's quiet hours and time zone now. */
+  quietHoursOf(org: string): { quietHours?: QuietHours | undefined; timeZone: string };
+}
+
+export type ContactState = Pick<RunState, 'lastEntry' | 'sendCounts' | 'suppressed' | 'unsubscribed' | 'unsubscribeUrl' | 'quietUntil' | 'profile'>;
+
+/** The state of `emails` for deciding `flow` at `now`. */
+export async function contactState(deps: ContactStateDeps, org: string, flow: FlowDefinition, emails: string[], now: number): Promise<ContactState> {
+  const profile: RunState['profile'] = (type, value) => deps.profiles.find(org, type, value);
+  const settings = deps.quietHoursOf(org);
+  return {
+    lastEntry: await deps.sends.lastEntries(org, flow.id, emails),
+    sendCounts: await sendCounts(deps, org, flow, emails, now),
+    suppressed: await suppressedAmong(deps.orgs.org(org), emails),
+    unsubscribed: await deps.consent.unsubscribed(org, emails, topicsOf(flow)),
+    unsubscribeUrl: (email) => deps.links.forFlow(org, flow, email),
+    // The flow's quiet hours (its own, else the org's), in the contact's zone or the one they name.
+    quietUntil: quietUntilAt(now, flow.quietHours ?? settings.quietHours, settings.timeZone, (email) => profile('email', email)?.timezone),
+    profile,
+  };
+}
+
+/** The sends the caps of this flow and its org count, for these contacts. */
+async function sendCounts(deps: ContactStateDeps, org: string, flow: FlowDefinition, emails: string[], now: number): Promise<SendCounts> {
+  const rules: CapRules = { org: deps.capsOf(org), flow: flow.frequencyCap, flowId: flow.id, transactional: flow.transactional ?? false };
+  const lookback = lookbackMs(rules);
+  return new SendCounts(rules, lookback === 0 ? new Map() : await deps.sends.recentSends(org, emails, now - lookback));
+}
