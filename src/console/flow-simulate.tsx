@@ -17,6 +17,7 @@ interface Simulation {
     variant: string | null;
     dueAt: string | null;
     message: { channel: string; content: Record<string, unknown> } | null;
+    branch: number | null;
     waitsIn: { step: number; kind: string; until: string | null; dueAt: string; messagesBefore: number } | null;
   }>;
 }
@@ -89,7 +90,10 @@ export function SimulateContact({ org, id }: { org: string; id: string }): React
                   </td>
                   <td>{d.outcome}</td>
                   <td>{d.variant ?? '—'}</td>
-                  <td>{d.message ? messageText(d.message) : d.waitsIn ? waitText(d.waitsIn) : (d.reason ?? '—')}</td>
+                  <td>
+                    {d.branch !== null ? `branch ${d.branch + 1} · ` : ''}
+                    {d.message ? messageText(d.message) : d.waitsIn ? waitText(d.waitsIn) : (d.reason ?? '—')}
+                  </td>
                 </tr>
               ))}
             </tbody>

@@ -47,7 +47,19 @@ t.test('one contact: the rows, the decision with its reason, the rendered messag
 
   // Draft definitions: another template, and an experiment whose only variant is a holdout.
   const draft = await simulate(h, { identity: 'email:ada@example.com', definition: { name: 'Draft', category: 'triggered', entry: 'when_contact_triggers_event', trigger: 'booking_completed', message: { channel: 'outbox', template: { text: 'draft for {{ contact.email_address }}' } } } });
-  t.match(draft.json().decisions, [{ outcome: 'sent', message: { content: { text: 'draft for ada@example.com' } } }], 'a draft renders its own message');
+  t.match(draft.json().decisions, [{ outcome: 'sent', branch: null, message: { content: { text: 'draft for ada@example.com' } } }], 'a draft renders its own message');
+  // Branches: the one whose condition holds for the row is named (customEvent books 3 nights).
+  const branched = await simulate(h, {
+    identity: 'email:ada@example.com',
+    definition: {
+      name: 'Draft', category: 'triggered', entry: 'when_contact_triggers_event', trigger: 'booking_completed', message: OUTBOX,
+      branches: [
+        { when: { field: 'event.properties.nights', op: 'gt', value: 5 }, message: { channel: 'outbox', template: { text: 'long' } } },
+        { when: { field: 'event.properties.nights', op: 'lte', value: 5 }, message: { channel: 'outbox', template: { text: 'short' } } },
+      ],
+    },
+  });
+  t.match(branched.json().decisions, [{ outcome: 'sent', branch: 1, message: { content: { text: 'short' } } }], 'the second branch, named by its index');
   const holdout = await simulate(h, {
     identity: 'email:ada@example.com',
     definition: { name: 'Draft', category: 'triggered', entry: 'when_contact_triggers_event', trigger: 'booking_completed', message: OUTBOX, experiment: { variants: [{ label: 'control', weight: 1, holdout: true }] } },

@@ -26,7 +26,8 @@ import { eventTimes } from '../../events/compaction/event-times.js';
 import { QueryFailed, runSandboxed, windowOf, withSandbox } from '../triggers/sandbox.js';
 import { SandboxBusy, SandboxPaused } from '../../db/untrusted.js';
 import type { LiveQuery, TriggerStore } from '../triggers/trigger-store.js';
-import { type Decision, decide, type EnteredSteps, type RenderedDecision, resolveEmail, type RunState, textOf } from './decide.js';
+import { type Decision, decide, type EnteredSteps, type RenderedDecision, resolveEmail, type RunState, textOf, type ToDefer, type ToRender } from './decide.js';
+import { matches } from './condition.js';
 import type { FlowRecord, FlowStore } from './flow-store.js';
 import type { SendDispatcher } from './send-dispatcher.js';
 import type { PendingSend, SendStore } from './send-store.js';
@@ -52,6 +53,8 @@ export interface RunSummary {
 export interface Simulation {
   rows: Row[];
   decisions: RenderedDecision[];
+  /** Per decision, the index of the flow's branch it takes, or null. */
+  branches: Array<number | null>;
   /** The window's end as read (earlier than asked when the window held more than TRIGGER_MAX_ROWS rows). */
   end: bigint;
 }
@@ -223,7 +226,10 @@ export class FlowRunner {
     const profile: RunState['profile'] = (type, value) => this.deps.profiles.find(org, type, value);
     const rows = read.rows.filter((r) => resolveEmail(textOf(r.identity), textOf(r.identity_type), { profile }) === email);
     const state = await this.runState(org, flow, { ...read, rows }, window.start, now);
-    return { rows, decisions: await renderDecisions(this.deps.renderer, await decideAll(rows, state)), end: read.end };
+    const decided = await decideAll(rows, state);
+    // The branch whose message each send would be (none: a variant's own message, or the flow's).
+    const branches = decided.map((d) => (d.outcome === 'sent' || d.outcome === 'deferred_quiet_hours' ? branchOf(flow, d) : null));
+    return { rows, decisions: await renderDecisions(this.deps.renderer, decided), branches, end: read.end };
   }
 
   /** What `decide` needs to know about the rows of a window, read from the org's database at `now`. */
@@ -347,4 +353,12 @@ async function decideAll(rows: readonly Row[], state: RunState): Promise<Decisio
     if (decisions.length % YIELD_EVERY === 0) await yieldNow();
   }
   return decisions;
+}
+
+/** The index of the branch a decided message comes from (messageFor's choice), or null. */
+function branchOf(flow: FlowDefinition, d: ToRender | ToDefer): number | null {
+  const variant = flow.experiment?.variants.find((v) => v.label === d.variant);
+  if (variant?.message || !flow.branches) return null;
+  const index = flow.branches.findIndex((b) => matches(b.when, d.template.data));
+  return index === -1 ? null : index;
 }

@@ -8344,6 +8344,8 @@ export interface operations {
                             message: {
                                 [key: string]: unknown;
                             } | null;
+                            /** @description The index of the branch (in the flow's branches) whose message it would send; null: the flow's message or a variant's own */
+                            branch: number | null;
                             /** @description entered (a flow with steps): the first step the entry would wait in, until when at the latest, and how many message steps come before it; null when it would not wait */
                             waitsIn: {
                                 step: number;

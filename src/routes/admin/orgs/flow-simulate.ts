@@ -48,6 +48,7 @@ const decision = object(
     variant: { type: ['string', 'null'] },
     dueAt: { anyOf: [dateTime, { type: 'null' }], description: 'deferred_quiet_hours: when it would be sent' },
     message: { type: ['object', 'null'], additionalProperties: true, description: 'The rendered message (sent and deferred), by channel' },
+    branch: { type: ['integer', 'null'], description: 'The index of the branch (in the flow\'s branches) whose message it would send; null: the flow\'s message or a variant\'s own' },
     waitsIn: {
       anyOf: [
         object({ step: { type: 'integer' }, kind: { enum: ['wait', 'waitUntil'] }, until: { type: ['string', 'null'] }, dueAt: dateTime, messagesBefore: { type: 'integer' } }, ['step', 'kind', 'until', 'dueAt', 'messagesBefore']),
@@ -56,7 +57,7 @@ const decision = object(
       description: 'entered (a flow with steps): the first step the entry would wait in, until when at the latest, and how many message steps come before it; null when it would not wait',
     },
   },
-  ['eventId', 'outcome', 'reason', 'variant', 'dueAt', 'message', 'waitsIn'],
+  ['eventId', 'outcome', 'reason', 'variant', 'dueAt', 'message', 'branch', 'waitsIn'],
 );
 
 const schema = operationSchema({
@@ -125,7 +126,7 @@ export function registerFlowSimulateRoute(
         window: { from: microsToIso(window.start), to: microsToIso(simulation.end) },
         email,
         rows: simulation.rows.map(jsonRow),
-        decisions: simulation.decisions.map((d, i) => (passed(simulation.rows[i]!) && d.outcome !== 'duplicate' ? notInAWindow(d, cursor!) : toApi(d, definition, deps.now()))),
+        decisions: simulation.decisions.map((d, i) => (passed(simulation.rows[i]!) && d.outcome !== 'duplicate' ? notInAWindow(d, cursor!) : { ...toApi(d, definition, deps.now()), branch: simulation.branches[i] ?? null })),
       };
     } catch (error) {
       if (error instanceof QueryFailed) throw new AppError('trigger_query_failed', error.reason);
@@ -169,7 +170,7 @@ async function windowOf(storage: OrgStorage, org: string, body: Body): Promise<{
 /** A row at or before the cursor that no run decided: it became visible before the flow went live. */
 function notInAWindow(d: RenderedDecision, cursor: bigint) {
   const reason = `the event became visible before the flow went live (its runs read after ${microsToIso(cursor)}): no run will decide it`;
-  return { eventId: d.eventId, outcome: 'not_in_a_window', reason, variant: null, dueAt: null, message: null, waitsIn: null };
+  return { eventId: d.eventId, outcome: 'not_in_a_window', reason, variant: null, dueAt: null, message: null, branch: null, waitsIn: null };
 }
 
 function toApi(d: RenderedDecision, flow: FlowDefinition, now: number) {
