@@ -163,7 +163,7 @@ export class FlowSteps {
     return false;
   }
 
-  /** One pass over the org's live flows with steps; returns what it did (tests and `POST …/run` call it too). */
+  /** One pass over the org's live flows with steps (the tick's, or a test's); returns what it did. */
   pass(org: string): Promise<PassSummary> {
     return this.deps.exclusive(org, async () => {
       const summary: PassSummary = { moved: 0, sent: 0, exited: 0, more: false };
@@ -193,9 +193,11 @@ export class FlowSteps {
       const decisions = [...moves.values()].flatMap((m) => m.decisions);
       await this.deps.orgs.org(org).transaction(async (c) => {
         await this.deps.waits.replace(c, org, removed.map((m) => m.row.entryId), kept);
-        for (const [flowId, group] of groupBy(decisions, (d) => d.flowId)) {
+        // Each entry keeps the trigger version that entered it.
+        for (const group of groupBy(decisions, (d) => `${d.flowId}\u0000${d.triggerHash}`).values()) {
+          const { flowId, triggerHash } = group[0]!;
           const flow = flows.get(flowId)!;
-          await this.deps.sends.record(c, org, { id: flowId, transactional: flow.transactional ?? false }, group[0]!.triggerHash, group.flatMap((d) => (d.sent ? [d.sent] : [])), now);
+          await this.deps.sends.record(c, org, { id: flowId, transactional: flow.transactional ?? false }, triggerHash, group.flatMap((d) => (d.sent ? [d.sent] : [])), now);
           await this.deps.sends.recordStepDecisions(c, org, group.flatMap((d) => (d.sent ? [] : [d])), now);
         }
       });
