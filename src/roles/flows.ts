@@ -13,6 +13,7 @@ import { DeferredSends } from '../reactions/flows/deferred-sends.js';
 import { OccurrenceStore } from '../reactions/flows/occurrence-store.js';
 import { ScheduledSends } from '../reactions/flows/scheduled-sends.js';
 import { FlowSteps } from '../reactions/flows/flow-steps.js';
+import type { ContactStateDeps } from '../reactions/flows/contact-state.js';
 import { WaitStore } from '../reactions/flows/wait-store.js';
 import { SendDispatcher } from '../reactions/flows/send-dispatcher.js';
 import { SendStore } from '../reactions/flows/send-store.js';
@@ -59,9 +60,18 @@ export const flowsRole = fp(
     });
     const sends = new SendStore(orgData);
     const waits = new WaitStore(orgData);
-    const quietHoursOf = (org: string) => {
-      const settings = orgs.cached(org);
-      return { quietHours: settings?.quietHours, timeZone: settings?.timeZone ?? 'UTC' };
+    // What every decision reads about contacts and the org's sending settings (contact-state.ts).
+    const contacts: ContactStateDeps = {
+      orgs: orgData,
+      sends,
+      profiles: app.profiles,
+      consent: storage.consent,
+      links: storage.links,
+      capsOf: (org) => orgs.cached(org)?.frequencyCaps ?? [],
+      quietHoursOf: (org) => {
+        const settings = orgs.cached(org);
+        return { quietHours: settings?.quietHours, timeZone: settings?.timeZone ?? 'UTC' };
+      },
     };
     const dispatcher = new SendDispatcher({
       sends,
@@ -74,7 +84,7 @@ export const flowsRole = fp(
     });
     registerScrapedGauge(metrics, 'audience_sends_pending', 'Flow sends queued, in flight or waiting for a retry in this process', () => dispatcher.pending);
     const runner = new FlowRunner({
-      orgs: orgData,
+      ...contacts,
       ctx,
       flows: storage.flows,
       sends,
@@ -87,20 +97,16 @@ export const flowsRole = fp(
       timeoutMs: config.triggerTimeoutMs,
       maxRows: config.triggerMaxRows,
       refreshProfiles: (keys) => storage.refresher.enqueue(keys),
-      capsOf: (org) => orgs.cached(org)?.frequencyCaps ?? [],
-      quietHoursOf,
       deferredDue: (org, at) => deferred.noteDue(org, at),
       waits,
       stepsDue: (org, at) => steps.noteDue(org, at),
-      consent: storage.consent,
-      links: storage.links,
     });
     const deferred = new DeferredSends({
       orgs: orgData,
       sends,
       flows: storage.flows,
       consent: storage.consent,
-      capsOf: (org) => orgs.cached(org)?.frequencyCaps ?? [],
+      capsOf: contacts.capsOf,
       exclusive: (org, work) => runner.exclusive(org, work),
       dispatcher,
       ctx,
@@ -108,17 +114,12 @@ export const flowsRole = fp(
       logger,
     });
     const steps = new FlowSteps({
-      orgs: orgData,
+      ...contacts,
       waits,
       sends,
       flows: storage.flows,
       triggers: storage.triggers,
-      profiles: app.profiles,
-      consent: storage.consent,
-      links: storage.links,
       renderer,
-      capsOf: (org) => orgs.cached(org)?.frequencyCaps ?? [],
-      quietHoursOf,
       exclusive: (org, work) => runner.exclusive(org, work),
       dispatcher,
       ctx,
@@ -128,17 +129,12 @@ export const flowsRole = fp(
       maxRows: config.triggerMaxRows,
     });
     const scheduled = new ScheduledSends({
-      orgs: orgData,
+      ...contacts,
       flows: storage.flows,
       triggers: storage.triggers,
       occurrences: new OccurrenceStore(orgData),
       sends,
-      profiles: app.profiles,
-      consent: storage.consent,
-      links: storage.links,
       renderer,
-      capsOf: (org) => orgs.cached(org)?.frequencyCaps ?? [],
-      quietHoursOf,
       exclusive: (org, work) => runner.exclusive(org, work),
       afterCommit: (org, flowId, decisions) => runner.afterCommit(org, flowId, decisions),
       ctx,
