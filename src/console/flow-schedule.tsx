@@ -3,11 +3,11 @@
  * when, how fast, the message, sending safely) and a flow's occurrences with how far each got.
  */
 import { type FormEvent, type ReactNode, useState } from 'react';
-import type { FlowDefinition, Message, OnceSchedule, RecurringSchedule } from '../generated/flow';
+import type { FlowDefinition, OnceSchedule, RecurringSchedule } from '../generated/flow';
 import { api, type ApiError, asPage, cursorParam, seg } from './api';
-import { parseTemplate, templateTextOf } from './message-template';
+import { saveFlow } from './flow-save';
+import { draftOf, MessageFields, messageOf } from './message-fields';
 import { QuietHoursFields } from './quiet-hours-fields';
-import { go, href } from './route';
 import { asApiError, ErrorBox, LoadMore, Status, Time, usePages, useRequest } from './ui';
 
 type Category = 'scheduled' | 'recurring';
@@ -51,10 +51,7 @@ export function SegmentSendForm({ org, category, segments, initial }: { org: str
   const [endsOn, setEndsOn] = useState(recurring?.endsOn ?? '');
   const [zone, setZone] = useState<OnceSchedule['timeZone']>(initial?.schedule?.timeZone ?? 'org');
   const [rate, setRate] = useState(initial?.sendRatePerSecond ?? 100);
-  const [channel, setChannel] = useState<Message['channel']>(initial?.message?.channel ?? 'outbox');
-  const [url, setUrl] = useState(initial?.message?.channel === 'webhook' ? initial.message.url : 'https://');
-  const [subject, setSubject] = useState(initial?.message?.channel === 'email' ? initial.message.template.subject : 'News for {{ contact.first_name }}');
-  const [template, setTemplate] = useState(initial?.message ? templateTextOf(initial.message) : DEFAULT_TEMPLATE);
+  const [draft, setDraft] = useState(() => draftOf(initial?.message, { subject: 'News for {{ contact.first_name }}', template: DEFAULT_TEMPLATE }));
   const [transactional, setTransactional] = useState(initial?.transactional ?? false);
   const [topic, setTopic] = useState(initial?.topic ?? 'all');
   const [quietHours, setQuietHours] = useState(initial?.quietHours);
@@ -63,8 +60,7 @@ export function SegmentSendForm({ org, category, segments, initial }: { org: str
   const topics = useRequest(() => api<{ topics: Array<{ topic: string; name: string }> }>('GET', `/admin/v1/orgs/${seg(org)}/topics`), [org]);
 
   const definition = (): FlowDefinition => {
-    const message: Message =
-      channel === 'email' ? { channel, template: { subject, text: template } } : channel === 'webhook' ? { channel, url, template: { body: template } } : { channel, template: parseTemplate(template) };
+    const message = messageOf(draft);
     const schedule: OnceSchedule | RecurringSchedule =
       category === 'scheduled'
         ? { at, timeZone: zone }
@@ -88,9 +84,7 @@ export function SegmentSendForm({ org, category, segments, initial }: { org: str
     setBusy(true);
     setError(undefined);
     try {
-      if (initial) await api('PUT', `/admin/v1/orgs/${seg(org)}/flows/${seg(initial.id)}`, definition());
-      else await api('POST', `/admin/v1/orgs/${seg(org)}/flows`, definition());
-      go(href('orgs', org, 'flows', id));
+      await saveFlow(org, initial?.id, definition());
     } catch (e) {
       setError(asApiError(e));
     } finally {
@@ -170,31 +164,7 @@ export function SegmentSendForm({ org, category, segments, initial }: { org: str
           than an hour late (the flow started later, the service was down) is not sent.
         </p>
       </fieldset>
-      <fieldset>
-        <legend>Message</legend>
-        <label className="inline">
-          Channel{' '}
-          <select value={channel} onChange={(e) => setChannel(e.target.value as Message['channel'])}>
-            <option value="outbox">outbox (a JSON line in DATA_DIR/outbox)</option>
-            <option value="webhook">webhook</option>
-            <option value="email">e-mail</option>
-          </select>
-        </label>
-        {channel === 'webhook' ? (
-          <label>
-            Webhook URL <input type="url" value={url} onChange={(e) => setUrl(e.target.value)} required />
-          </label>
-        ) : null}
-        {channel === 'email' ? (
-          <label>
-            Subject <input value={subject} onChange={(e) => setSubject(e.target.value)} required />
-          </label>
-        ) : null}
-        <label>
-          {channel === 'email' ? 'Text' : 'Template (Liquid: contact, flow, variant)'}
-          <textarea value={template} onChange={(e) => setTemplate(e.target.value)} rows={8} spellCheck={false} />
-        </label>
-      </fieldset>
+      <MessageFields draft={draft} onChange={(change) => setDraft({ ...draft, ...change })} templateData="contact, flow, variant" />
       <fieldset className="row">
         <legend>Sending safely</legend>
         <label className="inline">

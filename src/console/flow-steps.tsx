@@ -6,7 +6,7 @@
 import { type FormEvent, type ReactNode, useState } from 'react';
 import type { FlowDefinition, Step } from '../generated/flow';
 import { api, ApiError, seg } from './api';
-import { go, href } from './route';
+import { saveFlow } from './flow-save';
 import { asApiError, ErrorBox, Status, Time, useRequest } from './ui';
 
 interface Waits {
@@ -138,9 +138,7 @@ export function StepsForm({ org, trigger, initial }: { org: string; trigger: str
     const definition = { ...rest, id, name, category: 'triggered', entry: 'when_contact_triggers_event', trigger, ...(parsed as object) };
     setBusy(true);
     try {
-      if (initial) await api('PUT', `/admin/v1/orgs/${seg(org)}/flows/${seg(initial.id)}`, definition);
-      else await api('POST', `/admin/v1/orgs/${seg(org)}/flows`, definition);
-      go(href('orgs', org, 'flows', id));
+      await saveFlow(org, initial?.id, definition);
     } catch (e) {
       setError(asApiError(e));
     } finally {

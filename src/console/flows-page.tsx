@@ -7,18 +7,19 @@
  * each trigger row did or did not message them.
  */
 import { type FormEvent, type ReactNode, useState } from 'react';
-import type { Condition, Flow, FlowDefinition, Message, Variant } from '../generated/flow';
+import type { Condition, Flow, FlowDefinition, Variant } from '../generated/flow';
 import { QuietHoursFields } from './quiet-hours-fields';
 import { Occurrences, scheduleText, SegmentSendForm } from './flow-schedule';
-import { parseTemplate, templateTextOf } from './message-template';
+import { draftOf, MessageFields, messageOf } from './message-fields';
+import { templateTextOf } from './message-template';
 import { FlowResultsSection } from './flow-results';
 import { FlowStepsSection, StepsForm } from './flow-steps';
 import { SimulateContact } from './flow-simulate';
 import { api, type ApiError, asPage, cursorParam, seg } from './api';
-import { go, href } from './route';
+import { saveFlow } from './flow-save';
+import { href } from './route';
 import { asApiError, ErrorBox, LoadMore, Status, Time, usePages, useRequest } from './ui';
 
-type Channel = Message['channel'];
 
 interface MessagePreview {
   row: Record<string, unknown> | null;
@@ -204,11 +205,7 @@ function FlowForm({ org, trigger, segments, initial }: { org: string; trigger: s
     })),
   );
   const setBranch = (i: number, change: Partial<BranchDraft>) => setBranches(branches.map((b, j) => (j === i ? { ...b, ...change } : b)));
-  const initialMessage = initial?.message;
-  const [channel, setChannel] = useState<Channel>(initialMessage?.channel ?? 'outbox');
-  const [url, setUrl] = useState(initialMessage?.channel === 'webhook' ? initialMessage.url : 'https://');
-  const [subject, setSubject] = useState(initialMessage?.channel === 'email' ? initialMessage.template.subject : 'Your {{ event.event_type }}');
-  const [template, setTemplate] = useState(initialMessage ? templateTextOf(initialMessage) : DEFAULT_TEMPLATE);
+  const [draft, setDraft] = useState(() => draftOf(initial?.message, { subject: 'Your {{ event.event_type }}', template: DEFAULT_TEMPLATE }));
   const [reentry, setReentry] = useState<'every_event' | 'once' | 'after'>(typeof reentryOf === 'object' ? 'after' : reentryOf);
   const [afterSeconds, setAfterSeconds] = useState(typeof reentryOf === 'object' ? reentryOf.afterSeconds : 86400);
   const [schedule, setSchedule] = useState(initial?.scheduleSeconds ?? 60);
@@ -225,15 +222,8 @@ function FlowForm({ org, trigger, segments, initial }: { org: string; trigger: s
   const [error, setError] = useState<ApiError>();
   const [busy, setBusy] = useState(false);
 
-  // Branches and variants with their own message send it on the flow's channel (same URL or subject).
-  const messageOf = (text: string): Message =>
-    channel === 'email'
-      ? { channel, template: { subject, text } }
-      : channel === 'webhook'
-        ? { channel, url, template: { body: text } }
-        : { channel, template: parseTemplate(text) };
   const definition = (): FlowDefinition => {
-    const message = messageOf(template);
+    const message = messageOf(draft);
     return {
       id,
       name,
@@ -243,9 +233,9 @@ function FlowForm({ org, trigger, segments, initial }: { org: string; trigger: s
       scheduleSeconds: schedule,
       ...(segment ? { segmentFilter: { segment, mode } } : {}),
       ...(variants.length > 0
-        ? { experiment: { variants: variants.map(({ template: own, ...variant }) => (own === undefined ? variant : { ...variant, message: messageOf(own) })) } }
+        ? { experiment: { variants: variants.map(({ template: own, ...variant }) => (own === undefined ? variant : { ...variant, message: messageOf(draft, own) })) } }
         : {}),
-      ...(branches.length > 0 ? { branches: branches.map((b) => ({ when: condition(b), message: messageOf(b.template) })) } : {}),
+      ...(branches.length > 0 ? { branches: branches.map((b) => ({ when: condition(b), message: messageOf(draft, b.template) })) } : {}),
       message,
       reentry: reentry === 'after' ? { afterSeconds } : reentry,
       ...(transactional ? { transactional: true } : topic === 'all' ? {} : { topic }),
@@ -260,9 +250,7 @@ function FlowForm({ org, trigger, segments, initial }: { org: string; trigger: s
     setBusy(true);
     setError(undefined);
     try {
-      if (initial) await api('PUT', `/admin/v1/orgs/${seg(org)}/flows/${seg(initial.id)}`, definition());
-      else await api('POST', `/admin/v1/orgs/${seg(org)}/flows`, definition());
-      go(href('orgs', org, 'flows', id));
+      await saveFlow(org, initial?.id, definition());
     } catch (e) {
       setError(asApiError(e));
     } finally {
@@ -337,7 +325,7 @@ function FlowForm({ org, trigger, segments, initial }: { org: string; trigger: s
               <input type="checkbox" checked={variant.holdout ?? false} onChange={(e) => setVariant(i, { holdout: e.target.checked })} /> Holdout (sends nothing)
             </label>
             <label className="inline">
-              <input type="checkbox" checked={variant.template !== undefined} disabled={variant.holdout} onChange={(e) => setVariant(i, { template: e.target.checked ? template : undefined })} /> Own message
+              <input type="checkbox" checked={variant.template !== undefined} disabled={variant.holdout} onChange={(e) => setVariant(i, { template: e.target.checked ? draft.template : undefined })} /> Own message
             </label>
             <button type="button" className="small" onClick={() => setVariants(variants.filter((_, j) => j !== i))} aria-label={`Remove variant ${variant.label}`}>
               Remove
@@ -354,30 +342,7 @@ function FlowForm({ org, trigger, segments, initial }: { org: string; trigger: s
           Add variant
         </button>
       </fieldset>
-      <fieldset>
-        <legend>Message</legend>
-        <label className="inline">
-          Channel{' '}
-          <select value={channel} onChange={(e) => setChannel(e.target.value as Channel)}>
-            <option value="outbox">outbox (a JSON line in DATA_DIR/outbox)</option>
-            <option value="webhook">webhook</option>
-            <option value="email">e-mail</option>
-          </select>
-        </label>
-        {channel === 'webhook' ? (
-          <label>
-            Webhook URL <input type="url" value={url} onChange={(e) => setUrl(e.target.value)} required />
-          </label>
-        ) : null}
-        {channel === 'email' ? (
-          <label>
-            Subject <input value={subject} onChange={(e) => setSubject(e.target.value)} required />
-          </label>
-        ) : null}
-        <label>
-          {channel === 'email' ? 'Text' : 'Template (Liquid: contact, event, flow, variant)'}
-          <textarea value={template} onChange={(e) => setTemplate(e.target.value)} rows={8} spellCheck={false} />
-        </label>
+      <MessageFields draft={draft} onChange={(change) => setDraft({ ...draft, ...change })} templateData="contact, event, flow, variant">
         <button type="button" className="small" onClick={() => void previewMessage()}>
           Preview the message
         </button>
@@ -396,7 +361,7 @@ function FlowForm({ org, trigger, segments, initial }: { org: string; trigger: s
             )}
           </div>
         ) : null}
-      </fieldset>
+      </MessageFields>
       <fieldset>
         <legend>Branches</legend>
         <p className="muted">The first branch whose condition holds sends its own message (a variant's own message comes first); otherwise the message above.</p>
@@ -429,7 +394,7 @@ function FlowForm({ org, trigger, segments, initial }: { org: string; trigger: s
             </label>
           </div>
         ))}
-        <button type="button" className="small" onClick={() => setBranches([...branches, { field: 'event.properties.', op: 'gte', value: '', template }])}>
+        <button type="button" className="small" onClick={() => setBranches([...branches, { field: 'event.properties.', op: 'gte', value: '', template: draft.template }])}>
           Add branch
         </button>
       </fieldset>
