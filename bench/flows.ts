@@ -541,7 +541,7 @@ function sleep(ms: number): Promise<void> {
  * many sends arrived and when, and per event id its first arrival; a repeated webhook-id (Standard
  * Webhooks: the send id) is a duplicate delivery.
  */
-class Receiver {
+export class Receiver {
   private readonly arrivals = new Map<string, number>();
   private readonly perFlow = new Map<string, { count: number; firstAt: number; lastAt: number }>();
   private readonly webhookIds = new Set<string>();

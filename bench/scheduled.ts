@@ -10,12 +10,11 @@
  *              and this process's apart
  * The service runs compiled (dist/) in its own process.
  */
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { admin, type Bench, ORG, say, type Service, startService } from './harness.js';
 import { round } from './load.js';
 import { selfCpuSeconds } from './procs.js';
+import { Receiver } from './flows.js';
 
 const RATE = 10_000;
 
@@ -71,7 +70,7 @@ async function run(service: Service, receiver: Receiver, members: number): Promi
     // This minute in the org's zone (UTC): due as soon as it is live.
     schedule: { at: new Date().toISOString().slice(0, 16), timeZone: 'org' },
     sendRatePerSecond: RATE,
-    message: { channel: 'webhook', url: receiver.url, template: { body: { to: '{{ contact.email_address }}', name: '{{ contact.first_name }}' } } },
+    message: { channel: 'webhook', url: receiver.url, template: { body: { eventId: '{{ contact.email_address }}', flow: 'launch', name: '{{ contact.first_name }}' } } },
   });
 
   say(`scheduled: one occurrence to ${members} members, at most ${RATE}/s`);
@@ -89,7 +88,7 @@ async function run(service: Service, receiver: Receiver, members: number): Promi
     await sleep(100);
   }
   const decidedAt = performance.now();
-  const lastAt = await receiver.waitFor(members, 600_000);
+  const lastAt = await receiver.waitFor('launch', members, 600_000);
   const cpu = { service: service.child.cpuSeconds() - cpu0.service, self: selfCpuSeconds() - cpu0.self };
   const decideSeconds = (decidedAt - startedAt!) / 1000;
   const sendSeconds = (lastAt - liveAt) / 1000;
@@ -101,10 +100,10 @@ async function run(service: Service, receiver: Receiver, members: number): Promi
     decideSeconds: round(decideSeconds, 2),
     decisionsPerSec: Math.round(members / decideSeconds),
     sendSeconds: round(sendSeconds, 2),
-    sendsPerSec: Math.round(receiver.count / sendSeconds),
-    received: receiver.count,
+    sendsPerSec: Math.round(receiver.count('launch') / sendSeconds),
+    received: receiver.count('launch'),
     duplicates: receiver.duplicates,
-    cpu: { serviceSeconds: round(cpu.service, 2), msPerSend: round((cpu.service * 1000) / receiver.count, 3), receiverAndBenchSeconds: round(cpu.self, 2) },
+    cpu: { serviceSeconds: round(cpu.service, 2), msPerSend: round((cpu.service * 1000) / receiver.count('launch'), 3), receiverAndBenchSeconds: round(cpu.self, 2) },
     outcomes: occurrence.outcomes,
   };
   say(
@@ -129,54 +128,4 @@ async function adminOk<T = unknown>(service: Service, method: string, path: stri
 
 function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
-}
-
-/** A webhook receiver answering 204 at once; a repeated webhook-id (the send id) counts as a duplicate. */
-class Receiver {
-  private readonly ids = new Set<string>();
-  duplicates = 0;
-  lastAt = 0;
-
-  private constructor(
-    private readonly server: Server,
-    readonly url: string,
-  ) {}
-
-  static async start(): Promise<Receiver> {
-    let receiver!: Receiver;
-    const server = createServer((req, res) => {
-      req.resume();
-      req.on('end', () => {
-        const id = String(req.headers['webhook-id'] ?? '');
-        if (receiver.ids.has(id)) receiver.duplicates++;
-        receiver.ids.add(id);
-        receiver.lastAt = performance.now();
-        res.writeHead(204).end();
-      });
-    });
-    // Node's default keep-alive timeout (5 s) is shorter than undici's; the service keeps its pool.
-    server.keepAliveTimeout = 60_000;
-    await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
-    receiver = new Receiver(server, `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`);
-    return receiver;
-  }
-
-  get count(): number {
-    return this.ids.size;
-  }
-
-  /** Resolves with the time of the last arrival once `count` distinct sends arrived. */
-  async waitFor(count: number, timeoutMs: number): Promise<number> {
-    const started = performance.now();
-    while (this.count < count) {
-      if (performance.now() - started > timeoutMs) throw new Error(`receiver: ${this.count} of ${count} sends after ${timeoutMs} ms`);
-      await sleep(20);
-    }
-    return this.lastAt;
-  }
-
-  async close(): Promise<void> {
-    this.server.closeAllConnections();
-    await new Promise<void>((ok) => this.server.close(() => ok()));
-  }
 }
