@@ -220,7 +220,7 @@ async function againstService(
   };
 }
 
-async function setUp(service: Service): Promise<{ credentials: Credentials; token: string }> {
+export async function setUp(service: Service): Promise<{ credentials: Credentials; token: string }> {
   const org = await admin<{ credentials: { production: Credentials } }>(service, 'POST', '/admin/v1/orgs', {
     slug: ORG,
     name: 'Bench',
@@ -233,7 +233,7 @@ async function setUp(service: Service): Promise<{ credentials: Credentials; toke
   return { credentials: org.json.credentials.production, token: token.json.token };
 }
 
-async function importContacts(service: Service, contacts: Contact[]): Promise<AudienceOutcome['import']> {
+export async function importContacts(service: Service, contacts: Contact[]): Promise<AudienceOutcome['import']> {
   const started = performance.now();
   let imported = 0;
   let rejected = 0;
@@ -275,7 +275,7 @@ async function memory(service: Service, gc: boolean): Promise<Memory> {
 }
 
 /** Compaction lag 0 (the quick collect measurement's events are in DuckDB), then a moment for the profile refresh. */
-async function waitCaughtUp(service: Service, timeoutMs = 60_000): Promise<void> {
+export async function waitCaughtUp(service: Service, timeoutMs = 60_000): Promise<void> {
   const started = performance.now();
   while ((await metric(service, 'audience_compaction_lag_records')) > 0) {
     if (performance.now() - started > timeoutMs) throw new Error(`compaction did not catch up within ${timeoutMs} ms`);

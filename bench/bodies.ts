@@ -47,6 +47,13 @@ export function singleEventText(credentials: Credentials, tag: string): string {
   return `{${creds},${eventMembers(tag, 0)}}`;
 }
 
+/** The text of a /http/v1/batch body of `size` members with its PLACEHOLDERS (BodyTemplate.batch). */
+export function batchText(credentials: Credentials, tag: string, size: number): string {
+  const creds = `"partnerId":${JSON.stringify(credentials.partnerId)},"partnerSecret":${JSON.stringify(credentials.partnerSecret)}`;
+  const members = Array.from({ length: size }, (_, i) => `{${eventMembers(tag, i)}}`);
+  return `{${creds},"batch":[${members.join(',')}]}`;
+}
+
 interface Slot {
   offset: number;
   kind: 1 | 2 | 3;
@@ -86,9 +93,7 @@ export class BodyTemplate {
 
   /** A /http/v1/batch body of `size` members (events without credentials). */
   static batch(credentials: Credentials, tag: string, size: number): BodyTemplate {
-    const creds = `"partnerId":${JSON.stringify(credentials.partnerId)},"partnerSecret":${JSON.stringify(credentials.partnerSecret)}`;
-    const members = Array.from({ length: size }, (_, i) => `{${eventMembers(tag, i)}}`);
-    return new BodyTemplate(`{${creds},"batch":[${members.join(',')}]}`, size);
+    return new BodyTemplate(batchText(credentials, tag, size), size);
   }
 
   /**

@@ -22,6 +22,8 @@
  *   scale    the many-process layout on a private nats-server: collect through 1 and 2 `collector`
  *            processes, lookups through 1 and 2 `api` processes, bare POST and GET with 1 and 2, each
  *            process pinned to its own core, loaded by wrk (bench/scale.ts; installs wrk if missing)
+ *   speed    the hot paths of issue 27 with wrk (one thread, 50 connections): bare POST, collect, bare GET,
+ *            lookup, batch in alternating turns, the service's CPU per request from /proc (bench/speed.ts)
  * Servers run compiled (dist/), each in its own process; the load generator runs in this process (the
  * scale phase's wrk in its own).
  * Writes bench/results/collect.json (only a complete run of bare,drain,collect,batch with default
@@ -31,8 +33,10 @@
  * phase with default settings).
  *
  *   npm run bench                                 everything (~16 min, of which flows ~4.5, scale ~8)
+ *   npm run bench -- --only speed                 the issue-27 table with wrk (~4 min); --speed-turns 1 for a quick one
  *   npm run bench -- --only collect               some phases: bare,drain,collect,batch,audience,flows,scheduled,waits,scale (comma-separated)
  *   npm run bench -- --only flows --flow-sizes 1000000 --flow-reps 1   a quicker flows run (partial)
+ *   npm run bench -- --only flows --flow-sizes ''   only event → webhook latency and sends/s (~1 min)
  *   npm run bench -- --only audience --profile    the audience service under node --cpu-prof; summary printed
  *   npm run bench -- --only collect --profile     the service under node --cpu-prof; summary printed
  *   npm run bench -- --only collect --roles collector,api    experiment: service without compactor
@@ -56,6 +60,8 @@ import { benchAudience } from './audience.js';
 import { reportAudience } from './audience-report.js';
 import { benchFlows } from './flows.js';
 import { benchScheduled } from './scheduled.js';
+import { benchSpeed } from './speed.js';
+import { commandVersion, ensureCommand } from './system-tools.js';
 import { runScalePhase } from './scale-phase.js';
 import { printFlows, reportFlows } from './flows-report.js';
 import { BodyTemplate, IDENTITIES, type Credentials } from './bodies.js';
@@ -83,7 +89,7 @@ import { countDuckDb, countLog, type DbCounts, type LogCounts } from './verify.j
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const resultsDir = join(root, 'bench', 'results');
 
-const PHASES = ['bare', 'drain', 'collect', 'batch', 'segment', 'audience', 'flows', 'scheduled', 'waits', 'scale'] as const;
+const PHASES = ['speed', 'bare', 'drain', 'collect', 'batch', 'segment', 'audience', 'flows', 'scheduled', 'waits', 'scale'] as const;
 type Phase = (typeof PHASES)[number];
 /** The phases of bench/results/collect.json; audience has its own file. */
 const COLLECT_PHASES: readonly Phase[] = ['bare', 'drain', 'collect', 'batch', 'segment'];
@@ -124,6 +130,8 @@ const { values: args } = parseArgs({
     /** wrk (installed from Debian's packages if missing) or autocannon (in this process). */
     loadgen: { type: 'string', default: 'wrk' },
     'wrk-threads': { type: 'string', default: '2' },
+    /** Rounds of the speed phase (each: bare POST, collect, bare GET, lookup, batch). */
+    'speed-turns': { type: 'string', default: '2' },
   },
 });
 
@@ -597,6 +605,26 @@ async function main(): Promise<void> {
   if (profileDir) mkdirSync(profileDir, { recursive: true });
   mkdirSync(resultsDir, { recursive: true });
 
+  if (phases.has('speed')) {
+    const wrk = ensureCommand('wrk', 'wrk', true);
+    if (!wrk) throw new Error('the speed phase needs wrk (apt-get install wrk)');
+    const turns = Number(args['speed-turns']);
+    const outcome = await benchSpeed(bench, {
+      wrk,
+      wrkVersion: commandVersion(wrk),
+      connections: CONNECTIONS,
+      seconds: Number(args.duration),
+      warmup: Number(args.warmup),
+      turns,
+      batchSize: Number(args['batch-size']),
+      ...(profileDir ? { profileDir } : {}),
+    });
+    const command = `npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`;
+    const out = defaultSettings && turns === 2 ? join(resultsDir, 'speed.json') : join(resultsDir, 'partial-speed.json.tmp');
+    writeFileSync(out, `${JSON.stringify({ phase: 'speed', command, machine: machine(), ...outcome }, null, 2)}\n`);
+    say(`wrote ${out}`);
+    if (profileDir) for (const f of readdirSync(profileDir).filter((f) => f.startsWith(`speed-${runTag}`))) printSummary(summarizeProfile(join(profileDir, f)));
+  }
   const measured = collectPhases.length > 0 ? await collectPhasesRun(profileDir) : {};
   const collectMax = measured.collect;
   if (phases.has('audience')) {
@@ -612,7 +640,7 @@ async function main(): Promise<void> {
     say(`wrote ${out}`);
   }
   if (phases.has('flows')) {
-    const sizes = args['flow-sizes'].split(',').map(Number);
+    const sizes = args['flow-sizes'].split(',').filter(Boolean).map(Number);
     const reps = Number(args['flow-reps']);
     const outcome = await benchFlows(bench, {
       sizes,

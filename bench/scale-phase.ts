@@ -11,7 +11,7 @@ import { type Bench, say } from './harness.js';
 import { benchScale } from './scale.js';
 import { printScale, reportScale } from './scale-report.js';
 import { autocannonGenerator, type LoadGenerator } from './spread-load.js';
-import { ensureCommand } from './system-tools.js';
+import { commandVersion as version, ensureCommand } from './system-tools.js';
 import { wrkGenerator } from './wrk.js';
 
 export interface ScalePhaseOptions {
@@ -96,15 +96,4 @@ function loadGenerator(options: ScalePhaseOptions, workDir: string, restCpus: st
     throw new Error(`--loadgen: wrk or autocannon (got ${options.loadgen})`);
   }
   return autocannonGenerator();
-}
-
-/** The first line a binary prints of its version (wrk prints it with -v and exits 1). */
-function version(binary: string): string {
-  const flag = binary.endsWith('wrk') ? '-v' : '--version';
-  try {
-    return execFileSync(binary, [flag], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).split('\n')[0]!.trim();
-  } catch (error) {
-    const out = String((error as { stdout?: string }).stdout ?? '');
-    return out.split('\n')[0]!.trim() || binary;
-  }
 }

@@ -10,7 +10,8 @@ import { selfCpuSeconds } from './procs.js';
 /** What each request looks like. */
 export type SpreadRequests =
   /** /http/v1/collect bodies (bodies.ts): a unique messageId per event, identities cycled. */
-  | { method: 'POST'; path: string; credentials: Credentials }
+  /** With `batchSize`, /http/v1/batch bodies of that many events (wrk only; one identity per body). */
+  | { method: 'POST'; path: string; credentials: Credentials; batchSize?: number }
   /** Paths cycled over (e.g. contact lookups), the same headers on each. */
   | { method: 'GET'; paths: string[]; headers: Record<string, string> };
 

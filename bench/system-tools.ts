@@ -52,3 +52,14 @@ export function ensureCommand(command: string, debianPackage: string, install: b
   }
   return findCommand(command);
 }
+
+/** The first line a binary prints of its version (wrk prints it with -v and exits 1). */
+export function commandVersion(binary: string): string {
+  const flag = binary.endsWith('wrk') ? '-v' : '--version';
+  try {
+    return execFileSync(binary, [flag], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).split('\n')[0]!.trim();
+  } catch (error) {
+    const out = String((error as { stdout?: string }).stdout ?? '');
+    return out.split('\n')[0]!.trim() || binary;
+  }
+}

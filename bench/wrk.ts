@@ -11,7 +11,7 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { IDENTITIES, PLACEHOLDERS, singleEventText } from './bodies.js';
+import { batchText, IDENTITIES, PLACEHOLDERS, singleEventText } from './bodies.js';
 import { round } from './load.js';
 import { Child, tail } from './procs.js';
 import type { LoadGenerator, SpreadLoad, SpreadRequests, SpreadResult } from './spread-load.js';
@@ -155,7 +155,7 @@ function requestFunction(requests: SpreadRequests, tag: string): string[] {
     ];
   }
   // The body text split at its placeholders: literal, slot, literal, …, literal.
-  const text = singleEventText(requests.credentials, tag);
+  const text = requests.batchSize ? batchText(requests.credentials, tag, requests.batchSize) : singleEventText(requests.credentials, tag);
   const kinds = new Map<string, string>([
     [PLACEHOLDERS.sentAt[0]!, 'ts'],
     [PLACEHOLDERS.sequence[0]!, 'seq'],
@@ -164,7 +164,8 @@ function requestFunction(requests: SpreadRequests, tag: string): string[] {
   const pieces = text.split(/(\u0001+|\u0002+|\u0003+)/);
   const literals = pieces.filter((_, i) => i % 2 === 0);
   const slots = pieces.filter((_, i) => i % 2 === 1).map((p) => kinds.get(p[0]!)!);
-  const body = literals.map((_, i) => `p[${i + 1}]${i < slots.length ? ` .. ${slots[i]}` : ''}`).join(' .. ');
+  // A table, not a chain of `..`: a batch body's hundreds of pieces would exceed Lua's syntax levels.
+  const body = `table.concat({ ${literals.map((_, i) => `p[${i + 1}]${i < slots.length ? `, ${slots[i]}` : ''}`).join(', ')} })`;
   const width = (s: string) => s.length;
   return [
     `local p = {\n${literals.map((l) => `  ${luaString(l)},`).join('\n')}\n}`,
