@@ -16,6 +16,7 @@ import type { Config } from './core/config.js';
 import { type Context, createContext } from './core/context.js';
 import { duckdbLockProblem } from './core/data-dir-lock.js';
 import { clientErrorHandler, frameworkErrors } from './http/client-errors.js';
+import { lazyChildLogger } from './http/lazy-child-logger.js';
 import { loggerOptions } from './http/logger.js';
 import { generateRequestId } from './http/request-id.js';
 import { httpTimeouts } from './http/timeouts.js';
@@ -39,6 +40,7 @@ export async function buildApp(config: Config, ctx: Context = createContext()): 
     logger: loggerOptions(config.logLevel),
     // Two log lines per event would cost ~15% of collect throughput; requests are logged at debug.
     logController: new LogController({ disableRequestLogging: config.logLevel !== 'debug' && config.logLevel !== 'trace' }),
+    childLoggerFactory: lazyChildLogger,
     genReqId: generateRequestId,
     requestIdHeader: false,
     trustProxy: config.trustProxy,

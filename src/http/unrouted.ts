@@ -27,7 +27,11 @@ export function registerUnroutedAnswers(app: FastifyInstance): void {
     if (allow.length === 0) return new AppError('not_found', `no route ${method} ${path}`);
     return new AppError('method_not_allowed', `${path} answers ${allow.join(', ')}, not ${method}`, { headers: { Allow: allow.join(', ') } });
   };
-  app.addHook('onRequest', async (request, reply) => (request.is404 ? sendProblem(reply, request, unrouted(request.method, request.url)) : undefined));
+  // A callback hook, not an async one: it runs on every request, and a promise per request costs ~1 µs.
+  app.addHook('onRequest', (request, reply, done) => {
+    if (request.is404) sendProblem(reply, request, unrouted(request.method, request.url));
+    else done();
+  });
   app.server.on('connect', (request: IncomingMessage, socket: Duplex) => {
     answerAndClose(socket, rawProblemResponse(unrouted('CONNECT', request.url ?? ''), generateRequestId(request)));
     socket.resume();

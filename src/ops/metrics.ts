@@ -194,3 +194,16 @@ export function applyMetric(metrics: Metrics, update: MetricUpdate): void {
       return metrics.compactionLagSeconds.set(update.seconds);
   }
 }
+
+/**
+ * A metric's series by one label value, made on first use: prom-client's inc(labels)/observe(labels)
+ * hashes the label object on every call (~2 µs), which the hot paths (a lookup, an event) avoid this way.
+ */
+export function seriesBy<T>(make: (value: string) => T): (value: string) => T {
+  const made = new Map<string, T>();
+  return (value) => {
+    let series = made.get(value);
+    if (series === undefined) made.set(value, (series = make(value)));
+    return series;
+  };
+}

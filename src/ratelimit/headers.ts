@@ -15,12 +15,21 @@ const POLICY_NAME = /^[a-z][a-z0-9_-]*$/;
  * `Retry-After` is at least 1.
  */
 export function rateLimitHeaders(policyName: string, policy: RatePolicy, decision: RateDecision): Record<string, string> {
-  if (!POLICY_NAME.test(policyName)) throw new Error(`invalid rate-limit policy name: ${policyName}`);
-  const window = Math.max(1, Math.ceil(policy.burst / policy.ratePerSecond));
   const headers: Record<string, string> = {
-    'RateLimit-Policy': `"${policyName}";q=${policy.burst};w=${window}`,
-    RateLimit: `"${policyName}";r=${decision.remaining};t=${Math.ceil(decision.resetSeconds)}`,
+    'RateLimit-Policy': policyHeader(policyName, policy),
+    RateLimit: remainingHeader(policyName, decision),
   };
   if (!decision.allowed) headers['Retry-After'] = String(Math.max(1, Math.ceil(decision.retryAfterSeconds)));
   return headers;
+}
+
+/** `RateLimit-Policy` alone (rateLimitHeaders's, for a path that sets its headers one by one). */
+export function policyHeader(policyName: string, policy: RatePolicy): string {
+  if (!POLICY_NAME.test(policyName)) throw new Error(`invalid rate-limit policy name: ${policyName}`);
+  return `"${policyName}";q=${policy.burst};w=${Math.max(1, Math.ceil(policy.burst / policy.ratePerSecond))}`;
+}
+
+/** `RateLimit` alone. */
+export function remainingHeader(policyName: string, decision: RateDecision): string {
+  return `"${policyName}";r=${decision.remaining};t=${Math.ceil(decision.resetSeconds)}`;
 }

@@ -4,7 +4,7 @@
  * retry so that dedupe recognises the retry (the same messageIds).
  */
 import { AppError } from '../../core/errors.js';
-import type { Metrics } from '../../ops/metrics.js';
+import { type Metrics, seriesBy } from '../../ops/metrics.js';
 import type { GroupCommitter } from '../log/group-commit.js';
 import { LogOutcomeUnknownError, LogUnavailableError } from '../log/types.js';
 import type { Accepted, CollectAnswer } from './accepted.js';
@@ -12,6 +12,7 @@ import { logUnavailable } from './log-unavailable.js';
 import { type Ok, ok, type Stop, stop } from './outcome.js';
 
 export function createCommitStep(log: GroupCommitter, metrics: Metrics): (accepted: Accepted) => Promise<Ok<CollectAnswer> | Stop> {
+  const accepted = seriesBy((environment) => metrics.eventsAccepted.labels(environment));
   return async function commitStep({ who, entries, answer }) {
     try {
       await log.commitEntries(entries);
@@ -20,7 +21,7 @@ export function createCommitStep(log: GroupCommitter, metrics: Metrics): (accept
       if (error instanceof LogOutcomeUnknownError) return stop(unconfirmed(answer, error));
       throw error;
     }
-    metrics.eventsAccepted.inc({ environment: who.environment }, entries.length);
+    accepted(who.environment).inc(entries.length);
     return ok(answer);
   };
 }

@@ -9,10 +9,10 @@ import type { Context } from '../../core/context.js';
 import { AppError } from '../../core/errors.js';
 import { OrgUnavailable } from '../../core/unavailable.js';
 import { bearerToken } from '../../http/bearer.js';
-import type { Metrics } from '../../ops/metrics.js';
+import { type Metrics, seriesBy } from '../../ops/metrics.js';
 import type { OrgStore } from '../../control/org-store.js';
 import type { IndexedProfile, ProfileIndex } from '../../events/profiles/profile-index.js';
-import { rateLimitHeaders } from '../../ratelimit/headers.js';
+import { policyHeader, rateLimitHeaders, remainingHeader } from '../../ratelimit/headers.js';
 import {
   AUTH_FAILURE_POLICY,
   AUTH_FAILURE_POLICY_NAME,
@@ -79,14 +79,11 @@ const schema = operationSchema({
 
 const WWW_AUTHENTICATE = 'Bearer realm="audience", error="invalid_token"';
 
-function setHeaders(reply: FastifyReply, headers: Record<string, string>): void {
-  for (const [name, value] of Object.entries(headers)) reply.header(name, value);
-}
-
 export function registerContactsRoute(app: FastifyInstance, deps: ContactsRouteDeps): void {
   const { ctx, tokens, orgs, profiles, metrics } = deps;
+  const answered = seriesBy((status) => metrics.lookups.labels(status));
   const onResponse = (_request: unknown, reply: FastifyReply, done: () => void) => {
-    metrics.lookups.inc({ status: String(reply.statusCode) });
+    answered(String(reply.statusCode)).inc();
     done();
   };
 
@@ -115,13 +112,15 @@ export function registerContactsRoute(app: FastifyInstance, deps: ContactsRouteD
       );
     }
     const policy = orgRatePolicy(org);
-    const decision = await deps.orgLimiter.consume(`org:${org.slug}`, policy, now);
-    const headers = rateLimitHeaders(ORG_POLICY_NAME, policy, decision);
+    const consumed = deps.orgLimiter.consume(`org:${org.slug}`, policy, now);
+    // The in-memory limiter decides at once: no await (a microtask per lookup) unless Redis is asked.
+    const decision = consumed instanceof Promise ? await consumed : consumed;
     if (!decision.allowed) {
       metrics.rateLimited.inc({ policy: ORG_POLICY_NAME });
-      throw rateLimitedError(headers);
+      throw rateLimitedError(rateLimitHeaders(ORG_POLICY_NAME, policy, decision));
     }
-    setHeaders(reply, headers);
+    reply.header('RateLimit-Policy', policyHeader(ORG_POLICY_NAME, policy));
+    reply.header('RateLimit', remainingHeader(ORG_POLICY_NAME, decision));
 
     if (!acceptsJson(request.headers.accept)) throw new AppError('not_acceptable', 'this API answers application/json only');
     if (Array.isArray(request.query.identity)) {
