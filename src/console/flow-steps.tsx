@@ -122,6 +122,7 @@ export function StepsForm({ org, trigger, initial }: { org: string; trigger: str
   const [name, setName] = useState(initial?.name ?? `${trigger.replaceAll('_', ' ')} journey`);
   const [id, setId] = useState(initial?.id ?? `${trigger.replaceAll('_', '-')}-journey`.slice(0, 64));
   const [json, setJson] = useState(JSON.stringify(initial?.steps ? { steps: initial.steps, ...(initial.exit ? { exit: initial.exit } : {}) } : stepsTemplate(), null, 2));
+  const [realTime, setRealTime] = useState(initial?.realTime ?? true);
   const [error, setError] = useState<ApiError>();
   const [busy, setBusy] = useState(false);
   const save = async (event: FormEvent) => {
@@ -135,7 +136,7 @@ export function StepsForm({ org, trigger, initial }: { org: string; trigger: str
       return;
     }
     const { message: _message, branches: _branches, steps: _steps, exit: _exit, ...rest } = initial ?? ({} as Partial<FlowDefinition>);
-    const definition = { ...rest, id, name, category: 'triggered', entry: 'when_contact_triggers_event', trigger, ...(parsed as object) };
+    const definition = { ...rest, id, name, category: 'triggered', entry: 'when_contact_triggers_event', trigger, realTime, ...(parsed as object) };
     setBusy(true);
     try {
       await saveFlow(org, initial?.id, definition);
@@ -161,6 +162,9 @@ export function StepsForm({ org, trigger, initial }: { org: string; trigger: str
       <label>
         Steps and exit (JSON: wait, waitUntil, message; see “Steps” in docs/data-engineers.md)
         <textarea className="code" rows={16} value={json} onChange={(e) => setJson(e.target.value)} spellCheck={false} />
+      </label>
+      <label className="inline">
+        <input type="checkbox" checked={realTime} onChange={(e) => setRealTime(e.target.checked)} /> Real time (run as soon as new events are stored)
       </label>
       <ErrorBox error={error} />
       <button type="submit" disabled={busy}>

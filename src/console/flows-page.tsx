@@ -209,6 +209,7 @@ function FlowForm({ org, trigger, segments, initial }: { org: string; trigger: s
   const [reentry, setReentry] = useState<'every_event' | 'once' | 'after'>(typeof reentryOf === 'object' ? 'after' : reentryOf);
   const [afterSeconds, setAfterSeconds] = useState(typeof reentryOf === 'object' ? reentryOf.afterSeconds : 86400);
   const [schedule, setSchedule] = useState(initial?.scheduleSeconds ?? 60);
+  const [realTime, setRealTime] = useState(initial?.realTime ?? true);
   const topics = useRequest(() => api<{ topics: Array<{ topic: string; name: string }> }>('GET', `/admin/v1/orgs/${seg(org)}/topics`), [org]);
   const [topic, setTopic] = useState(initial?.topic ?? 'all');
   const [transactional, setTransactional] = useState(initial?.transactional ?? false);
@@ -231,6 +232,7 @@ function FlowForm({ org, trigger, segments, initial }: { org: string; trigger: s
       entry: 'when_contact_triggers_event',
       trigger,
       scheduleSeconds: schedule,
+      realTime,
       ...(segment ? { segmentFilter: { segment, mode } } : {}),
       ...(variants.length > 0
         ? { experiment: { variants: variants.map(({ template: own, ...variant }) => (own === undefined ? variant : { ...variant, message: messageOf(draft, own) })) } }
@@ -427,7 +429,11 @@ function FlowForm({ org, trigger, segments, initial }: { org: string; trigger: s
           </label>
         ) : null}
         <label className="inline">
-          Run every (seconds) <input type="number" min="1" max="86400" value={schedule} onChange={(e) => setSchedule(Number(e.target.value))} />
+          <input type="checkbox" checked={realTime} onChange={(e) => setRealTime(e.target.checked)} /> Real time (run as soon as new events are stored)
+        </label>
+        <label className="inline">
+          {realTime ? 'And at least every (seconds)' : 'Run every (seconds)'}{' '}
+          <input type="number" min="1" max="86400" value={schedule} onChange={(e) => setSchedule(Number(e.target.value))} />
         </label>
       </fieldset>
       <fieldset className="row">

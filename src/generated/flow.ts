@@ -80,9 +80,13 @@ export interface FlowDefinition {
    */
   quietHours?: QuietHours;
   /**
-   * Seconds between runs. Default: 60
+   * Seconds between runs at most: a real-time flow also runs as soon as the org's new events are stored. Default: 60
    */
   scheduleSeconds?: number;
+  /**
+   * Run the trigger as soon as the org's new events are stored (within a fraction of a second), besides every scheduleSeconds. false: every scheduleSeconds only, for a trigger too heavy to run on each commit. Default: true
+   */
+  realTime?: boolean;
   segmentFilter?: {
     /**
      * Name of a segment file queries/<org>/segments/<segment>.sql returning email

@@ -175,6 +175,11 @@ export const flowsRole = fp(
     // those sends are pending in the database, not queued here. Queued ones are not queued twice.
     app.storageEvents.onRestarted(() => void ownedSlugs().then(resumePending, (err: unknown) => logger.error({ err }, 'resuming pending sends failed')));
 
+    // Real-time flows and waits: what a commit stored is looked at now, not at the next tick.
+    app.storageEvents.onCompacted((report) => {
+      runner.noteCommitted(report.orgs);
+      steps.noteCommitted(report.orgs);
+    });
     storage.triggers.watch(QUERIES_POLL_MS);
     await resumePending(await ownedSlugs());
     await deferred.load(await ownedSlugs());

@@ -166,11 +166,14 @@ t.test('from sample events to a saved trigger in the console', async (t) => {
   // A conversion goal: a purchase within a day of entering (issue 26).
   await page.getByLabel('Goal event').fill('custom_purchase');
   await page.getByLabel('Conversion window (seconds)').fill('86400');
+  // Runs when asked (Run now below), so the test first sees what it would do: a flow runs in real time by default.
+  t.ok(await page.getByLabel('Real time (run as soon as new events are stored)').isChecked(), 'real time by default');
+  await page.getByLabel('Real time (run as soon as new events are stored)').uncheck();
   await shot('flow-new');
   await page.getByRole('button', { name: 'Save as draft' }).click();
   await page.getByRole('heading', { name: 'booking completed follow-up' }).waitFor();
   const saved = (await h.admin('GET', '/admin/v1/orgs/acme/flows/booking-completed-follow-up')).json().definition;
-  t.match(saved, { frequencyCap: { maxSends: 5, withinSeconds: 3600 }, maxEventAgeSeconds: 86400, goal: { event: 'custom_purchase', withinSeconds: 86400 } }, 'the cap and the goal set in the form are saved');
+  t.match(saved, { realTime: false, frequencyCap: { maxSends: 5, withinSeconds: 3600 }, maxEventAgeSeconds: 86400, goal: { event: 'custom_purchase', withinSeconds: 86400 } }, 'the cap and the goal set in the form are saved');
   t.notOk('topic' in saved, 'topic all is the default, not written');
   await page.getByRole('button', { name: 'Start' }).click();
   await page.getByRole('button', { name: 'Run now' }).waitFor();

@@ -54,10 +54,12 @@ t.test('a flow with steps, written, started and watched in the console', async (
       exit: { event: 'custom_order_completed' },
     }),
   );
+  // Runs when asked below (Run now), so the test first sees where an entry would wait.
+  await page.getByLabel('Real time (run as soon as new events are stored)').uncheck();
   await page.getByRole('button', { name: 'Create draft' }).click();
   await page.getByRole('heading', { name: 'cart updated journey' }).waitFor();
   const saved = (await h.admin('GET', '/admin/v1/orgs/acme/flows/cart-updated-journey')).json().definition;
-  t.match(saved, { trigger: 'cart_updated', steps: [{ then: 'exit' }, { message: { channel: 'outbox' } }], exit: { event: 'custom_order_completed' } });
+  t.match(saved, { realTime: false, trigger: 'cart_updated', steps: [{ then: 'exit' }, { message: { channel: 'outbox' } }], exit: { event: 'custom_order_completed' } });
   t.notOk('message' in saved, 'no message beside the steps');
   const listed = page.getByRole('list', { name: 'Steps of the flow' });
   t.match(await listed.textContent(), /wait until custom_order_completed \(at most 1 h\); if it comes: exit.*send an outbox message/);

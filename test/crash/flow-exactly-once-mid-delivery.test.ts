@@ -30,7 +30,7 @@ async function queueMany(url: string, message: Record<string, unknown>, flow: Re
   const cred = await createOrgOverHttp(url, 'acme');
   await adminCall(url, 'PUT', '/admin/v1/orgs/acme/triggers/booking_completed', { sql: BOOKING_TRIGGER });
   // Runs only when asked (the first scheduled run would be an hour after each start).
-  await adminCall(url, 'POST', '/admin/v1/orgs/acme/flows', { id: 'f1', name: 'Many', category: 'triggered', entry: 'when_contact_triggers_event', trigger: 'booking_completed', scheduleSeconds: 3600, message, ...flow });
+  await adminCall(url, 'POST', '/admin/v1/orgs/acme/flows', { id: 'f1', name: 'Many', category: 'triggered', entry: 'when_contact_triggers_event', trigger: 'booking_completed', scheduleSeconds: 3600, realTime: false, message, ...flow });
   await adminCall(url, 'POST', '/admin/v1/orgs/acme/flows/f1/start');
   for (let b = 0; b < MANY / 100; b++) {
     const batch = Array.from({ length: 100 }, (_, i) => {

@@ -44,7 +44,7 @@ t.test('every marketing e-mail carries one-click unsubscribe; the POST a mail cl
   const smtp = await smtpServer(t);
   const { h, cred } = await acme(t, { ...STORAGE_PROCESS, smtpUrl: smtp.url });
   t.match((await h.admin('PUT', '/admin/v1/orgs/acme/topics/news', { name: 'News & <offers>', default: 'subscribed' })).json(), { created: true, topic: { topic: 'news', default: 'subscribed' } });
-  await startFlow(h, { id: 'mail', scheduleSeconds: 3600, topic: 'news', message: { channel: 'email', template: { subject: 'Hello', text: 'Stop: {{ unsubscribe_url }}' } } });
+  await startFlow(h, { id: 'mail', scheduleSeconds: 3600, realTime: false, topic: 'news', message: { channel: 'email', template: { subject: 'Hello', text: 'Stop: {{ unsubscribe_url }}' } } });
   await book(h, cred, 'ada@example.com', 'e1');
   await runFlow(h, 'mail');
   t.equal(smtp.mails.length, 1);
@@ -86,7 +86,7 @@ t.test('every marketing e-mail carries one-click unsubscribe; the POST a mail cl
 
 t.test('a multipart one-click works; a body that is not one-click changes nothing', async (t) => {
   const { h, cred } = await acme(t);
-  await startFlow(h, { id: 'f', scheduleSeconds: 3600, message: OUTBOX });
+  await startFlow(h, { id: 'f', scheduleSeconds: 3600, realTime: false, message: OUTBOX });
   await book(h, cred, 'bob@example.com', 'e1');
   const run = await runFlow(h, 'f');
   t.same(outcomes(run), { e1: 'sent' });
@@ -114,8 +114,8 @@ t.test('a multipart one-click works; a body that is not one-click changes nothin
 t.test('forged, altered, cut and foreign links do nothing and say nothing', async (t) => {
   const { h, cred } = await acme(t);
   const other = await acme(t, { webhookSigningKey: 'another-service-master-key-000' }, join(t.testdirName, 'other'));
-  await startFlow(h, { id: 'f', scheduleSeconds: 3600, message: OUTBOX });
-  await startFlow(other.h, { id: 'f', scheduleSeconds: 3600, message: OUTBOX });
+  await startFlow(h, { id: 'f', scheduleSeconds: 3600, realTime: false, message: OUTBOX });
+  await startFlow(other.h, { id: 'f', scheduleSeconds: 3600, realTime: false, message: OUTBOX });
   await book(h, cred, 'ada@example.com', 'e1');
   await book(other.h, other.cred, 'ada@example.com', 'e1');
   const pathOf = async (app: TestApp) => {
@@ -158,7 +158,7 @@ t.test('forged, altered, cut and foreign links do nothing and say nothing', asyn
 t.test('opt-in topics, consent from the admin API and from events, the latest change wins', async (t) => {
   const { h, cred } = await acme(t);
   await h.admin('PUT', '/admin/v1/orgs/acme/topics/promo', { name: 'Promotions', default: 'unsubscribed' });
-  await startFlow(h, { id: 'promo', scheduleSeconds: 3600, topic: 'promo', message: OUTBOX });
+  await startFlow(h, { id: 'promo', scheduleSeconds: 3600, realTime: false, topic: 'promo', message: OUTBOX });
   await book(h, cred, 'ada@example.com', 'e1');
   t.same(outcomes(await runFlow(h, 'promo')), { e1: 'unsubscribed' }, 'an opt-in topic sends nothing before consent');
 
@@ -188,8 +188,8 @@ t.test('transactional flows are sent whatever the consent, with no unsubscribe l
   const receiver = await startReceiver();
   t.teardown(() => receiver.close());
   const { h, cred } = await acme(t);
-  await startFlow(h, { id: 'receipt', scheduleSeconds: 3600, transactional: true, message: { channel: 'webhook', url: receiver.url, template: { body: { kind: 'receipt' } } } });
-  await startFlow(h, { id: 'hook', scheduleSeconds: 3600, message: { channel: 'webhook', url: receiver.url, template: { body: { kind: 'marketing' } } } });
+  await startFlow(h, { id: 'receipt', scheduleSeconds: 3600, realTime: false, transactional: true, message: { channel: 'webhook', url: receiver.url, template: { body: { kind: 'receipt' } } } });
+  await startFlow(h, { id: 'hook', scheduleSeconds: 3600, realTime: false, message: { channel: 'webhook', url: receiver.url, template: { body: { kind: 'marketing' } } } });
   await book(h, cred, 'ada@example.com', 'e1');
   await runFlow(h, 'hook');
   const marketing = receiver.received.find((r) => JSON.parse(r.body).kind === 'marketing')!;

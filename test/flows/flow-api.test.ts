@@ -55,7 +55,7 @@ t.test('a flow is refused for a missing trigger or segment, staging, private web
 
 t.test('draft sends nothing, pause keeps the cursor, resume catches up', async (t) => {
   const { h, cred } = await acmeWithTrigger(t);
-  t.equal((await h.admin('POST', '/admin/v1/orgs/acme/flows', flowBody({ scheduleSeconds: 3600 }))).statusCode, 201);
+  t.equal((await h.admin('POST', '/admin/v1/orgs/acme/flows', flowBody({ scheduleSeconds: 3600, realTime: false }))).statusCode, 201);
   await book(h, cred, 'ada@example.com', 'before');
   await h.compacted();
   t.match(await h.app.flowsRole!.runner!.run('acme', 'f1'), { skipped: 'flow is draft' });
@@ -79,8 +79,8 @@ t.test('segment include and exclude, experiment with holdout, decisions explain 
     { label: 'A', weight: 50 },
     { label: 'Holdout', weight: 50, holdout: true },
   ];
-  await startFlow(h, { id: 'ex', scheduleSeconds: 3600, segmentFilter: { segment: 'vip' }, experiment: { variants }, message: OUTBOX });
-  await startFlow(h, { id: 'in', scheduleSeconds: 3600, segmentFilter: { segment: 'vip', mode: 'include' }, message: OUTBOX });
+  await startFlow(h, { id: 'ex', scheduleSeconds: 3600, realTime: false, segmentFilter: { segment: 'vip' }, experiment: { variants }, message: OUTBOX });
+  await startFlow(h, { id: 'in', scheduleSeconds: 3600, realTime: false, segmentFilter: { segment: 'vip', mode: 'include' }, message: OUTBOX });
   const emails = Array.from({ length: 20 }, (_, i) => `user${i}@example.com`);
   for (const [i, email] of [...emails, 'vip@example.com'].entries()) t.equal((await book(h, cred, email, `e${i}`)).statusCode, 200);
   const anon = customEvent(cred.production, { messageId: 'anon', clientId: 'anon', properties: { eventName: 'booking_completed', requiresIdentity: false, properties: {} } });
@@ -120,8 +120,8 @@ t.test('webhook retries on 5xx then delivers; 4xx fails without retry and the de
   const refusing = await startReceiver([status(400)]);
   t.teardown(() => Promise.all([flaky.close(), refusing.close()]));
   const { h, cred } = await acmeWithTrigger(t, { webhookBackoffMs: 10 });
-  await startFlow(h, { id: 'flaky', scheduleSeconds: 3600, message: { channel: 'webhook', url: flaky.url, template: { body: { id: '{{ event.event_id }}' } } } });
-  await startFlow(h, { id: 'refused', scheduleSeconds: 3600, message: { channel: 'webhook', url: refusing.url, template: { body: {} } } });
+  await startFlow(h, { id: 'flaky', scheduleSeconds: 3600, realTime: false, message: { channel: 'webhook', url: flaky.url, template: { body: { id: '{{ event.event_id }}' } } } });
+  await startFlow(h, { id: 'refused', scheduleSeconds: 3600, realTime: false, message: { channel: 'webhook', url: refusing.url, template: { body: {} } } });
   await book(h, cred, 'ada@example.com', 'e1');
   await runFlow(h, 'flaky');
   await runFlow(h, 'refused');
@@ -139,7 +139,7 @@ t.test('webhook dead-letters after the last attempt', async (t) => {
   const down = await startReceiver([status(503)]);
   t.teardown(() => down.close());
   const { h, cred } = await acmeWithTrigger(t, { webhookBackoffMs: 5, webhookMaxAttempts: 3 });
-  await startFlow(h, { id: 'down', scheduleSeconds: 3600, message: { channel: 'webhook', url: down.url, template: { body: {} } } });
+  await startFlow(h, { id: 'down', scheduleSeconds: 3600, realTime: false, message: { channel: 'webhook', url: down.url, template: { body: {} } } });
   await book(h, cred, 'ada@example.com', 'e1');
   await runFlow(h, 'down');
   t.equal(down.received.length, 3);
@@ -151,7 +151,7 @@ t.test('email flow through a real SMTP server, Message-ID from the send id', asy
   const { h, cred } = await acmeWithTrigger(t, { smtpUrl: smtp.url });
   await startFlow(h, {
     id: 'mail',
-    scheduleSeconds: 3600,
+    scheduleSeconds: 3600, realTime: false,
     message: { channel: 'email', template: { subject: 'Your stay in {{ event.properties.city }}', text: '{{ event.properties.nights }} nights' } },
   });
   await book(h, cred, 'ada@example.com', 'e1');

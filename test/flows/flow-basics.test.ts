@@ -15,7 +15,7 @@ t.test('outbox flow: only events after go-live, once each, template from the eve
   await h.compacted();
   await startFlow(h, {
     id: 'f1',
-    scheduleSeconds: 3600,
+    scheduleSeconds: 3600, realTime: false,
     message: { channel: 'outbox', template: { subject: 'Hi {{ contact.email_address }}', body: 'Enjoy {{ event.properties.city }}', nights: '{{ event.properties.nights }}' } },
   });
   t.equal((await h.collect(customEvent(acme.production, { messageId: 'after-1' }))).statusCode, 200);

@@ -46,7 +46,7 @@ t.test('entered, sent, converted, rates, lift and p-values per variant, exact', 
 
   await startFlow(h, {
     id: 'exp',
-    scheduleSeconds: 3600,
+    scheduleSeconds: 3600, realTime: false,
     goal: { event: 'custom_purchase', withinSeconds: 3600 },
     experiment: {
       variants: [

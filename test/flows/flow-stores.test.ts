@@ -22,7 +22,7 @@ t.test('advance: the run rows and the cursor move commit together, or not at all
   const h = await startTestApp(t);
   await h.createOrg('acme');
   await putQuery(h, 'triggers', 'booking_completed', BOOKING_TRIGGER);
-  await startFlow(h, { id: 'f1', scheduleSeconds: 3600, message: { channel: 'outbox', template: { text: 'hi' } } });
+  await startFlow(h, { id: 'f1', scheduleSeconds: 3600, realTime: false, message: { channel: 'outbox', template: { text: 'hi' } } });
   const flows = h.app.storageRole!.flows;
   const sends = new SendStore(h.app.orgStorage!.orgs);
   const now = Date.UTC(2026, 0, 2);

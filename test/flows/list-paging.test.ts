@@ -24,8 +24,8 @@ t.test('sends and decisions: every row once while runs add more; filters and flo
   const h = await startTestApp(t);
   const cred = await h.createOrg('acme');
   await putQuery(h, 'triggers', 'booking_completed', BOOKING_TRIGGER);
-  await startFlow(h, { id: 'f1', message: OUTBOX, scheduleSeconds: 3600 });
-  await startFlow(h, { id: 'f2', message: OUTBOX, scheduleSeconds: 3600 });
+  await startFlow(h, { id: 'f1', message: OUTBOX, scheduleSeconds: 3600, realTime: false });
+  await startFlow(h, { id: 'f2', message: OUTBOX, scheduleSeconds: 3600, realTime: false });
   await book(h, cred, 0, 45);
   await runFlow(h, 'f1');
   await runFlow(h, 'f2');
@@ -82,7 +82,7 @@ t.test('identical decisions (a trigger giving each row three times) are each giv
   const cred = await h.createOrg('acme');
   const base = BOOKING_TRIGGER.replace(/;?\s*$/, '');
   await putQuery(h, 'triggers', 'booking_completed', `${base}\nUNION ALL ${base}\nUNION ALL ${base}`);
-  await startFlow(h, { id: 'f1', message: OUTBOX, scheduleSeconds: 3600 });
+  await startFlow(h, { id: 'f1', message: OUTBOX, scheduleSeconds: 3600, realTime: false });
   await book(h, cred, 0, 10);
   await runFlow(h, 'f1');
   const all = (await h.admin('GET', '/admin/v1/orgs/acme/flows/f1/decisions?limit=1000')).json().decisions as Array<Record<string, unknown>>;

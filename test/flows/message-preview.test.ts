@@ -65,7 +65,7 @@ t.test('the preview shows the message the run sends for the same row: one evalua
     { when: { field: 'event.properties.nights', op: 'gt', value: 5 }, message: { channel: 'outbox', template: { text: '{{ event.properties.nights }} nights, {{ contact.email_address }} ({{ flow.name }}, {{ variant.label }})' } } },
   ];
   const experiment = { variants: [{ label: 'A', weight: 50 }, { label: 'B', weight: 50, message: { channel: 'outbox', template: { text: 'B for {{ contact.first_name }}' } } }] };
-  await startFlow(h, { id: 'f1', name: 'Stay', scheduleSeconds: 3600, message, branches, experiment });
+  await startFlow(h, { id: 'f1', name: 'Stay', scheduleSeconds: 3600, realTime: false, message, branches, experiment });
   const event = (messageId: string, nights: number) =>
     customEvent(acme.production, { messageId, properties: { eventName: 'booking_completed', properties: { city: 'Porto', nights } }, traits: { email: 'ada@example.com', firstName: 'Ada' } });
   t.equal((await h.collect(event('long-1', 7))).statusCode, 200);

@@ -112,8 +112,8 @@ t.test('the org cap holds across flows and concurrent runs; transactional flows 
   const patched = await h.admin('PATCH', '/admin/v1/orgs/acme', { frequencyCaps: [{ maxSends: 1, withinSeconds: 86_400 }] });
   t.equal(patched.statusCode, 200);
   t.same(patched.json().org.frequencyCaps, [{ maxSends: 1, withinSeconds: 86_400 }]);
-  for (const id of ['f1', 'f2']) await startFlow(h, { id, scheduleSeconds: 3600, message: OUTBOX });
-  await startFlow(h, { id: 'tx', scheduleSeconds: 3600, transactional: true, message: OUTBOX });
+  for (const id of ['f1', 'f2']) await startFlow(h, { id, scheduleSeconds: 3600, realTime: false, message: OUTBOX });
+  await startFlow(h, { id: 'tx', scheduleSeconds: 3600, realTime: false, transactional: true, message: OUTBOX });
   for (let i = 0; i < 5; i++) await book(h, cred, `c${i}@example.com`, `first-${i}`);
   await book(h, cred, 'c0@example.com', 'second-0');
   await h.compacted();
@@ -134,8 +134,8 @@ t.test('the org cap holds across flows and concurrent runs; transactional flows 
 t.test('a channel cap caps that channel only; a flow cap counts that flow only', async (t) => {
   const { h, cred } = await acme(t);
   await h.admin('PATCH', '/admin/v1/orgs/acme', { frequencyCaps: [{ channel: 'webhook', maxSends: 1, withinSeconds: 3600 }] });
-  await startFlow(h, { id: 'out', scheduleSeconds: 3600, frequencyCap: { maxSends: 2, withinSeconds: 3600 }, message: OUTBOX });
-  await startFlow(h, { id: 'other', scheduleSeconds: 3600, message: OUTBOX });
+  await startFlow(h, { id: 'out', scheduleSeconds: 3600, realTime: false, frequencyCap: { maxSends: 2, withinSeconds: 3600 }, message: OUTBOX });
+  await startFlow(h, { id: 'other', scheduleSeconds: 3600, realTime: false, message: OUTBOX });
   for (let i = 0; i < 4; i++) await book(h, cred, 'ada@example.com', `e${i}`);
   await h.compacted();
   t.same((await runFlow(h, 'out')).decisions.map((d) => d.outcome), ['sent', 'sent', 'frequency_capped', 'frequency_capped']);

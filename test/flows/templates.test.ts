@@ -70,7 +70,7 @@ t.test('include, render and layout never read a file: every path fails its row a
     hook: { channel: 'webhook', url: receiver.url, template: { body: { leaked: '{% include event.properties.path %}' } } },
     hookstr: { channel: 'webhook', url: receiver.url, template: { body: '{"leaked": "{% layout event.properties.path %}"}' } },
   };
-  for (const [id, message] of Object.entries(flows)) await startFlow(h, { id, scheduleSeconds: 3600, message });
+  for (const [id, message] of Object.entries(flows)) await startFlow(h, { id, scheduleSeconds: 3600, realTime: false, message });
   for (const [i, path] of paths.entries()) t.equal((await book(h, cred, `p${i}`, { path }, `user${i}@example.com`)).statusCode, 200);
 
   for (const id of Object.keys(flows)) {
@@ -103,7 +103,7 @@ t.test('costly templates fail their rows naming the limit; lookups and collect a
   };
   await startFlow(h, {
     id: 'costly',
-    scheduleSeconds: 3600,
+    scheduleSeconds: 3600, realTime: false,
     branches: Object.entries(kinds).map(([kind, [text]]) => ({ when: { field: 'event.properties.kind', op: 'eq', value: kind }, message: outbox(text) })),
     message: outbox('Enjoy {{ event.properties.city }}, {{ contact.email_address }}'),
   });

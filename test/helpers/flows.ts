@@ -12,12 +12,17 @@ export async function putQuery(h: TestApp, kind: 'triggers' | 'segments', name: 
   return res.json() as { version: number; hash: string };
 }
 
+/**
+ * Creates and starts a triggered flow. It runs when the test says (runFlow), not on each commit: pass
+ * `realTime: true` for a flow that runs as events are stored (the default outside tests).
+ */
 export async function startFlow(h: TestApp, definition: Record<string, unknown>, org = 'acme') {
   const created = await h.admin('POST', `/admin/v1/orgs/${org}/flows`, {
     name: 'Booking follow-up',
     category: 'triggered',
     entry: 'when_contact_triggers_event',
     trigger: 'booking_completed',
+    realTime: false,
     ...definition,
   });
   if (created.statusCode !== 201) throw new Error(`create flow: ${created.statusCode} ${created.body}`);

@@ -18,7 +18,7 @@ t.test('a changed file is live for the next run; an invalid change leaves the ol
   t.match(list, [{ name: 'booking_completed', status: 'live', liveVersion: 1, error: null }]);
   const v1 = list[0].liveHash;
 
-  await startFlow(h, { id: 'f1', scheduleSeconds: 3600, message: { channel: 'outbox', template: { t: '{{ event.event_type }}' } } });
+  await startFlow(h, { id: 'f1', scheduleSeconds: 3600, realTime: false, message: { channel: 'outbox', template: { t: '{{ event.event_type }}' } } });
   await h.collect(customEvent(acme.production, { messageId: 'b1' }));
   await h.collect(customEvent(acme.production, { messageId: 'p1', properties: { eventName: 'page_liked', properties: {} } }));
   t.same((await runFlow(h, 'f1')).decisions.map((d) => d.eventId), ['b1']);

@@ -61,6 +61,8 @@ const FOLD_SHARE = 0.1;
 export interface CommitReport {
   /** Contacts whose production events were written: their profiles need a refresh. */
   touched: Array<{ org: string; email: string }>;
+  /** Orgs that stored new events in this batch: their real-time flows run now (flow-runner.ts). */
+  orgs: string[];
   /** More records were waiting when this batch was read: compaction is working through a backlog. */
   backlog: boolean;
 }
@@ -228,12 +230,17 @@ export class Compactor implements Compaction {
       this.highWater = lastSeq;
     }
     const touched: CommitReport['touched'] = [];
+    const written: string[] = [];
     const recovered: string[] = [];
     let replayFrom = Infinity;
     for (const org of orgs) {
       const held = this.held.get(org);
       try {
-        if (!held) touched.push(...(await this.commitOrg(org, byOrg.get(org) ?? [], lastSeq, now)));
+        if (!held) {
+          const outcome = await this.commitOrg(org, byOrg.get(org) ?? [], lastSeq, now);
+          touched.push(...outcome.touched);
+          if (outcome.events > 0) written.push(org);
+        }
         else if (performance.now() >= held.retryAt) {
           // Its database opens again; the records it missed are read again below, in order, before any newer one.
           replayFrom = Math.min(replayFrom, held.from, replayPoint((await this.stateOf(org)).cursor));
@@ -252,7 +259,7 @@ export class Compactor implements Compaction {
     for (const org of recovered) this.held.delete(org);
     const advanced = lastSeq > this.cursor;
     this.cursor = lastSeq;
-    if (touched.length > 0) await this.runAfterCommit({ touched, backlog: this.behind });
+    if (touched.length > 0 || written.length > 0) await this.runAfterCommit({ touched, orgs: written, backlog: this.behind });
     for (const list of byOrg.values()) for (const { entry } of list) this.newestCompactedAt = Math.max(this.newestCompactedAt, entry.receivedAt);
     if (advanced) await this.updateLag(now);
     this.notifyWaiters();
@@ -296,12 +303,12 @@ export class Compactor implements Compaction {
   }
 
   /** One org's share of a batch, in one transaction of its database with its new position. */
-  private async commitOrg(org: string, batch: readonly SeqEntry[], lastSeq: number, now: number): Promise<CommitReport['touched']> {
+  private async commitOrg(org: string, batch: readonly SeqEntry[], lastSeq: number, now: number): Promise<{ touched: CommitReport['touched']; events: number }> {
     const state = await this.stateOf(org);
     // Records the org's database already holds (a batch replayed after a crash or failure) are skipped.
     const entries = batch.filter((e) => e.seq > state.cursor);
     const sweepExpired = sweepDue(state, now);
-    if (entries.length === 0 && !sweepExpired) return [];
+    if (entries.length === 0 && !sweepExpired) return { touched: [], events: 0 };
     const plan = await planEntries(entries, state.plan);
     plan.lastSeq = entries.length > 0 ? lastSeq : state.cursor;
     if (sweepExpired) state.nextSweepAt = now + SWEEP_INTERVAL_MS;
@@ -318,7 +325,7 @@ export class Compactor implements Compaction {
     for (const [reason, count] of Object.entries(outcome.keptOut)) if (count > 0) this.deps.metrics.eventsKeptOut.inc({ reason: reason as KeptOut }, count);
     state.plan.dedupe.prune(now);
     if (outcome.events > 0 && now >= state.nextFoldAt) await this.fold(db, state, now);
-    return outcome.touched;
+    return { touched: outcome.touched, events: outcome.events };
   }
 
   /** Under steady traffic, batches start MIN_COMMIT_INTERVAL_MS apart; a backlog is read at once. */

@@ -74,6 +74,8 @@ export const SEGMENT_ROWS_PER_TRIGGER_ROW = 10;
 
 export class FlowRunner {
   private readonly nextRunAt = new Map<string, number>();
+  /** Orgs that stored new events since the last look: their real-time flows run in the next pass. */
+  private readonly committed = new Set<string>();
   /** The run in progress (or queued) per org. */
   private readonly running = new Map<string, Promise<void>>();
   private readonly ticker = new PeriodicTask(
@@ -127,8 +129,29 @@ export class FlowRunner {
     await this.running.get(org);
   }
 
-  /** Runs every live flow whose schedule is due (one at a time: they share the DuckDB connection). */
+  /**
+   * The compactor stored new events of these orgs: their real-time flows (`realTime`, the default) run
+   * now rather than at their schedule. Runs stay one at a time per org, each from its flow's cursor, so
+   * a burst of commits makes one run per flow, not one per commit.
+   */
+  noteCommitted(orgs: readonly string[]): void {
+    let any = false;
+    for (const org of orgs) {
+      if (this.committed.has(org) || !this.deps.flows.live().some((f) => f.org === org && runsOnCommit(f.definition))) continue;
+      this.committed.add(org);
+      any = true;
+    }
+    if (any) this.ticker.kick();
+  }
+
+  /**
+   * Runs every live flow whose schedule is due, or that runs in real time and whose org stored new
+   * events (one at a time: they share the org's database). Every due flow of every org has its run
+   * before any flow runs twice, so one busy org cannot hold the others' back.
+   */
   async runDue(): Promise<void> {
+    const committed = new Set(this.committed);
+    this.committed.clear();
     for (const flow of this.deps.flows.live()) {
       // Scheduled and recurring flows send at their schedule (scheduled-sends.ts), not by runs.
       if (flow.definition.category !== 'triggered') continue;
@@ -136,13 +159,17 @@ export class FlowRunner {
       const now = Date.now();
       const interval = (flow.definition.scheduleSeconds ?? 60) * 1000;
       const due = this.nextRunAt.get(key);
+      const fresh = committed.has(flow.org) && runsOnCommit(flow.definition);
       // A flow seen for the first time (just started, or at process start) runs one interval later.
       if (due === undefined) this.nextRunAt.set(key, now + interval);
-      if (due === undefined || due > now) continue;
+      if (!fresh && (due === undefined || due > now)) continue;
       this.nextRunAt.set(key, now + interval);
-      await this.run(flow.org, flow.definition.id).catch((err: unknown) =>
-        this.deps.logger.error({ err, org: flow.org, flow: flow.definition.id }, 'flow run failed'),
-      );
+      const summary = await this.run(flow.org, flow.definition.id).catch((err: unknown) => {
+        this.deps.logger.error({ err, org: flow.org, flow: flow.definition.id }, 'flow run failed');
+        return undefined;
+      });
+      // The window was cut at TRIGGER_MAX_ROWS: the rest runs next, not an interval later.
+      if (summary?.more && runsOnCommit(flow.definition)) this.noteCommitted([flow.org]);
     }
   }
 
@@ -361,4 +388,9 @@ function branchOf(flow: FlowDefinition, d: ToRender | ToDefer): number | null {
   if (variant?.message || !flow.branches) return null;
   const index = flow.branches.findIndex((b) => matches(b.when, d.template.data));
   return index === -1 ? null : index;
+}
+
+/** A triggered flow runs when its org stores new events unless it asks for its schedule only. */
+function runsOnCommit(flow: FlowDefinition): boolean {
+  return flow.category === 'triggered' && flow.realTime !== false;
 }

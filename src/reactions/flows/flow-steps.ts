@@ -18,6 +18,7 @@ import { assertNever, groupBy } from '../../core/domain.js';
 import type { Context } from '../../core/context.js';
 import type { OrgStorage } from '../../db/org-storage.js';
 import type { QuietHours } from '../../core/quiet-hours.js';
+import { PeriodicTask } from '../../core/periodic-task.js';
 import { newestVisibleAt } from '../../events/compaction/visible-at.js';
 import type { ProfileIndex } from '../../events/profiles/profile-index.js';
 import type { FlowDefinition, MessageStep, Step } from '../../generated/flow.js';
@@ -64,8 +65,11 @@ export class FlowSteps {
   private readonly due = new Map<string, number>();
   /** Per org, the newest visible_at its last pass looked at events through. */
   private readonly seen = new Map<string, bigint>();
-  private timer: NodeJS.Timeout | undefined;
   private passing: Promise<void> | undefined;
+  private readonly ticker = new PeriodicTask(
+    () => this.tick(),
+    (err) => this.deps.logger.error({ err }, 'moving flow entries along their steps failed'),
+  );
 
   constructor(
     private readonly deps: {
@@ -110,12 +114,17 @@ export class FlowSteps {
   }
 
   start(): void {
-    this.timer = setInterval(() => void this.tick(), STEPS_TICK_MS);
-    this.timer.unref();
+    this.ticker.start(STEPS_TICK_MS);
+  }
+
+  /** The org stored new events: an entry waiting for one moves on now, not at the next tick. */
+  noteCommitted(orgs: readonly string[]): void {
+    const stepped = new Set(steppedFlows(this.deps.flows.live()).map((f) => f.org));
+    if (orgs.some((org) => stepped.has(org))) this.ticker.kick();
   }
 
   async close(): Promise<void> {
-    clearInterval(this.timer);
+    await this.ticker.stop();
     await this.passing;
   }
 
@@ -175,8 +184,9 @@ export class FlowSteps {
       const arrivals = await this.arrivals(org, end, [...flows.values()], seen ?? null);
       const rows = await this.deps.waits.due(org, [...flows.keys()], now, [...arrivals.keys()], PASS_ENTRIES);
       const moves = new Map(rows.map((r) => [r.entryId, new Move(r, flows.get(r.flowId)!)]));
-      // Entries a run wrote since with a mark below what was looked at: their events are read here.
-      const fresh = seen === undefined ? [] : rows.filter((r) => r.step === 0 && !r.waiting && r.enteredSince < seen);
+      // Entries a run wrote since the last pass: arrivals() above takes waiting entries only, so the events
+      // since each one's run are read here (a first pass after its run may come after its event was stored).
+      const fresh = rows.filter((r) => r.step === 0 && !r.waiting);
       for (const a of await this.deps.waits.arrivalsOf(org, end, fresh.flatMap((r) => candidatesOf(r, flows.get(r.flowId)!)))) arrivals.set(a.entryId, a);
 
       for (const [id, arrival] of arrivals) moves.get(id)?.arrived(arrival);

@@ -1863,8 +1863,10 @@ export interface components {
             transactional?: boolean;
             frequencyCap?: components["schemas"]["org.FrequencyCap"];
             quietHours?: components["schemas"]["org.QuietHours"];
-            /** @description Seconds between runs. Default: 60 */
+            /** @description Seconds between runs at most: a real-time flow also runs as soon as the org's new events are stored. Default: 60 */
             scheduleSeconds?: number;
+            /** @description Run the trigger as soon as the org's new events are stored (within a fraction of a second), besides every scheduleSeconds. false: every scheduleSeconds only, for a trigger too heavy to run on each commit. Default: true */
+            realTime?: boolean;
             segmentFilter?: {
                 segment: components["schemas"]["flow.queryName"];
                 /**
