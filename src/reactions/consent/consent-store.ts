@@ -108,8 +108,8 @@ export class ConsentStore {
     const result = new Map<string, Array<{ topic: string; source: ConsentSource | 'default' }>>();
     if (emails.length === 0 || topics.length === 0) return result;
     const db = this.orgs.org(org);
-    await applyEvents(db);
-    const defaults = new Map((await this.topics(org)).map((t) => [t.topic, t.default]));
+    const [orgTopics] = await Promise.all([this.topics(org), applyEvents(db)]);
+    const defaults = new Map(orgTopics.map((t) => [t.topic, t.default]));
     const rows = await db.all<{ email: string; topic: string; status: ConsentStatus; source: ConsentSource }>(
       'SELECT email, topic, status, source FROM contact_consent WHERE email IN (SELECT unnest($1::VARCHAR[])) AND topic IN (SELECT unnest($2::VARCHAR[]))',
       [listValue([...emails]), listValue([...topics])],

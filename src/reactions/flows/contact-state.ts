@@ -34,11 +34,19 @@ export type ContactState = Pick<RunState, 'lastEntry' | 'sendCounts' | 'suppress
 export async function contactState(deps: ContactStateDeps, org: string, flow: FlowDefinition, emails: string[], now: number): Promise<ContactState> {
   const profile: RunState['profile'] = (type, value) => deps.profiles.find(org, type, value);
   const settings = deps.quietHoursOf(org);
+  // Asked together: the org's database answers statements one at a time, and a compaction commit queued
+  // between two of them would be waited for once per statement (~85 of a ~150 ms run when asked in turn).
+  const [lastEntry, counts, suppressed, unsubscribed] = await Promise.all([
+    deps.sends.lastEntries(org, flow.id, emails),
+    sendCounts(deps, org, flow, emails, now),
+    suppressedAmong(deps.orgs.org(org), emails),
+    deps.consent.unsubscribed(org, emails, topicsOf(flow)),
+  ]);
   return {
-    lastEntry: await deps.sends.lastEntries(org, flow.id, emails),
-    sendCounts: await sendCounts(deps, org, flow, emails, now),
-    suppressed: await suppressedAmong(deps.orgs.org(org), emails),
-    unsubscribed: await deps.consent.unsubscribed(org, emails, topicsOf(flow)),
+    lastEntry,
+    sendCounts: counts,
+    suppressed,
+    unsubscribed,
     unsubscribeUrl: (email) => deps.links.forFlow(org, flow, email),
     // The flow's quiet hours (its own, else the org's), in the contact's zone or the one they name.
     quietUntil: quietUntilAt(now, flow.quietHours ?? settings.quietHours, settings.timeZone, (email) => profile('email', email)?.timezone),

@@ -264,15 +264,13 @@ export class FlowRunner {
     const profile: RunState['profile'] = (type, value) => this.deps.profiles.find(org, type, value);
     const emails = [...new Set(read.rows.map((r) => resolveEmail(textOf(r.identity), textOf(r.identity_type), { profile })).filter((e): e is string => e !== null))];
     const eventIds = [...new Set(read.rows.map((r) => textOf(r.event_id)).filter((e): e is string => e !== null))];
-    return {
-      org,
-      flow,
-      now,
-      ...(read.segment ? { segment: read.segment } : {}),
-      keys: await this.deps.sends.usedKeys(org, flow.id, eventIds),
-      eventTimes: await eventTimes(this.deps.orgs.org(org), org, eventIds, { start, end: read.end }),
-      ...(await contactState(this.deps, org, flow, emails, now)),
-    };
+    // Asked together, as in contactState.
+    const [keys, times, contacts] = await Promise.all([
+      this.deps.sends.usedKeys(org, flow.id, eventIds),
+      eventTimes(this.deps.orgs.org(org), org, eventIds, { start, end: read.end }),
+      contactState(this.deps, org, flow, emails, now),
+    ]);
+    return { org, flow, now, ...(read.segment ? { segment: read.segment } : {}), keys, eventTimes: times, ...contacts };
   }
 
   /** The run's window (cursor, newest visible_at], or undefined when nothing new is visible. */
