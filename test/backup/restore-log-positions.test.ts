@@ -46,8 +46,9 @@ async function send(url: string, cred: Credential, ids: string[]): Promise<strin
 const withNats = hasNatsServerBinary() ? t.test : t.skip;
 
 withNats('NATS mode: restored positions against a recreated stream skip no new event', async (t) => {
-  const root = t.testdir();
+  // The server first: its teardown (kill) then runs before the fixture dir's removal, not after (ENOTEMPTY).
   const nats = await startNatsServer(t, { syncAlways: true });
+  const root = t.testdirName;
   const first = join(root, 'first');
   const second = join(root, 'second');
   let server = await spawnServer(t, { DATA_DIR: first, NATS_URL: nats.url });

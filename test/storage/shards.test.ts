@@ -24,8 +24,9 @@ if (!hasNatsServerBinary()) {
   t.test('shards on JetStream', { skip: 'nats-server binary not installed' }, () => {});
 } else {
   t.test('two shards: each org is compacted once, by its owner only', async (t) => {
-    const root = t.testdir();
+    // The server first: its teardown (kill) then runs before the fixture dir's removal, not after (ENOTEMPTY).
     const nats = await startNatsServer(t);
+    const root = t.testdirName;
     const shards: TestApp[] = [];
     for (const index of [0, 1]) {
       shards.push(await startTestApp(t, { natsUrl: nats.url, dataDir: join(root, `shard${index}`), config: { ...STORAGE_PROCESS, shard: { index, count: 2 } } }));
@@ -73,8 +74,9 @@ if (!hasNatsServerBinary()) {
   });
 
   t.test('a stream from before per-org subjects gains them at start, and its records are still compacted', async (t) => {
-    const root = t.testdir();
+    // The server first: its teardown (kill) then runs before the fixture dir's removal, not after (ENOTEMPTY).
     const nats = await startNatsServer(t);
+    const root = t.testdirName;
     const nc = await connect({ servers: nats.url });
     t.teardown(() => nc.close());
     const jsm = await jetstreamManager(nc);
