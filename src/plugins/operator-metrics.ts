@@ -6,24 +6,15 @@
 import { statfs } from 'node:fs/promises';
 import type { FastifyInstance } from 'fastify';
 import type { EmbeddedLog } from '../events/log/embedded-log.js';
-import { type Metrics, registerScrapedGauge } from '../ops/metrics.js';
+import { type Metrics, registerScrapedGauge, seriesBy } from '../ops/metrics.js';
 
 export function observeRequestDurations(app: FastifyInstance, metrics: Metrics): void {
-  // One labelled series per method, route and status, looked up by three Map reads: prom-client's
+  // One labelled series per route, method and status, made once (seriesBy): prom-client's
   // observe(labels, value) hashes the label object on every call (~5 µs of a ~60 µs lookup).
-  const series = new Map<string, Map<string, Map<number, { observe(seconds: number): void }>>>();
+  const series = seriesBy((route) => seriesBy((method) => seriesBy((status) => metrics.httpRequestSeconds.labels(method, route, status))));
   app.addHook('onResponse', (request, reply, done) => {
     // The route pattern, never the raw URL: one series per route, whatever paths clients invent.
-    const route = request.routeOptions.url ?? 'unmatched';
-    const { method } = request;
-    const status = reply.statusCode;
-    let byMethod = series.get(route);
-    if (!byMethod) series.set(route, (byMethod = new Map()));
-    let byStatus = byMethod.get(method);
-    if (!byStatus) byMethod.set(method, (byStatus = new Map()));
-    let child = byStatus.get(status);
-    if (!child) byStatus.set(status, (child = metrics.httpRequestSeconds.labels(method, route, String(status))));
-    child.observe(reply.elapsedTime / 1000);
+    series(request.routeOptions.url ?? 'unmatched')(request.method)(String(reply.statusCode)).observe(reply.elapsedTime / 1000);
     done();
   });
 }
