@@ -6,6 +6,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
+import type { LightMyRequestResponse } from 'fastify';
 import { timestampTZValue } from '@duckdb/node-api';
 import { bindPlaceholders } from '../../src/reactions/triggers/placeholders.js';
 import { QueryFailed, runSandboxed, withSandbox } from '../../src/reactions/triggers/sandbox.js';
@@ -239,6 +240,16 @@ async function warmChecker(t: Test, h: TestApp): Promise<void> {
   t.fail('the checker never took a valid query');
 }
 
+/** Asks again while the answer is 503 sandbox_busy (a replaced checker still starting), up to ten times. */
+async function unlessBusy(ask: () => Promise<LightMyRequestResponse>): Promise<LightMyRequestResponse> {
+  let res = await ask();
+  for (let attempt = 0; res.statusCode === 503 && res.json().code === 'sandbox_busy' && attempt < 10; attempt++) {
+    await new Promise((r) => setTimeout(r, 500));
+    res = await ask();
+  }
+  return res;
+}
+
 t.test('a check that cannot be interrupted answers at its deadline and does not hold compaction', async (t) => {
   // A deadline a warm checker meets under load, and a call of ~2.5 s on a quiet machine that overruns it.
   const h = await setup(t, { triggerTimeoutMs: 1000 });
@@ -247,17 +258,13 @@ t.test('a check that cannot be interrupted answers at its deadline and does not 
   // that DuckDB cannot interrupt, seconds of work.
   const slow = "levenshtein(repeat('a', 40000), repeat('b', 40000))";
   // The overrun replaces the checker; under load its replacement may still be starting (503 sandbox_busy): asked again then.
-  let put = await h.admin('PUT', '/admin/v1/orgs/acme/segments/slow_check', { sql: `SELECT email_address AS email, ${slow} AS d FROM profiles` });
-  for (let attempt = 0; put.statusCode === 503 && put.json().code === 'sandbox_busy' && attempt < 10; attempt++) {
-    await new Promise((r) => setTimeout(r, 500));
-    put = await h.admin('PUT', '/admin/v1/orgs/acme/segments/slow_check', { sql: `SELECT email_address AS email, ${slow} AS d FROM profiles` });
-  }
+  const put = await unlessBusy(() => h.admin('PUT', '/admin/v1/orgs/acme/segments/slow_check', { sql: `SELECT email_address AS email, ${slow} AS d FROM profiles` }));
   t.equal(put.statusCode, 422, put.body);
   t.match(put.json().reason, /checking the query took longer than 1000 ms \(TRIGGER_TIMEOUT_MS\)/);
   // A trigger with its placeholders is planned when it runs; the check runs it once on a sample row, so
   // it is refused there, at its deadline, before the org's database is touched.
-  const preview = await h.admin('POST', '/admin/v1/orgs/acme/triggers/x/preview', { sql: `SELECT ${SIX}, ${slow} AS d FROM event_triggers WHERE ${WINDOW}` });
-  t.equal(preview.statusCode, 422);
+  const preview = await unlessBusy(() => h.admin('POST', '/admin/v1/orgs/acme/triggers/x/preview', { sql: `SELECT ${SIX}, ${slow} AS d FROM event_triggers WHERE ${WINDOW}` }));
+  t.equal(preview.statusCode, 422, preview.body);
   t.match(preview.json(), { code: 'invalid_trigger', detail: /checking the query took longer than 1000 ms/ });
   // The abandoned check is still running on its own connection: compaction and reads go on meanwhile.
   const cred = (await h.admin('POST', '/admin/v1/orgs/acme/credentials/production/rotate')).json().credentials;
