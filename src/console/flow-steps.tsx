@@ -163,13 +163,20 @@ export function StepsForm({ org, trigger, initial }: { org: string; trigger: str
         Steps and exit (JSON: wait, waitUntil, message; see “Steps” in docs/data-engineers.md)
         <textarea className="code" rows={16} value={json} onChange={(e) => setJson(e.target.value)} spellCheck={false} />
       </label>
-      <label className="inline">
-        <input type="checkbox" checked={realTime} onChange={(e) => setRealTime(e.target.checked)} /> Real time (run as soon as new events are stored)
-      </label>
+      <RealTimeField value={realTime} onChange={setRealTime} />
       <ErrorBox error={error} />
       <button type="submit" disabled={busy}>
         {busy ? 'Saving…' : initial ? 'Save' : 'Create draft'}
       </button>
     </form>
+  );
+}
+
+/** A flow's `realTime`: run when new events are stored, or only on its schedule. Both flow forms show it. */
+export function RealTimeField({ value, onChange }: { value: boolean; onChange: (value: boolean) => void }): ReactNode {
+  return (
+    <label className="inline">
+      <input type="checkbox" checked={value} onChange={(e) => onChange(e.target.checked)} /> Real time (run as soon as new events are stored)
+    </label>
   );
 }

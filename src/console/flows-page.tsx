@@ -13,7 +13,7 @@ import { Occurrences, scheduleText, SegmentSendForm } from './flow-schedule';
 import { draftOf, MessageFields, messageOf } from './message-fields';
 import { templateTextOf } from './message-template';
 import { FlowResultsSection } from './flow-results';
-import { FlowStepsSection, StepsForm } from './flow-steps';
+import { FlowStepsSection, RealTimeField, StepsForm } from './flow-steps';
 import { SimulateContact } from './flow-simulate';
 import { api, type ApiError, asPage, cursorParam, seg } from './api';
 import { saveFlow } from './flow-save';
@@ -428,9 +428,7 @@ function FlowForm({ org, trigger, segments, initial }: { org: string; trigger: s
             Seconds <input type="number" min="1" value={afterSeconds} onChange={(e) => setAfterSeconds(Number(e.target.value))} />
           </label>
         ) : null}
-        <label className="inline">
-          <input type="checkbox" checked={realTime} onChange={(e) => setRealTime(e.target.checked)} /> Real time (run as soon as new events are stored)
-        </label>
+        <RealTimeField value={realTime} onChange={setRealTime} />
         <label className="inline">
           {realTime ? 'And at least every (seconds)' : 'Run every (seconds)'}{' '}
           <input type="number" min="1" max="86400" value={schedule} onChange={(e) => setSchedule(Number(e.target.value))} />
