@@ -34,6 +34,7 @@
  *
  *   npm run bench                                 everything (~16 min, of which flows ~4.5, scale ~8)
  *   npm run bench -- --only speed                 the issue-27 table with wrk (~4 min); --speed-turns 1 for a quick one
+ *   npm run bench -- --only speed --speed-paths lookup --profile   one path of it (comma-separated: bare-post,collect,bare-get,lookup,batch) under --cpu-prof
  *   npm run bench -- --only collect               some phases: bare,drain,collect,batch,audience,flows,scheduled,waits,scale (comma-separated)
  *   npm run bench -- --only flows --flow-sizes 1000000 --flow-reps 1   a quicker flows run (partial)
  *   npm run bench -- --only flows --flow-sizes ''   only event → webhook latency and sends/s (~1 min)
@@ -60,7 +61,7 @@ import { benchAudience } from './audience.js';
 import { reportAudience } from './audience-report.js';
 import { benchFlows } from './flows.js';
 import { benchScheduled } from './scheduled.js';
-import { benchSpeed } from './speed.js';
+import { benchSpeed, SPEED_PATHS } from './speed.js';
 import { commandVersion, ensureCommand } from './system-tools.js';
 import { runScalePhase } from './scale-phase.js';
 import { printFlows, reportFlows } from './flows-report.js';
@@ -132,6 +133,7 @@ const { values: args } = parseArgs({
     'wrk-threads': { type: 'string', default: '2' },
     /** Rounds of the speed phase (each: bare POST, collect, bare GET, lookup, batch). */
     'speed-turns': { type: 'string', default: '2' },
+    'speed-paths': { type: 'string' },
   },
 });
 
@@ -598,6 +600,15 @@ async function collectPhasesRun(profileDir: string | undefined): Promise<{ colle
   return { ...(collectS ? { collect: collectS.reqPerSec } : {}), ...(bareS ? { bare: bareS.reqPerSec } : {}) };
 }
 
+/** `bare-post,lookup` → the speed phase's path names; an unknown one is an error that lists them. */
+function speedPaths(list: string): string[] {
+  return list.split(',').map((given) => {
+    const path = SPEED_PATHS.find((p) => p.replace(' ', '-').toLowerCase() === given.trim().toLowerCase());
+    if (!path) throw new Error(`--speed-paths: unknown path ${given} (one of ${SPEED_PATHS.map((p) => p.replace(' ', '-').toLowerCase()).join(', ')})`);
+    return path;
+  });
+}
+
 async function main(): Promise<void> {
   say(`phases: ${[...phases].join(', ')}; work dir ${workDir}`);
   build();
@@ -617,10 +628,11 @@ async function main(): Promise<void> {
       warmup: Number(args.warmup),
       turns,
       batchSize: Number(args['batch-size']),
+      ...(args['speed-paths'] ? { paths: speedPaths(args['speed-paths']) } : {}),
       ...(profileDir ? { profileDir } : {}),
     });
     const command = `npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`;
-    const out = defaultSettings && turns === 2 ? join(resultsDir, 'speed.json') : join(resultsDir, 'partial-speed.json.tmp');
+    const out = defaultSettings && turns === 2 && !args['speed-paths'] ? join(resultsDir, 'speed.json') : join(resultsDir, 'partial-speed.json.tmp');
     writeFileSync(out, `${JSON.stringify({ phase: 'speed', command, machine: machine(), ...outcome }, null, 2)}\n`);
     say(`wrote ${out}`);
     if (profileDir) for (const f of readdirSync(profileDir).filter((f) => f.startsWith(`speed-${runTag}`))) printSummary(summarizeProfile(join(profileDir, f)));

@@ -29,10 +29,13 @@ export interface SpeedOptions {
   warmup: number;
   turns: number;
   batchSize: number;
+  /** Only these paths (a profile of one path, e.g. `--speed-paths lookup --profile`); default all. */
+  paths?: readonly string[];
   profileDir?: string;
 }
 
-type Path = 'bare POST' | 'collect' | 'bare GET' | 'lookup' | 'batch';
+export const SPEED_PATHS = ['bare POST', 'collect', 'bare GET', 'lookup', 'batch'] as const;
+type Path = (typeof SPEED_PATHS)[number];
 
 export interface SpeedRun {
   path: Path;
@@ -81,7 +84,7 @@ export async function benchSpeed(bench: Bench, options: SpeedOptions): Promise<S
     const barePaths = new IdentityPaths(contacts, '/bare-contact', 2);
     const list = (p: IdentityPaths) => Array.from({ length: PATHS }, () => p.next());
     const headers = (t: string) => ({ Authorization: `Bearer ${t}`, Accept: 'application/json' });
-    const plan: Array<{ path: Path; server: Child; url: string; requests: SpreadRequests; events: number }> = [
+    const all: Array<{ path: Path; server: Child; url: string; requests: SpreadRequests; events: number }> = [
       { path: 'bare POST', server: bare.child, url: bare.url, requests: post('/bare', credentials), events: 1 },
       { path: 'collect', server: svc.child, url: svc.url, requests: post('/http/v1/collect', credentials), events: 1 },
       // Bare gets a token of the real length: the same request bytes; nothing checks it.
@@ -95,6 +98,7 @@ export async function benchSpeed(bench: Bench, options: SpeedOptions): Promise<S
         events: options.batchSize,
       },
     ];
+    const plan = all.filter((step) => !options.paths || options.paths.includes(step.path));
 
     const runs: SpeedRun[] = [];
     let n = 0;
@@ -168,7 +172,7 @@ const median = (xs: number[]) => {
 function summarize(runs: SpeedRun[]): Record<string, number> {
   const of = (path: Path) => runs.filter((r) => r.path === path);
   const perTurn = (a: Path, b: Path, f: (x: SpeedRun, y: SpeedRun) => number) =>
-    round(median(of(a).map((x) => f(x, of(b).find((y) => y.turn === x.turn)!))), 3);
+    round(median(of(a).flatMap((x) => of(b).filter((y) => y.turn === x.turn).map((y) => f(x, y)))), 3);
   return {
     'collect / bare POST (req/s)': perTurn('collect', 'bare POST', (x, y) => x.reqPerSec / y.reqPerSec),
     'collect CPU per event / bare POST CPU per request': perTurn('collect', 'bare POST', (x, y) => x.cpuUsPerRequest.server / y.cpuUsPerRequest.server),
