@@ -10,6 +10,8 @@ import { dirname } from 'node:path';
 import {
   DuckDBInstance,
   timestampTZValue,
+  timestampValue,
+  type DuckDBAppender,
   type DuckDBConnection,
   type DuckDBTimestampTZValue,
 } from '@duckdb/node-api';
@@ -144,6 +146,34 @@ class UntrustedConnections {
   }
 }
 
+/**
+ * The service's cells, into DuckDB's appender. A TIMESTAMPTZ goes in as a plain TIMESTAMP of the same
+ * microseconds, which the appender stores as that instant with no time-zone cast (the storage tests hold
+ * it to that): `appendTimestampTZ` builds a DuckDB value per call, ~0.7 µs more per cell, and an event
+ * row has three (a quarter of compaction's appending).
+ */
+class Cells implements RowAppender {
+  constructor(private readonly appender: DuckDBAppender) {}
+  appendVarchar(value: string): void {
+    this.appender.appendVarchar(value);
+  }
+  appendInteger(value: number): void {
+    this.appender.appendInteger(value);
+  }
+  appendBoolean(value: boolean): void {
+    this.appender.appendBoolean(value);
+  }
+  appendBigInt(value: bigint): void {
+    this.appender.appendBigInt(value);
+  }
+  appendTimestampTZ(value: DuckDBTimestampTZValue): void {
+    this.appender.appendTimestamp(timestampValue(value.micros));
+  }
+  appendNull(): void {
+    this.appender.appendNull();
+  }
+}
+
 class LocalSql implements Sql {
   /** The statement in flight, so an abandoned connection is closed only once DuckDB returns. */
   private inFlight: Promise<unknown> = Promise.resolve();
@@ -181,10 +211,11 @@ class LocalSql implements Sql {
     const appender = target.catalog
       ? await this.connection.createAppender(target.table, 'main', target.catalog)
       : await this.connection.createAppender(target.table);
+    const cells = new Cells(appender);
     try {
       let appended = 0;
       for (const row of rows) {
-        write(appender, row);
+        write(cells, row);
         appender.endRow();
         if (++appended % YIELD_EVERY === 0) await yieldNow();
       }

@@ -6,7 +6,7 @@
 import { join } from 'node:path';
 import { listValue } from '@duckdb/node-api';
 import t from 'tap';
-import { tsParam } from '../../src/db/database.js';
+import { microsParam, tsParam } from '../../src/db/database.js';
 import { SINGLE_SHARD } from '../../src/core/shard.js';
 import { StorageProcess } from '../../src/storage/storage-client.js';
 
@@ -50,6 +50,17 @@ t.test('parameters and appended cells keep their types across the process bounda
   ]);
   const named = await db.all<{ v: string }>('SELECT $word AS v', { word: 'named' });
   t.same(named, [{ v: 'named' }], 'named parameters too');
+
+  // An appended TIMESTAMPTZ is the same instant to the microsecond (the appender takes it as a plain
+  // timestamp: database.ts), in summer time too, and compares with one given as a parameter.
+  const instant = 1_782_907_200_123_456n; // 2026-07-01T12:00:00.123456Z
+  await db.run('CREATE TABLE instants (seen TIMESTAMPTZ)');
+  await db.transaction((c) => c.appendRows({ table: 'instants' }, [instant], (a, micros) => a.appendTimestampTZ(microsParam(micros))));
+  const [read] = await db.all<{ us: bigint; same: boolean; text: string }>(
+    "SELECT epoch_us(seen) AS us, seen = $1 AS same, strftime(seen AT TIME ZONE 'UTC', '%Y-%m-%dT%H:%M:%S.%f') AS text FROM instants",
+    [microsParam(instant)],
+  );
+  t.same(read, { us: instant, same: true, text: '2026-07-01T12:00:00.123456' });
 });
 
 t.test('a failing transaction rolls back and its error reaches the caller', async (t) => {
