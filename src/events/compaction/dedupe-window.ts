@@ -16,8 +16,11 @@ export class DedupeWindow {
   /** True when the key was seen within 24 h before `receivedAt`; records it otherwise. */
   checkAndRecord(key: string, receivedAt: number): boolean {
     const previous = this.seenAt.get(key);
-    if (previous !== undefined && receivedAt - previous < DEDUPE_WINDOW_MS) return true;
-    this.seenAt.delete(key);
+    if (previous !== undefined) {
+      if (receivedAt - previous < DEDUPE_WINDOW_MS) return true;
+      // Seen longer ago: moved to the end, so the front stays the oldest.
+      this.seenAt.delete(key);
+    }
     this.seenAt.set(key, receivedAt);
     return false;
   }
