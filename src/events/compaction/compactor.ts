@@ -33,16 +33,13 @@ import { type Shard, ownsOrg } from '../../core/shard.js';
 const TARGET_EVENTS_PER_BATCH = 5000;
 const MAX_RECORDS_PER_BATCH = 500;
 /**
- * Under steady traffic a batch starts at most this long after the previous one, so each carries more
+ * Under steady traffic a batch starts at least this long after the previous one, so each carries more
  * events: every commit costs ~6 ms of CPU besides its rows (BEGIN, COMMIT with the WAL sync, the
  * cursor, the profile refresh after it). Measured on 2 cores at the collect maximum: 0 ms → 40 commits/s,
- * 5.2–6.1k collect req/s; 100 ms → 8 commits/s, 6.4–7.1k req/s. Below that, the next batch starts
- * COMMIT_PACE times the last commit's duration after the previous one began (commits take at most a
- * quarter of the time): light traffic is committed within tens of milliseconds, which is how soon
- * real-time flows see it. An event arriving after a quiet moment is committed at once.
+ * 5.2–6.1k collect req/s; 100 ms → 8 commits/s, 6.4–7.1k req/s. An event arriving after a quiet
+ * moment is committed at once, so an idle service's freshness does not change.
  */
 const MIN_COMMIT_INTERVAL_MS = 100;
-const COMMIT_PACE = 4;
 /** How long a read waits for new records before the loop looks at expired pending identities. */
 const IDLE_WAIT_MS = 250;
 const RETRY_AFTER_FAILURE_MS = 1000;
@@ -144,7 +141,6 @@ export class Compactor implements Compaction {
   private highWater = 0;
   /** performance.now() of the last read that returned records, and whether it filled its batch. */
   private lastBatchReadAt = 0;
-  private lastCommitMs = 0;
   private behind = false;
   /** receivedAt of the newest event compacted (0 before the first), for the lag in seconds. */
   private newestCompactedAt = 0;
@@ -199,12 +195,8 @@ export class Compactor implements Compaction {
         const max = this.recordsPerBatch();
         const records = await this.reader.read(max, IDLE_WAIT_MS);
         this.behind = records.length >= max;
-        const readAt = performance.now();
+        if (records.length > 0) this.lastBatchReadAt = performance.now();
         await this.commit(records, this.reader.position);
-        if (records.length > 0) {
-          this.lastBatchReadAt = readAt;
-          this.lastCommitMs = performance.now() - readAt;
-        }
       } catch (error) {
         // State in memory may be ahead of the databases now: rebuild it from what was committed and replay.
         this.deps.logger.error({ err: error }, 'compaction batch failed; replaying from the saved positions');
@@ -336,10 +328,10 @@ export class Compactor implements Compaction {
     return { touched: outcome.touched, events: outcome.events };
   }
 
-  /** Under steady traffic, batches start COMMIT_PACE commits apart, at most MIN_COMMIT_INTERVAL_MS; a backlog is read at once. */
+  /** Under steady traffic, batches start MIN_COMMIT_INTERVAL_MS apart; a backlog is read at once. */
   private async paceCommits(): Promise<void> {
     if (this.behind) return;
-    const wait = this.lastBatchReadAt + Math.min(MIN_COMMIT_INTERVAL_MS, COMMIT_PACE * this.lastCommitMs) - performance.now();
+    const wait = this.lastBatchReadAt + MIN_COMMIT_INTERVAL_MS - performance.now();
     if (wait > 0) await new Promise((r) => setTimeout(r, wait));
   }
 
