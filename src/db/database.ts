@@ -13,6 +13,7 @@ import {
   timestampValue,
   type DuckDBAppender,
   type DuckDBConnection,
+  type DuckDBResultReader,
   type DuckDBTimestampTZValue,
 } from '@duckdb/node-api';
 import { type AppendTarget, type Database, type Params, type Row, type RowAppender, type RowPage, type Sql, inTransaction } from './sql.js';
@@ -147,6 +148,24 @@ class UntrustedConnections {
 }
 
 /**
+ * `getRowObjectsJS()`'s rows (the same converter, the same de-duplicated names), at most `limit`, built
+ * from its columns: converting column by column took 5–25 ms for 10,000 trigger rows against 43–109 ms
+ * row by row (each value's visit reads its vector and type again).
+ */
+function rowObjects(reader: DuckDBResultReader, limit = Number.POSITIVE_INFINITY): Row[] {
+  const names = reader.deduplicatedColumnNames();
+  const columns = reader.getColumnsJS();
+  const count = Math.min(reader.currentRowCount, limit);
+  const rows: Row[] = new Array(count);
+  for (let i = 0; i < count; i++) {
+    const row: Row = {};
+    for (let j = 0; j < names.length; j++) row[names[j]!] = columns[j]![i];
+    rows[i] = row;
+  }
+  return rows;
+}
+
+/**
  * The service's cells, into DuckDB's appender. A TIMESTAMPTZ goes in as a plain TIMESTAMP of the same
  * microseconds, which the appender stores as that instant with no time-zone cast (the storage tests hold
  * it to that): `appendTimestampTZ` builds a DuckDB value per call, ~0.7 µs more per cell, and an event
@@ -197,14 +216,14 @@ class LocalSql implements Sql {
   }
 
   async all<T = Row>(sql: string, params: Params = []): Promise<T[]> {
-    return (await this.track(this.connection.runAndReadAll(sql, params))).getRowObjectsJS() as T[];
+    return rowObjects(await this.track(this.connection.runAndReadAll(sql, params))) as T[];
   }
 
   async read<T = Row>(sql: string, params: Params, maxRows: number): Promise<RowPage<T>> {
     // Reads whole chunks: at most maxRows + 1 rows and the rest of their last 2,048-row chunk.
     const reader = await this.track(this.connection.streamAndReadUntil(sql, maxRows + 1, params));
-    const rows = reader.getRowObjectsJS() as T[];
-    return { rows: rows.length > maxRows ? rows.slice(0, maxRows) : rows, truncated: rows.length > maxRows };
+    const rows = rowObjects(reader, maxRows) as T[];
+    return { rows, truncated: reader.currentRowCount > maxRows };
   }
 
   async appendRows<T>(target: AppendTarget, rows: readonly T[], write: (appender: RowAppender, row: T) => void): Promise<void> {
