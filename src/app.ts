@@ -19,7 +19,7 @@ import { clientErrorHandler, frameworkErrors } from './http/client-errors.js';
 import { lazyChildLogger } from './http/lazy-child-logger.js';
 import { loggerOptions } from './http/logger.js';
 import { generateRequestId } from './http/request-id.js';
-import { httpTimeouts } from './http/timeouts.js';
+import { closeIdleWhileClosing, httpTimeouts } from './http/timeouts.js';
 import { controlPlugin } from './plugins/control.js';
 import { dataDirPlugin } from './plugins/data-dir.js';
 import { eventLogPlugin } from './plugins/event-log.js';
@@ -52,6 +52,7 @@ export async function buildApp(config: Config, ctx: Context = createContext()): 
     frameworkErrors,
     clientErrorHandler,
   });
+  closeIdleWhileClosing(app);
   const roles = new Set(config.roles);
   try {
     await app.register(servicePlugin, { config, ctx });
