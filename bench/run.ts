@@ -602,9 +602,10 @@ async function collectPhasesRun(profileDir: string | undefined): Promise<{ colle
 
 /** `bare-post,lookup` → the speed phase's path names; an unknown one is an error that lists them. */
 function speedPaths(list: string): string[] {
+  const flag = (path: string) => path.replace(' ', '-').toLowerCase();
   return list.split(',').map((given) => {
-    const path = SPEED_PATHS.find((p) => p.replace(' ', '-').toLowerCase() === given.trim().toLowerCase());
-    if (!path) throw new Error(`--speed-paths: unknown path ${given} (one of ${SPEED_PATHS.map((p) => p.replace(' ', '-').toLowerCase()).join(', ')})`);
+    const path = SPEED_PATHS.find((p) => flag(p) === given.trim().toLowerCase());
+    if (!path) throw new Error(`--speed-paths: unknown path ${given} (one of ${SPEED_PATHS.map(flag).join(', ')})`);
     return path;
   });
 }
