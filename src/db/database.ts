@@ -16,7 +16,7 @@ import {
   type DuckDBResultReader,
   type DuckDBTimestampTZValue,
 } from '@duckdb/node-api';
-import { type AppendTarget, type Database, type Params, type Row, type RowAppender, type RowPage, type Sql, inTransaction } from './sql.js';
+import { type AppendTarget, type ColumnPage, type Database, type Params, type Row, type RowAppender, type Sql, inTransaction, rowsOf } from './sql.js';
 import { SandboxBusy, UntrustedBudget, type UntrustedHandle, withDeadline } from './untrusted.js';
 import { YIELD_EVERY, yieldNow } from './yield-now.js';
 
@@ -148,21 +148,13 @@ class UntrustedConnections {
 }
 
 /**
- * `getRowObjectsJS()`'s rows (the same converter, the same de-duplicated names), at most `limit`, built
- * from its columns: converting column by column took 5–25 ms for 10,000 trigger rows against 43–109 ms
- * row by row (each value's visit reads its vector and type again).
+ * `getRowObjectsJS()`'s columns and names, at most `limit` rows: converting column by column took 5–25 ms
+ * for 10,000 trigger rows against 43–109 ms row by row (each value's visit reads its vector and type again).
  */
-function rowObjects(reader: DuckDBResultReader, limit = Number.POSITIVE_INFINITY): Row[] {
-  const names = reader.deduplicatedColumnNames();
-  const columns = reader.getColumnsJS();
-  const count = Math.min(reader.currentRowCount, limit);
-  const rows: Row[] = new Array(count);
-  for (let i = 0; i < count; i++) {
-    const row: Row = {};
-    for (let j = 0; j < names.length; j++) row[names[j]!] = columns[j]![i];
-    rows[i] = row;
-  }
-  return rows;
+function columnPage(reader: DuckDBResultReader, limit = Number.POSITIVE_INFINITY): ColumnPage {
+  const truncated = reader.currentRowCount > limit;
+  const columns = reader.getColumnsJS() as unknown[][];
+  return { names: reader.deduplicatedColumnNames(), columns: truncated ? columns.map((c) => c.slice(0, limit)) : columns, truncated };
 }
 
 /**
@@ -216,14 +208,12 @@ class LocalSql implements Sql {
   }
 
   async all<T = Row>(sql: string, params: Params = []): Promise<T[]> {
-    return rowObjects(await this.track(this.connection.runAndReadAll(sql, params))) as T[];
+    return rowsOf<T>(columnPage(await this.track(this.connection.runAndReadAll(sql, params))));
   }
 
-  async read<T = Row>(sql: string, params: Params, maxRows: number): Promise<RowPage<T>> {
+  async read(sql: string, params: Params, maxRows: number): Promise<ColumnPage> {
     // Reads whole chunks: at most maxRows + 1 rows and the rest of their last 2,048-row chunk.
-    const reader = await this.track(this.connection.streamAndReadUntil(sql, maxRows + 1, params));
-    const rows = rowObjects(reader, maxRows) as T[];
-    return { rows, truncated: reader.currentRowCount > maxRows };
+    return columnPage(await this.track(this.connection.streamAndReadUntil(sql, maxRows + 1, params)), maxRows);
   }
 
   async appendRows<T>(target: AppendTarget, rows: readonly T[], write: (appender: RowAppender, row: T) => void): Promise<void> {

@@ -32,12 +32,34 @@ export interface Sql {
   /**
    * At most `maxRows` rows, streamed: DuckDB stops producing rows once that many (and one more, to know
    * whether any were left) are read, so a query that would return millions never materializes them.
+   * Answered as columns (rowsOf makes the rows): they cross from the storage process ~3× cheaper than
+   * row objects, and no row object is built twice.
    */
-  read<T = Row>(sql: string, params: Params, maxRows: number): Promise<RowPage<T>>;
+  read(sql: string, params: Params, maxRows: number): Promise<ColumnPage>;
   /** Result column names of a query, from preparing it (nothing runs, but constants are folded). */
   columnNames(sql: string): Promise<string[]>;
   /** Stops the statement running now (a runaway trigger query); it fails with an interrupt error. */
   interrupt(): void;
+}
+
+/** A result by column: `names` de-duplicated as DuckDB's `getRowObjectsJS` does (`n`, `n:1`), a value array per name. */
+export interface ColumnPage {
+  names: string[];
+  columns: unknown[][];
+  /** More rows were there than the page holds. */
+  truncated: boolean;
+}
+
+/** The page's rows as objects, at most `limit`. */
+export function rowsOf<T = Row>({ names, columns }: Pick<ColumnPage, 'names' | 'columns'>, limit = Number.POSITIVE_INFINITY): T[] {
+  const count = Math.min(columns[0]?.length ?? 0, limit);
+  const rows: Row[] = new Array(count);
+  for (let i = 0; i < count; i++) {
+    const row: Row = {};
+    for (let j = 0; j < names.length; j++) row[names[j]!] = columns[j]![i];
+    rows[i] = row;
+  }
+  return rows as T[];
 }
 
 export interface RowPage<T = Row> {

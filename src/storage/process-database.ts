@@ -3,7 +3,7 @@
  * statements go there one call each; a held connection (exclusive, transaction, untrusted) is a session
  * there, whose calls go only to the process that opened it and fail once another has taken over.
  */
-import { type AppendTarget, type Database, type Params, type Row, type RowAppender, type RowPage, type Sql, inTransaction } from '../db/sql.js';
+import { type AppendTarget, type ColumnPage, type Database, type Params, type Row, type RowAppender, type Sql, inTransaction } from '../db/sql.js';
 import { QueryTimeout, SandboxBusy, type UntrustedHandle, withDeadline } from '../db/untrusted.js';
 import { paramsToWire, recordRows } from '../db/value-codec.js';
 import { type Call, READ_PAGE_ROWS, type ReadPage, type ToStorage } from './storage-protocol.js';
@@ -127,14 +127,16 @@ class ProcessSql implements Sql {
     }
   }
 
-  async read<T = Row>(sql: string, params: Params, maxRows: number): Promise<RowPage<T>> {
+  async read(sql: string, params: Params, maxRows: number): Promise<ColumnPage> {
     let page = await this.send<ReadPage>({ op: 'read', session: this.session, sql, params: paramsToWire(params), maxRows });
-    const rows = page.rows as T[];
+    const { names, columns } = page;
     while (page.more) {
       page = await this.send<ReadPage>({ op: 'read-more', session: this.session });
-      for (const row of page.rows as T[]) rows.push(row);
+      page.columns.forEach((column, j) => {
+        for (const value of column) columns[j]!.push(value);
+      });
     }
-    return { rows, truncated: page.truncated };
+    return { names, columns, truncated: page.truncated };
   }
 
   columnNames(sql: string): Promise<string[]> {

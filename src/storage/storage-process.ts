@@ -13,7 +13,7 @@ import { createContext } from '../core/context.js';
 import { EmbeddedTail } from '../events/log/embedded-tail.js';
 import { JetStreamLog } from '../events/log/jetstream-log.js';
 import type { LogBackend } from '../events/log/types.js';
-import type { Sql } from '../db/sql.js';
+import type { ColumnPage, Sql } from '../db/sql.js';
 import { threadPoolHasAtLeast } from '../core/threadpool.js';
 import { LogCheckpoint } from './checkpoint.js';
 import { OrgDatabases } from './org-databases.js';
@@ -36,7 +36,7 @@ interface Open {
 const post = (message: FromStorage, sent?: () => void): void => void (sent ? process.send!(message, () => sent()) : process.send!(message));
 
 /** Connections lent to the service, by session id, until it releases them; `rest`: rows of a read not sent yet. */
-const sessions = new Map<number, { org: string; sql: Sql; release: () => void; abandon?: () => void; rest?: { rows: unknown[]; truncated: boolean } }>();
+const sessions = new Map<number, { org: string; sql: Sql; release: () => void; abandon?: () => void; rest?: { page: ColumnPage; from: number } }>();
 let nextSession = 1;
 let compactor: Compactor | undefined;
 let compactorLog: CompactorLog | undefined;
@@ -56,10 +56,12 @@ function nextPage(id: number): ReadPage {
   const held = sessions.get(id);
   const rest = held?.rest;
   if (!held || !rest) throw new Error(`no read in progress on storage session ${id}`);
-  const rows = rest.rows.splice(0, READ_PAGE_ROWS);
-  const more = rest.rows.length > 0;
-  if (!more) held.rest = undefined;
-  return { rows, truncated: rest.truncated, more };
+  const { page, from } = rest;
+  const to = from + READ_PAGE_ROWS;
+  const more = (page.columns[0]?.length ?? 0) > to;
+  if (more) rest.from = to;
+  else held.rest = undefined;
+  return { names: page.names, columns: page.columns.map((column) => column.slice(from, to)), truncated: page.truncated, more };
 }
 
 function session(id: number): Sql {
@@ -119,7 +121,7 @@ async function handle(call: Call, { data, pool, orgs, tail }: Open): Promise<unk
       return undefined;
     case 'read': {
       const page = await session(call.session).read(call.sql, paramsFromWire(call.params), call.maxRows);
-      sessions.get(call.session)!.rest = page;
+      sessions.get(call.session)!.rest = { page, from: 0 };
       return nextPage(call.session);
     }
     case 'read-more':

@@ -59,7 +59,9 @@ export type Call =
 export const READ_PAGE_ROWS = 2_000;
 
 export interface ReadPage {
-  rows: unknown[];
+  /** Up to READ_PAGE_ROWS rows, as columns (Sql.read). */
+  names: string[];
+  columns: unknown[][];
   /** The query had more rows than `maxRows` (Sql.read). */
   truncated: boolean;
   /** More pages of this result wait in the storage process (`read-more`). */

@@ -9,6 +9,7 @@ import t from 'tap';
 import type { OrgDocument, TokensDocument } from '../../src/control/documents.js';
 import { orgKey, tokensKey } from '../../src/control/types.js';
 import { customEvent, startTestApp, STORAGE_PROCESS } from '../helpers/app.js';
+import { rowsOf } from '../../src/db/sql.js';
 
 t.test('with the guard switched off, org A reaches no row of org B and no secret hash', async (t) => {
   const h = await startTestApp(t, { config: STORAGE_PROCESS });
@@ -67,7 +68,7 @@ t.test('with the guard switched off, org A reaches no row of org B and no secret
   for (const sql of escapes) {
     const answer = await h
       .db('acme')
-      .untrusted(5000, async (c) => JSON.stringify((await c.read(sql, [], 100_000)).rows, (_k, v: unknown) => (typeof v === 'bigint' ? String(v) : v)))
+      .untrusted(5000, async (c) => JSON.stringify(rowsOf(await c.read(sql, [], 100_000)), (_k, v: unknown) => (typeof v === 'bigint' ? String(v) : v)))
       .catch((error: Error) => `error: ${error.message.split('\n')[0]}`);
     if (!answer.startsWith('error:')) answered++;
     const leaked = markers.filter((marker) => answer.includes(marker));
@@ -75,6 +76,6 @@ t.test('with the guard switched off, org A reaches no row of org B and no secret
   }
   t.ok(answered > 10, `${answered} of ${escapes.length} escapes ran at all (and found nothing)`);
   // The org's own data is there: the corpus is not vacuous.
-  const own = await h.db('acme').untrusted(5000, async (c) => (await c.read('SELECT message_id FROM events', [], 10)).rows);
+  const own = await h.db('acme').untrusted(5000, async (c) => rowsOf(await c.read('SELECT message_id FROM events', [], 10)));
   t.same(own, [{ message_id: 'acme-event' }]);
 });

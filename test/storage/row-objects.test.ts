@@ -1,5 +1,6 @@
 import t from 'tap';
 import { LocalDatabase } from '../../src/db/database.js';
+import { rowsOf } from '../../src/db/sql.js';
 
 t.test('rows come back as objects of JS values, duplicate names apart, pages cut at their limit', async (t) => {
   const db = await LocalDatabase.open(':memory:');
@@ -14,10 +15,11 @@ t.test('rows come back as objects of JS values, duplicate names apart, pages cut
     { n: 1n, s: 'x', nothing: null, at: new Date(Date.UTC(2026, 6, 1, 12, 0, 0, 123)), list: [1, 2], struct: { k: 'v' }, 'n:1': 2 },
   ]);
   t.same(await db.all('SELECT 1 AS a WHERE false'), [], 'no rows');
-  const page = await db.exclusive((c) => c.read<{ i: bigint }>('SELECT range AS i FROM range(5000)', [], 3000));
-  t.equal(page.rows.length, 3000);
+  const page = await db.exclusive((c) => c.read('SELECT range AS i FROM range(5000)', [], 3000));
+  const cut = rowsOf<{ i: bigint }>(page);
+  t.equal(cut.length, 3000);
   t.equal(page.truncated, true);
-  t.same(page.rows[2999], { i: 2999n });
+  t.same(cut[2999], { i: 2999n });
   const whole = await db.exclusive((c) => c.read('SELECT range AS i FROM range(10)', [], 10));
-  t.same([whole.rows.length, whole.truncated], [10, false]);
+  t.same([rowsOf(whole).length, whole.truncated], [10, false]);
 });

@@ -8,7 +8,9 @@ import { listValue } from '@duckdb/node-api';
 import t from 'tap';
 import { microsParam, tsParam } from '../../src/db/database.js';
 import { SINGLE_SHARD } from '../../src/core/shard.js';
+import { rowsOf } from '../../src/db/sql.js';
 import { StorageProcess } from '../../src/storage/storage-client.js';
+import { READ_PAGE_ROWS } from '../../src/storage/storage-protocol.js';
 
 /** The storage process, and the database of one org, 'acme', through it. */
 async function startWorker(t: { testdir(): string; teardown(fn: () => unknown): void }) {
@@ -95,4 +97,23 @@ t.test('a session holds the connection: other statements wait for its release', 
   release();
   await Promise.all([session, outside]);
   t.same(order, ['session wrote', 'released', 'session done', 'outside ran']);
+});
+
+t.test('a read crosses in pages of columns and comes back whole: names, values, the cut', async (t) => {
+  const { db } = await startWorker(t);
+  // More rows than three pages (READ_PAGE_ROWS) and a page's worth more than asked: the rows are the
+  // same as in the process that reads them, in order, with a duplicate name kept apart.
+  const sql = `SELECT range AS i, 'r' || range AS s, range % 2 = 0 AS even, NULL AS nothing, 7 AS i FROM range(${READ_PAGE_ROWS * 3 + 500})`;
+  const page = await db.untrusted(5000, (c) => c.read(sql, [], READ_PAGE_ROWS * 3 + 10));
+  t.same(page.names, ['i', 's', 'even', 'nothing', 'i:1']);
+  t.equal(page.truncated, true);
+  const rows = rowsOf<{ i: bigint; s: string; even: boolean; nothing: null; 'i:1': number }>(page);
+  t.equal(rows.length, READ_PAGE_ROWS * 3 + 10);
+  t.same(rows[0], { i: 0n, s: 'r0', even: true, nothing: null, 'i:1': 7 });
+  t.same(rows[READ_PAGE_ROWS], { i: BigInt(READ_PAGE_ROWS), s: `r${READ_PAGE_ROWS}`, even: true, nothing: null, 'i:1': 7 });
+  t.ok(rows.every((row, n) => row.i === BigInt(n)), 'every row in order, none lost or repeated between pages');
+  const whole = await db.untrusted(5000, (c) => c.read('SELECT 1 AS a FROM range(3)', [], 3));
+  t.same([rowsOf(whole), whole.truncated], [[{ a: 1 }, { a: 1 }, { a: 1 }], false]);
+  const none = await db.untrusted(5000, (c) => c.read('SELECT 1 AS a WHERE false', [], 3));
+  t.same([none.names, rowsOf(none), none.truncated], [['a'], [], false]);
 });

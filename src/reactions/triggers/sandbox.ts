@@ -8,7 +8,7 @@
  */
 import type { DuckDBValue } from '@duckdb/node-api';
 import { microsParam } from '../../db/database.js';
-import type { Database, Row, RowPage, Sql } from '../../db/sql.js';
+import { type Database, type RowPage, type Sql, rowsOf } from '../../db/sql.js';
 import { QueryTimeout } from '../../db/untrusted.js';
 import { type CheckedSql, TRIGGER_COLUMNS } from './sql-guard.js';
 
@@ -31,8 +31,8 @@ export async function runSandboxed(connection: Sql, query: CheckedSql, window: W
   // Named parameters must be given exactly: pass only those the query uses.
   const params = Object.fromEntries(query.parameters.map((name) => [name, window[name as keyof Window]]));
   try {
-    const page = await connection.read<Row>(query.sql, params, maxRows);
-    return { rows: canonicalNames(page.rows, query.columns), truncated: page.truncated };
+    const page = await connection.read(query.sql, params, maxRows);
+    return { rows: rowsOf({ names: canonicalNames(page.names, query.columns), columns: page.columns }), truncated: page.truncated };
   } catch (error) {
     throw new QueryFailed(`the query failed: ${(error as Error).message.split('\n')[0]}`);
   }
@@ -55,12 +55,7 @@ export async function withSandbox<T>(db: Database, timeoutMs: number, work: (c: 
 }
 
 /** `AS IDENTITY` and `AS identity` are one column: rows carry the names the rest of the service reads. */
-function canonicalNames(rows: Row[], columns: string[]): Row[] {
+function canonicalNames(names: string[], columns: string[]): string[] {
   const renames = columns.filter((c) => c !== c.toLowerCase() && ([...TRIGGER_COLUMNS, 'email'] as string[]).includes(c.toLowerCase()));
-  if (renames.length === 0) return rows;
-  return rows.map((row) => {
-    const out: Row = {};
-    for (const [name, value] of Object.entries(row)) out[renames.includes(name) ? name.toLowerCase() : name] = value;
-    return out;
-  });
+  return renames.length === 0 ? names : names.map((name) => (renames.includes(name) ? name.toLowerCase() : name));
 }
