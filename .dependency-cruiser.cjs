@@ -20,6 +20,7 @@ const RANKS = [
   ['routes'],
   ['plugins'],
   ['roles'],
+  ['cli'],
   ['entry', 'tools'],
 ];
 /** The console is its own room: a browser app that shares only the server's vocabulary. */

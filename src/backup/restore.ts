@@ -1,5 +1,5 @@
 /**
- * `npx audience restore <dir>`: a backup (backup.ts) into a fresh DATA_DIR, with the service stopped
+ * `npx audiencectl restore <dir>`: a backup (backup.ts) into a fresh DATA_DIR, with the service stopped
  * (the DATA_DIR lock is taken). Org databases first, then their query files and the webhook key, then
  * the control documents, so an org is never named by the control plane before its database is in place.
  *

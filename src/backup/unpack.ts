@@ -1,5 +1,5 @@
 /**
- * A backup archive (GET /admin/v1/backup) unpacked into a new folder, by `npx audience backup` and by a
+ * A backup archive (GET /admin/v1/backup) unpacked into a new folder, by `npx audiencectl backup` and by a
  * restore from a `.tar` file. The archive may come from anywhere (whatever AUDIENCE_URL answers, a file
  * handed over), so it is held to what the service writes: regular files and folders, at relative paths
  * inside the folder. The first entry that is a link, a hard link, a device or a FIFO, or whose path is

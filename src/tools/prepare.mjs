@@ -3,7 +3,16 @@
 // dist/ built beforehand (a Docker build stage, or `npm ci && npm run build` on a build machine), so it
 // skips the build instead of failing on a missing `tsc` (and tap's build: tap is a dev dependency too).
 import { spawnSync } from 'node:child_process';
+import { mkdirSync, rmSync, symlinkSync } from 'node:fs';
 import { createRequire } from 'node:module';
+
+// `npx audiencectl` in the checkout runs the CLI from node_modules/.bin at once. package.json declares no
+// `bin`: for a command the project's own package.json names, `npx` installs the project into its cache
+// first, `prepare` (the whole build) included, 25 s on a first call. Outside the checkout the name is no
+// published package's, so `npx audiencectl` there runs nobody else's code.
+mkdirSync('node_modules/.bin', { recursive: true });
+rmSync('node_modules/.bin/audiencectl', { force: true });
+symlinkSync('../../dist/src/cli.js', 'node_modules/.bin/audiencectl');
 
 try {
   createRequire(import.meta.url).resolve('typescript');

@@ -64,7 +64,7 @@ t.test('403 audience_api_not_enabled tells the operator how to enable it', async
   const r = await lookup(h, 'identity=email:ada@example.com', `Bearer ${token}`);
   t.equal(r.statusCode, 403);
   t.equal(r.json().code, 'audience_api_not_enabled');
-  t.match(r.json().detail, /npx audience org update acme --audience-api/);
+  t.match(r.json().detail, /npx audiencectl org update acme --audience-api/);
   t.match(r.json().detail, /"audienceApi": true/);
   t.notMatch(r.json().detail, /account manager/);
 });

@@ -225,9 +225,9 @@ t.test('a crafted archive is refused by restore and by the CLI backup; nothing o
         resolve({ code: e ? Number(e.code) : 0, stderr }),
       ),
     );
-    t.equal(cli.code, 1, `${hostile.path}: the CLI backup fails`);
+    t.equal(cli.code, 4, `${hostile.path}: the CLI backup fails as for a failing service`);
     t.match(cli.stderr, reason);
-    t.match(cli.stderr, /^audience: http:\/\/127\.0\.0\.1:\d+ sent an archive that is not a backup \(.*\); delete .*\n$/, 'one line');
+    t.match(cli.stderr, /^audiencectl: http:\/\/127\.0\.0\.1:\d+ sent an archive that is not a backup \(.*\); delete .*\n$/, 'one line');
     t.same(linksUnder(target), [], 'no link created');
     t.same(readdirSync(target), ['control.json'], 'only the regular file before it');
   }

@@ -1,6 +1,6 @@
 /**
- * Backups while the service runs: `npx audience backup <dir>` under a steady load of batches, then
- * `npx audience restore` into a fresh DATA_DIR and a service started on it. Every event acknowledged
+ * Backups while the service runs: `npx audiencectl backup <dir>` under a steady load of batches, then
+ * `npx audiencectl restore` into a fresh DATA_DIR and a service started on it. Every event acknowledged
  * before the backup began is there, once; credentials, tokens and query files work as before; and the
  * restored service takes new events. One org's backup opens in DuckDB while the service runs.
  */

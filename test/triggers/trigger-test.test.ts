@@ -1,5 +1,5 @@
 /**
- * Issue 26, part 4: `audience trigger test` — a trigger's SQL over fixture events in an in-memory
+ * Issue 26, part 4: `audiencectl trigger test` — a trigger's SQL over fixture events in an in-memory
  * database, no service, exit 0 / 1 with a readable diff / 2 for unusable input. The CLI is spawned as a
  * user runs it (on the repo's example triggers in docs/examples/triggers, and on broken copies of them);
  * the comparison's finer points run in this process.
@@ -106,12 +106,12 @@ t.test('unusable input exits 2 with one line naming it', async (t) => {
     cli(dir, ['trigger', 'test', 'acme', 'booking_completed', ...sql, '--events', 'x.jsonl', '--expect', 'ok.json', '--from', 'yesterday']),
   ]);
   const expected = [
-    'audience: trigger test needs --events fixture.jsonl and --expect expected.json (see audience --help)',
-    'audience: bad-email.jsonl line 10: the service refuses this event (412 schema_violation): /traits/email must match format "email"',
-    /^audience: not-json\.jsonl line 1: not JSON \(.*\); a fixture holds one event per line$/,
-    'audience: mixed.json: row 2 names event_id; every row names the same columns as row 1 (identity)',
-    'audience: cannot read the trigger SQL queries/acme/booking_completed.sql: ENOENT',
-    'audience: --from takes an ISO 8601 time, e.g. 2026-01-01T00:00:00Z (see audience --help)',
+    'audiencectl: trigger test needs --events fixture.jsonl and --expect expected.json (see audiencectl trigger test --help)',
+    'audiencectl: bad-email.jsonl line 10: the service refuses this event (412 schema_violation): /traits/email must match format "email"',
+    /^audiencectl: not-json\.jsonl line 1: not JSON \(.*\); a fixture holds one event per line$/,
+    'audiencectl: mixed.json: row 2 names event_id; every row names the same columns as row 1 (identity)',
+    'audiencectl: cannot read the trigger SQL queries/acme/booking_completed.sql: ENOENT',
+    'audiencectl: --from takes an ISO 8601 time, e.g. 2026-01-01T00:00:00Z (see audiencectl trigger test --help)',
   ];
   for (const [i, run] of runs.entries()) {
     t.equal(run.code, 2, `case ${i + 1}`);
@@ -137,7 +137,7 @@ t.test('--stored tests the live version, read from the service', async (t) => {
   t.match(JSON.parse(diff!.stdout), { liveVersion: 1, added: [], removed: [], unchanged: 0, truncated: false });
   t.equal(stored!.code, 0, stored!.stdout + stored!.stderr);
   t.match(stored!.stdout, /^ok acme\/booking_completed: 4 rows/);
-  t.equal(none!.code, 1, 'an unknown trigger is the service refusing');
+  t.equal(none!.code, 3, 'an unknown trigger: not found');
   t.match(JSON.parse(none!.stderr), { code: 'trigger_not_found' });
 });
 

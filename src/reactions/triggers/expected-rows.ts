@@ -1,5 +1,5 @@
 /**
- * What `audience trigger test` compares (issue 26, part 4): expected.json, and the rows a trigger
+ * What `audiencectl trigger test` compares (issue 26, part 4): expected.json, and the rows a trigger
  * returned, as a readable diff.
  *
  * expected.json is an array of objects, or `{ "rows": [...], "ordered": true }` to compare in order. The

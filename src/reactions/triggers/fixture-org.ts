@@ -1,5 +1,5 @@
 /**
- * An org's database made from fixture events, in memory, for `audience trigger test` (issue 26, part 4):
+ * An org's database made from fixture events, in memory, for `audiencectl trigger test` (issue 26, part 4):
  * the org's tables and views as the service makes them (storage/migrate.ts), and each event taken the
  * way a POST to /http/v1/collect and the compactor take it — the same schema check and log entry
  * (validate-event-step.ts), the same plan (dedupe, identity, pending until an identify) and the same

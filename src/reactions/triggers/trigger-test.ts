@@ -1,5 +1,5 @@
 /**
- * `audience trigger test` (issue 26, part 4): a trigger's SQL over fixture events, compared with the
+ * `audiencectl trigger test` (issue 26, part 4): a trigger's SQL over fixture events, compared with the
  * rows expected, without a service — so a team keeps trigger tests next to their SQL, in git and CI.
  * The SQL passes the service's own guard (sql-guard.ts) first: a query the service would refuse fails
  * the test. Then it runs over the window (default: every fixture event) with the same binding of the

@@ -1,6 +1,6 @@
 /**
  * GET /admin/v1/backup[?org=<slug>]: a backup (backup.ts) of what this process keeps, streamed as a tar
- * archive; `npx audience backup <dir>` unpacks it. It is staged in DATA_DIR first (the copies take
+ * archive; `npx audiencectl backup <dir>` unpacks it. It is staged in DATA_DIR first (the copies take
  * seconds; a slow download must not hold an org's database that long), the manifest goes last, and the
  * staging directory is removed once the answer ends, however it ends.
  */
@@ -23,7 +23,7 @@ const COMPACTION_WAIT_MS = 60_000;
 const schema = operationSchema({
   tag: 'Admin: backups',
   summary: 'A consistent backup of what this storage process keeps, as a tar archive',
-  description: 'The control plane, the org databases and the query files; `npx audience backup <dir>` unpacks it. Taken from each storage process through its own port.',
+  description: 'The control plane, the org databases and the query files; `npx audiencectl backup <dir>` unpacks it. Taken from each storage process through its own port.',
   operationId: 'getBackup',
   auth: 'adminKey',
   querystring: { type: 'object', properties: { org: { ...slugParam, description: 'back up this org only' } }, additionalProperties: false },

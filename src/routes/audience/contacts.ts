@@ -107,7 +107,7 @@ export function registerContactsRoute(app: FastifyInstance, deps: ContactsRouteD
     if (!org.audienceApi) {
       throw new AppError(
         'audience_api_not_enabled',
-        `The Audience API is not enabled for this org. An operator enables it with \`npx audience org update ${org.slug} --audience-api\` ` +
+        `The Audience API is not enabled for this org. An operator enables it with \`npx audiencectl org update ${org.slug} --audience-api\` ` +
           `(or PATCH /admin/v1/orgs/${org.slug} with {"audienceApi": true}).`,
       );
     }

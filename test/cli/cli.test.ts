@@ -7,10 +7,10 @@ import { execFile } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import t, { type Test } from 'tap';
-import { ADMIN_KEY, startTestApp } from './helpers/app.js';
-import { entryArgs } from './helpers/entry.js';
+import { ADMIN_KEY, startTestApp } from '../helpers/app.js';
+import { entryArgs } from '../helpers/entry.js';
 
-const ROOT = fileURLToPath(new URL('../', import.meta.url));
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 interface Run {
   code: number;
@@ -56,7 +56,7 @@ t.test('the CLI against a running service', async (t) => {
   t.match(again.stderr, /^\{\n {2}"/, 'pretty-printed');
 
   const missing = await cli(url, ['org', 'get', 'nope']);
-  t.equal(missing.code, 1);
+  t.equal(missing.code, 3, 'not found exits 3');
   t.equal(missing.stdout, '');
   t.equal((JSON.parse(missing.stderr) as { code: string }).code, 'org_not_found');
 
@@ -93,11 +93,11 @@ t.test('the CLI against a running service', async (t) => {
   const deleted = await cli(url, ['org', 'delete', 'acme', '--yes']);
   t.equal(deleted.code, 0, 'org delete --yes');
   t.match(JSON.parse(deleted.stdout), { slug: 'acme', deleted: true });
-  t.equal((await cli(url, ['org', 'get', 'acme'])).code, 1, 'the org is gone');
+  t.equal((await cli(url, ['org', 'get', 'acme'])).code, 3, 'the org is gone');
 
   // A slug is one path segment: `../` cannot reach another route.
   const traversal = await cli(url, ['org', 'get', '../orgs']);
-  t.equal(traversal.code, 1);
+  t.equal(traversal.code, 1, 'refused (not a slug), not found elsewhere');
   t.equal(traversal.stdout, '');
 });
 
@@ -121,8 +121,8 @@ t.test('lists a page at a time: --limit and --cursor; the command for the next p
       t.equal(run.stderr, '', 'nothing on stderr after the last page');
       break;
     }
-    t.equal(run.stderr, `next page: audience events types acme --env production --limit 2 --cursor ${answer.nextCursor}\n`, 'the next command, with the cursor');
-    args = run.stderr.replace('next page: audience ', '').trim().split(' ');
+    t.equal(run.stderr, `next page: audiencectl events types acme --env production --limit 2 --cursor ${answer.nextCursor}\n`, 'the next command, with the cursor');
+    args = run.stderr.replace('next page: audiencectl ', '').trim().split(' ');
   }
   t.same(seen, ['custom_a', 'custom_b', 'custom_c'], 'every type once');
 
@@ -135,7 +135,7 @@ t.test('lists a page at a time: --limit and --cursor; the command for the next p
   t.equal(bad.code, 1, 'a bad cursor is refused by the service');
   t.equal((JSON.parse(bad.stderr) as { code: string }).code, 'invalid_cursor');
   const noFlow = await cli(url, ['flow', 'sends', 'acme', 'f1', '--limit', '5']);
-  t.equal(noFlow.code, 1);
+  t.equal(noFlow.code, 3);
   t.equal((JSON.parse(noFlow.stderr) as { code: string }).code, 'flow_not_found', 'flow sends reaches the route');
   const decisions = await cli(url, ['flow', 'decisions', 'acme', 'f1', '--identity', 'email:ada@example.com']);
   t.equal((JSON.parse(decisions.stderr) as { code: string }).code, 'flow_not_found', 'flow decisions reaches the route');
@@ -179,42 +179,48 @@ t.test('safe sending from the terminal: frequency caps, topics, consent, erasure
   t.same(JSON.parse((await cli(url, ['topic', 'list', 'acme'])).stdout).topics.map((x: { topic: string }) => x.topic), ['all', 'news']);
   t.equal((await cli(url, ['topic', 'put', 'acme', 'news'])).code, 2, 'topic put needs --name and --default');
 
-  const consent = await cli(url, ['consent', 'set', 'acme', '--identity', 'email:ada@example.com', '--topic', 'news', '--status', 'subscribed']);
+  const consent = await cli(url, ['contact', 'consent', 'acme', '--identity', 'email:ada@example.com', '--topic', 'news', '--status', 'subscribed']);
   t.equal(consent.code, 0, consent.stderr);
   t.match(JSON.parse(consent.stdout), { email: 'ada@example.com', topic: 'news', status: 'subscribed', source: 'admin' });
-  const unknown = await cli(url, ['consent', 'set', 'acme', '--identity', 'email:ada@example.com', '--topic', 'nope', '--status', 'subscribed']);
+  const unknown = await cli(url, ['contact', 'consent', 'acme', '--identity', 'email:ada@example.com', '--topic', 'nope', '--status', 'subscribed']);
   t.equal((JSON.parse(unknown.stderr) as { code: string }).code, 'topic_not_found');
 
-  const erased = await cli(url, ['contacts', 'erase', 'acme', '--identity', 'email:ada@example.com', '--suppress', '--wait']);
+  const erased = await cli(url, ['contact', 'erase', 'acme', '--identity', 'email:ada@example.com', '--suppress', '--wait']);
   t.equal(erased.code, 0, erased.stderr);
   const receipt = JSON.parse(erased.stdout) as { id: string; status: string; suppress: boolean; removed: { consent: number } };
   t.match(receipt, { status: 'done', suppress: true, removed: { consent: 1 } }, '--wait prints the receipt once done');
   t.same(JSON.parse((await cli(url, ['erasure', 'list', 'acme'])).stdout).erasures.map((e: { id: string }) => e.id), [receipt.id]);
   t.match(JSON.parse((await cli(url, ['erasure', 'get', 'acme', receipt.id])).stdout), { id: receipt.id, status: 'done' });
   t.equal((JSON.parse((await cli(url, ['erasure', 'get', 'acme', 'era_nope'])).stderr) as { code: string }).code, 'erasure_not_found');
-  t.equal((await cli(url, ['contacts', 'erase', 'acme'])).code, 2, 'contacts erase needs --identity');
+  t.equal((await cli(url, ['contact', 'erase', 'acme'])).code, 2, 'contact erase needs --identity');
 });
 
 t.test('a command line the CLI does not understand: one line, exit 2, nothing sent', async (t) => {
-  // Nothing listens here: any request would fail differently (exit 1, "cannot reach").
+  // Nothing listens here: any request would fail differently (exit 4, "cannot reach").
   const url = 'http://127.0.0.1:9';
   const cases: Array<[string[], string]> = [
-    [['org', 'create', '--slug', 'acme', '--nmae', 'Acme'], 'audience: unknown option --nmae (see audience --help)'],
-    [['--foo'], 'audience: unknown option --foo (see audience --help)'],
-    [['org', 'list', '-x'], 'audience: unknown option -x (see audience --help)'],
-    [['org', 'create', '--slug'], 'audience: option --slug needs a value (see audience --help)'],
-    [['org', 'update', 'acme', '--audience-api=no'], 'audience: option --audience-api takes no value (see audience --help)'],
-    [['frobnicate'], "audience: unknown command 'frobnicate' (see audience --help)"],
-    [['org', 'remove', 'acme'], "audience: unknown command 'org remove'; org takes create, list, get, update, delete, rotate (see audience --help)"],
-    [['org', 'delete', 'acme'], 'audience: org delete needs --yes: it deletes the org and all its data (see audience --help)'],
-    [['org', 'get'], 'audience: org get needs <slug> (see audience --help)'],
-    [['flow', 'sends', 'acme'], 'audience: flow sends needs <slug> <flow-id> (see audience --help)'],
-    [['org', 'update', 'acme', '--retention', 'eventsDays'], 'audience: --retention takes name=days pairs, e.g. eventsDays=90,quarantineDays=7 (see audience --help)'],
-    [['org', 'get', 'acme', 'extra'], "audience: org get: unexpected argument 'extra' (see audience --help)"],
-    [['org', 'create', 'acme'], "audience: org create: unexpected argument 'acme' (see audience --help)"],
-    [['org', 'create', '--name', 'Acme'], 'audience: org create needs --slug <slug> (see audience --help)'],
-    [['token', 'create', 'acme'], 'audience: token create needs --created-by <e-mail> (see audience --help)'],
-    [['contacts', 'import', 'acme', '/etc/passwd'], 'audience: contacts import takes a .csv (with a header row) or .ndjson file (see audience --help)'],
+    [['org', 'create', '--slug', 'acme', '--nmae', 'Acme'], 'audiencectl: unknown option --nmae (see audiencectl --help)'],
+    [['--foo'], 'audiencectl: unknown option --foo (see audiencectl --help)'],
+    [['org', 'list', '-x'], 'audiencectl: unknown option -x (see audiencectl --help)'],
+    [['org', 'create', '--slug'], 'audiencectl: option --slug needs a value (see audiencectl --help)'],
+    [['org', 'update', 'acme', '--audience-api=no'], 'audiencectl: option --audience-api takes no value (see audiencectl --help)'],
+    [['frobnicate'], "audiencectl: unknown command 'frobnicate' (see audiencectl --help)"],
+    [['org', 'remove', 'acme'], "audiencectl: unknown command 'org remove'; org takes create, list, get, update, delete, rotate (see audiencectl --help)"],
+    [['org', 'delete', 'acme'], 'audiencectl: org delete needs --yes: it deletes the org and all its data (see audiencectl org delete --help)'],
+    [['org', 'get'], 'audiencectl: org get needs <slug> (see audiencectl org get --help)'],
+    [['flow', 'sends', 'acme'], 'audiencectl: flow sends needs <slug> <flow-id> (see audiencectl flow sends --help)'],
+    [['org', 'update', 'acme', '--retention', 'eventsDays'], 'audiencectl: --retention takes name=days pairs, e.g. eventsDays=90,quarantineDays=7 (see audiencectl org update --help)'],
+    [['org', 'get', 'acme', 'extra'], "audiencectl: org get: unexpected argument 'extra' (see audiencectl org get --help)"],
+    [['org', 'create', 'acme'], "audiencectl: org create: unexpected argument 'acme' (see audiencectl org create --help)"],
+    [['org', 'create', '--name', 'Acme'], 'audiencectl: org create needs --slug <slug> (see audiencectl org create --help)'],
+    [['token', 'create', 'acme'], 'audiencectl: token create needs --created-by <e-mail> (see audiencectl token create --help)'],
+    [['org', 'list', '--limit', '5'], 'audiencectl: org list does not take --limit (see audiencectl org list --help)'],
+    [['org', 'list', '--json', '--table'], 'audiencectl: --json or --table, not both (see audiencectl org list --help)'],
+    [['completion', 'tcsh'], 'audiencectl: completion takes one of bash, zsh, fish (see audiencectl --help)'],
+    [['trigger', 'put', 'acme', 'x', '--sql'], 'audiencectl: option --sql needs a value (see audiencectl --help)'],
+    [['flow', 'create', 'acme'], 'audiencectl: flow create needs --file <flow.json> (see audiencectl flow create --help)'],
+    [['contact', 'lookup', 'acme'], 'audiencectl: contact lookup needs --identity email:<address> (or user_id:, email-hash:) (see audiencectl contact lookup --help)'],
+    [['contact', 'import', 'acme', '/etc/passwd'], 'audiencectl: contact import takes a .csv (with a header row) or .ndjson file (see audiencectl contact import --help)'],
   ];
   for (const [args, expected] of cases) {
     const run = await cli(url, args);
@@ -223,10 +229,10 @@ t.test('a command line the CLI does not understand: one line, exit 2, nothing se
   }
 });
 
-t.test('a file that cannot be read: one line, exit 1', async (t) => {
-  const run = await cli('http://127.0.0.1:9', ['contacts', 'import', 'acme', `${t.testdir()}/missing.csv`]);
-  t.equal(run.code, 1);
-  t.match(run.stderr, /^audience: cannot read .*missing\.csv: ENOENT\n$/);
+t.test('a file that cannot be read: one line, exit 2', async (t) => {
+  const run = await cli('http://127.0.0.1:9', ['contact', 'import', 'acme', `${t.testdir()}/missing.csv`]);
+  t.equal(run.code, 2);
+  t.match(run.stderr, /^audiencectl: cannot read .*missing\.csv: ENOENT\n$/);
   t.notMatch(run.stderr, /\n\s+at /, 'no stack trace');
 });
 
@@ -239,6 +245,21 @@ t.test('--version prints the package version; --help the usage', async (t) => {
 
   const help = await cli('http://127.0.0.1:9', ['--help']);
   t.equal(help.code, 0);
-  t.match(help.stdout, /^usage: audience <command>/);
+  t.match(help.stdout, /^usage: audiencectl <command>/);
   t.equal(help.stderr, '');
+
+  const bare = await cli('http://127.0.0.1:9', []);
+  t.equal(bare.code, 2, 'no command at all is a usage error');
+  t.equal(bare.stdout, '');
+  t.match(bare.stderr, /^usage: audiencectl <command>/, 'the usage, on stderr');
+
+  const one = await cli('http://127.0.0.1:9', ['trigger', 'put', '--help']);
+  t.equal(one.code, 0);
+  t.match(one.stdout, /^usage: audiencectl trigger put <slug> <name> \[options\]\n/);
+  t.match(one.stdout, /\n {2}--sql <file\.sql> +the SQL, from this file\n/, 'its options');
+  t.match(one.stdout, /\nexample:\n {2}audiencectl trigger put acme /, 'and an example');
+
+  const down = await cli('http://127.0.0.1:9', ['org', 'list']);
+  t.equal(down.code, 4, 'a service that cannot be reached exits 4');
+  t.match(down.stderr, /^audiencectl: cannot reach http:\/\/127\.0\.0\.1:9: /);
 });

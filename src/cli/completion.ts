@@ -1,0 +1,97 @@
+/**
+ * Shell completion for bash, zsh and fish, made from the command table: `audiencectl completion bash`
+ * prints a script to source (docs/cli.md says where each shell keeps them). Commands, then their
+ * options; files for everything else.
+ */
+import type { Command } from './commands.js';
+import { GLOBAL_OPTIONS, type OptionName } from './options.js';
+
+export const SHELLS = ['bash', 'zsh', 'fish'] as const;
+export type Shell = (typeof SHELLS)[number];
+
+const PROGRAM = 'audiencectl';
+
+function groups(commands: Command[]): Map<string, string[]> {
+  const byFirst = new Map<string, string[]>();
+  for (const { name } of [...commands, { name: 'completion' } as Command]) {
+    const [first, second] = name.split(' ');
+    const seconds = byFirst.get(first!) ?? [];
+    if (second) seconds.push(second);
+    byFirst.set(first!, seconds);
+  }
+  return byFirst;
+}
+
+const optionWords = (options: OptionName[] = []) => [...options, ...GLOBAL_OPTIONS].map((o) => `--${o}`).join(' ');
+
+function bash(commands: Command[]): string {
+  const byFirst = groups(commands);
+  const seconds = [...byFirst].filter(([, s]) => s.length > 0).map(([first, s]) => `    ${first}) words="${s.join(' ')}" ;;`);
+  const options = commands.map((c) => `    "${c.name}") words="${optionWords(c.options)}" ;;`);
+  return `# ${PROGRAM} completion for bash: source it, or save it as ~/.local/share/bash-completion/completions/${PROGRAM}
+_${PROGRAM}() {
+  local cur=\${COMP_WORDS[COMP_CWORD]} words=""
+  if [ "$COMP_CWORD" -eq 1 ]; then
+    COMPREPLY=($(compgen -W "${[...byFirst.keys()].join(' ')} --help --version" -- "$cur"))
+    return
+  fi
+  if [ "$COMP_CWORD" -eq 2 ]; then
+    case "\${COMP_WORDS[1]}" in
+${seconds.join('\n')}
+    completion) words="${SHELLS.join(' ')}" ;;
+    esac
+    if [ -n "$words" ]; then COMPREPLY=($(compgen -W "$words" -- "$cur")); return; fi
+  fi
+  if [[ $cur == -* ]]; then
+    local two="\${COMP_WORDS[1]} \${COMP_WORDS[2]}"
+    case "$two" in
+${options.filter((o) => o.includes(' ')).join('\n')}
+    esac
+    if [ -z "$words" ]; then
+      case "\${COMP_WORDS[1]}" in
+${options.filter((o) => !/^ {4}"[^"]* /.test(o)).join('\n')}
+      esac
+    fi
+    COMPREPLY=($(compgen -W "$words" -- "$cur"))
+    return
+  fi
+  COMPREPLY=($(compgen -f -- "$cur"))
+}
+complete -o filenames -F _${PROGRAM} ${PROGRAM}
+`;
+}
+
+function zsh(commands: Command[]): string {
+  return `#compdef ${PROGRAM}
+# ${PROGRAM} completion for zsh: source it from ~/.zshrc (it uses zsh's bash completion layer)
+autoload -U +X compinit && compinit
+autoload -U +X bashcompinit && bashcompinit
+${bash(commands).split('\n').slice(1).join('\n')}`;
+}
+
+function fish(commands: Command[]): string {
+  const byFirst = groups(commands);
+  const lines = [`# ${PROGRAM} completion for fish: save it as ~/.config/fish/completions/${PROGRAM}.fish`];
+  lines.push(`complete -c ${PROGRAM} -n __fish_use_subcommand -a '${[...byFirst.keys()].join(' ')}'`);
+  for (const [first, seconds] of byFirst) {
+    const words = first === 'completion' ? [...SHELLS] : seconds;
+    if (words.length > 0) lines.push(`complete -c ${PROGRAM} -n '__fish_seen_subcommand_from ${first}; and not __fish_seen_subcommand_from ${words.join(' ')}' -a '${words.join(' ')}'`);
+  }
+  for (const command of commands) {
+    const words = command.name.split(' ');
+    const condition = words.map((w) => `__fish_seen_subcommand_from ${w}`).join('; and ');
+    for (const option of [...(command.options ?? []), ...GLOBAL_OPTIONS]) lines.push(`complete -c ${PROGRAM} -n '${condition}' -l ${option}`);
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+export function completionScript(shell: Shell, commands: Command[]): string {
+  switch (shell) {
+    case 'bash':
+      return bash(commands);
+    case 'zsh':
+      return zsh(commands);
+    case 'fish':
+      return fish(commands);
+  }
+}
