@@ -73,7 +73,7 @@ export interface ErasureDeps {
   profilesSettled(): Promise<void>;
   ctx: Context;
   metrics: Pick<Metrics, 'erasures'>;
-  logger: { error(details: object, message: string): void };
+  logger: { error(details: object, message: string): void; info(details: object, message: string): void };
 }
 
 export class Erasures {
@@ -194,6 +194,7 @@ export class Erasures {
     await this.deps.materializer.refresh([{ org, email }]);
     await db.run("UPDATE erasures SET status = 'done', email = NULL, done_at = $2 WHERE id = $1", [id, tsParam(this.deps.ctx.clock.now())]);
     this.deps.metrics.erasures.inc({ suppress: String(row.suppress) });
+    this.deps.logger.info({ org, erasure: id, suppress: row.suppress }, 'erasure done');
   }
 }
 

@@ -13,6 +13,7 @@ import { registerRelayRoutes } from '../cluster/relay-routes.js';
 import { type OrgAdminServer, serveOrgAdmin } from '../cluster/serve-org-admin.js';
 import { GcraLimiter } from '../ratelimit/gcra-limiter.js';
 import { type RateLimiters, openRateLimiters } from '../ratelimit/open-rate-limiters.js';
+import { registerLifecycleLog } from '../routes/admin/lifecycle-log.js';
 import { adminAuth } from '../routes/admin/auth.js';
 import { registerBackupRoutes } from '../routes/admin/backup.js';
 import { registerOrgRoutes } from '../routes/admin/orgs.js';
@@ -83,6 +84,7 @@ export const adminApi = fp(
     await app.register(async (admin) => {
       const limiter = app.rateLimiters?.auth ?? new GcraLimiter();
       admin.addHook('onRequest', adminAuth({ keyHash: app.adminKey.hash, limiter, clock: ctx.clock, metrics: app.metrics }));
+      registerLifecycleLog(admin);
       if (config.roles.includes('api')) {
         registerOrgRoutes(admin, orgs, app.tokens);
         registerTokenRoutes(admin, { tokens: app.tokens, orgs });

@@ -2,8 +2,9 @@
  * /healthz (liveness: can this process still do its job without a restart), /readyz (readiness: can
  * it serve now), /metrics (Prometheus text; on METRICS_PORT instead when set: metrics-server.ts). See health.ts for the model and service-health.ts for the checks.
  */
-import type { FastifyInstance } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { AppError } from '../core/errors.js';
+import { sendProblem } from '../http/problem.js';
 import type { LogBackend } from '../events/log/types.js';
 import { describeFailures, type Health } from '../ops/health.js';
 import type { Metrics } from '../ops/metrics.js';
@@ -50,29 +51,53 @@ const metricsSchema = operationSchema({
   errors: [],
 });
 
+/**
+ * One log line when a probe's outcome changes, not one per probe (an orchestrator asks every few
+ * seconds): a failing readiness at warn, a failing liveness at error, both without a stack (the answer
+ * says what failed), and one info line when it clears.
+ */
+class ProbeLog {
+  /** What failed at the last probe; null while it passes. */
+  private failing: string | null = null;
+
+  constructor(private readonly messages: { failed: string; cleared: string; level: 'warn' | 'error' }) {}
+
+  report(log: FastifyBaseLogger, failing: string | null): void {
+    if (failing === this.failing) return;
+    if (failing === null) log.info({ was: this.failing }, this.messages.cleared);
+    else log[this.messages.level]({ failing }, this.messages.failed);
+    this.failing = failing;
+  }
+}
+
 export function registerOpsRoutes(app: FastifyInstance, deps: { health: Health; log: LogBackend | undefined; metrics: Metrics; serveMetrics: boolean }): void {
-  app.get('/healthz', { schema: healthzSchema }, async () => {
+  const liveness = new ProbeLog({ failed: 'unhealthy: this process cannot recover by itself; restart it', cleared: 'healthy again', level: 'error' });
+  const readiness = new ProbeLog({ failed: 'not ready: send no traffic here until it clears', cleared: 'ready again', level: 'warn' });
+
+  app.get('/healthz', { schema: healthzSchema }, async (request, reply) => {
     const report = await deps.health.probe();
+    liveness.report(request.log, report.live ? null : describeFailures(report, true));
     if (!report.live) {
-      throw new AppError(
+      return sendProblem(reply, request, new AppError(
         'unhealthy',
         `This process cannot recover by itself: ${describeFailures(report, true)}. Restart it.`,
         { members: { checks: report.checks } },
-      );
+      ));
     }
     return { status: 'ok', checks: report.checks };
   });
 
-  app.get('/readyz', { schema: readyzSchema }, async () => {
+  app.get('/readyz', { schema: readyzSchema }, async (request, reply) => {
     const report = await deps.health.probe();
+    readiness.report(request.log, report.ready ? null : describeFailures(report));
     if (!report.ready) {
       const action = report.live
         ? 'Send no traffic here until it clears; it is checked again on every probe.'
         : 'This does not clear by itself: restart the process.';
-      throw new AppError('not_ready', `Not ready: ${describeFailures(report)}. ${action}`, {
+      return sendProblem(reply, request, new AppError('not_ready', `Not ready: ${describeFailures(report)}. ${action}`, {
         members: { checks: report.checks },
         headers: { 'Retry-After': RETRY_AFTER_SECONDS },
-      });
+      }));
     }
     return { status: 'ready', ...(deps.log ? { log: deps.log.kind } : {}), checks: report.checks };
   });

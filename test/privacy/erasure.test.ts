@@ -273,7 +273,7 @@ t.test('an erasure asked while the event log is out of reach records nothing and
     profilesSettled: async () => {},
     ctx: createContext(),
     metrics: { erasures: { inc: () => {} } } as never,
-    logger: { error: () => {} },
+    logger: { error: () => {}, info: () => {} },
   });
   const refused = await erasures.request('acme', ADA, false).catch((error: unknown) => error);
   t.ok(refused instanceof AppError);

@@ -64,6 +64,7 @@ export function registerBackupRoutes(app: FastifyInstance, sources: BackupSource
         .filter((name) => name !== MANIFEST_FILE)
         .sort();
       const archive = createTar({ cwd: dir, portable: true }, [...files, MANIFEST_FILE]);
+      request.log.info({ orgs: manifest.orgs.length, files: files.length + 1, compactedSeq: manifest.log.compactedSeq, ...(org ? { org } : {}) }, 'backup taken; sending it');
       reply.raw.once('close', () => void cleanUp());
       const name = `audience-backup-${manifest.createdAt.replace(/[:.]/g, '-')}${org ? `-${org}` : ''}.tar`;
       return reply.type('application/x-tar').header('content-disposition', `attachment; filename="${name}"`).send(archive);

@@ -74,6 +74,7 @@ const schemas = {
 export function registerOrgRoutes(app: FastifyInstance, orgs: OrgStore, tokens: TokenStore): void {
   app.post<{ Body: OrgCreate }>('/admin/v1/orgs', { schema: schemas.create }, async (request, reply) => {
     const created = await orgs.create(request.body);
+    request.logDetails = { org: created.org.slug };
     return reply.code(201).send(created);
   });
 

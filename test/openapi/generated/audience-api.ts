@@ -726,7 +726,7 @@ export interface paths {
         };
         /**
          * A consistent backup of what this storage process keeps, as a tar archive
-         * @description The control plane, the org databases and the query files; `npx audience backup <dir>` unpacks it. Taken from each storage process through its own port.
+         * @description The control plane, the org databases and the query files; `npx audiencectl backup <dir>` unpacks it. Taken from each storage process through its own port.
          */
         get: operations["getBackup"];
         put?: never;

@@ -68,7 +68,9 @@ export function registerErasureRoutes(app: FastifyInstance, deps: { orgs: OrgSto
   app.post<{ Params: { slug: string }; Body: { identity: string; suppress?: boolean } }>('/admin/v1/orgs/:slug/contacts/erase', { schema: schemas.erase }, async (request, reply) => {
     const org = await orgs.get(request.params.slug);
     const email = contactEmailOf(deps.profiles, org.slug, request.body.identity);
-    return reply.code(202).send(await erasures.request(org.slug, email, request.body.suppress ?? false));
+    const receipt = await erasures.request(org.slug, email, request.body.suppress ?? false);
+    request.logDetails = { erasure: receipt.id };
+    return reply.code(202).send(receipt);
   });
 
   app.get<{ Params: { slug: string; id: string } }>('/admin/v1/orgs/:slug/erasures/:id', { schema: schemas.get }, async (request) => {

@@ -51,7 +51,9 @@ export function registerTokenRoutes(app: FastifyInstance, deps: { tokens: TokenS
     { schema: schemas.create },
     async (request, reply) => {
       const org = await orgs.get(request.params.slug);
-      return reply.code(201).send(await tokens.create(org.slug, request.body));
+      const created = await tokens.create(org.slug, request.body);
+      request.logDetails = { tokenId: created.id };
+      return reply.code(201).send(created);
     },
   );
 
@@ -76,6 +78,7 @@ export function registerTokenRoutes(app: FastifyInstance, deps: { tokens: TokenS
       const org = await orgs.get(request.params.slug);
       const body = request.body;
       const revoked = 'last3' in body ? await tokens.revokeByLast3(org.slug, body.last3) : await tokens.revokeByCreator(org.slug, body.createdBy);
+      request.logDetails = { revoked: revoked.length };
       return { revoked };
     },
   );
