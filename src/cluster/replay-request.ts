@@ -3,7 +3,7 @@
  * schemas, error handler and admin-key hook as over HTTP. The admin key is checked here first as well,
  * so a NATS client without it reaches no route even if the app were wired without `adminAuth`.
  */
-import type { FastifyBaseLogger, FastifyInstance, HTTPMethods } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance, InjectOptions } from 'fastify';
 import { AppError } from '../core/errors.js';
 import { bearerToken } from '../http/bearer.js';
 import { problemBody } from '../http/problem.js';
@@ -43,7 +43,7 @@ export async function replayRequest(deps: ReplayDeps, slug: string, request: Rel
     return problemAnswer(new AppError('invalid_request', `not an org-database admin path of org ${slug}`), request.requestId);
   }
   const response = await deps.app.inject({
-    method: request.method as HTTPMethods,
+    method: request.method as InjectOptions['method'],
     url: request.url,
     // Not the client's address: the api process limited the client's failures before relaying.
     remoteAddress: RELAYED_CALL_ADDRESS,
