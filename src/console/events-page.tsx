@@ -6,7 +6,7 @@
 import { type ReactNode, useState } from 'react';
 import { api, asPage, cursorParam, seg } from './api';
 import { href } from './route';
-import { LoadMore, Status, Time, usePages } from './ui';
+import { LoadMore, Status, Time, usePages, useRequest } from './ui';
 
 type Environment = 'production' | 'staging';
 
@@ -35,6 +35,34 @@ interface Quarantined {
   raw: unknown;
 }
 
+/** An empty page teaches: the request that sends a first event, with this org's partner id filled in. */
+function FirstEvent({ org, env }: { org: string; env: Environment }): ReactNode {
+  const found = useRequest(() => api<{ credentials: Record<Environment, { partnerId: string }> }>('GET', `/admin/v1/orgs/${seg(org)}`), [org]);
+  const partnerId = found.data?.credentials[env].partnerId ?? '<partner id>';
+  const body = JSON.stringify({
+    partnerId,
+    partnerSecret: '$PARTNER_SECRET',
+    clientId: 'c-1',
+    sentAt: 0,
+    type: 'track',
+    event: 'custom',
+    properties: { eventName: 'booking_completed', properties: { city: 'Lisbon' } },
+    traits: { email: 'ada@example.com' },
+  }).replace('"$PARTNER_SECRET"', '"\'$PARTNER_SECRET\'"').replace('"sentAt":0', '"sentAt":\'$(date +%s%3N)\'');
+  return (
+    <div className="first-event" data-first-event>
+      <p>
+        No {env} event yet. Send one with the {env} partner secret (shown when the org was created or its secret rotated), and it appears here
+        a moment later:
+      </p>
+      <pre>{`PARTNER_SECRET=…   # the ${env} partnerSecret\ncurl -s ${window.location.origin}/http/v1/collect -H 'Content-Type: application/json' -d '${body}'`}</pre>
+      <p className="muted">
+        SDKs (Segment, RudderStack, Jitsu) send to the same service with the write key: see docs/partners.md and docs/cli.md.
+      </p>
+    </div>
+  );
+}
+
 export function EventsPage({ org }: { org: string }): ReactNode {
   const [env, setEnv] = useState<Environment>('production');
   const [selected, setSelected] = useState<string>();
@@ -59,7 +87,7 @@ export function EventsPage({ org }: { org: string }): ReactNode {
       </div>
       {env === 'staging' ? <p className="muted">Triggers run on production events only; staging is for checking a partner's integration.</p> : null}
       <Status request={types} what="event types" />
-      {types.data?.length === 0 ? <p className="muted">No {env} event yet. Events appear here a moment after a partner sends them.</p> : null}
+      {types.data?.length === 0 ? <FirstEvent org={org} env={env} /> : null}
       {types.data && types.data.length > 0 ? (
         <table>
           <thead>

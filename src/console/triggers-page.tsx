@@ -7,7 +7,7 @@
 import { type FormEvent, type ReactNode, useState } from 'react';
 import { DEFAULT_PROFILE_FIELDS } from '../core/profile-fields';
 import { api, type ApiError, asPage, cursorParam, seg } from './api';
-import { go, href } from './route';
+import { go, href, useUnsavedChanges } from './route';
 import { SqlEditor } from './sql-editor';
 import { asApiError, ErrorBox, LoadMore, Status, Time, usePages, useRequest } from './ui';
 
@@ -150,8 +150,14 @@ export function QueryEditor({ org, kind, name, eventType }: { org: string; kind:
     [org, kind, name],
   );
   const [draftName, setDraftName] = useState(isNew && eventType ? nameFor(eventType) : '');
-  const [sql, setSqlText] = useState<string | undefined>(isNew ? (eventType ? referenceQuery(eventType) : kind === 'segments' ? 'SELECT email FROM profiles WHERE …' : referenceQuery('custom_')) : undefined);
+  const [initialSql] = useState<string | undefined>(
+    isNew ? (eventType ? referenceQuery(eventType) : kind === 'segments' ? "SELECT email_address AS email FROM profiles WHERE first_name = 'Ada'" : referenceQuery('custom_')) : undefined,
+  );
+  const [sql, setSqlText] = useState<string | undefined>(initialSql);
   const text = sql ?? existing.data?.sql ?? '';
+  useUnsavedChanges(sql !== undefined && text !== (initialSql ?? existing.data?.sql ?? ''));
+  /** Save attempts so far, refused ones too: the status and the versions are read again after each. */
+  const [saves, setSaves] = useState(0);
   const setSql = (next: string) => {
     setSqlText(next);
     setValid(false);
@@ -214,10 +220,16 @@ export function QueryEditor({ org, kind, name, eventType }: { org: string; kind:
         );
         if (compared) return;
       }
-      const result = await api<{ version: number; hash: string }>('PUT', `/admin/v1/orgs/${seg(org)}/${kind}/${seg(target)}`, { sql: text });
-      setSaved(result);
-      setDiff(undefined);
-      if (isNew) go(href('orgs', org, kind, target));
+      try {
+        const result = await api<{ version: number; hash: string }>('PUT', `/admin/v1/orgs/${seg(org)}/${kind}/${seg(target)}`, { sql: text });
+        setSaved(result);
+        setDiff(undefined);
+        if (isNew) go(href('orgs', org, kind, target));
+      } finally {
+        // A refused version is recorded too: its badge and its line in the versions show it.
+        setSaves((n) => n + 1);
+        if (!isNew) existing.reload();
+      }
     });
   };
 
@@ -235,15 +247,21 @@ export function QueryEditor({ org, kind, name, eventType }: { org: string; kind:
       {isNew ? (
         <label>
           Name
-          <input value={draftName} onChange={(e) => setDraftName(e.target.value)} required pattern="[a-z][a-z0-9_]{0,63}" placeholder="booking_completed" />
+          <input value={draftName} onChange={(e) => setDraftName(e.target.value)} required pattern="[a-z][a-z0-9_]{0,63}" placeholder={kind === 'segments' ? 'vip' : 'booking_completed'} />
         </label>
       ) : null}
       <div className="editor-grid">
         <div>
           <SqlEditor value={text} onChange={setSql} label={`SQL of the ${noun}`} />
-          <p className="muted">
-            <code>{'{cursor_start_time}'}</code> and <code>{'{cursor_end_time}'}</code> are the window each run reads (<code>ts</code> in it).
-          </p>
+          {kind === 'triggers' ? (
+            <p className="muted">
+              <code>{'{cursor_start_time}'}</code> and <code>{'{cursor_end_time}'}</code> are the window each run reads (<code>ts</code> in it).
+            </p>
+          ) : (
+            <p className="muted">
+              A segment returns one column, <code>email</code>: the contacts in it (<code>email_address AS email</code> from <code>profiles</code>).
+            </p>
+          )}
         </div>
         <aside aria-label="Columns">
           <h3>event_triggers</h3>
@@ -300,7 +318,7 @@ export function QueryEditor({ org, kind, name, eventType }: { org: string; kind:
       ) : null}
       {diff ? <DiffPanel diff={diff.result} /> : null}
       {preview ? <PreviewTable preview={preview} /> : null}
-      {!isNew ? <Versions org={org} kind={kind} name={name} round={saved?.version ?? 0} /> : null}
+      {!isNew ? <Versions org={org} kind={kind} name={name} round={saves} /> : null}
     </form>
   );
 }

@@ -6,6 +6,8 @@
  * see its sends and why an excluded contact was not messaged. Screenshots of each page go to docs/console/.
  * Lists longer than a page show the rest with "Load more".
  */
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { mkdirSync, symlinkSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -58,9 +60,29 @@ t.test('from sample events to a saved trigger in the console', async (t) => {
   t.match(partnerSecret, /^ps_/, 'the production secret is on the page');
   const writeKey = (await page.textContent('[data-credential="production-write-key"]'))!;
   t.match(writeKey, /^wk_/, 'and the write key');
+  const stagingSecret = (await page.textContent('[data-credential="staging-secret"]'))!;
   await shot('org-created');
   await page.getByRole('button', { name: 'I have copied them' }).click();
   t.equal(await page.locator('[data-credential]').count(), 0, 'and gone once acknowledged');
+
+  // The empty Events page teaches the first event: the request, this org's partner id in it. Run as shown
+  // (with the staging secret, so production's counts below stay the partner's), it sends one.
+  await page.getByRole('link', { name: 'Acme Travel' }).click();
+  await page.getByLabel('Environment').selectOption('staging');
+  const teaching = page.locator('[data-first-event] pre');
+  await teaching.getByText(/"partnerId":"pk_/).waitFor();
+  const snippet = (await teaching.textContent())!;
+  t.notOk(snippet.includes(partnerId), "staging's partner id, not production's");
+  await shot('events-empty');
+  // Not execFileSync: the service answering curl runs in this process.
+  const { stdout: firstEvent } = await promisify(execFile)('bash', ['-c', snippet.replace(/^PARTNER_SECRET=.*$/m, `PARTNER_SECRET='${stagingSecret}'`)], { encoding: 'utf8' });
+  t.match(firstEvent, /^\{"messageId":"[0-9a-f-]{36}"\}$/, 'the snippet, run as shown, is accepted');
+  await h.compacted();
+  await page.getByRole('button', { name: 'Refresh' }).click();
+  await page.locator('[data-event-type="custom_booking_completed"]').waitFor();
+  t.pass('and its event is listed');
+  await page.getByLabel('Environment').selectOption('production');
+  await page.getByRole('link', { name: 'Orgs' }).click();
 
   // Sample events, as a partner sends them; one of them rejected.
   for (const [i, email] of ['ada@example.com', 'bob@example.com', 'cy@example.com'].entries()) {
@@ -116,8 +138,22 @@ t.test('from sample events to a saved trigger in the console', async (t) => {
   await page.getByRole('button', { name: 'Save' }).click();
   await page.getByRole('alert').waitFor();
   t.match(await page.getByRole('alert').textContent(), /invalid_trigger/, 'the refusal and its code');
+  // No reload needed: the badge and the versions show the refused version at once.
+  await page.getByText(/latest refused: /).waitFor();
+  await page.locator('tr[data-version="2"]', { hasText: 'refused' }).waitFor();
+  t.pass('the status and the versions are read again after a refused save');
+  // The edited SQL is not live: leaving asks first; staying keeps it, leaving goes.
+  const asked: string[] = [];
+  page.once('dialog', (dialog) => void (asked.push(dialog.message()), dialog.dismiss()));
+  await page.getByRole('link', { name: 'Triggers' }).click();
+  await page.waitForTimeout(200);
+  t.same(asked, ['Leave this page? What you edited is not saved.'], 'a link away asks first');
+  t.ok(await page.getByRole('heading', { name: 'Trigger booking_completed' }).isVisible(), 'staying: still the editor');
+  t.match(await page.locator('.cm-content').textContent(), /other_org\.events/, 'with the edit kept');
+  t.match(page.url(), /#\/orgs\/acme\/triggers\/booking_completed$/, 'and its address');
   // A link planted in QUERIES_DIR is listed as not read, with why.
   symlinkSync(join(h.dataDir, 'webhook.key'), join(h.dataDir, 'queries', 'acme', 'planted.sql'));
+  page.once('dialog', (dialog) => void dialog.accept());
   await page.getByRole('link', { name: 'Triggers' }).click();
   const listed = page.locator('[data-query="booking_completed"]');
   await listed.waitFor();
@@ -128,6 +164,10 @@ t.test('from sample events to a saved trigger in the console', async (t) => {
   // A segment of the contacts not to message.
   await page.getByRole('link', { name: 'Segments' }).click();
   await page.getByRole('link', { name: 'New segment' }).click();
+  const segmentEditor = await page.locator('form.editor').textContent();
+  t.match(segmentEditor, /A segment returns one column, email/, "a segment's editor explains a segment");
+  t.notMatch(segmentEditor, /cursor_start_time/, 'not the trigger window');
+  t.match(await page.locator('.cm-content').textContent(), /^SELECT email_address AS email FROM profiles/, 'a starting query that runs');
   await page.getByLabel('Name').fill('already_booked');
   await page.locator('.cm-content').click();
   await page.keyboard.press('Control+A');
