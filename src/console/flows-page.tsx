@@ -6,7 +6,7 @@
  * results (flow-results.tsx), its sends, its occurrences (scheduled and recurring) and, for a contact, why
  * each trigger row did or did not message them.
  */
-import { type FormEvent, type ReactNode, useState } from 'react';
+import { type FormEvent, type ReactNode, useEffect, useState } from 'react';
 import type { Condition, Flow, FlowDefinition, Variant } from '../generated/flow';
 import { QuietHoursFields } from './quiet-hours-fields';
 import { Occurrences, scheduleText, SegmentSendForm } from './flow-schedule';
@@ -18,7 +18,7 @@ import { SimulateContact } from './flow-simulate';
 import { api, type ApiError, asPage, cursorParam, seg } from './api';
 import { saveFlow } from './flow-save';
 import { href } from './route';
-import { asApiError, ErrorBox, LoadMore, Status, Time, usePages, useRequest } from './ui';
+import { asApiError, ErrorBox, LoadMore, Status, Time, useInView, usePages, useRequest } from './ui';
 
 
 interface MessagePreview {
@@ -261,6 +261,7 @@ function FlowForm({ org, trigger, segments, initial }: { org: string; trigger: s
   };
   const setVariant = (i: number, change: Partial<VariantDraft>) => setVariants(variants.map((v, j) => (j === i ? { ...v, ...change } : v)));
   const [preview, setPreview] = useState<MessagePreview>();
+  const previewInView = useInView<HTMLDivElement>(preview);
   const previewMessage = async () => {
     setError(undefined);
     try {
@@ -349,7 +350,7 @@ function FlowForm({ org, trigger, segments, initial }: { org: string; trigger: s
           Preview the message
         </button>
         {preview ? (
-          <div className="message-preview" role="region" aria-label="Message preview">
+          <div className="message-preview" role="region" aria-label="Message preview" ref={previewInView}>
             {preview.rendered ? (
               <>
                 <p className="muted">
@@ -530,8 +531,18 @@ interface Decision {
   decidedAt: string;
 }
 
+/** How often a live flow's page reads the flow again (its last run, its cursor). */
+const LIVE_REFRESH_MS = 5_000;
+
 export function FlowDetail({ org, id }: { org: string; id: string }): ReactNode {
   const flow = useRequest(() => api<Flow>('GET', `/admin/v1/orgs/${seg(org)}/flows/${seg(id)}`), [org, id]);
+  // A live flow runs in the background: its last run and cursor are read again every few seconds.
+  const live = flow.data?.status === 'live';
+  useEffect(() => {
+    if (!live) return;
+    const timer = setInterval(flow.reload, LIVE_REFRESH_MS);
+    return () => clearInterval(timer);
+  }, [live, flow.reload]);
   const [round, setRound] = useState(0);
   const [error, setError] = useState<ApiError>();
   const [ran, setRan] = useState<string>();
@@ -551,7 +562,7 @@ export function FlowDetail({ org, id }: { org: string; id: string }): ReactNode 
   return (
     <section aria-labelledby="flow-title">
       <h2 id="flow-title">{definition?.name ?? id}</h2>
-      <Status request={flow} what="the flow" />
+      <Status request={{ error: flow.error, loading: flow.loading && !flow.data }} what="the flow" />
       {flow.data && definition ? (
         <>
           <p>

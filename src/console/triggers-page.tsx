@@ -9,7 +9,7 @@ import { DEFAULT_PROFILE_FIELDS } from '../core/profile-fields';
 import { api, type ApiError, asPage, cursorParam, seg } from './api';
 import { go, href, useUnsavedChanges } from './route';
 import { SqlEditor } from './sql-editor';
-import { asApiError, ErrorBox, LoadMore, Status, Time, usePages, useRequest } from './ui';
+import { asApiError, ErrorBox, LoadMore, Status, Time, useInView, usePages, useRequest } from './ui';
 
 export type QueryKind = 'triggers' | 'segments';
 
@@ -411,8 +411,9 @@ function DiffPanel({ diff }: { diff: ContactDiff }): ReactNode {
 
 function PreviewTable({ preview }: { preview: Preview }): ReactNode {
   const columns = Object.keys(preview.rows[0] ?? {});
+  const inView = useInView<HTMLElement>(preview);
   return (
-    <section aria-labelledby="preview-title">
+    <section aria-labelledby="preview-title" ref={inView}>
       <h3 id="preview-title">
         {preview.count.toLocaleString()} row{preview.count === 1 ? '' : 's'} from <Time iso={preview.window.from} /> to <Time iso={preview.window.to} />
       </h3>

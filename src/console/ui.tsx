@@ -1,5 +1,5 @@
 /** Pieces every page uses: requests with loading and error states, links, copy buttons. */
-import { type ReactNode, useCallback, useEffect, useState } from 'react';
+import { type ReactNode, useCallback, useEffect, useRef, useState } from 'react';
 import { ApiError } from './api';
 
 export interface Request<T> {
@@ -10,6 +10,15 @@ export interface Request<T> {
 }
 
 /** Runs `load` now and whenever `deps` change; `reload` runs it again. */
+/** A result that appears below the fold is scrolled into view when it arrives (each time `result` changes). */
+export function useInView<T extends HTMLElement>(result: unknown) {
+  const ref = useRef<T>(null);
+  useEffect(() => {
+    if (result !== undefined) ref.current?.scrollIntoView({ block: 'nearest' });
+  }, [result]);
+  return ref;
+}
+
 export function useRequest<T>(load: () => Promise<T>, deps: unknown[]): Request<T> {
   // The answer is kept with the arguments it answers: while other arguments load, none of it is shown.
   const key = JSON.stringify(deps);

@@ -114,6 +114,12 @@ t.test('from sample events to a saved trigger in the console', async (t) => {
   await page.getByRole('button', { name: 'Preview', exact: true }).click();
   await page.getByRole('heading', { name: /^3 rows from/ }).waitFor();
   t.equal(await page.locator('table.preview tbody tr').count(), 3, 'the three events in the preview');
+  // At 1280×800 the results start below the editor: they are brought into view.
+  await page.waitForFunction(() => {
+    const box = document.querySelector('section[aria-labelledby="preview-title"]')!.getBoundingClientRect();
+    return box.top >= 0 && box.top < window.innerHeight;
+  });
+  t.pass('the preview results in view without scrolling');
   await shot('trigger-preview');
   await page.getByRole('button', { name: 'Save' }).click();
   await page.getByRole('heading', { name: 'Trigger booking_completed' }).waitFor();

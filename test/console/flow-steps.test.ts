@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { ADMIN_KEY, customEvent, startTestApp } from '../helpers/app.js';
 import { launchChromium, watchPage } from '../helpers/browser.js';
-import { putQuery, runFlow } from '../helpers/flows.js';
+import { BOOKING_TRIGGER, putQuery, runFlow, startFlow } from '../helpers/flows.js';
 
 const SHOTS = fileURLToPath(new URL('../../docs/console/', import.meta.url));
 const CART_TRIGGER = `SELECT identity, identity_type, ts, event_type, event_id, event_raw
@@ -92,4 +92,32 @@ t.test('a flow with steps, written, started and watched in the console', async (
   t.match(await page.getByLabel(/Steps and exit/).inputValue(), /custom_order_completed/);
   t.same(elsewhere, [], 'no request leaves the service');
   t.same(problems, [], 'no script error');
+});
+
+t.test("a live flow's page follows its runs: last run and cursor without a reload", async (t) => {
+  const browser = await launchChromium(t);
+  const h = await startTestApp(t);
+  const url = await h.app.listen({ port: 0, host: '127.0.0.1' });
+  const cred = (await h.createOrg('acme')).production;
+  await putQuery(h, 'triggers', 'booking_completed', BOOKING_TRIGGER);
+  await startFlow(h, { id: 'live', realTime: true, message: { channel: 'outbox', template: { text: 'hi' } } });
+
+  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  const { problems, elsewhere } = watchPage(page, url);
+  await page.goto(`${url}/console`);
+  await page.getByLabel('Admin key').fill(ADMIN_KEY);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('heading', { name: 'Orgs' }).waitFor();
+  await page.goto(`${url}/console/#/orgs/acme/flows/live`);
+  const summary = page.locator('section[aria-labelledby="flow-title"] p').first();
+  await summary.getByText(/last run\s*—/).waitFor();
+  t.pass('never run yet');
+
+  // Events arrive; the flow runs in the background; the page, left alone, shows it.
+  t.equal((await h.collect(customEvent(cred, { messageId: 'b-1', traits: { email: 'ada@example.com' } }))).statusCode, 200);
+  await h.compacted();
+  await summary.getByText(/last run\s*\d/).waitFor({ timeout: 15_000 });
+  t.pass('its last run, read again while the page stayed open');
+  t.same(problems, []);
+  t.same(elsewhere, []);
 });
