@@ -394,7 +394,7 @@ export const COMMANDS: Command[] = [
     args: ['<slug>'],
     options: ['identity'],
     operations: ['getOrgContact'],
-    summary: "one contact's profile, identities and pending events, as the admin sees it",
+    summary: "one contact's profile, every field, and its consent per topic (what the Audience API answers, and more)",
     example: 'audiencectl contact lookup acme --identity email:ada@example.com',
     async run(ctx, [slug]) {
       if (ctx.opts.identity === undefined) usage('contact lookup needs --identity email:<address> (or user_id:, email-hash:)');
