@@ -50,9 +50,9 @@ export interface ColumnPage {
   truncated: boolean;
 }
 
-/** The page's rows as objects, at most `limit`. */
-export function rowsOf<T = Row>({ names, columns }: Pick<ColumnPage, 'names' | 'columns'>, limit = Number.POSITIVE_INFINITY): T[] {
-  const count = Math.min(columns[0]?.length ?? 0, limit);
+/** The page's rows as objects. */
+export function rowsOf<T = Row>({ names, columns }: Pick<ColumnPage, 'names' | 'columns'>): T[] {
+  const count = columns[0]?.length ?? 0;
   const rows: Row[] = new Array(count);
   for (let i = 0; i < count; i++) {
     const row: Row = {};
