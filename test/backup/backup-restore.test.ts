@@ -4,35 +4,20 @@
  * before the backup began is there, once; credentials, tokens and query files work as before; and the
  * restored service takes new events. One org's backup opens in DuckDB while the service runs.
  */
-import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { DuckDBInstance } from '@duckdb/node-api';
 import t, { type Test } from 'tap';
 import { BACKUP_FORMAT } from '../../src/backup/backup.js';
 import { restoreBackup, RestoreError } from '../../src/backup/restore.js';
 import { readConfig } from '../../src/core/config.js';
 import { ADMIN_KEY, type Credential, createOrgOverHttp, spawnServer, waitForCompaction } from '../helpers/server-process.js';
-import { entryArgs } from '../helpers/entry.js';
+import { type CliRun, runCli } from '../helpers/cli.js';
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const AUTH = { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/json' };
 
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-function cli(args: string[], env: Record<string, string>): Promise<Run> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [...entryArgs('cli'), ...args], { cwd: ROOT, env: { ...process.env, ADMIN_KEY, ...env } }, (error, stdout, stderr) =>
-      resolve({ code: error ? Number(error.code) : 0, stdout, stderr }),
-    );
-  });
-}
+const cli = (args: string[], env: Record<string, string>): Promise<CliRun> => runCli(args, { ...process.env, ADMIN_KEY, ...env });
 
 function event(cred: Credential, messageId: string, email: string): Record<string, unknown> {
   return { clientId: 'c', sentAt: Date.now(), type: 'track', event: 'custom', messageId, properties: { eventName: 'load', properties: { n: messageId } }, traits: { email }, ...cred };

@@ -3,31 +3,17 @@
  * What scripts rely on: answers on stdout, errors on stderr, exit 0/1/2, one line and no stack trace
  * for a command line it does not understand.
  */
-import { execFile } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import t, { type Test } from 'tap';
 import { ADMIN_KEY, startTestApp } from '../helpers/app.js';
-import { entryArgs } from '../helpers/entry.js';
+import { type CliRun, runCli } from '../helpers/cli.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
+type Run = CliRun;
 
-function cli(url: string, args: string[], env: Record<string, string> = {}): Promise<Run> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [...entryArgs('cli'), ...args],
-      { cwd: ROOT, env: { ...process.env, AUDIENCE_URL: url, ADMIN_KEY, ...env } },
-      (error, stdout, stderr) => resolve({ code: error ? Number(error.code) : 0, stdout, stderr }),
-    );
-  });
-}
+const cli = (url: string, args: string[], env: Record<string, string> = {}): Promise<Run> => runCli(args, { ...process.env, AUDIENCE_URL: url, ADMIN_KEY, ...env });
 
 /** One line, naming the problem, with no trace of a stack. */
 function oneLine(t: Test, run: Run, expected: string): void {

@@ -4,31 +4,22 @@
  * every step a `audiencectl` process against a real app and a real webhook receiver, with the admin key
  * from AUDIENCE_ADMIN_KEY. Exit codes tell refused (1), not found (3) apart; tables align.
  */
-import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { ADMIN_KEY, customEvent, startTestApp, STORAGE_PROCESS } from '../helpers/app.js';
-import { ROOT, entryArgs } from '../helpers/entry.js';
+import { type CliRun, runCli } from '../helpers/cli.js';
 import { BOOKING_TRIGGER } from '../helpers/flows.js';
 import { startReceiver } from '../helpers/http-receiver.js';
 
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
+type Run = CliRun;
 
 function cli(url: string, args: string[]): Promise<Run> {
   // The key comes from AUDIENCE_ADMIN_KEY only: no ADMIN_KEY, and a DATA_DIR with no admin.key.
   const env: NodeJS.ProcessEnv = { ...process.env, AUDIENCE_URL: url, AUDIENCE_ADMIN_KEY: ADMIN_KEY, DATA_DIR: '/nonexistent' };
   delete env.ADMIN_KEY;
-  return new Promise((resolve) => {
-    execFile(process.execPath, [...entryArgs('cli'), ...args], { cwd: ROOT, env }, (error, stdout, stderr) =>
-      resolve({ code: error ? Number(error.code) : 0, stdout, stderr }),
-    );
-  });
+  return runCli(args, env);
 }
 
 const json = (run: Run): any => JSON.parse(run.stdout);

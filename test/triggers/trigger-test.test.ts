@@ -4,12 +4,12 @@
  * user runs it (on the repo's example triggers in docs/examples/triggers, and on broken copies of them);
  * the comparison's finer points run in this process.
  */
-import { execFile } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
 import { ADMIN_KEY, startTestApp } from '../helpers/app.js';
-import { entryArgs, ROOT } from '../helpers/entry.js';
+import { type CliRun, runCli } from '../helpers/cli.js';
+import { ROOT } from '../helpers/entry.js';
 import { putQuery } from '../helpers/flows.js';
 import { parseExpected, ExpectedRefused } from '../../src/reactions/triggers/expected-rows.js';
 import { FixtureRefused } from '../../src/reactions/triggers/fixture-org.js';
@@ -19,21 +19,8 @@ const EXAMPLES = join(ROOT, 'docs/examples/triggers');
 const FIXTURE = readFileSync(join(EXAMPLES, 'tests/bookings.jsonl'), 'utf8');
 const BOOKING_SQL = readFileSync(join(EXAMPLES, 'queries/acme/booking_completed.sql'), 'utf8');
 
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-function cli(cwd: string, args: string[], env: Record<string, string> = {}): Promise<Run> {
-  return new Promise((resolve) => {
-    // The entry by its absolute path: the command runs in the team's folder, not the repo's.
-    const entry = entryArgs('cli').map((arg) => (arg.startsWith('src/') ? join(ROOT, arg) : arg));
-    execFile(process.execPath, [...entry, ...args], { cwd, env: { ...process.env, ...env } }, (error, stdout, stderr) =>
-      resolve({ code: error ? Number(error.code) : 0, stdout, stderr }),
-    );
-  });
-}
+/** In the team's folder, not the repo's. */
+const cli = (cwd: string, args: string[], env: Record<string, string> = {}): Promise<CliRun> => runCli(args, { ...process.env, ...env }, cwd);
 
 t.test('the repo example triggers pass their tests, from their own folder', async (t) => {
   const [booking, repeat] = await Promise.all(
