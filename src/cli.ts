@@ -72,7 +72,7 @@ async function main(argv: string[]): Promise<void> {
 
   const format: Format = opts.json ? 'json' : opts.table || process.stdout.isTTY ? 'table' : 'json';
   const client = new AdminClient(settingsFrom(process.env), format === 'table');
-  await command.run({ opts, client, argv, print: (answer) => console.log(formatAnswer(answer, format)) }, args);
+  await command.run({ opts, client, argv, print: (answer, forPeople) => console.log(formatAnswer(format === 'table' && forPeople ? forPeople(answer) : answer, format)) }, args);
 }
 
 try {

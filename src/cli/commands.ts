@@ -12,8 +12,8 @@ import { type CommandLine, type OptionName, UsageError } from './options.js';
 export interface Context {
   opts: CommandLine['values'];
   client: AdminClient;
-  /** An answer to stdout, as JSON or a table. */
-  print(answer: unknown): void;
+  /** An answer to stdout, as JSON or a table; `forPeople` reshapes it for the table (counts over time as rows). */
+  print(answer: unknown, forPeople?: (answer: unknown) => unknown): void;
   /** The words after the program name, for the next page's command. */
   argv: string[];
 }
@@ -260,6 +260,29 @@ function queryCommands(kind: 'trigger' | 'segment'): Command[] {
   ];
 }
 
+/** Counts over time (GET …/activity) as a table: a row per bucket, a column per series. */
+function overTime(times: string[], columns: Array<[string, number[]]>): Array<Record<string, string | number>> {
+  return times.map((time, i) => Object.fromEntries([['time', time], ...columns.map(([name, counts]) => [name, counts[i] ?? 0])]));
+}
+
+interface Series {
+  total: number;
+  counts: number[];
+}
+
+function eventsActivityTable(answer: unknown): unknown {
+  const a = answer as { range: unknown; bucket: string; times: string[]; types: Array<Series & { eventType: string }>; otherTypes: Series & { types: number }; stored: Series; quarantined: Series };
+  const columns: Array<[string, number[]]> = [['stored', a.stored.counts], ['quarantined', a.quarantined.counts], ...a.types.map((t): [string, number[]] => [t.eventType, t.counts])];
+  if (a.otherTypes.types > 0) columns.push([`${a.otherTypes.types} other types`, a.otherTypes.counts]);
+  return { range: a.range, bucket: a.bucket, stored: a.stored.total, quarantined: a.quarantined.total, buckets: overTime(a.times, columns) };
+}
+
+function flowActivityTable(answer: unknown): unknown {
+  const a = answer as { range: unknown; bucket: string; times: string[]; sends: Array<Series & { status: string }>; funnel: { skipped: Array<{ reason: string; atStep: boolean; count: number }> } & Record<string, unknown> };
+  const skipped = a.funnel.skipped.map((s) => `${s.reason}${s.atStep ? ' (at a step)' : ''} ${s.count}`).join(', ') || '-';
+  return { range: a.range, bucket: a.bucket, funnel: { ...a.funnel, skipped }, sends: overTime(a.times, a.sends.map((s): [string, number[]] => [s.status, s.counts])) };
+}
+
 const flowPath = (slug: string, id: string) => `${orgPath(slug)}/flows/${seg(id)}`;
 
 // --- the table ------------------------------------------------------------------------------------------------
@@ -379,6 +402,27 @@ export const COMMANDS: Command[] = [
     summary: 'the latest events as stored, newest first',
     example: 'audiencectl events samples acme --event-type custom_booking_completed --limit 5',
     run: listed(([slug], { opts }) => `${orgPath(slug!)}/events/samples${query({ env: opts.env, eventType: opts['event-type'], limit: opts.limit, cursor: opts.cursor })}`),
+  },
+  {
+    name: 'events activity',
+    args: ['<slug>'],
+    options: ['env', 'from', 'to', 'bucket'],
+    operations: ['getEventActivity'],
+    summary: 'events stored per type, and quarantined, per minute, hour or day (default: the last 24 h by the hour)',
+    example: 'audiencectl events activity acme --bucket day --from 2026-01-01T00:00:00Z',
+    async run(ctx, [slug]) {
+      const { opts } = ctx;
+      ctx.print(await ctx.client.call('GET', `${orgPath(slug!)}/events/activity${query({ env: opts.env, from: opts.from, to: opts.to, bucket: opts.bucket })}`), eventsActivityTable);
+    },
+  },
+  {
+    name: 'events pending',
+    args: ['<slug>'],
+    options: ['env', 'limit', 'cursor'],
+    operations: ['listPendingEvents'],
+    summary: 'accepted events held until an identify names their clientId, oldest first, with their age',
+    example: 'audiencectl events pending acme',
+    run: listed(([slug], { opts }) => `${orgPath(slug!)}/events/pending${query({ env: opts.env, limit: opts.limit, cursor: opts.cursor })}`),
   },
   {
     name: 'quarantine',
@@ -592,6 +636,18 @@ export const COMMANDS: Command[] = [
     summary: 'entered, sent, delivered and converted, per variant',
     example: 'audiencectl flow results acme welcome --from 2026-01-01T00:00:00Z',
     run: get(([slug, id], { opts }) => `${flowPath(slug!, id!)}/results${query({ from: opts.from, to: opts.to })}`),
+  },
+  {
+    name: 'flow activity',
+    args: ['<slug>', '<flow-id>'],
+    options: ['from', 'to', 'bucket'],
+    operations: ['getFlowActivity'],
+    summary: 'sends per status over time, and the funnel: entered, decided, sent, delivered, skipped by reason',
+    example: 'audiencectl flow activity acme welcome --bucket hour',
+    async run(ctx, [slug, id]) {
+      const { opts } = ctx;
+      ctx.print(await ctx.client.call('GET', `${flowPath(slug!, id!)}/activity${query({ from: opts.from, to: opts.to, bucket: opts.bucket })}`), flowActivityTable);
+    },
   },
   {
     name: 'flow waits',

@@ -36,6 +36,7 @@ const VERSION = 1;
 export const PAGE_LIMITS = {
   types: { fallback: 100, max: 1000 },
   samples: { fallback: 20, max: 500 },
+  pending: { fallback: 100, max: 1000 },
   quarantine: { fallback: 100, max: 1000 },
   sends: { fallback: 100, max: 1000 },
   decisions: { fallback: 100, max: 1000 },

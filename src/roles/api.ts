@@ -106,7 +106,7 @@ export const adminApi = fp(
         now: () => ctx.clock.now(),
       });
       if (relay) admin.addHook('onRequest', relayOrgAdmin({ nc: relay, isLocal: storage.owns, orgExists }));
-      registerInspectRoutes(admin, orgStorage.orgs, orgs);
+      registerInspectRoutes(admin, { storage: orgStorage.orgs, orgs, now: () => ctx.clock.now() });
       registerImportRoutes(admin, { orgs, contacts: storage.contacts, materializer: storage.materializer });
       registerContactRoute(admin, { orgs, profiles: app.profiles, consent: storage.consent });
       registerTopicRoutes(admin, { orgs, consent: storage.consent, profiles: app.profiles, ctx, metrics: app.metrics });

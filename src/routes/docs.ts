@@ -104,7 +104,7 @@ export async function buildOpenApiDocument(): Promise<Record<string, unknown>> {
       registerOrgRoutes(admin, none, none);
       registerTokenRoutes(admin, none);
       registerBackupRoutes(admin, undefined);
-      registerInspectRoutes(admin, none, none);
+      registerInspectRoutes(admin, none);
       registerImportRoutes(admin, none);
       registerContactRoute(admin, none);
       registerTriggerRoutes(admin, none);

@@ -53,6 +53,15 @@ t.test('org, events, trigger, segment and flow from the CLI alone', async (t) =>
   };
   await book('before');
 
+  const arrived = json(await ok(['events', 'activity', 'acme']));
+  t.same(arrived.stored.total, 2, 'events activity: the two bookings');
+  t.same(arrived.types.map((type: { eventType: string }) => type.eventType), ['custom_booking_completed']);
+  const perHour = (await ok(['events', 'activity', 'acme', '--table'])).stdout;
+  t.match(perHour, /^TIME +STORED +QUARANTINED +CUSTOM_BOOKING_COMPLETED$/m, 'as a table: a column per series');
+  const anonymous = await h.collect(customEvent(cred, { messageId: 'anon-1', clientId: 'visitor', traits: {} }));
+  t.equal(anonymous.statusCode, 200);
+  await h.compacted();
+  t.match(json(await ok(['events', 'pending', 'acme'])), { count: 1, events: [{ messageId: 'anon-1', clientId: 'visitor', eventType: 'custom_booking_completed' }] }, 'events pending: the one held');
   const types = await ok(['events', 'types', 'acme', '--table']);
   const [header, row] = types.stdout.split('\n');
   t.match(header, /^EVENTTYPE +/, 'a table: upper-case column names');
@@ -118,6 +127,16 @@ t.test('org, events, trigger, segment and flow from the CLI alone', async (t) =>
   }
   t.match(sends, [{ status: 'delivered' }], 'flow sends shows it delivered');
   t.match(json(await ok(['flow', 'decisions', 'acme', 'welcome'])).decisions.length, 2, 'both rows decided (one skipped by the segment)');
+  const activity = json(await ok(['flow', 'activity', 'acme', 'welcome']));
+  t.same(activity.funnel, { entered: 2, decided: 1, sent: 1, delivered: 1, skipped: [{ reason: 'excluded_by_segment', atStep: false, count: 1 }] }, 'flow activity: the funnel');
+  t.equal(activity.bucket, 'hour', 'the last 24 hours by the hour');
+  const funnelTable = (await ok(['flow', 'activity', 'acme', 'welcome', '--table', '--bucket', 'minute', '--from', new Date(Date.now() - 5 * 60_000).toISOString()])).stdout;
+  t.match(funnelTable, /^funnel\.skipped +excluded_by_segment 1$/m, 'as a table: the funnel above');
+  t.match(funnelTable, /^TIME +DELIVERED$/m, 'and a row per minute, a column per status');
+  t.equal(funnelTable.split('\n').filter((line) => /^\d{4}-/.test(line)).length, 6, 'five minutes and the one under way');
+  const wrongBucket = await cli(url, ['flow', 'activity', 'acme', 'welcome', '--bucket', 'week']);
+  t.equal(wrongBucket.code, 1, 'a bucket the service does not know: refused');
+  t.equal(problem(wrongBucket), 'invalid_request');
   t.match(json(await ok(['flow', 'pause', 'acme', 'welcome'])), { status: 'paused' });
   writeFileSync(flowFile, JSON.stringify({ ...definition, name: 'Welcome, renamed' }));
   t.match(json(await ok(['flow', 'put', 'acme', 'welcome', '--file', flowFile])), { definition: { name: 'Welcome, renamed' } });

@@ -45,7 +45,7 @@ t.test('the relayed sections are exactly the org-database route files’ routes'
   };
   const deps = {} as never;
   const orgDatabase = [
-    ...routesOf((app) => registerInspectRoutes(app, deps, deps)),
+    ...routesOf((app) => registerInspectRoutes(app, deps)),
     ...routesOf((app) => registerImportRoutes(app, deps)),
     ...routesOf((app) => registerTriggerRoutes(app, deps)),
     ...routesOf((app) => registerFlowRoutes(app, deps)),

@@ -6,8 +6,8 @@
  *   (FlowStore.advance), so a window's rows are written once or not at all;
  * - the dispatcher reads what is pending at start (`pending`) and writes how each send ended
  *   (`recordOutcomes`, batched by send-outcomes.ts);
- * - the admin API pages through both (`sendsPage`, `decisionsPage`, `deliveries`) and counts a flow's
- *   entries per variant for its results (`resultsByDay`);
+ * - the admin API pages through both (`sendsPage`, `decisionsPage`, `deliveries`), counts a flow's
+ *   entries per variant for its results (`resultsByDay`) and its sends and decisions over time (`activity`);
  * - an erasure deletes a contact's rows of both (`eraseContact`).
  */
 import { listValue } from '@duckdb/node-api';
@@ -78,6 +78,12 @@ export interface ResultsDay {
   converted: number;
   /** The earliest first entry counted this day; null when the day has only conversions. */
   firstEntryMs: number | null;
+}
+
+/** What SendStore.activity reads. */
+export interface FlowActivityRows {
+  sends: Array<{ status: string; bucket: bigint; n: bigint }>;
+  decisions: Array<{ outcome: string; atStep: boolean; n: number }>;
 }
 
 /** Where a send is in its delivery. */
@@ -315,6 +321,36 @@ export class SendStore {
       converted: Number(r.converted),
       firstEntryMs: r.first_ms === null ? null : Number(r.first_ms),
     }));
+  }
+
+  /**
+   * A flow's rows made in `[fromMs, toMs)`, for its activity (flow-activity.ts): outbox rows per status and
+   * bucket of `bucketMs` (entries of a flow with steps, status entered, are not sends), and decisions per
+   * outcome. A decision of a step (flow-steps.ts: event id `<entry's event id>#<step>`, for an entry the
+   * flow has) is told apart from a trigger row's, so a trigger row counts once however many steps it ran.
+   */
+  async activity(org: string, flowId: string, fromMs: number, toMs: number, bucketMs: number): Promise<FlowActivityRows> {
+    const range = [org, flowId, tsParam(fromMs), tsParam(toMs)];
+    const db = this.orgs.org(org);
+    const [sends, decisions] = await Promise.all([
+      db.all<{ status: string; bucket: bigint; n: bigint }>(
+        `SELECT status, epoch_ms(created_at) // $5 AS bucket, count(*) AS n FROM flow_sends
+          WHERE org = $1 AND flow_id = $2 AND created_at >= $3 AND created_at < $4 AND status <> 'entered' GROUP BY ALL`,
+        [...range, BigInt(bucketMs)],
+      ),
+      db.all<{ outcome: string; at_step: boolean; n: bigint }>(
+        `WITH d AS (SELECT email, event_id, outcome FROM flow_decisions WHERE org = $1 AND flow_id = $2 AND decided_at >= $3 AND decided_at < $4),
+              entries AS (SELECT email, event_id FROM flow_sends WHERE org = $1 AND flow_id = $2 AND status = 'entered')
+         SELECT d.outcome, e.event_id IS NOT NULL AS at_step, count(*) AS n
+           FROM d LEFT JOIN entries e ON e.email = d.email AND regexp_matches(d.event_id, '#[0-9]+$') AND e.event_id = regexp_replace(d.event_id, '#[0-9]+$', '')
+          GROUP BY ALL`,
+        range,
+      ),
+    ]);
+    return {
+      sends: sends.map((r) => ({ status: r.status, bucket: r.bucket, n: r.n })),
+      decisions: decisions.map((r) => ({ outcome: r.outcome, atStep: r.at_step, n: Number(r.n) })),
+    };
   }
 
   /** For the trigger versions page: how many decisions each trigger version (by hash) led to, and how many sends. */

@@ -737,6 +737,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/v1/orgs/{slug}/events/activity": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Events stored per type, all events stored and events quarantined, per minute, hour or day
+         * @description Counted by the time each event was received, in `[from, to)`; events deleted by retention are not counted. The most frequent types have a series each, the others are summed in `otherTypes`.
+         */
+        get: operations["getEventActivity"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/orgs/{slug}/events/pending": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Accepted events held until an identify names their clientId, oldest first
+         * @description A track event without an e-mail whose clientId no identify has named yet waits up to 7 days for one (docs/partners.md, "Events held for an identity"); then it is stored with that e-mail, or quarantined as `identity_unresolved`. `count` and `oldestReceivedAt` are over every held event of the filter, not only the page.
+         */
+        get: operations["listPendingEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/v1/orgs/{slug}/events/types": {
         parameters: {
             query?: never;
@@ -1185,6 +1225,26 @@ export interface paths {
          * @description Contacts the flow entered (sent, holdout or deferred by quiet hours) in `[from, to)`, once per variant; `sent`: with a delivered send; `converted`: with a goal event (production) at or after an entry and within the goal's `withinSeconds`. Rates with a 95 % Wilson interval; lift against the control (the holdout, else the first variant) with a 95 % interval from the log rate ratio; the two-sided p-value of the pooled two-proportion z-test. Without a goal, `converted` and the statistics are null. docs/data-engineers.md, "Goals and experiment results", has the formulas.
          */
         get: operations["getFlowResults"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/orgs/{slug}/flows/{id}/activity": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A flow's sends per status over time, and its funnel: trigger rows entered, decided to message, sent, delivered, and the rest by reason
+         * @description Rows the flow made in `[from, to)`: sends by the time they were decided (a deferred send that went out later counts at its decision, under its status now), decisions by the time they were taken. `entered` counts trigger rows, once each; `sent` counts messages (a flow with steps sends one per message step); `skipped` the rows not messaged by outcome, and with `atStep` the messages of steps skipped and the exits. docs/data-engineers.md, "A flow's activity".
+         */
+        get: operations["getFlowActivity"];
         put?: never;
         post?: never;
         delete?: never;
@@ -5348,6 +5408,249 @@ export interface operations {
             };
         };
     };
+    getEventActivity: {
+        parameters: {
+            query?: {
+                /** @description staging or production (default, or empty: both) */
+                env?: "" | "staging" | "production";
+                /** @description the first instant counted (default: 24 hours before `to`) */
+                from?: string;
+                /** @description counted up to this instant, not included (default: now) */
+                to?: string;
+                /** @description the width of a bucket, aligned to UTC (default: minute up to 3 hours, hour up to 7 days, day beyond); at most 1500 buckets */
+                bucket?: "minute" | "hour" | "day";
+            };
+            header?: never;
+            path: {
+                slug: components["schemas"]["org.slug"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One count per bucket in each series */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        range: {
+                            /** Format: date-time */
+                            from: string;
+                            /** Format: date-time */
+                            to: string;
+                        };
+                        /** @enum {string} */
+                        bucket: "minute" | "hour" | "day";
+                        /** @description each bucket's first instant (UTC); every `counts` array has one number per bucket */
+                        times: string[];
+                        /**
+                         * @description null: both
+                         * @enum {string|null}
+                         */
+                        environment: "staging" | "production" | null;
+                        /** @description the 8 event types stored most in the range, most first */
+                        types: {
+                            eventType: string;
+                            total: number;
+                            counts: number[];
+                        }[];
+                        otherTypes: {
+                            /** @description how many other event types the sums hold */
+                            types: number;
+                            total: number;
+                            counts: number[];
+                        };
+                        stored: {
+                            total: number;
+                            counts: number[];
+                        };
+                        quarantined: {
+                            total: number;
+                            counts: number[];
+                        };
+                    };
+                };
+            };
+            /** @description [`invalid_request`](/problems/invalid_request): Request is invalid */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`invalid_admin_key`](/problems/invalid_admin_key): Missing or wrong admin key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`org_not_found`](/problems/org_not_found): No such org */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`rate_limited`](/problems/rate_limited): Too many requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`internal_error`](/problems/internal_error): Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`shard_answer_too_large`](/problems/shard_answer_too_large): The owning shard's answer is too large to relay */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`control_unavailable`](/problems/control_unavailable): The control plane is out of reach; [`shard_unavailable`](/problems/shard_unavailable): The storage shard that owns the org did not answer; [`storage_unavailable`](/problems/storage_unavailable): The storage process is restarting; [`org_unavailable`](/problems/org_unavailable): The org's database cannot be opened */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listPendingEvents: {
+        parameters: {
+            query?: {
+                /** @description staging or production (default, or empty: both) */
+                env?: "" | "staging" | "production";
+                /** @description items per page, an integer from 1 to 1000 (default 100); a page also ends before its JSON passes 512 KiB */
+                limit?: string;
+                /** @description the `nextCursor` of the previous page, unchanged, with the same filters (omit for the first page) */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                slug: components["schemas"]["org.slug"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of held events, oldest first, with how many are held in all */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        count: number;
+                        /** Format: date-time */
+                        oldestReceivedAt: string | null;
+                        events: {
+                            messageId: string;
+                            clientId: string;
+                            eventType: string;
+                            /** @enum {string} */
+                            environment: "staging" | "production";
+                            /** Format: date-time */
+                            receivedAt: string;
+                            /**
+                             * Format: date-time
+                             * @description quarantined as identity_unresolved then, if no identify came
+                             */
+                            expiresAt: string;
+                            ageSeconds: number;
+                        }[];
+                        /** @description pass as `cursor` for the next page; null on the last page */
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            /** @description [`invalid_request`](/problems/invalid_request): Request is invalid; [`invalid_cursor`](/problems/invalid_cursor): Paging cursor not valid for this list */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`invalid_admin_key`](/problems/invalid_admin_key): Missing or wrong admin key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`org_not_found`](/problems/org_not_found): No such org */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`rate_limited`](/problems/rate_limited): Too many requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`internal_error`](/problems/internal_error): Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`shard_answer_too_large`](/problems/shard_answer_too_large): The owning shard's answer is too large to relay */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`control_unavailable`](/problems/control_unavailable): The control plane is out of reach; [`shard_unavailable`](/problems/shard_unavailable): The storage shard that owns the org did not answer; [`storage_unavailable`](/problems/storage_unavailable): The storage process is restarting; [`org_unavailable`](/problems/org_unavailable): The org's database cannot be opened */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     listEventTypes: {
         parameters: {
             query?: {
@@ -8105,6 +8408,130 @@ export interface operations {
                             sent: number;
                             converted: number | null;
                         }[];
+                    };
+                };
+            };
+            /** @description [`invalid_request`](/problems/invalid_request): Request is invalid */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`invalid_admin_key`](/problems/invalid_admin_key): Missing or wrong admin key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`org_not_found`](/problems/org_not_found): No such org; [`flow_not_found`](/problems/flow_not_found): No such flow */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`rate_limited`](/problems/rate_limited): Too many requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`internal_error`](/problems/internal_error): Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`shard_answer_too_large`](/problems/shard_answer_too_large): The owning shard's answer is too large to relay */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`control_unavailable`](/problems/control_unavailable): The control plane is out of reach; [`shard_unavailable`](/problems/shard_unavailable): The storage shard that owns the org did not answer; [`storage_unavailable`](/problems/storage_unavailable): The storage process is restarting; [`org_unavailable`](/problems/org_unavailable): The org's database cannot be opened */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getFlowActivity: {
+        parameters: {
+            query?: {
+                /** @description the first instant counted (default: 24 hours before `to`) */
+                from?: string;
+                /** @description counted up to this instant, not included (default: now) */
+                to?: string;
+                /** @description the width of a bucket, aligned to UTC (default: minute up to 3 hours, hour up to 7 days, day beyond); at most 1500 buckets */
+                bucket?: "minute" | "hour" | "day";
+            };
+            header?: never;
+            path: {
+                slug: components["schemas"]["org.slug"];
+                /** @description The flow's id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One count per bucket for each send status the range has, and the funnel over the whole range */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        flowId: string;
+                        range: {
+                            /** Format: date-time */
+                            from: string;
+                            /** Format: date-time */
+                            to: string;
+                        };
+                        /** @enum {string} */
+                        bucket: "minute" | "hour" | "day";
+                        /** @description each bucket's first instant (UTC); every `counts` array has one number per bucket */
+                        times: string[];
+                        sends: {
+                            /** @enum {string} */
+                            status: "pending" | "delivered" | "failed" | "dead" | "holdout" | "entered" | "deferred" | "cancelled";
+                            total: number;
+                            counts: number[];
+                        }[];
+                        funnel: {
+                            entered: number;
+                            decided: number;
+                            sent: number;
+                            delivered: number;
+                            skipped: {
+                                /** @enum {string} */
+                                reason: "sent" | "deferred_quiet_hours" | "holdout" | "entered" | "no_identity" | "failed" | "duplicate" | "suppressed" | "backfill" | "too_old" | "unsubscribed" | "excluded_by_segment" | "reentry_blocked" | "frequency_capped" | "exited";
+                                atStep: boolean;
+                                count: number;
+                            }[];
+                        };
                     };
                 };
             };

@@ -11,7 +11,10 @@ import type { OrgStore } from '../../../control/org-store.js';
 import { EVENT_TYPES_KEYSET, eventTypesPage } from './event-types.js';
 import { type Keyset, PAGE_LIMITS, pageOf, pageQuerySchema, pageRequest, readPage } from '../../../db/paging.js';
 import { dateTime, nullable, object, operationSchema, pageOf as pageSchema, validatedAs } from '../../../openapi/route-schema.js';
-import { ENV_QUERY, PAGED, pageQueryDoc, slugOnly } from '../schema-parts.js';
+import { type RangeQuery, rangeQueryDoc, rangeQuerySchema, timeRange } from '../../../db/time-buckets.js';
+import { eventFacts } from '../../../events/compaction/event-facts.js';
+import { ENV_QUERY, ORG_DATA, PAGED, pageQueryDoc, slugOnly } from '../schema-parts.js';
+import { eventsActivity, eventsActivitySchema } from './events-activity.js';
 
 interface Query {
   env?: string;
@@ -75,6 +78,43 @@ const schemas = {
     },
     errors: PAGED,
   }),
+  activity: operationSchema({
+    tag: 'Admin: org data', operationId: 'getEventActivity', auth: 'adminKey', params: slugOnly,
+    querystring: { type: 'object', properties: { env: ENV_QUERY, ...rangeQueryDoc } },
+    summary: 'Events stored per type, all events stored and events quarantined, per minute, hour or day',
+    description:
+      'Counted by the time each event was received, in `[from, to)`; events deleted by retention are not counted. The most frequent types have a series each, the others are summed in `otherTypes`.',
+    ok: { status: 200, description: 'One count per bucket in each series', schema: eventsActivitySchema },
+    errors: ORG_DATA,
+  }),
+  pending: operationSchema({
+    tag: 'Admin: org data', operationId: 'listPendingEvents', auth: 'adminKey', params: slugOnly, querystring: queryDoc(PAGE_LIMITS.pending),
+    summary: 'Accepted events held until an identify names their clientId, oldest first',
+    description:
+      'A track event without an e-mail whose clientId no identify has named yet waits up to 7 days for one (docs/partners.md, "Events held for an identity"); then it is stored with that e-mail, or quarantined as `identity_unresolved`. `count` and `oldestReceivedAt` are over every held event of the filter, not only the page.',
+    ok: {
+      status: 200,
+      description: 'A page of held events, oldest first, with how many are held in all',
+      schema: object({
+        count: { type: 'integer', minimum: 0 },
+        oldestReceivedAt: nullable('string', { format: 'date-time' }),
+        events: {
+          type: 'array',
+          items: object({
+            messageId: { type: 'string' },
+            clientId: { type: 'string' },
+            eventType: { type: 'string' },
+            environment,
+            receivedAt: dateTime,
+            expiresAt: { ...dateTime, description: 'quarantined as identity_unresolved then, if no identify came' },
+            ageSeconds: { type: 'integer', minimum: 0 },
+          }),
+        },
+        nextCursor: { type: ['string', 'null'], description: 'pass as `cursor` for the next page; null on the last page' },
+      }),
+    },
+    errors: PAGED,
+  }),
   quarantine: operationSchema({
     tag: 'Admin: org data', summary: 'Rejected events with their reasons', operationId: 'listQuarantine', auth: 'adminKey', params: slugOnly,
     querystring: queryDoc(PAGE_LIMITS.quarantine),
@@ -121,9 +161,69 @@ function envFilter(env: string | undefined): string | null {
   return env;
 }
 
+/** Oldest first; (environment, message_id) is one held event, rowid orders a repeat from the log. */
+const PENDING_KEYSET: Keyset = {
+  columns: [
+    { sql: 'received_at', kind: 'micros', desc: false },
+    { sql: 'message_id', kind: 'text', desc: false },
+    { sql: 'environment', kind: 'text', desc: false },
+  ],
+  rowid: 'rowid',
+};
+
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
-export function registerInspectRoutes(app: FastifyInstance, storage: OrgStorage, orgs: OrgStore): void {
+export function registerInspectRoutes(app: FastifyInstance, deps: { storage: OrgStorage; orgs: OrgStore; now: () => number }): void {
+  const { storage, orgs } = deps;
+  const activityValidation = validatedAs({ querystring: { type: 'object', properties: { env: { type: 'string' }, ...rangeQuerySchema } }, params: null });
+  app.get<{ Params: { slug: string }; Querystring: RangeQuery & { env?: string } }>(
+    '/admin/v1/orgs/:slug/events/activity',
+    { schema: schemas.activity, validatorCompiler: activityValidation },
+    async (request) => {
+      const org = (await orgs.get(request.params.slug)).slug;
+      return eventsActivity(storage.org(org), org, envFilter(request.query.env), timeRange(request.query, deps.now()));
+    },
+  );
+
+  app.get<{ Params: { slug: string }; Querystring: Query }>('/admin/v1/orgs/:slug/events/pending', { schema: schemas.pending, validatorCompiler: validation }, async (request) => {
+    const org = (await orgs.get(request.params.slug)).slug;
+    const env = envFilter(request.query.env);
+    const page = pageRequest(request.query, PAGE_LIMITS.pending, ['pending', org, env ?? ''], PENDING_KEYSET);
+    const db = storage.org(org);
+    const where = 'org = $1 AND ($2::VARCHAR IS NULL OR environment = $2)';
+    const [rows, [summary]] = await Promise.all([
+      // The parts of the body (up to 32 KB) its event name is made of, not the body.
+      readPage<{ message_id: string; client_id: string; environment: string; received_at: Date; expires_at: Date; type: string; event: string | null; custom: string | null }>(
+        db,
+        {
+          select: "message_id, client_id, environment, received_at, expires_at, body->>'$.type' AS type, body->>'$.event' AS event, body->>'$.properties.eventName' AS custom",
+          from: 'pending_identity',
+          where,
+          params: [org, env],
+          keyset: PENDING_KEYSET,
+        },
+        page,
+      ),
+      db.all<{ n: bigint; oldest: Date | null }>(`SELECT count(*) AS n, min(received_at) AS oldest FROM pending_identity WHERE ${where}`, [org, env]),
+    ]);
+    const now = deps.now();
+    const { items, nextCursor } = pageOf(
+      rows,
+      page,
+      (r) => ({
+        messageId: r.message_id,
+        clientId: r.client_id,
+        eventType: eventFacts({ type: r.type, event: r.event, clientId: r.client_id, properties: { eventName: r.custom } }, 0).eventName,
+        environment: r.environment,
+        receivedAt: r.received_at.toISOString(),
+        expiresAt: r.expires_at.toISOString(),
+        ageSeconds: Math.max(0, Math.floor((now - r.received_at.getTime()) / 1000)),
+      }),
+      PENDING_KEYSET,
+    );
+    return { count: Number(summary?.n ?? 0), oldestReceivedAt: iso(summary?.oldest ?? null), events: items, nextCursor };
+  });
+
   app.get<{ Params: { slug: string }; Querystring: Query }>('/admin/v1/orgs/:slug/events/types', { schema: schemas.types, validatorCompiler: validation }, async (request) => {
     const org = (await orgs.get(request.params.slug)).slug;
     const env = envFilter(request.query.env);

@@ -4,6 +4,7 @@ import { dateTime, nullable, object, operationSchema, pageOf, schemaRef, validat
 import { IDENTITY_QUERY, ORG_DATA, PAGED, SANDBOX, pageQueryDoc, slugOnly, slugParam } from '../schema-parts.js';
 import { PAGE_LIMITS } from '../../../db/paging.js';
 import { OUTCOMES, STEP_OUTCOMES } from '../../../reactions/flows/decide.js';
+import { rangeQueryDoc, rangeSchemaParts } from '../../../db/time-buckets.js';
 
 const tag = 'Admin: triggers and flows' as const;
 const auth = 'adminKey' as const;
@@ -158,6 +159,38 @@ export const flowSchemas = {
             converted: nullable('integer', { minimum: 0 }),
           }),
         },
+      }),
+    },
+    errors: [...ORG_DATA, 'flow_not_found'],
+  }),
+  activity: operationSchema({
+    tag, auth, operationId: 'getFlowActivity', params: flowParams,
+    summary: "A flow's sends per status over time, and its funnel: trigger rows entered, decided to message, sent, delivered, and the rest by reason",
+    description:
+      'Rows the flow made in `[from, to)`: sends by the time they were decided (a deferred send that went out later counts at its decision, under its status now), ' +
+      'decisions by the time they were taken. `entered` counts trigger rows, once each; `sent` counts messages (a flow with steps sends one per message step); ' +
+      '`skipped` the rows not messaged by outcome, and with `atStep` the messages of steps skipped and the exits. docs/data-engineers.md, "A flow\'s activity".',
+    querystring: { type: 'object', additionalProperties: false, properties: rangeQueryDoc },
+    ok: {
+      status: 200,
+      description: 'One count per bucket for each send status the range has, and the funnel over the whole range',
+      schema: object({
+        flowId: { type: 'string' },
+        ...rangeSchemaParts,
+        sends: {
+          type: 'array',
+          items: object({ status: sendStatus, total: { type: 'integer', minimum: 0 }, counts: { type: 'array', items: { type: 'integer', minimum: 0 } } }),
+        },
+        funnel: object({
+          entered: { type: 'integer', minimum: 0 },
+          decided: { type: 'integer', minimum: 0 },
+          sent: { type: 'integer', minimum: 0 },
+          delivered: { type: 'integer', minimum: 0 },
+          skipped: {
+            type: 'array',
+            items: object({ reason: { type: 'string', enum: [...OUTCOMES, ...STEP_OUTCOMES] }, atStep: { type: 'boolean' }, count: { type: 'integer', minimum: 1 } }),
+          },
+        }),
       }),
     },
     errors: [...ORG_DATA, 'flow_not_found'],

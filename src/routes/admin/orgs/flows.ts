@@ -21,6 +21,8 @@ import { notTriggered, registerFlowSimulateRoute } from './flow-simulate.js';
 import { registerFlowWaitsRoute } from './flow-waits.js';
 import { registerFlowOccurrencesRoute } from './flow-occurrences.js';
 import { flowResults } from '../../../reactions/flows/flow-results.js';
+import { flowActivity } from '../../../reactions/flows/flow-activity.js';
+import { type RangeQuery, rangeQuerySchema, timeRange } from '../../../db/time-buckets.js';
 import { QUERY_NAME } from '../../../reactions/triggers/trigger-store.js';
 import { previewMessage } from '../../../reactions/flows/message-preview.js';
 import { DECISIONS_KEYSET, type DecisionRow, type SendDelivery, SENDS_KEYSET, SendStore } from '../../../reactions/flows/send-store.js';
@@ -194,6 +196,18 @@ export function registerFlowRoutes(
       if (fromMs !== null && toMs !== null && fromMs >= toMs) throw new AppError('invalid_request', `from (${request.query.from}) must be before to (${request.query.to})`);
       const days = await sends.resultsByDay(org.slug, flow.definition.id, flow.definition.goal ?? null, fromMs, toMs);
       return flowResults(flow.definition, days, { fromMs, toMs: toMs ?? deps.now() });
+    },
+  );
+
+  /** Sends per status over time and the funnel (flow-activity.ts). */
+  app.get<{ Params: Params; Querystring: RangeQuery }>(
+    '/admin/v1/orgs/:slug/flows/:id/activity',
+    { schema: flowSchemas.activity, validatorCompiler: validatedAs({ querystring: { type: 'object', additionalProperties: false, properties: rangeQuerySchema } }) },
+    async (request) => {
+      const org = await orgs.get(request.params.slug);
+      const flow = flows.get(org.slug, request.params.id);
+      const range = timeRange(request.query, deps.now());
+      return flowActivity(flow.definition.id, range, await sends.activity(org.slug, flow.definition.id, range.fromMs, range.toMs, range.bucketMs));
     },
   );
 
