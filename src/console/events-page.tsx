@@ -1,12 +1,41 @@
 /**
- * Events of one org, per environment: the types seen (count, last seen, property keys and their types),
- * samples of a type as received, and the quarantine with its reasons. A trigger starts here: "New trigger
- * from this event type" opens the editor with the reference query for the type.
+ * Events of one org, per environment: what arrived over time (events per type, stored and quarantined, as
+ * charts read again every few seconds), the types seen (count, last seen, property keys and their types),
+ * samples of a type as received, events held for an identity with their age, and the quarantine with its
+ * reasons. A trigger starts here: "New trigger from this event type" opens the editor with the reference
+ * query for the type.
  */
-import { type ReactNode, useState } from 'react';
+import { type ReactNode, useEffect, useRef, useState } from 'react';
 import { api, asPage, cursorParam, seg } from './api';
+import { RANGES, RangeSelect, type RangeName, type Series, TimeChart, rangeQuery } from './charts';
 import { href } from './route';
-import { LoadMore, Status, Time, usePages, useRequest } from './ui';
+import { ACTIVITY_REFRESH_MS, LoadMore, Status, Time, useEvery, usePages, useRequest } from './ui';
+
+
+interface Counted {
+  total: number;
+  counts: number[];
+}
+
+/** The answer of GET …/events/activity (src/routes/admin/orgs/events-activity.ts). */
+interface EventActivity {
+  bucket: 'minute' | 'hour' | 'day';
+  times: string[];
+  types: Array<Counted & { eventType: string }>;
+  otherTypes: Counted & { types: number };
+  stored: Counted;
+  quarantined: Counted;
+}
+
+interface Held {
+  messageId: string;
+  clientId: string;
+  eventType: string;
+  receivedAt: string;
+  expiresAt: string;
+  ageSeconds: number;
+}
+
 
 type Environment = 'production' | 'staging';
 
@@ -73,7 +102,7 @@ export function EventsPage({ org }: { org: string }): ReactNode {
   return (
     <section aria-labelledby="events-title">
       <div className="row">
-        <h2 id="events-title">Event types</h2>
+        <h2 id="events-title">Events</h2>
         <label className="inline">
           Environment{' '}
           <select value={env} onChange={(e) => (setEnv(e.target.value as Environment), setSelected(undefined))}>
@@ -86,6 +115,8 @@ export function EventsPage({ org }: { org: string }): ReactNode {
         </button>
       </div>
       {env === 'staging' ? <p className="muted">Triggers run on production events only; staging is for checking a partner's integration.</p> : null}
+      <Activity org={org} env={env} onChange={types.reload} />
+      <h3 id="types-title">Event types</h3>
       <Status request={types} what="event types" />
       {types.data?.length === 0 ? <FirstEvent org={org} env={env} /> : null}
       {types.data && types.data.length > 0 ? (
@@ -136,7 +167,120 @@ export function EventsPage({ org }: { org: string }): ReactNode {
       ) : null}
       <LoadMore pages={types} what="event types" />
       {selected ? <Samples org={org} env={env} eventType={selected} /> : null}
+      <HeldForIdentity org={org} env={env} />
       <Quarantine org={org} env={env} />
+    </section>
+  );
+}
+
+/** Events per type and per bucket, and stored against quarantined; when more arrive, `onChange` (the types table). */
+function Activity({ org, env, onChange }: { org: string; env: Environment; onChange(): void }): ReactNode {
+  const [range, setRange] = useState<RangeName>('day');
+  const activity = useRequest(() => api<EventActivity>('GET', `/admin/v1/orgs/${seg(org)}/events/activity?env=${env}&${rangeQuery(range)}`), [org, env, range]);
+  useEvery(RANGES[range].refreshMs, activity.reload);
+  const data = activity.data;
+  const seen = useRef<string>(undefined);
+  const arrived = data ? `${data.stored.total} ${data.quarantined.total}` : undefined;
+  useEffect(() => {
+    if (arrived === undefined) return;
+    if (seen.current !== undefined && seen.current !== arrived) onChange();
+    seen.current = arrived;
+  }, [arrived, onChange]);
+  const empty = data !== undefined && data.stored.total === 0 && data.quarantined.total === 0;
+  const perType: Series[] = data ? [...data.types.map((t) => ({ name: t.eventType, counts: t.counts }))] : [];
+  if (data && data.otherTypes.types > 0) perType.push({ name: `${data.otherTypes.types} other types`, counts: data.otherTypes.counts });
+  return (
+    <section aria-labelledby="activity-title">
+      <div className="row">
+        <h3 id="activity-title">Activity</h3>
+        <RangeSelect value={range} onChange={setRange} />
+      </div>
+      <Status request={{ loading: activity.loading && !data, error: activity.error }} what="the activity" />
+      {empty ? <p className="muted" data-activity-totals>No {env} event in the {RANGES[range].label}; the charts appear when one arrives.</p> : null}
+      {data && !empty ? (
+        <>
+          <p className="muted" data-activity-totals>
+            {data.stored.total.toLocaleString()} {env} events stored and {data.quarantined.total.toLocaleString()} quarantined in the {RANGES[range].label}, per {data.bucket}; read
+            again every {RANGES[range].refreshMs / 1000} s.
+          </p>
+          <div className="charts">
+            <TimeChart chart="events-per-type" caption={`Events stored per type, per ${data.bucket}`} times={data.times} bucket={data.bucket} series={perType} yLabel={`events per ${data.bucket}`} />
+            <TimeChart
+              chart="collect-rate"
+              caption={`Collected: stored and quarantined, per ${data.bucket}`}
+              times={data.times}
+              bucket={data.bucket}
+              series={[
+                { name: 'stored', counts: data.stored.counts },
+                { name: 'quarantined', counts: data.quarantined.counts },
+              ]}
+              colors={{ stored: '#4e79a7', quarantined: '#e15759' }}
+              yLabel={`events per ${data.bucket}`}
+            />
+          </div>
+        </>
+      ) : null}
+    </section>
+  );
+}
+
+
+const age = (seconds: number) =>
+  seconds < 120 ? `${seconds} s` : seconds < 7200 ? `${Math.floor(seconds / 60)} min` : seconds < 172_800 ? `${Math.floor(seconds / 3600)} h` : `${Math.floor(seconds / 86400)} days`;
+
+/** Accepted events without an e-mail, waiting for an identify of their clientId (up to 7 days). */
+function HeldForIdentity({ org, env }: { org: string; env: Environment }): ReactNode {
+  const held = useRequest(
+    () => api<{ count: number; oldestReceivedAt: string | null; events: Held[] }>('GET', `/admin/v1/orgs/${seg(org)}/events/pending?env=${env}&limit=20`),
+    [org, env],
+  );
+  useEvery(ACTIVITY_REFRESH_MS, held.reload);
+  const data = held.data;
+  return (
+    <section aria-labelledby="held-title">
+      <h3 id="held-title">Held for an identity</h3>
+      <Status request={{ loading: held.loading && !data, error: held.error }} what="held events" />
+      {data?.count === 0 ? <p className="muted">No {env} event is waiting for an identify.</p> : null}
+      {data && data.count > 0 ? (
+        <>
+          <p data-held-count>
+            <strong>{data.count.toLocaleString()}</strong> accepted {env} event{data.count === 1 ? '' : 's'} without an e-mail wait{data.count === 1 ? 's' : ''} for an identify of
+            their clientId; the oldest arrived <Time iso={data.oldestReceivedAt} />. Each is stored as soon as one comes, or quarantined
+            (<code>identity_unresolved</code>) 7 days after it arrived.
+          </p>
+          <table data-held>
+            <thead>
+              <tr>
+                <th scope="col">Age</th>
+                <th scope="col">Event type</th>
+                <th scope="col">clientId</th>
+                <th scope="col">Message id</th>
+                <th scope="col">Quarantined if still held at</th>
+              </tr>
+            </thead>
+            <tbody>
+              {data.events.map((event) => (
+                <tr key={event.messageId}>
+                  <td className="number">{age(event.ageSeconds)}</td>
+                  <td>
+                    <code>{event.eventType}</code>
+                  </td>
+                  <td>
+                    <code>{event.clientId}</code>
+                  </td>
+                  <td>
+                    <code>{event.messageId}</code>
+                  </td>
+                  <td>
+                    <Time iso={event.expiresAt} />
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+          {data.count > data.events.length ? <p className="muted">The oldest {data.events.length} shown; <code>npx audiencectl events pending {org}</code> lists them all.</p> : null}
+        </>
+      ) : null}
     </section>
   );
 }
@@ -176,7 +320,7 @@ function Quarantine({ org, env }: { org: string; env: Environment }): ReactNode 
   );
   return (
     <section aria-labelledby="quarantine-title">
-      <h2 id="quarantine-title">Quarantine</h2>
+      <h3 id="quarantine-title">Quarantine</h3>
       <Status request={rejected} what="the quarantine" />
       {rejected.data?.length === 0 ? <p className="muted">No rejected {env} event.</p> : null}
       {rejected.data && rejected.data.length > 0 ? (

@@ -6,19 +6,20 @@
  * results (flow-results.tsx), its sends, its occurrences (scheduled and recurring) and, for a contact, why
  * each trigger row did or did not message them.
  */
-import { type FormEvent, type ReactNode, useEffect, useState } from 'react';
+import { type FormEvent, type ReactNode, useEffect, useRef, useState } from 'react';
 import type { Condition, Flow, FlowDefinition, Variant } from '../generated/flow';
 import { QuietHoursFields } from './quiet-hours-fields';
 import { Occurrences, scheduleText, SegmentSendForm } from './flow-schedule';
 import { draftOf, MessageFields, messageOf } from './message-fields';
 import { templateTextOf } from './message-template';
+import { FlowActivitySection } from './flow-activity';
 import { FlowResultsSection } from './flow-results';
 import { FlowStepsSection, RealTimeField, StepsForm } from './flow-steps';
 import { SimulateContact } from './flow-simulate';
 import { api, type ApiError, asPage, cursorParam, seg } from './api';
 import { saveFlow } from './flow-save';
 import { href } from './route';
-import { asApiError, ErrorBox, LoadMore, Status, Time, useInView, usePages, useRequest } from './ui';
+import { ACTIVITY_REFRESH_MS, asApiError, ErrorBox, LoadMore, Status, Time, useEvery, useInView, usePages, useRequest } from './ui';
 
 
 interface MessagePreview {
@@ -68,7 +69,12 @@ export function FlowsPage({ org }: { org: string }): ReactNode {
         </a>
       </div>
       <Status request={flows} what="flows" />
-      {flows.data?.flows.length === 0 ? <p className="muted">No flow yet.</p> : null}
+      {flows.data?.flows.length === 0 ? (
+        <p className="muted" data-empty>
+          No flow yet. A flow messages a contact when a live trigger returns a row for them (<strong>New flow</strong> → Triggered), or a segment on a
+          schedule (Scheduled, Recurring); from a terminal, <code>npx audiencectl flow create {org} --file flow.json</code>.
+        </p>
+      ) : null}
       {flows.data && flows.data.flows.length > 0 ? (
         <table>
           <thead>
@@ -531,19 +537,21 @@ interface Decision {
   decidedAt: string;
 }
 
-/** How often a live flow's page reads the flow again (its last run, its cursor). */
-const LIVE_REFRESH_MS = 5_000;
-
 export function FlowDetail({ org, id }: { org: string; id: string }): ReactNode {
   const flow = useRequest(() => api<Flow>('GET', `/admin/v1/orgs/${seg(org)}/flows/${seg(id)}`), [org, id]);
   // A live flow runs in the background: its last run and cursor are read again every few seconds.
   const live = flow.data?.status === 'live';
-  useEffect(() => {
-    if (!live) return;
-    const timer = setInterval(flow.reload, LIVE_REFRESH_MS);
-    return () => clearInterval(timer);
-  }, [live, flow.reload]);
+  useEvery(ACTIVITY_REFRESH_MS, flow.reload, live);
   const [round, setRound] = useState(0);
+  // A run in the background (a live flow) refreshes what the page shows of its sends, as a button would.
+  const lastRun = flow.data?.lastRunAt;
+  const seenRun = useRef(lastRun);
+  useEffect(() => {
+    const first = seenRun.current === undefined;
+    if (lastRun === seenRun.current) return;
+    seenRun.current = lastRun;
+    if (!first) setRound((r) => r + 1);
+  }, [lastRun]);
   const [error, setError] = useState<ApiError>();
   const [ran, setRan] = useState<string>();
   const act = async (action: 'start' | 'pause' | 'run') => {
@@ -611,6 +619,7 @@ export function FlowDetail({ org, id }: { org: string; id: string }): ReactNode 
           <ErrorBox error={error} />
           {definition.steps ? <FlowStepsSection org={org} id={id} definition={definition} round={round} /> : null}
           {triggered ? <SimulateContact org={org} id={id} /> : <Occurrences org={org} id={id} round={round} />}
+          <FlowActivitySection org={org} id={id} round={round} live={live} />
           <FlowResultsSection org={org} id={id} round={round} />
           <Sends org={org} id={id} round={round} />
           <WhyNot org={org} id={id} round={round} />

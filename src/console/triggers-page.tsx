@@ -96,7 +96,12 @@ export function QueriesPage({ org, kind }: { org: string; kind: QueryKind }): Re
             <>
               Start from an event type on the <a href={href('orgs', org, 'events')}>Events</a> page.
             </>
-          ) : null}
+          ) : (
+            <>
+              A segment is a query over <code>profiles</code> that returns one column, <code>email</code>: flows exclude or include its members, or send to
+              them on a schedule.
+            </>
+          )}
         </p>
       ) : null}
       {list.data && list.data[kind].length > 0 ? (

@@ -9,7 +9,18 @@ export interface Request<T> {
   reload(): void;
 }
 
-/** Runs `load` now and whenever `deps` change; `reload` runs it again. */
+/** How often a page reads again what moves on its own (activity charts, held events, a live flow). */
+export const ACTIVITY_REFRESH_MS = 5_000;
+
+/** Runs `reload` every `ms` while mounted and `on`. */
+export function useEvery(ms: number, reload: () => void, on = true): void {
+  useEffect(() => {
+    if (!on) return;
+    const timer = setInterval(reload, ms);
+    return () => clearInterval(timer);
+  }, [ms, reload, on]);
+}
+
 /** A result that appears below the fold is scrolled into view when it arrives (each time `result` changes). */
 export function useInView<T extends HTMLElement>(result: unknown) {
   const ref = useRef<T>(null);
@@ -19,6 +30,7 @@ export function useInView<T extends HTMLElement>(result: unknown) {
   return ref;
 }
 
+/** Runs `load` now and whenever `deps` change; `reload` runs it again. */
 export function useRequest<T>(load: () => Promise<T>, deps: unknown[]): Request<T> {
   // The answer is kept with the arguments it answers: while other arguments load, none of it is shown.
   const key = JSON.stringify(deps);

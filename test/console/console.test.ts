@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url';
 import type { Page } from 'playwright-core';
 import t, { type Test } from 'tap';
 import { ADMIN_KEY, customEvent, startTestApp } from '../helpers/app.js';
-import { launchChromium, watchPage } from '../helpers/browser.js';
+import { launchChromium, signIn, watchPage } from '../helpers/browser.js';
 
 const SHOTS = fileURLToPath(new URL('../../docs/console/', import.meta.url));
 
@@ -77,10 +77,13 @@ t.test('from sample events to a saved trigger in the console', async (t) => {
   // Not execFileSync: the service answering curl runs in this process.
   const { stdout: firstEvent } = await promisify(execFile)('bash', ['-c', snippet.replace(/^PARTNER_SECRET=.*$/m, `PARTNER_SECRET='${stagingSecret}'`)], { encoding: 'utf8' });
   t.match(firstEvent, /^\{"messageId":"[0-9a-f-]{36}"\}$/, 'the snippet, run as shown, is accepted');
-  await h.compacted();
-  await page.getByRole('button', { name: 'Refresh' }).click();
+  // No reload, no button: the activity is read again every few seconds, and the types table follows it.
+  const perType = page.locator('[data-chart="events-per-type"] svg[aria-description]');
+  await perType.waitFor();
+  t.match(await perType.getAttribute('aria-description'), /totals custom_booking_completed: 1$/, 'the event arrives on the chart');
   await page.locator('[data-event-type="custom_booking_completed"]').waitFor();
-  t.pass('and its event is listed');
+  t.pass('and in the types table');
+  await shot('events-first');
   await page.getByLabel('Environment').selectOption('production');
   await page.getByRole('link', { name: 'Orgs' }).click();
 
@@ -90,6 +93,9 @@ t.test('from sample events to a saved trigger in the console', async (t) => {
     t.equal((await h.collect(event)).statusCode, 200);
   }
   t.equal((await h.collect(customEvent({ partnerId, partnerSecret }, { type: 'bogus' }))).statusCode, 412);
+  // A visitor not identified yet: accepted, held until an identify names its clientId.
+  const visit = customEvent({ partnerId, partnerSecret }, { messageId: 'visit-1', clientId: 'visitor-9', traits: {}, properties: { eventName: 'page_viewed', properties: {} } });
+  t.equal((await h.collect(visit)).statusCode, 200);
   await h.compacted();
 
   // Events: the type with its count and properties, samples, the quarantine.
@@ -102,7 +108,18 @@ t.test('from sample events to a saved trigger in the console', async (t) => {
   await page.getByRole('heading', { name: /Samples of/ }).waitFor();
   t.match(await page.textContent('pre.json'), /"eventName": "booking_completed"/, 'a sample as received');
   t.match(await page.textContent('#quarantine-title + *, section[aria-labelledby="quarantine-title"]'), /schema_violation/, 'the quarantine with its reason');
+  t.match(await perType.getAttribute('aria-description'), /totals custom_booking_completed: 3$/, 'the chart per type: the three bookings');
+  t.match(await page.locator('[data-chart="collect-rate"] svg[aria-description]').getAttribute('aria-description'), /totals stored: 3; quarantined: 1$/, 'collected against quarantined');
+  const held = page.locator('[data-held-count]');
+  t.match(await held.textContent(), /^1 accepted production event without an e-mail waits for an identify/, 'the visitor held for an identity');
+  t.match(await page.locator('[data-held] tbody tr').textContent(), /custom_page_viewed\s*visitor-9\s*visit-1/, 'with its type, clientId and id');
   await shot('events');
+  // The visitor identifies: its event is stored and no longer held, without a reload.
+  const identify = { ...customEvent({ partnerId, partnerSecret }, { messageId: 'identify-9', clientId: 'visitor-9', traits: { email: 'dee@example.com' } }), type: 'identify', event: undefined, properties: undefined };
+  t.equal((await h.collect(identify)).statusCode, 200);
+  await page.getByText('No production event is waiting for an identify.').waitFor();
+  await page.locator('[data-event-type="custom_page_viewed"]').waitFor();
+  t.pass('released: stored, and listed among the types');
 
   // A trigger from the event type: prefilled, previewed, saved.
   await row.getByRole('link', { name: 'New trigger from this event type' }).click();
@@ -247,16 +264,21 @@ t.test('from sample events to a saved trigger in the console', async (t) => {
   const sent = await page.locator('[data-send]').evaluateAll((rows) => rows.map((row) => row.getAttribute('data-send')).sort());
   t.same(sent, ['ada@example.com', 'cy@example.com'], 'sends to the contacts outside the segment');
   t.match(await page.locator('[data-send="ada@example.com"]').textContent(), /^ada@example.com(A|B)/, 'each in a variant');
+  // The flow's activity: the funnel and the sends per status, read again while the flow is live.
+  await page.locator('[data-flow-totals]').filter({ hasText: '3 trigger rows entered, 2 messages sent and 2 delivered' }).waitFor();
+  t.match(await page.locator('[data-chart="funnel"] svg[aria-description]').getAttribute('aria-description'), /^entered \(trigger rows\): 3; decided to message: 2; messages sent: 2; delivered: 2$/, 'the funnel');
+  t.match(await page.locator('[data-skipped]').textContent(), /^excluded_by_segment\s*1$/, 'bob, not messaged, by reason');
+  t.match(await page.locator('[data-chart="sends-per-status"] svg[aria-description]').getAttribute('aria-description'), /totals delivered: 2$/, 'sends per status');
   const outbox = async () => (await readFile(join(h.dataDir, 'outbox', 'acme.jsonl'), 'utf8').catch(() => '')).trim().split('\n').filter(Boolean);
   for (let tries = 0; tries < 50 && (await outbox()).length < 2; tries++) await new Promise((resolve) => setTimeout(resolve, 100));
   const delivered = (await outbox()).map((line) => JSON.stringify(JSON.parse(line)));
   t.equal(delivered.length, 2, 'two messages in the outbox');
   t.notOk(delivered.some((line) => line.includes('long_stay')), 'one-night bookings get the flow message, not the branch');
   // Dead letters are a status filter away, however many sends there are.
-  await page.getByLabel('Status').selectOption('dead');
+  await page.getByRole('region', { name: 'Sends', exact: true }).getByLabel('Status').selectOption('dead');
   await page.getByText('No dead send.').waitFor();
   t.equal(await page.locator('[data-send]').count(), 0, 'no dead send: the filter reached the API');
-  await page.getByLabel('Status').selectOption('');
+  await page.getByRole('region', { name: 'Sends', exact: true }).getByLabel('Status').selectOption('');
   await page.locator('[data-send="cy@example.com"]').waitFor();
   t.equal(await page.locator('[data-send]').count(), 2, 'both sends again with every status');
 
@@ -425,10 +447,7 @@ t.test('long lists come a page at a time: Load more shows the next page, once', 
 
   const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
   const { problems, elsewhere } = watchPage(page, url);
-  await page.goto(`${url}/console`);
-  await page.getByLabel('Admin key').fill(ADMIN_KEY);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('heading', { name: 'Orgs' }).waitFor();
+  await signIn(page, url, ADMIN_KEY);
   await page.goto(`${url}/console/#/orgs/acme/events`);
   await page.locator('[data-event-type="custom_type_099"]').waitFor();
   const types = () => page.locator('[data-event-type]').evaluateAll((rows) => rows.map((row) => row.getAttribute('data-event-type')!));
@@ -458,7 +477,24 @@ async function narrow(page: Page, url: string, t: Test): Promise<void> {
   await page.keyboard.type(ADMIN_KEY);
   await page.keyboard.press('Enter');
   await page.getByRole('heading', { name: 'Orgs' }).waitFor();
-  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
-  t.ok(overflow <= 0, `no sideways scrolling at 390 px (${overflow} px over)`);
-  await page.screenshot({ path: join(SHOTS, 'orgs-narrow.png') });
+  // Every page: nothing wider than the window (a wide table scrolls inside itself), each photographed.
+  const pages: Array<[string, string, string]> = [
+    ['orgs', '#/', 'section h2'],
+    ['events', '#/orgs/acme/events', '[data-chart="events-per-type"] svg[aria-description]'],
+    ['triggers', '#/orgs/acme/triggers', '[data-query="booking_completed"]'],
+    ['trigger', '#/orgs/acme/triggers/booking_completed', '[data-version="1"]'],
+    ['segments', '#/orgs/acme/segments', '[data-query="already_booked"]'],
+    ['flows', '#/orgs/acme/flows', 'table'],
+    ['flow', '#/orgs/acme/flows/booking-completed-follow-up', '[data-chart="funnel"] svg[aria-description]'],
+    ['flow-new', '#/orgs/acme/flows/new', 'button.category'],
+    ['profiles', '#/orgs/acme/profiles', 'input'],
+    ['settings', '#/orgs/acme/settings', '[data-write-key="production"]'],
+  ];
+  for (const [name, hash, ready] of pages) {
+    await page.goto(`${url}/console/${hash}`);
+    await page.locator(ready).first().waitFor();
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    t.ok(overflow <= 0, `${name}: no sideways scrolling at 390 px (${overflow} px over)`);
+    await page.screenshot({ path: join(SHOTS, `${name}-narrow.png`), fullPage: true });
+  }
 }

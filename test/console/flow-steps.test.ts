@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { ADMIN_KEY, customEvent, startTestApp } from '../helpers/app.js';
-import { launchChromium, watchPage } from '../helpers/browser.js';
+import { launchChromium, signIn, watchPage } from '../helpers/browser.js';
 import { BOOKING_TRIGGER, putQuery, runFlow, startFlow } from '../helpers/flows.js';
 
 const SHOTS = fileURLToPath(new URL('../../docs/console/', import.meta.url));
@@ -27,10 +27,7 @@ t.test('a flow with steps, written, started and watched in the console', async (
 
   const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   const { problems, elsewhere } = watchPage(page, url, /status of 422/);
-  await page.goto(`${url}/console`);
-  await page.getByLabel('Admin key').fill(ADMIN_KEY);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('heading', { name: 'Orgs' }).waitFor();
+  await signIn(page, url, ADMIN_KEY);
   await page.goto(`${url}/console/#/orgs/acme/flows/new`);
   await page.getByRole('button', { name: /^Triggered/ }).click();
   await page.getByRole('button', { name: /When a contact triggers an event/ }).click();
@@ -104,10 +101,7 @@ t.test("a live flow's page follows its runs: last run and cursor without a reloa
 
   const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
   const { problems, elsewhere } = watchPage(page, url);
-  await page.goto(`${url}/console`);
-  await page.getByLabel('Admin key').fill(ADMIN_KEY);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('heading', { name: 'Orgs' }).waitFor();
+  await signIn(page, url, ADMIN_KEY);
   await page.goto(`${url}/console/#/orgs/acme/flows/live`);
   const summary = page.locator('section[aria-labelledby="flow-title"] p').first();
   await summary.getByText(/last run\s*—/).waitFor();

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { ADMIN_KEY, startTestApp } from '../helpers/app.js';
-import { launchChromium, watchPage } from '../helpers/browser.js';
+import { launchChromium, signIn, watchPage } from '../helpers/browser.js';
 import { putQuery } from '../helpers/flows.js';
 
 const SHOTS = fileURLToPath(new URL('../../docs/console/', import.meta.url));
@@ -30,10 +30,7 @@ t.test('a scheduled send and a recurring one, made and watched in the console', 
 
   const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
   const { problems, elsewhere } = watchPage(page, url);
-  await page.goto(`${url}/console`);
-  await page.getByLabel('Admin key').fill(ADMIN_KEY);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('heading', { name: 'Orgs' }).waitFor();
+  await signIn(page, url, ADMIN_KEY);
   await page.goto(`${url}/console/#/orgs/acme/flows/new`);
 
   // Scheduled: this minute in the org's zone (UTC), so it is sent as soon as it starts.

@@ -33,3 +33,11 @@ export function watchPage(page: Page, serviceUrl: string, expectedConsole?: RegE
   });
   return { problems, elsewhere };
 }
+
+/** Opens the console at `serviceUrl` and signs in with the test admin key; resolves on the orgs page. */
+export async function signIn(page: Page, serviceUrl: string, adminKey: string): Promise<void> {
+  await page.goto(`${serviceUrl}/console`);
+  await page.getByLabel('Admin key').fill(adminKey);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('heading', { name: 'Orgs' }).waitFor();
+}
