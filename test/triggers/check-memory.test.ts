@@ -73,22 +73,24 @@ t.test('such files in QUERIES_DIR: the service starts, and each is reported on i
   await first.close();
   const dir = join(dataDir, 'queries', 'noisy');
   mkdirSync(join(dir, 'segments'), { recursive: true });
-  HUGE.forEach((expression, i) => {
+  // The forms far over any share (the first test has every form): each file is checked at the start.
+  const files = HUGE.map((expression, i) => [expression, i] as const).filter(([expression]) => OVER_ANY_SHARE.includes(expression));
+  for (const [expression, i] of files) {
     writeFileSync(join(dir, `huge_${i}.sql`), `SELECT ${SIX}, ${expression} AS n FROM event_triggers WHERE ${WINDOW}`);
     writeFileSync(join(dir, 'segments', `huge_${i}.sql`), `SELECT email_address AS email FROM profiles WHERE ${expression} > 0`);
-  });
+  }
   const before = rssMb();
   const h = await startTestApp(t, { dataDir, config: { ...STORAGE_PROCESS, triggerTimeoutMs: 5000 } });
   t.ok(rssMb() - before < 300, `started without this process's memory moving (${before} → ${rssMb()} MB)`);
   let triggers = (await h.admin('GET', '/admin/v1/orgs/noisy/triggers')).json().triggers as Array<{ name: string; status: string }>;
   let segments = (await h.admin('GET', '/admin/v1/orgs/noisy/segments')).json().segments as Array<{ name: string; status: string }>;
   // A file whose check found no free checker is checked again by the next scan (each listing scans).
-  for (let tries = 0; triggers.length + segments.length < 2 * HUGE.length && tries < 20; tries++) {
+  for (let tries = 0; triggers.length + segments.length < 2 * files.length && tries < 20; tries++) {
     await new Promise((r) => setTimeout(r, 1000));
     triggers = (await h.admin('GET', '/admin/v1/orgs/noisy/triggers')).json().triggers;
     segments = (await h.admin('GET', '/admin/v1/orgs/noisy/segments')).json().segments;
   }
-  t.equal(triggers.length + segments.length, 2 * HUGE.length, `every file is listed: ${JSON.stringify([...triggers, ...segments].map((q) => [q.name, q.status]))}`);
+  t.equal(triggers.length + segments.length, 2 * files.length, `every file is listed: ${JSON.stringify([...triggers, ...segments].map((q) => [q.name, q.status]))}`);
   for (const q of [...triggers, ...segments].filter((q) => OVER_ANY_SHARE.some((e) => HUGE.indexOf(e) === Number(q.name.split('_')[1])))) {
     t.equal(q.status, 'invalid', `${q.name} is reported refused`);
   }
