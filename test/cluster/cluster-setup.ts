@@ -42,7 +42,7 @@ export async function moveLeader(
 }
 
 /** Where the consumers of a stream live, by name. */
-async function consumerPlacement(jsm: JetStreamManager, stream: string): Promise<Map<string, string | undefined>> {
+export async function consumerPlacement(jsm: JetStreamManager, stream: string): Promise<Map<string, string | undefined>> {
   const list = await jsm.consumers.list(stream).next();
   return new Map(list.map((c) => [c.name, c.cluster?.leader]));
 }

@@ -43,7 +43,7 @@ import { performance } from 'node:perf_hooks';
 import t from 'tap';
 import { DEFAULT_PUBLISH_TIMEOUT_MS } from '../../src/events/log/jetstream-log.js';
 import { hasNatsServerBinary, startNatsCluster } from '../helpers/nats-cluster.js';
-import { connectTo, moveLeader, watcherWithConsumer } from './cluster-setup.js';
+import { connectTo, consumerPlacement, moveLeader, watcherWithConsumer } from './cluster-setup.js';
 import {
   type ConsumeProbe,
   type Delivery,
@@ -103,16 +103,32 @@ cluster('one node of three killed -9: streams, consumers and KV carry on', async
   const slowConsumer = await startConsumer(jetstream(onSurvivor), STREAM, DURABLE, DEFAULT_EXPIRES_MS);
   const kvOnVictim = await new Kvm(onVictim).open(BUCKET);
   const writer = startKvWriter(kvOnVictim, 'flag');
-  const watchers: Record<string, KvWatchProbe> = {
-    'consumer on a surviving node, connection to the killed node': await watcherWithConsumer(onVictim, jsm, BUCKET, 'flag', { node: victim.name, negate: true }),
-    'consumer on a surviving node, connection to a surviving node': await watcherWithConsumer(onSurvivor, jsm, BUCKET, 'flag', { node: victim.name, negate: true }),
-  };
-  const stranded = await watcherWithConsumer(onSurvivor, jsm, BUCKET, 'flag', { node: victim.name });
-  for (const probe of [...Object.values(publishers), fastConsumer, slowConsumer, writer, ...Object.values(watchers), stranded]) {
-    t.teardown(() => probe.stop());
-  }
+  for (const probe of [...Object.values(publishers), fastConsumer, slowConsumer, writer]) t.teardown(() => probe.stop());
   const casRevision = await kvOnVictim.put('cas', 'before');
-  await sleep(1_000);
+  // The watchers' consumers, placed as named, and still there a second later at the kill: on a loaded
+  // machine nats.js may reset an ordered consumer (missed heartbeats) onto another node before the kill,
+  // which would swap the cases below; the arrangement is then made again.
+  let watchers: Record<string, KvWatchProbe> = {};
+  let stranded: KvWatchProbe | undefined;
+  for (let attempt = 1; stranded === undefined; attempt++) {
+    watchers = {
+      'consumer on a surviving node, connection to the killed node': await watcherWithConsumer(onVictim, jsm, BUCKET, 'flag', { node: victim.name, negate: true }),
+      'consumer on a surviving node, connection to a surviving node': await watcherWithConsumer(onSurvivor, jsm, BUCKET, 'flag', { node: victim.name, negate: true }),
+    };
+    const candidate = await watcherWithConsumer(onSurvivor, jsm, BUCKET, 'flag', { node: victim.name });
+    const placed = await consumerPlacement(jsm, `KV_${BUCKET}`);
+    await sleep(1_000);
+    const still = await consumerPlacement(jsm, `KV_${BUCKET}`);
+    const held = still.size === 3 && [...still].every(([name, leader]) => placed.get(name) === leader) && [...still.values()].filter((l) => l === victim.name).length === 1;
+    if (held) stranded = candidate;
+    else {
+      t.comment(`attempt ${attempt}: a watcher's consumer moved before the kill; arranged again`);
+      for (const probe of [...Object.values(watchers), candidate]) await probe.stop();
+      for (const name of still.keys()) await jsm.consumers.delete(`KV_${BUCKET}`, name).catch(() => {});
+      if (attempt === 5) throw new Error('the watchers could not be placed as the test needs in 5 attempts');
+    }
+  }
+  for (const probe of [...Object.values(watchers), stranded]) t.teardown(() => probe.stop());
 
   const killAt = performance.now();
   victim.kill9();
