@@ -5,9 +5,10 @@
  *
  * Builds the service in this process on a new DATA_DIR, creates the org `acme` with a trigger and a
  * flow, stops it and bulk-inserts (DuckDB, the service's own schema) `--events` events over `--types`
- * custom event types (each with a few property keys) and `--rows` quarantine rows, sends and decisions,
- * then opens it as the service does (timing the folds of every event, as after an upgrade) and times each
- * list's first page and a page three cursors deep, through the app (inject), median of `--reps`.
+ * custom event types (each with a few property keys) and `--rows` quarantine rows, sends, decisions and
+ * events held for an identity, then opens it as the service does (timing the folds of every event, as
+ * after an upgrade) and times each list's first page and a page three cursors deep, and the counts over
+ * time of the charts (events/activity, flows/{id}/activity), through the app (inject), median of `--reps`.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -72,13 +73,18 @@ async function seed(): Promise<void> {
   await c.run(`
     INSERT INTO flow_sends
     SELECT 'msg_' || i, 'acme', 'f1', 'user-' || (i % 20000) || '@example.com', 'hist-' || i, NULL, 'outbox', '{}', 'h1',
-           CASE WHEN i % 50 = 0 THEN 'dead' ELSE 'delivered' END, 1, NULL, base + to_microseconds((i // 100) * 1000000), NULL
+           CASE WHEN i % 50 = 0 THEN 'dead' ELSE 'delivered' END, 1, NULL, base + to_microseconds((i // 100) * 1000000), NULL, false, NULL
       FROM range(${ROWS}) t(i), (SELECT now() - INTERVAL 20 DAY AS base)`);
   await c.run(`
     INSERT INTO flow_decisions
     SELECT 'acme', 'f1', 'user-' || (i % 20000) || '@example.com', 'user-' || (i % 20000) || '@example.com', 'email', 'hist-' || i,
            'sent', NULL, 'msg_' || i, (SELECT hash FROM trigger_versions LIMIT 1), NULL, base + to_microseconds((i // 100) * 1000000)
       FROM range(${ROWS}) t(i), (SELECT now() - INTERVAL 20 DAY AS base)`);
+  await c.run(`
+    INSERT INTO pending_identity
+    SELECT 'acme', 'production', 'anon-' || i, 'anon-c-' || (i % 50000), base + to_microseconds(i * 1000), base + to_microseconds(i * 1000) + INTERVAL 7 DAY,
+           '{"clientId":"anon-c-' || (i % 50000) || '","type":"track","event":"custom","properties":{"eventName":"page_viewed","properties":{}}}', i
+      FROM range(${ROWS}) t(i), (SELECT now() - INTERVAL 1 DAY AS base)`);
   c.closeSync();
   instance.closeSync();
 }
@@ -113,6 +119,7 @@ async function main(): Promise<void> {
 
   await withApp(async (app) => {
     const get = (url: string) => app.inject({ method: 'GET', url, headers });
+    const monthAgo = new Date(Date.now() - 30 * 86_400_000).toISOString();
     await get('/admin/v1/orgs/acme/flows');
     const lists: Array<[string, string]> = [
       ['types', '/admin/v1/orgs/acme/events/types?limit=100'],
@@ -125,6 +132,12 @@ async function main(): Promise<void> {
       ['decisions', '/admin/v1/orgs/acme/flows/f1/decisions?limit=100'],
       ['decisions of a contact', '/admin/v1/orgs/acme/flows/f1/decisions?identity=email:user-7@example.com&limit=100'],
       ['trigger versions', '/admin/v1/orgs/acme/triggers/t1/versions?limit=100'],
+      ['held for an identity', '/admin/v1/orgs/acme/events/pending?limit=100'],
+      ['activity, 24 h by hour', '/admin/v1/orgs/acme/events/activity?bucket=hour'],
+      ['activity, 30 d by day', `/admin/v1/orgs/acme/events/activity?bucket=day&from=${monthAgo}`],
+      ['activity, 30 d, staging', `/admin/v1/orgs/acme/events/activity?bucket=day&env=staging&from=${monthAgo}`],
+      ['flow activity, 24 h', '/admin/v1/orgs/acme/flows/f1/activity?bucket=hour'],
+      ['flow activity, 30 d', `/admin/v1/orgs/acme/flows/f1/activity?bucket=day&from=${monthAgo}`],
     ];
     for (const [name, url] of lists.filter(([name]) => !values.only || values.only.split(',').some((only) => name.startsWith(only)))) {
       const first: number[] = [];
