@@ -1,6 +1,6 @@
 /**
  * Counts over time as charts (Observable Plot, SVG, bundled: no CDN), for the answers of GET …/events/activity
- * and GET …/flows/{id}/activity: a range to choose, a chart of series per bucket (stacked bars or lines),
+ * and GET …/flows/{id}/activity: a range to choose, a chart of series per bucket (stacked bars),
  * and a flow's funnel. Each chart has a text description for screen readers; it is redrawn when its data
  * or the width it has changes, so it fits a phone as it fits a desktop.
  */

@@ -9,7 +9,7 @@ export interface Request<T> {
   reload(): void;
 }
 
-/** How often a page reads again what moves on its own (activity charts, held events, a live flow). */
+/** How often a page reads again what moves on its own (held events, a live flow; charts: charts.tsx RANGES). */
 export const ACTIVITY_REFRESH_MS = 5_000;
 
 /** Runs `reload` every `ms` while mounted and `on`. */

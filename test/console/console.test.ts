@@ -1,9 +1,12 @@
 /**
  * The console in Debian's Chromium, as a data engineer uses it: sign in (a wrong key first), create an
- * org and copy its credentials, send sample events, see their type and samples, start a trigger from
+ * org and copy its credentials, send a first event with the empty Events page's request and one with
+ * Segment's SDK and see both arrive on the activity chart without a reload, send sample events (one held
+ * for an identity until it comes), see their type and samples, start a trigger from
  * the type, preview it and save it, make a segment, build a flow through Triggered → When a contact
  * triggers an event → Configure Event Trigger with an experiment and a segment exclusion, start it, and
- * see its sends and why an excluded contact was not messaged. Screenshots of each page go to docs/console/.
+ * see its funnel, its sends and why an excluded contact was not messaged; then every page at 390 px.
+ * Screenshots of each page go to docs/console/.
  * Lists longer than a page show the rest with "Load more".
  */
 import { execFile } from 'node:child_process';
@@ -12,6 +15,7 @@ import { mkdirSync, symlinkSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Analytics } from '@segment/analytics-node';
 import type { Page } from 'playwright-core';
 import t, { type Test } from 'tap';
 import { ADMIN_KEY, customEvent, startTestApp } from '../helpers/app.js';
@@ -61,6 +65,7 @@ t.test('from sample events to a saved trigger in the console', async (t) => {
   const writeKey = (await page.textContent('[data-credential="production-write-key"]'))!;
   t.match(writeKey, /^wk_/, 'and the write key');
   const stagingSecret = (await page.textContent('[data-credential="staging-secret"]'))!;
+  const stagingWriteKey = (await page.textContent('[data-credential="staging-write-key"]'))!;
   await shot('org-created');
   await page.getByRole('button', { name: 'I have copied them' }).click();
   t.equal(await page.locator('[data-credential]').count(), 0, 'and gone once acknowledged');
@@ -84,6 +89,12 @@ t.test('from sample events to a saved trigger in the console', async (t) => {
   await page.locator('[data-event-type="custom_booking_completed"]').waitFor();
   t.pass('and in the types table');
   await shot('events-first');
+  // Then a partner's SDK, pointed at the service with the write key: its event joins the chart as it arrives.
+  const analytics = new Analytics({ writeKey: stagingWriteKey, host: url, flushAt: 1 });
+  analytics.track({ userId: 'u-1', event: 'Booking Completed', properties: { city: 'Porto' }, context: { traits: { email: 'ada@example.com' } } });
+  await analytics.closeAndFlush();
+  await page.waitForFunction(() => /custom_booking_completed: 2$/.test(document.querySelector('[data-chart="events-per-type"] svg[aria-description]')?.getAttribute('aria-description') ?? ''));
+  t.pass("the SDK's event on the chart, without a reload");
   await page.getByLabel('Environment').selectOption('production');
   await page.getByRole('link', { name: 'Orgs' }).click();
 
@@ -186,6 +197,8 @@ t.test('from sample events to a saved trigger in the console', async (t) => {
 
   // A segment of the contacts not to message.
   await page.getByRole('link', { name: 'Segments' }).click();
+  await page.getByText(/^No segment yet\. A segment is a query over profiles/).waitFor();
+  await shot('segments-empty');
   await page.getByRole('link', { name: 'New segment' }).click();
   const segmentEditor = await page.locator('form.editor').textContent();
   t.match(segmentEditor, /A segment returns one column, email/, "a segment's editor explains a segment");
@@ -200,6 +213,8 @@ t.test('from sample events to a saved trigger in the console', async (t) => {
 
   // A flow on the product's path: Triggered → When a contact triggers an event → Configure Event Trigger.
   await page.getByRole('link', { name: 'Flows' }).click();
+  await page.locator('[data-empty]').getByText(/No flow yet\. A flow messages a contact/).waitFor();
+  await shot('flows-empty');
   await page.getByRole('link', { name: 'New flow' }).click();
   t.notOk(await page.getByRole('button', { name: /Scheduled/ }).isDisabled(), 'Scheduled is offered too (test/console/scheduled-flow.test.ts)');
   await page.getByRole('button', { name: /^Triggered/ }).click();
