@@ -72,7 +72,8 @@ async function page(ctx: Context, path: string): Promise<void> {
   console.error(`next page: audiencectl ${quoted.join(' ')}`);
 }
 
-const get = (path: (args: string[], ctx: Context) => string) => async (ctx: Context, args: string[]) => ctx.print(await ctx.client.call('GET', path(args, ctx)));
+const get = (path: (args: string[], ctx: Context) => string, forPeople?: (answer: unknown) => unknown) => async (ctx: Context, args: string[]) =>
+  ctx.print(await ctx.client.call('GET', path(args, ctx)), forPeople);
 const listed = (path: (args: string[], ctx: Context) => string) => (ctx: Context, args: string[]) => page(ctx, path(args, ctx));
 const post = (method: string, path: (args: string[]) => string, body?: (ctx: Context, args: string[]) => unknown) => async (ctx: Context, args: string[]) =>
   ctx.print(await ctx.client.call(method, path(args), body?.(ctx, args)));
@@ -410,10 +411,7 @@ export const COMMANDS: Command[] = [
     operations: ['getEventActivity'],
     summary: 'events stored per type, and quarantined, per minute, hour or day (default: the last 24 h by the hour)',
     example: 'audiencectl events activity acme --bucket day --from 2026-01-01T00:00:00Z',
-    async run(ctx, [slug]) {
-      const { opts } = ctx;
-      ctx.print(await ctx.client.call('GET', `${orgPath(slug!)}/events/activity${query({ env: opts.env, from: opts.from, to: opts.to, bucket: opts.bucket })}`), eventsActivityTable);
-    },
+    run: get(([slug], { opts }) => `${orgPath(slug!)}/events/activity${query({ env: opts.env, from: opts.from, to: opts.to, bucket: opts.bucket })}`, eventsActivityTable),
   },
   {
     name: 'events pending',
@@ -644,10 +642,7 @@ export const COMMANDS: Command[] = [
     operations: ['getFlowActivity'],
     summary: 'sends per status over time, and the funnel: entered, decided, sent, delivered, skipped by reason',
     example: 'audiencectl flow activity acme welcome --bucket hour',
-    async run(ctx, [slug, id]) {
-      const { opts } = ctx;
-      ctx.print(await ctx.client.call('GET', `${flowPath(slug!, id!)}/activity${query({ from: opts.from, to: opts.to, bucket: opts.bucket })}`), flowActivityTable);
-    },
+    run: get(([slug, id], { opts }) => `${flowPath(slug!, id!)}/activity${query({ from: opts.from, to: opts.to, bucket: opts.bucket })}`, flowActivityTable),
   },
   {
     name: 'flow waits',

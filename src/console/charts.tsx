@@ -6,6 +6,7 @@
  */
 import * as Plot from '@observablehq/plot';
 import { type ReactNode, useEffect, useRef, useState } from 'react';
+import { type Request, Status } from './ui';
 
 /**
  * The ranges a page offers: the span before now, the bucket it is counted in, and how often a page that
@@ -25,7 +26,7 @@ export function rangeQuery(name: RangeName): string {
   return new URLSearchParams({ from: new Date(Date.now() - range.spanMs).toISOString(), bucket: range.bucket }).toString();
 }
 
-export function RangeSelect({ value, onChange }: { value: RangeName; onChange(name: RangeName): void }): ReactNode {
+function RangeSelect({ value, onChange }: { value: RangeName; onChange(name: RangeName): void }): ReactNode {
   return (
     <label className="inline">
       Range{' '}
@@ -37,6 +38,30 @@ export function RangeSelect({ value, onChange }: { value: RangeName; onChange(na
         ))}
       </select>
     </label>
+  );
+}
+
+/** An Activity section: its heading with the range to choose, the request's state, then `children`. */
+export function ActivitySection({
+  range,
+  onRange,
+  request,
+  children,
+}: {
+  range: RangeName;
+  onRange(name: RangeName): void;
+  request: Pick<Request<unknown>, 'data' | 'loading' | 'error'>;
+  children: ReactNode;
+}): ReactNode {
+  return (
+    <section aria-labelledby="activity-title">
+      <div className="row">
+        <h3 id="activity-title">Activity</h3>
+        <RangeSelect value={range} onChange={onRange} />
+      </div>
+      <Status request={{ loading: request.loading && !request.data, error: request.error }} what="the activity" />
+      {children}
+    </section>
   );
 }
 

@@ -7,7 +7,7 @@
  */
 import { type ReactNode, useEffect, useRef, useState } from 'react';
 import { api, asPage, cursorParam, seg } from './api';
-import { RANGES, RangeSelect, type RangeName, type Series, TimeChart, rangeQuery } from './charts';
+import { ActivitySection, RANGES, type RangeName, type Series, TimeChart, rangeQuery } from './charts';
 import { href } from './route';
 import { ACTIVITY_REFRESH_MS, LoadMore, Status, Time, useEvery, usePages, useRequest } from './ui';
 
@@ -187,15 +187,10 @@ function Activity({ org, env, onChange }: { org: string; env: Environment; onCha
     seen.current = arrived;
   }, [arrived, onChange]);
   const empty = data !== undefined && data.stored.total === 0 && data.quarantined.total === 0;
-  const perType: Series[] = data ? [...data.types.map((t) => ({ name: t.eventType, counts: t.counts }))] : [];
+  const perType: Series[] = data ? data.types.map((t) => ({ name: t.eventType, counts: t.counts })) : [];
   if (data && data.otherTypes.types > 0) perType.push({ name: `${data.otherTypes.types} other types`, counts: data.otherTypes.counts });
   return (
-    <section aria-labelledby="activity-title">
-      <div className="row">
-        <h3 id="activity-title">Activity</h3>
-        <RangeSelect value={range} onChange={setRange} />
-      </div>
-      <Status request={{ loading: activity.loading && !data, error: activity.error }} what="the activity" />
+    <ActivitySection range={range} onRange={setRange} request={activity}>
       {empty ? <p className="muted" data-activity-totals>No {env} event in the {RANGES[range].label}; the charts appear when one arrives.</p> : null}
       {data && !empty ? (
         <>
@@ -220,10 +215,9 @@ function Activity({ org, env, onChange }: { org: string; env: Environment; onCha
           </div>
         </>
       ) : null}
-    </section>
+    </ActivitySection>
   );
 }
-
 
 const age = (seconds: number) =>
   seconds < 120 ? `${seconds} s` : seconds < 7200 ? `${Math.floor(seconds / 60)} min` : seconds < 172_800 ? `${Math.floor(seconds / 3600)} h` : `${Math.floor(seconds / 86400)} days`;

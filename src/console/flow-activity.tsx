@@ -5,8 +5,8 @@
  */
 import { type ReactNode, useState } from 'react';
 import { api, seg } from './api';
-import { type Funnel, FunnelChart, RANGES, RangeSelect, type RangeName, TimeChart, rangeQuery } from './charts';
-import { Status, useEvery, useRequest } from './ui';
+import { ActivitySection, type Funnel, FunnelChart, RANGES, type RangeName, TimeChart, rangeQuery } from './charts';
+import { useEvery, useRequest } from './ui';
 
 /** The answer of GET …/flows/{id}/activity (src/reactions/flows/flow-activity.ts). */
 interface FlowActivity {
@@ -34,12 +34,7 @@ export function FlowActivitySection({ org, id, round, live }: { org: string; id:
   useEvery(RANGES[range].refreshMs, activity.reload, live);
   const data = activity.data;
   return (
-    <section aria-labelledby="activity-title">
-      <div className="row">
-        <h3 id="activity-title">Activity</h3>
-        <RangeSelect value={range} onChange={setRange} />
-      </div>
-      <Status request={{ loading: activity.loading && !data, error: activity.error }} what="the activity" />
+    <ActivitySection range={range} onRange={setRange} request={activity}>
       {data ? (
         <>
           <p className="muted" data-flow-totals>
@@ -63,6 +58,6 @@ export function FlowActivitySection({ org, id, round, live }: { org: string; id:
           </div>
         </>
       ) : null}
-    </section>
+    </ActivitySection>
   );
 }

@@ -3,7 +3,7 @@
  * `[from, to)` cut into UTC-aligned buckets of a minute, an hour or a day. The query string names them
  * (`from`, `to`, `bucket`); without them the last 24 hours by the hour. At most MAX_BUCKETS buckets, so a
  * far `from` with a small bucket is a 400 that says what to ask instead, not an answer of millions of zeros.
- * The SQL groups by `epoch_ms(column) // bucketMs`; `dense` lays the grouped rows out as one count per bucket.
+ * The SQL groups by `epoch_ms(column) // bucketMs`; `seriesBy` lays the grouped rows out as one count per bucket.
  */
 import { AppError } from '../core/errors.js';
 
@@ -83,18 +83,34 @@ export function rangeAnswer(range: TimeRange) {
 
 export interface BucketCount {
   /** `epoch_ms(t) // bucketMs`, as DuckDB answers it. */
-  bucket: bigint | number;
+  bucket: bigint | number | null;
   n: bigint | number;
 }
 
-/** One count per bucket of the range, zero where no row is. */
-export function dense(range: TimeRange, rows: Iterable<BucketCount>): number[] {
-  const counts = new Array<number>(range.count).fill(0);
+/** A count per bucket of the range (zero where no row is), and their sum. */
+export interface CountSeries {
+  total: number;
+  counts: number[];
+}
+
+/** One series per key of the grouped rows, in the order the keys first come. */
+export function seriesBy<R extends BucketCount, K>(range: TimeRange, rows: Iterable<R>, key: (row: R) => K): Map<K, CountSeries> {
+  const out = new Map<K, CountSeries>();
   for (const row of rows) {
-    const i = Number(row.bucket) - range.first;
-    if (i >= 0 && i < range.count) counts[i]! += Number(row.n);
+    const k = key(row);
+    let series = out.get(k);
+    if (!series) out.set(k, (series = { total: 0, counts: new Array<number>(range.count).fill(0) }));
+    const i = row.bucket === null ? -1 : Number(row.bucket) - range.first;
+    if (i < 0 || i >= range.count) continue;
+    series.counts[i]! += Number(row.n);
+    series.total += Number(row.n);
   }
-  return counts;
+  return out;
+}
+
+/** All the rows as one series. */
+export function series(range: TimeRange, rows: Iterable<BucketCount>): CountSeries {
+  return seriesBy(range, rows, () => true).get(true) ?? { total: 0, counts: new Array<number>(range.count).fill(0) };
 }
 
 export const rangeSchemaParts = {

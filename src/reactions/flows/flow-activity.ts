@@ -4,7 +4,7 @@
  * delivered — with the rows not messaged counted by reason. From SendStore.activity's counts.
  * docs/data-engineers.md, "A flow's activity", says what each number counts.
  */
-import { type TimeRange, dense, rangeAnswer } from '../../db/time-buckets.js';
+import { type TimeRange, rangeAnswer, seriesBy } from '../../db/time-buckets.js';
 import type { FlowActivityRows } from './send-store.js';
 
 /** Decisions that go on to a message: sent now, at the end of quiet hours, or through the flow's steps. */
@@ -15,18 +15,9 @@ const SENT = new Set(['pending', 'delivered', 'failed', 'dead']);
 const STATUS_ORDER = ['delivered', 'pending', 'deferred', 'failed', 'dead', 'cancelled', 'holdout'];
 
 export function flowActivity(flowId: string, range: TimeRange, rows: FlowActivityRows) {
-  const byStatus = new Map<string, Array<{ bucket: bigint; n: bigint }>>();
-  for (const row of rows.sends) {
-    const list = byStatus.get(row.status) ?? [];
-    list.push(row);
-    byStatus.set(row.status, list);
-  }
   const rank = (status: string) => (STATUS_ORDER.includes(status) ? STATUS_ORDER.indexOf(status) : STATUS_ORDER.length);
-  const sends = [...byStatus]
-    .map(([status, list]) => {
-      const counts = dense(range, list);
-      return { status, total: counts.reduce((a, b) => a + b, 0), counts };
-    })
+  const sends = [...seriesBy(range, rows.sends, (row) => row.status)]
+    .map(([status, counted]) => ({ status, ...counted }))
     .sort((a, b) => rank(a.status) - rank(b.status) || a.status.localeCompare(b.status));
   const total = (status: (s: string) => boolean) => sends.filter((s) => status(s.status)).reduce((a, s) => a + s.total, 0);
 

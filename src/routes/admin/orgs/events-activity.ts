@@ -7,21 +7,22 @@
  */
 import type { Database } from '../../../db/sql.js';
 import { tsParam } from '../../../db/database.js';
-import { type TimeRange, dense, rangeAnswer, rangeSchemaParts } from '../../../db/time-buckets.js';
+import { type TimeRange, rangeAnswer, rangeSchemaParts, series, seriesBy } from '../../../db/time-buckets.js';
 import { object } from '../../../openapi/route-schema.js';
 
 export const TOP_TYPES = 8;
 
-const counts = { type: 'array', items: { type: 'integer', minimum: 0 } } as const;
-const series = (extra: Record<string, unknown> = {}) => object({ ...extra, total: { type: 'integer', minimum: 0 }, counts });
+/** The schema of a CountSeries (time-buckets.ts), with the members that name it. */
+export const countSeries = (extra: Record<string, unknown> = {}) =>
+  object({ ...extra, total: { type: 'integer', minimum: 0 }, counts: { type: 'array', items: { type: 'integer', minimum: 0 } } });
 
 export const eventsActivitySchema = object({
   ...rangeSchemaParts,
   environment: { type: ['string', 'null'], enum: ['staging', 'production', null], description: 'null: both' },
-  types: { type: 'array', description: `the ${TOP_TYPES} event types stored most in the range, most first`, items: series({ eventType: { type: 'string' } }) },
-  otherTypes: series({ types: { type: 'integer', minimum: 0, description: 'how many other event types the sums hold' } }),
-  stored: series(),
-  quarantined: series(),
+  types: { type: 'array', description: `the ${TOP_TYPES} event types stored most in the range, most first`, items: countSeries({ eventType: { type: 'string' } }) },
+  otherTypes: countSeries({ types: { type: 'integer', minimum: 0, description: 'how many other event types the sums hold' } }),
+  stored: countSeries(),
+  quarantined: countSeries(),
 });
 
 interface Row {
@@ -46,32 +47,18 @@ export async function eventsActivity(db: Database, org: string, env: string | nu
       WHERE org = $1 AND received_at >= $2 AND received_at < $3 AND ($4::VARCHAR IS NULL OR environment = $4) GROUP BY ALL`,
     [org, tsParam(range.fromMs), tsParam(range.toMs), env, BigInt(range.bucketMs)],
   );
-  const byType = new Map<string | null, Array<{ bucket: bigint; n: bigint }>>();
-  const quarantined: Array<{ bucket: bigint; n: bigint }> = [];
-  let distinct = 0;
-  for (const row of rows) {
-    if (row.kind === 'types') distinct = Number(row.n);
-    else if (row.kind === 'quarantined') quarantined.push({ bucket: row.bucket!, n: row.n });
-    else {
-      const list = byType.get(row.name) ?? [];
-      list.push({ bucket: row.bucket!, n: row.n });
-      byType.set(row.name, list);
-    }
-  }
-  const seriesOf = (list: ReadonlyArray<{ bucket: bigint; n: bigint }>) => {
-    const c = dense(range, list);
-    return { total: c.reduce((a, b) => a + b, 0), counts: c };
-  };
+  const stored = rows.filter((row) => row.kind === 'type');
+  const byType = seriesBy(range, stored, (row) => row.name);
   const types = [...byType]
-    .filter((entry): entry is [string, Array<{ bucket: bigint; n: bigint }>] => entry[0] !== null)
-    .map(([eventType, list]) => ({ eventType, ...seriesOf(list) }))
+    .flatMap(([eventType, counted]) => (eventType === null ? [] : [{ eventType, ...counted }]))
     .sort((a, b) => b.total - a.total || a.eventType.localeCompare(b.eventType));
+  const distinct = Number(rows.find((row) => row.kind === 'types')?.n ?? 0);
   return {
     ...rangeAnswer(range),
     environment: env,
     types,
-    otherTypes: { types: Math.max(0, distinct - types.length), ...seriesOf(byType.get(null) ?? []) },
-    stored: seriesOf([...byType.values()].flat()),
-    quarantined: seriesOf(quarantined),
+    otherTypes: { types: Math.max(0, distinct - types.length), ...(byType.get(null) ?? series(range, [])) },
+    stored: series(range, stored),
+    quarantined: series(range, rows.filter((row) => row.kind === 'quarantined')),
   };
 }

@@ -5,6 +5,7 @@ import { IDENTITY_QUERY, ORG_DATA, PAGED, SANDBOX, pageQueryDoc, slugOnly, slugP
 import { PAGE_LIMITS } from '../../../db/paging.js';
 import { OUTCOMES, STEP_OUTCOMES } from '../../../reactions/flows/decide.js';
 import { rangeQueryDoc, rangeSchemaParts } from '../../../db/time-buckets.js';
+import { countSeries } from './events-activity.js';
 
 const tag = 'Admin: triggers and flows' as const;
 const auth = 'adminKey' as const;
@@ -179,7 +180,7 @@ export const flowSchemas = {
         ...rangeSchemaParts,
         sends: {
           type: 'array',
-          items: object({ status: sendStatus, total: { type: 'integer', minimum: 0 }, counts: { type: 'array', items: { type: 'integer', minimum: 0 } } }),
+          items: countSeries({ status: sendStatus }),
         },
         funnel: object({
           entered: { type: 'integer', minimum: 0 },
