@@ -30,6 +30,7 @@ export interface Freshness {
   n: number;
   p50: number;
   p90: number;
+  p95: number;
   p99: number;
   max: number;
   mean: number;
@@ -113,6 +114,7 @@ export async function measureFreshness(o: FreshnessOptions): Promise<Freshness> 
     n: samples.length,
     p50: round(at(0.5)),
     p90: round(at(0.9)),
+    p95: round(at(0.95)),
     p99: round(at(0.99)),
     max: round(samples.length ? samples[samples.length - 1]! : NaN),
     mean: round(samples.reduce((a, b) => a + b, 0) / (samples.length || 1)),

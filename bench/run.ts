@@ -12,6 +12,10 @@
  *   audience GET /audience/v2/contacts over 100,000 imported contacts against a bare Fastify GET, alone
  *            and beside collect at half its maximum; event→profile freshness; memory per 100,000 profiles
  *            (its own service and data dir; collect's maximum is taken from the collect phase if it ran)
+ *   freshness  identify event → profile (polled via the API) while collect runs in the background at half
+ *            its maximum (from the collect phase if it ran, else measured here; or --freshness-rate req/s):
+ *            p50/p95/p99 against SPEC 6.1's 1 s, and the service's audience_profile_delay_seconds beside it
+ *            (bench/freshness-phase.ts; ~1.5 min)
  *   flows    trigger run time over a window of 10,000 new events with 1M and 10M events stored, event
  *            accepted → webhook received latency with a 1 s schedule, webhook sends/s against bare POST
  *            req/s (bench/flows.ts; bare's req/s from the bare phase if it ran)
@@ -30,12 +34,15 @@
  * settings) and bench/results/audience.json (the audience phase with default settings); other runs write
  * bench/results/partial-*.json.tmp; bench/results/flows.json (the flows phase with default settings);
  * bench/results/scale.json (the scale phase with default settings); bench/results/scheduled.json (the scheduled
- * phase with default settings).
+ * phase with default settings); bench/results/freshness.json (the freshness phase with default settings).
  *
  *   npm run bench                                 everything (~16 min, of which flows ~4.5, scale ~8)
  *   npm run bench -- --only speed                 the issue-27 table with wrk (~4 min); --speed-turns 1 for a quick one
  *   npm run bench -- --only speed --speed-paths lookup --profile   one path of it (comma-separated: bare-post,collect,bare-get,lookup,batch) under --cpu-prof
  *   npm run bench -- --only collect               some phases: bare,drain,collect,batch,audience,flows,scheduled,waits,scale (comma-separated)
+ *   npm run bench -- --only freshness             freshness at half of collect's maximum (measured quickly here)
+ *   npm run bench -- --only collect,freshness     the same, at half of the collect phase's maximum
+ *   npm run bench -- --only freshness --freshness-rate 1500   at a given background rate (partial)
  *   npm run bench -- --only flows --flow-sizes 1000000 --flow-reps 1   a quicker flows run (partial)
  *   npm run bench -- --only flows --flow-sizes ''   only event → webhook latency and sends/s (~1 min)
  *   npm run bench -- --only audience --profile    the audience service under node --cpu-prof; summary printed
@@ -60,6 +67,7 @@ import { parseArgs } from 'node:util';
 import { benchAudience } from './audience.js';
 import { reportAudience } from './audience-report.js';
 import { benchFlows } from './flows.js';
+import { benchFreshnessPhase } from './freshness-phase.js';
 import { benchScheduled } from './scheduled.js';
 import { benchSpeed, SPEED_PATHS } from './speed.js';
 import { commandVersion, ensureCommand } from './system-tools.js';
@@ -90,7 +98,7 @@ import { countDuckDb, countLog, type DbCounts, type LogCounts } from './verify.j
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const resultsDir = join(root, 'bench', 'results');
 
-const PHASES = ['speed', 'bare', 'drain', 'collect', 'batch', 'segment', 'audience', 'flows', 'scheduled', 'waits', 'scale'] as const;
+const PHASES = ['speed', 'bare', 'drain', 'collect', 'batch', 'segment', 'audience', 'freshness', 'flows', 'scheduled', 'waits', 'scale'] as const;
 type Phase = (typeof PHASES)[number];
 /** The phases of bench/results/collect.json; audience has its own file. */
 const COLLECT_PHASES: readonly Phase[] = ['bare', 'drain', 'collect', 'batch', 'segment'];
@@ -109,6 +117,8 @@ const { values: args } = parseArgs({
     'flow-reps': { type: 'string', default: '3' },
     /** Members of the scheduled phase's segment. */
     'scheduled-members': { type: 'string', default: '100000' },
+    /** The freshness phase's background collect req/s (default: half of collect's maximum). */
+    'freshness-rate': { type: 'string' },
     /** Entries waiting in the waits phase. */
     'waits-entries': { type: 'string', default: '1000000' },
     profile: { type: 'boolean', default: false },
@@ -649,6 +659,17 @@ async function main(): Promise<void> {
     });
     const report = reportAudience(outcome, machine());
     const out = defaultSettings ? join(resultsDir, 'audience.json') : join(resultsDir, `partial-audience${args.profile ? '-profile' : ''}.json.tmp`);
+    writeFileSync(out, `${JSON.stringify(report, null, 2)}\n`);
+    say(`wrote ${out}`);
+  }
+  if (phases.has('freshness')) {
+    const rate = args['freshness-rate'] ? Number(args['freshness-rate']) : undefined;
+    const outcome = await benchFreshnessPhase(bench, { connections: CONNECTIONS, ...(collectMax ? { collectMax } : {}), ...(rate ? { rate } : {}) });
+    const command = `npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`;
+    const report = { phase: 'freshness', command, machine: machine(), ...outcome };
+    const f = outcome.freshness;
+    console.log(`\n${table([{ 'collect req/s': outcome.background.reqPerSec, 'p50 ms': f.p50, 'p95 ms': f.p95, 'p99 ms': f.p99, 'max ms': f.max, missing: f.missing, 'p99 ≤ 1 s': outcome.target.met ? 'yes' : 'no' }])}\n`);
+    const out = defaultSettings && !rate ? join(resultsDir, 'freshness.json') : join(resultsDir, 'partial-freshness.json.tmp');
     writeFileSync(out, `${JSON.stringify(report, null, 2)}\n`);
     say(`wrote ${out}`);
   }

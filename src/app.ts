@@ -13,6 +13,7 @@
  */
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import type { Config } from './core/config.js';
+import { MAX_PATH_PARAM_CHARS } from './core/route-params.js';
 import { type Context, createContext } from './core/context.js';
 import { duckdbLockProblem } from './core/data-dir-lock.js';
 import { clientErrorHandler, frameworkErrors } from './http/client-errors.js';
@@ -51,6 +52,8 @@ export async function buildApp(config: Config, ctx: Context = createContext()): 
     ...httpTimeouts(config),
     frameworkErrors,
     clientErrorHandler,
+    // Unsubscribe tokens reach 616 characters; Fastify's default of 100 refused most real addresses' links.
+    routerOptions: { maxParamLength: MAX_PATH_PARAM_CHARS },
   });
   closeIdleWhileClosing(app);
   const roles = new Set(config.roles);

@@ -9,6 +9,7 @@ import { COMMANDS, type Command } from './cli/commands.js';
 import { completionScript, SHELLS, type Shell } from './cli/completion.js';
 import { type Format, formatAnswer } from './cli/output.js';
 import { GLOBAL_OPTIONS, type OptionName, optionUsage, OPTIONS, parseCommandLine, UsageError } from './cli/options.js';
+import { printErr, printOut } from './cli/terminal-text.js';
 import { serviceVersion } from './core/paths.js';
 
 const FOOTER = `answers: tables on a terminal, JSON otherwise (--json, --table to choose); errors on stderr
@@ -49,10 +50,10 @@ let current: Command | undefined;
 
 async function main(argv: string[]): Promise<void> {
   const { values: opts, positionals } = parseCommandLine(argv);
-  if (opts.version) return void console.log(serviceVersion());
+  if (opts.version) return void printOut(serviceVersion());
   if (positionals.length === 0) {
-    if (opts.help) return void console.log(usage());
-    console.error(usage());
+    if (opts.help) return void printOut(usage());
+    printErr(usage());
     throw new Exit(EXIT.usage);
   }
   if (positionals[0] === 'completion') {
@@ -61,7 +62,7 @@ async function main(argv: string[]): Promise<void> {
     return void process.stdout.write(completionScript(shell, COMMANDS));
   }
   const command = (current = findCommand(positionals));
-  if (opts.help) return void console.log(commandHelp(command));
+  if (opts.help) return void printOut(commandHelp(command));
   const taken = new Set<OptionName>([...(command.options ?? []), ...GLOBAL_OPTIONS]);
   const foreign = (Object.keys(opts) as OptionName[]).find((o) => !taken.has(o));
   if (foreign) throw new UsageError(`${command.name} does not take --${foreign}`);
@@ -72,19 +73,19 @@ async function main(argv: string[]): Promise<void> {
 
   const format: Format = opts.json ? 'json' : opts.table || process.stdout.isTTY ? 'table' : 'json';
   const client = new AdminClient(settingsFrom(process.env), format === 'table');
-  await command.run({ opts, client, argv, print: (answer, forPeople) => console.log(formatAnswer(format === 'table' && forPeople ? forPeople(answer) : answer, format)) }, args);
+  await command.run({ opts, client, argv, print: (answer, forPeople) => printOut(formatAnswer(format === 'table' && forPeople ? forPeople(answer) : answer, format)) }, args);
 }
 
 try {
   await main(process.argv.slice(2));
 } catch (error) {
   if (error instanceof UsageError) {
-    console.error(`audiencectl: ${error.message} (see audiencectl ${current ? `${current.name} ` : ''}--help)`);
+    printErr(`audiencectl: ${error.message} (see audiencectl ${current ? `${current.name} ` : ''}--help)`);
     process.exitCode = EXIT.usage;
   } else if (error instanceof Exit) process.exitCode = error.code;
   else {
     // A bug, not the user's input: one line all the same.
-    console.error(`audiencectl: unexpected error: ${(error as Error).message}`);
+    printErr(`audiencectl: unexpected error: ${(error as Error).message}`);
     process.exitCode = EXIT.unavailable;
   }
 }

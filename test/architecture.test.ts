@@ -1,11 +1,13 @@
 /**
  * Arrows point down: every import in src/ goes to its own room or a room below it, with no circle
- * (the rooms and their ranks are in .dependency-cruiser.cjs; docs/design.md has the map).
+ * (the rooms and their ranks are in .dependency-cruiser.cjs; docs/design.md has the map). Files stay
+ * small: a file over 300 lines is a sign that two concepts share it (STYLE.md). Tests follow the tree:
+ * a folder of test/ is a folder of src/, or one of the few that test across rooms.
  */
 import { execFile } from 'node:child_process';
-import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import { promisify } from 'node:util';
 import t from 'tap';
 import { projectRoot } from '../src/core/paths.js';
@@ -43,4 +45,39 @@ t.test('the rule sees an upward import, a circle and a folder without a rank', a
   t.ok(names.has('down-from-core src/core/upward.ts'), 'upward import');
   t.ok(names.has('no-circular src/db/a.ts'), 'circle');
   t.ok(names.has('every-file-in-a-room src/nowhere/uses.ts'), 'folder without a rank');
+});
+
+/** The most lines a file under src/ may have. */
+const MAX_LINES = 300;
+/** Files over MAX_LINES, each named: nothing may join it. src/generated/flow.ts is here until its generator emits it in parts. */
+const OVER_MAX_LINES = new Set(['src/generated/flow.ts']);
+
+/** Lines as `wc -l` counts them: a last line without a newline is not counted. */
+function lineCount(text: string): number {
+  return text.split('\n').length - 1;
+}
+
+t.test('no file under src/ is over 300 lines', async (t) => {
+  const files = readdirSync(join(projectRoot, 'src'), { recursive: true, withFileTypes: true })
+    .filter((entry) => entry.isFile())
+    .map((entry) => join(entry.parentPath, entry.name).slice(projectRoot.length).replace(/^\//, ''));
+  t.ok(files.length > 100, 'src/ read whole');
+  const over = files.filter((file) => lineCount(readFileSync(join(projectRoot, file), 'utf8')) > MAX_LINES).sort();
+  t.same(over.filter((file) => !OVER_MAX_LINES.has(file)), [], `split these by responsibility (at most ${MAX_LINES} lines each)`);
+  t.same([...OVER_MAX_LINES].filter((file) => !over.includes(file)), [], 'a file split below the limit leaves the list');
+});
+
+/** Folders of test/ that are no room of src/: whole-service crashes and deployments, shared helpers. */
+const ACROSS_ROOMS = new Set(['crash', 'deploy', 'helpers']);
+
+t.test('test/ folders mirror src/ rooms', async (t) => {
+  const testDir = join(projectRoot, 'test');
+  const folders = new Set(
+    readdirSync(testDir, { recursive: true, encoding: 'utf8' })
+      .filter((file) => file.endsWith('.test.ts'))
+      .map((file) => relative(testDir, dirname(join(testDir, file))))
+      .filter((folder) => folder !== ''),
+  );
+  const strays = [...folders].filter((folder) => !ACROSS_ROOMS.has(folder.split('/')[0]!) && !existsSync(join(projectRoot, 'src', folder)));
+  t.same(strays.sort(), [], 'each names a folder of src/');
 });

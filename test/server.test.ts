@@ -1,6 +1,6 @@
 /**
  * Start-up failures an operator causes are one line on stderr and exit 1, never a stack trace
- * (DATA_DIR in use: test/data-dir-lock.test.ts).
+ * (DATA_DIR in use: test/core/data-dir-lock.test.ts).
  */
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';

@@ -11,14 +11,14 @@
  */
 import { mkdir, realpath, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Compaction } from '../events/compaction/compactor.js';
+import type { Compaction } from '../events/compaction/compaction.js';
 import { isDeletedOrg } from '../control/documents.js';
 import type { ControlDocuments, ControlEntry } from '../control/types.js';
 import { AppError } from '../core/errors.js';
 import type { LogBackend } from '../events/log/types.js';
 import { serviceVersion } from '../core/paths.js';
 import { copyRegularFile, FileRefused, lstatOrUndefined } from '../core/regular-file.js';
-import { orgDatabaseFile, ORGS_DIR } from '../storage/org-databases.js';
+import { orgDatabaseFile, ORGS_DIR } from '../storage/org-files.js';
 import type { OrgStorage } from '../db/org-storage.js';
 import { listQueryFiles, type QueryRoot, readQueryFile } from '../reactions/triggers/query-files.js';
 

@@ -26,7 +26,7 @@ import { lockDataDir } from '../core/data-dir-lock.js';
 import { LocalDatabase } from '../db/database.js';
 import { copyRegularFile, FileRefused, lstatOrUndefined, notRegular } from '../core/regular-file.js';
 import { CHECKPOINT_FILE, LogCheckpoint } from '../storage/checkpoint.js';
-import { isSlug, orgDatabaseFile, ORGS_DIR } from '../storage/org-databases.js';
+import { isSlug, orgDatabaseFile, ORGS_DIR } from '../storage/org-files.js';
 import { listQueryFiles, type QueryRoot, readQueryFile, unwritable, writeQueryFile } from '../reactions/triggers/query-files.js';
 import type { QueryKind } from '../reactions/triggers/sql-guard.js';
 import { BACKUP_FORMAT, type BackupManifest, CONTROL_FILE, copyDatabaseFile, MANIFEST_FILE, QUERIES_DIR, WEBHOOK_KEY_FILE } from './backup.js';

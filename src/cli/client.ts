@@ -8,6 +8,7 @@
  * Answers go to stdout, every error to stderr, so `… > answer.json` keeps only the answer.
  */
 import { readFileSync } from 'node:fs';
+import { printErr } from './terminal-text.js';
 
 export const EXIT = { ok: 0, refused: 1, usage: 2, notFound: 3, unavailable: 4 } as const;
 
@@ -43,7 +44,7 @@ export function settingsFrom(env: NodeJS.ProcessEnv): Settings {
 
 /** One line on stderr, then the exit code. */
 export function fail(code: number, message: string): never {
-  console.error(`audiencectl: ${message}`);
+  printErr(`audiencectl: ${message}`);
   throw new Exit(code);
 }
 
@@ -93,8 +94,8 @@ export class AdminClient {
   refused(status: number, problem: unknown): never {
     if (this.humanErrors && problem !== null && typeof problem === 'object') {
       const { code, title, detail } = problem as { code?: string; title?: string; detail?: string };
-      console.error(`audiencectl: ${status} ${code ?? title ?? 'error'}: ${detail ?? title ?? ''}`.trimEnd());
-    } else console.error(typeof problem === 'string' ? problem : JSON.stringify(problem, null, 2));
+      printErr(`audiencectl: ${status} ${code ?? title ?? 'error'}: ${detail ?? title ?? ''}`.trimEnd());
+    } else printErr(typeof problem === 'string' ? problem : JSON.stringify(problem, null, 2));
     throw new Exit(exitCodeOf(status));
   }
 }

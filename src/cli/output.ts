@@ -2,6 +2,8 @@
  * Answers for scripts (JSON, pretty-printed) or for people (aligned tables). JSON is the default when
  * stdout is not a terminal, so `… > file.json` and pipes into jq get JSON without a switch.
  */
+import { terminalSafe } from './terminal-text.js';
+
 export type Format = 'json' | 'table';
 
 /** The widest a cell may be before it is cut (with …). */
@@ -48,7 +50,9 @@ function cell(value: unknown, max = CELL_MAX): string {
   return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
 }
 
-function aligned(lines: string[][]): string {
+/** Escaped before measuring (terminal-text.ts), so a cell holding a control keeps its column straight. */
+function aligned(raw: string[][]): string {
+  const lines = raw.map((line) => line.map(terminalSafe));
   const widths: number[] = [];
   for (const line of lines) line.forEach((text, i) => (widths[i] = Math.max(widths[i] ?? 0, text.length)));
   return lines.map((line) => line.map((text, i) => (i === line.length - 1 ? text : text.padEnd(widths[i]!))).join('  ')).join('\n');

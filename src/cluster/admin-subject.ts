@@ -1,7 +1,8 @@
 /**
- * Which admin calls go to the shard that owns the org, and on which NATS subject. One subject per org
- * (`audience.admin.<slug>`): while no process serves the org there is no subscriber, so a request gets
- * NATS "no responders" at once instead of waiting for its timeout.
+ * Which calls go to the shard that owns the org, and on which NATS subject: the org-database admin
+ * paths, and the public unsubscribe links (`/unsubscribe/<token>`, whose org is sealed in the token).
+ * One subject per org (`audience.admin.<slug>`): while no process serves the org there is no
+ * subscriber, so a request gets NATS "no responders" at once instead of waiting for its timeout.
  */
 
 export const ADMIN_SUBJECT_PREFIX = 'audience.admin';
@@ -50,6 +51,23 @@ export function orgOfDatabasePath(url: string): string | undefined {
   if (slugSegment === undefined || section === undefined || !ORG_DATABASE_SECTIONS.has(section)) return undefined;
   try {
     return decodeURIComponent(slugSegment);
+  } catch {
+    return undefined;
+  }
+}
+
+const UNSUBSCRIBE_PREFIX = '/unsubscribe/';
+
+/**
+ * The token of an unsubscribe link's path (`/unsubscribe/<token>`, query string allowed), percent-decoded
+ * as the router decodes it; undefined for any other path.
+ */
+export function tokenOfUnsubscribePath(url: string): string | undefined {
+  const path = url.split('?', 1)[0]!;
+  const segment = path.startsWith(UNSUBSCRIBE_PREFIX) ? path.slice(UNSUBSCRIBE_PREFIX.length) : '';
+  if (segment === '' || segment.includes('/')) return undefined;
+  try {
+    return decodeURIComponent(segment);
   } catch {
     return undefined;
   }

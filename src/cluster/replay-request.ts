@@ -8,7 +8,7 @@ import { AppError } from '../core/errors.js';
 import { bearerToken } from '../http/bearer.js';
 import { problemBody } from '../http/problem.js';
 import { matchesHash } from '../core/secrets.js';
-import { orgOfDatabasePath } from './admin-subject.js';
+import { orgOfDatabasePath, tokenOfUnsubscribePath } from './admin-subject.js';
 
 /**
  * The socket address of an admin call a storage shard replays from the relay (below,
@@ -22,12 +22,21 @@ import type { RelayAnswer, RelayRequest } from './relay-message.js';
 export interface ReplayDeps {
   app: FastifyInstance;
   adminKeyHash: string;
+  /** The org sealed in an unsubscribe link's token; undefined for a token that does not open. */
+  orgOfLink(token: string): string | undefined;
   logger: FastifyBaseLogger;
 }
 
 /** Replays `request` (undefined: the message was no relay request) for the org `slug` serves. */
 export async function replayRequest(deps: ReplayDeps, slug: string, request: RelayRequest | undefined): Promise<RelayAnswer> {
   if (!request) return problemAnswer(new AppError('invalid_request', 'not an admin relay request'), '');
+  const token = tokenOfUnsubscribePath(request.url);
+  if (token !== undefined) {
+    // A public link: no admin key. The subject names the org, and the token must name the same one,
+    // so no publisher reaches another org's consent through this org's subject.
+    if (deps.orgOfLink(token) !== slug) return problemAnswer(new AppError('invalid_request', `not an unsubscribe link of org ${slug}`), request.requestId);
+    return inject(deps, request);
+  }
   const key = bearerToken(request.headers.authorization) ?? '';
   if (!matchesHash(key, deps.adminKeyHash)) {
     return problemAnswer(
@@ -42,6 +51,10 @@ export async function replayRequest(deps: ReplayDeps, slug: string, request: Rel
   if (orgOfDatabasePath(request.url) !== slug) {
     return problemAnswer(new AppError('invalid_request', `not an org-database admin path of org ${slug}`), request.requestId);
   }
+  return inject(deps, request);
+}
+
+async function inject(deps: ReplayDeps, request: RelayRequest): Promise<RelayAnswer> {
   const response = await deps.app.inject({
     method: request.method as InjectOptions['method'],
     url: request.url,
@@ -52,7 +65,8 @@ export async function replayRequest(deps: ReplayDeps, slug: string, request: Rel
   });
   const shardRequestId = String(response.headers['request-id'] ?? '');
   const ids = { relayedRequestId: request.requestId, requestId: shardRequestId, status: response.statusCode };
-  if (response.statusCode >= 500) deps.logger.warn(ids, 'relayed admin request failed');
+  // A 503 is a capacity answer the shard logged itself, once per change (http/capacity-log.ts).
+  if (response.statusCode >= 500 && response.statusCode !== 503) deps.logger.warn(ids, 'relayed admin request failed');
   else deps.logger.debug(ids, 'relayed admin request');
   const body = withRequestId(response.headers['content-type'], response.rawPayload, request.requestId);
   return { status: response.statusCode, headers: response.headers as RelayAnswer['headers'], body };

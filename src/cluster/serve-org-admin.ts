@@ -1,9 +1,9 @@
 /**
- * Shard side of the admin relay: a NATS micro service (`audience-shard`, @nats-io/services) with one
- * endpoint per owned org on `audience.admin.<slug>`. Operators see the shards and their per-org request
- * counts with `nats micro ls` / `nats micro stats audience-shard`. Every shard process joins the queue
- * group `audience-shard`, so during a rolling restart the old and the new process of a shard split the
- * requests instead of both answering.
+ * Shard side of the relay: a NATS micro service (`audience-shard`, @nats-io/services) with one
+ * endpoint per owned org on `audience.admin.<slug>`, for its admin calls and its unsubscribe links.
+ * Operators see the shards and their per-org request counts with `nats micro ls` / `nats micro stats
+ * audience-shard`. Every shard process joins the queue group `audience-shard`, so during a rolling
+ * restart the old and the new process of a shard split the requests instead of both answering.
  *
  * @nats-io/services 3.0.0-25 pins @nats-io/nats-core 3.0.0-50, whose NatsConnection type does not match
  * 3.4's; package.json `overrides` gives it our nats-core (one copy; test/cluster runs it against
@@ -33,8 +33,10 @@ export interface ServeOrgAdminOptions {
   app: FastifyInstance;
   /** Whether this process owns the org (`ownsOrg(config.shard, slug)`); `addOrg` ignores the others. */
   owned(slug: string): boolean;
-  /** SHA-256 of ADMIN_KEY (`AdminKey.hash`): checked on every relayed request. */
+  /** SHA-256 of ADMIN_KEY (`AdminKey.hash`): checked on every relayed admin request. */
   adminKeyHash: string;
+  /** The org an unsubscribe link's token names (`UnsubscribeLinks.open`): a relayed link is answered only on its org's subject. */
+  orgOfLink(token: string): string | undefined;
   /** Default: the app's logger. */
   logger?: FastifyBaseLogger;
 }
@@ -58,7 +60,7 @@ export interface OrgAdminServer {
 
 export async function serveOrgAdmin(options: ServeOrgAdminOptions): Promise<OrgAdminServer> {
   const { nc, owned } = options;
-  const deps = { app: options.app, adminKeyHash: options.adminKeyHash, logger: options.logger ?? options.app.log };
+  const deps = { app: options.app, adminKeyHash: options.adminKeyHash, orgOfLink: options.orgOfLink, logger: options.logger ?? options.app.log };
   const served = new Set<string>();
   let closed = false;
   let rebuilding = Promise.resolve();

@@ -3,12 +3,14 @@ import { type FormEvent, type ReactNode, StrictMode, useEffect, useState } from 
 import { createRoot } from 'react-dom/client';
 import { api, type ApiError, session } from './api';
 import { EventsPage } from './events-page';
-import { EditFlow, FlowDetail, FlowsPage, NewFlow } from './flows-page';
+import { EditFlow, FlowsPage, NewFlow } from './flows-page';
+import { FlowDetail } from './flow-detail';
 import { OrgsPage } from './orgs-page';
 import { ProfilesPage } from './profiles-page';
 import { SettingsPage } from './settings-page';
 import { href, useRoute } from './route';
-import { QueriesPage, QueryEditor } from './triggers-page';
+import { QueriesPage } from './triggers-page';
+import { QueryEditor } from './query-editor';
 import { asApiError, ErrorBox } from './ui';
 import './styles.css';
 

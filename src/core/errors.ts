@@ -1,7 +1,7 @@
 /**
  * The one error catalog. Every error a client can see has a stable snake_case `code` (its key here),
  * an HTTP status and a title; they reach clients as RFC 9457 problem+json (see http/problem.ts).
- * test/errors.test.ts checks every code is unique, snake_case and documented in the README.
+ * test/core/errors.test.ts checks every code is unique, snake_case and documented in the README.
  */
 export const errorCatalog = {
   invalid_json: { status: 400, title: 'Body is not valid JSON' },
@@ -36,12 +36,14 @@ export const errorCatalog = {
   invalid_trigger: { status: 422, title: 'Trigger or segment SQL refused' },
   trigger_not_found: { status: 404, title: 'No such trigger or segment' },
   trigger_query_failed: { status: 422, title: 'The query failed while running' },
+  query_budget_exceeded: { status: 422, title: 'The query used up its time or memory budget' },
   query_file_refused: { status: 409, title: 'The query file cannot be written where QUERIES_DIR has it' },
   invalid_flow: { status: 422, title: 'Flow definition refused' },
   flow_not_found: { status: 404, title: 'No such flow' },
   flow_exists: { status: 409, title: 'A flow with this id already exists' },
   flow_not_triggered: { status: 409, title: 'A scheduled or recurring flow sends at its schedule, not by runs' },
   topic_not_found: { status: 404, title: 'No such subscription topic' },
+  contact_suppressed: { status: 409, title: 'The contact was erased with suppress: it cannot be subscribed' },
   unsubscribe_link_invalid: { status: 404, title: 'Not a valid unsubscribe link' },
   erasure_not_found: { status: 404, title: 'No such erasure' },
   shard_unavailable: { status: 503, title: 'The storage shard that owns the org did not answer' },
@@ -52,6 +54,7 @@ export const errorCatalog = {
   sandbox_busy: { status: 503, title: 'No capacity to run trigger or segment SQL now' },
   sandbox_paused: { status: 503, title: "The org's trigger and segment SQL is paused after a runaway query" },
   storage_unavailable: { status: 503, title: 'The storage process is restarting' },
+  profiles_behind: { status: 503, title: 'Profiles are behind the events acknowledged before this decision' },
   org_unavailable: { status: 503, title: "The org's database cannot be opened" },
   method_not_allowed: { status: 405, title: 'The path does not answer this method' },
   request_timeout: { status: 408, title: 'The request was not received in time' },

@@ -17,7 +17,7 @@ import {
   type DuckDBTimestampTZValue,
 } from '@duckdb/node-api';
 import { type AppendTarget, type ColumnPage, type Database, type Params, type Row, type RowAppender, type Sql, inTransaction, rowsOf } from './sql.js';
-import { SandboxBusy, UntrustedBudget, type UntrustedHandle, withDeadline } from './untrusted.js';
+import { type AbandonShare, SandboxBusy, UntrustedBudget, type UntrustedHandle, withDeadline } from './untrusted.js';
 import { YIELD_EVERY, yieldNow } from './yield-now.js';
 
 export type { Database, Params, Row, Sql } from './sql.js';
@@ -29,8 +29,8 @@ export interface DatabaseOptions {
   memoryLimit?: string;
   /** DuckDB's worker threads for this instance. Default: DuckDB's (the cores). */
   threads?: number;
-  /** Shared by the instances of a process (see untrusted.ts). Default: one of its own. */
-  untrustedBudget?: UntrustedBudget;
+  /** This database's share of the budget the instances of a process share (see untrusted.ts). Default: one of its own. */
+  untrustedBudget?: AbandonShare;
 }
 
 export class LocalDatabase implements Database {
@@ -41,7 +41,7 @@ export class LocalDatabase implements Database {
   private constructor(
     private readonly instance: DuckDBInstance,
     private readonly connection: DuckDBConnection,
-    budget: UntrustedBudget,
+    budget: AbandonShare,
   ) {
     this.sql = new LocalSql(connection);
     this.untrustedConnections = new UntrustedConnections(instance, budget);
@@ -65,7 +65,7 @@ export class LocalDatabase implements Database {
       ...(options.threads === undefined ? {} : { threads: String(options.threads) }),
       lock_configuration: 'true',
     });
-    return new LocalDatabase(instance, await instance.connect(), options.untrustedBudget ?? new UntrustedBudget());
+    return new LocalDatabase(instance, await instance.connect(), options.untrustedBudget ?? new UntrustedBudget().of(path));
   }
 
   exclusive<T>(work: (connection: Sql) => Promise<T>): Promise<T> {
@@ -95,12 +95,13 @@ export class LocalDatabase implements Database {
     return this.untrustedConnections.acquire();
   }
 
-  async close(): Promise<void> {
+  /** `checkpoint: false` for a file found damaged: nothing more is written into it than DuckDB must. */
+  async close(options: { checkpoint?: boolean } = {}): Promise<void> {
     // An abandoned query still running keeps native work on the instance; closing under it is not safe.
     await this.untrustedConnections.close(CLOSE_WAIT_FOR_ABANDONED_MS);
     await this.exclusive(async () => {
       // CHECKPOINT folds the WAL into the file so the next start opens quickly.
-      await this.connection.run('CHECKPOINT').catch(() => undefined);
+      if (options.checkpoint !== false) await this.connection.run('CHECKPOINT').catch(() => undefined);
       this.connection.closeSync();
     });
     this.instance.closeSync();
@@ -115,11 +116,11 @@ class UntrustedConnections {
 
   constructor(
     private readonly instance: DuckDBInstance,
-    private readonly budget: UntrustedBudget,
+    private readonly budget: AbandonShare,
   ) {}
 
   async acquire(): Promise<UntrustedHandle> {
-    if (this.budget.abandoned >= this.budget.max) throw new SandboxBusy();
+    if (this.budget.full()) throw new SandboxBusy('Too many trigger and segment queries of this org (or of several orgs) were stopped and are still ending; nothing ran. Try again in a second.');
     const connection = this.idle.pop() ?? (await this.instance.connect());
     const sql = new LocalSql(connection);
     return {
@@ -127,10 +128,10 @@ class UntrustedConnections {
       interrupt: () => connection.interrupt(),
       release: () => this.idle.push(connection),
       abandon: () => {
-        this.budget.abandoned++;
+        this.budget.take();
         connection.interrupt();
         const closed = sql.settled().then(() => {
-          this.budget.abandoned--;
+          this.budget.give();
           connection.closeSync();
         });
         this.running.add(closed);

@@ -14,6 +14,8 @@ import type { Sql } from './sql.js';
 /** How long an interrupted query may take to stop before its connection is given up. */
 export const ABANDON_GRACE_MS = 500;
 export const MAX_ABANDONED = 4;
+/** One org's part of MAX_ABANDONED: its runaways leave the rest to the other orgs. */
+export const MAX_ABANDONED_PER_ORG = 2;
 
 export class QueryTimeout extends Error {
   constructor(readonly timeoutMs: number, options?: { cause?: unknown }) {
@@ -24,11 +26,42 @@ export class QueryTimeout extends Error {
 
 /**
  * How many abandoned connections may exist at once, shared by every DuckDB instance of a process (one
- * per org): each holds a thread of libuv's one pool until DuckDB returns.
+ * per org): each holds a thread of libuv's one pool until DuckDB returns. One org may hold at most
+ * `perOrg` of them, so its runaway queries refuse its own next ones (SandboxBusy), not another org's.
  */
 export class UntrustedBudget {
-  abandoned = 0;
-  constructor(readonly max = MAX_ABANDONED) {}
+  private total = 0;
+  private readonly byOrg = new Map<string, number>();
+
+  constructor(
+    readonly max = MAX_ABANDONED,
+    readonly perOrg = MAX_ABANDONED_PER_ORG,
+  ) {}
+
+  /** One org's view of the budget (its database's untrusted connections use it). */
+  of(org: string): AbandonShare {
+    return {
+      full: () => this.total >= this.max || (this.byOrg.get(org) ?? 0) >= this.perOrg,
+      take: () => {
+        this.total++;
+        this.byOrg.set(org, (this.byOrg.get(org) ?? 0) + 1);
+      },
+      give: () => {
+        this.total--;
+        const left = (this.byOrg.get(org) ?? 1) - 1;
+        if (left > 0) this.byOrg.set(org, left);
+        else this.byOrg.delete(org);
+      },
+    };
+  }
+}
+
+/** An org's abandoned connections, counted against its share and the process's total. */
+export interface AbandonShare {
+  /** No more may be abandoned now: a new untrusted connection is refused (SandboxBusy). */
+  full(): boolean;
+  take(): void;
+  give(): void;
 }
 
 /** No capacity for untrusted SQL now: nothing ran, nothing is recorded; the caller tries again shortly. */

@@ -39,7 +39,7 @@ export interface Config {
    */
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /**
-   * PUBLIC_URL: where people reach the service, the base of unsubscribe links (https://audience.example.com). Unset: http://HOST:PORT, which works for no one else: set it before sending marketing.
+   * PUBLIC_URL: where people reach the service (https://audience.example.com): the base of unsubscribe links and the collector the analytics.js settings name. At most 366 characters: with the longest link token (616) a List-Unsubscribe line stays within the 998 characters RFC 5322 allows. No answer takes a host from request headers (Host, X-Forwarded-*, Forwarded: any client writes them). Unset: links use http://HOST:PORT and the settings the address the connection reached, which works for no one behind a proxy: set it before sending marketing or serving analytics.js.
    */
   publicUrl?: string;
   /**

@@ -6,6 +6,13 @@
  */
 export type Email = string;
 /**
+ * Text without control characters: no C0 (U+0000-U+001F), DEL (U+007F) or C1 (U+0080-U+009F, U+009B is a terminal's CSI), no line or paragraph separator (U+2028, U+2029), no bidirectional mark, embedding, override or isolate (U+061C, U+200E, U+200F, U+202A-U+202E, U+2066-U+2069). Names partners send are printed in operators' terminals and lists: an escape sequence in one could write the clipboard or retitle the window, and a bidi override makes two names look alike.
+ *
+ * This interface was referenced by `EventParts`'s JSON-Schema
+ * via the `definition` "controlFree".
+ */
+export type ControlFree = string;
+/**
  * This interface was referenced by `EventParts`'s JSON-Schema
  * via the `definition` "productId".
  */
@@ -232,6 +239,9 @@ export interface SearchProperties {
  * via the `definition` "customProperties".
  */
 export interface CustomProperties {
+  /**
+   * The custom event's name, stored as custom_<eventName>: 1 to 38 characters, none of them a control character (controlFree).
+   */
   eventName: string;
   /**
    * When false, the event is stored even when no identity resolves (SPEC 4.5). Default: true

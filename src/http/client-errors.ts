@@ -4,13 +4,14 @@
  *   (400), a request line or header block over `maxHeaderSize` (414 / 431), a request not received
  *   within HTTP_REQUEST_TIMEOUT_MS (408). There is no request, so the Request-Id is a fresh one.
  * - Fastify's router (`frameworkErrors`): a path that is not valid percent-encoding (400), a path
- *   parameter over 100 characters (414).
+ *   parameter over MAX_PATH_PARAM_CHARS (1024) characters (414).
  * They are the client's doing: logged at debug, so a flood of them cannot fill the log.
  */
 import { maxHeaderSize } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../core/errors.js';
+import { MAX_PATH_PARAM_CHARS } from '../core/route-params.js';
 import { sendProblem, toAppError } from './problem.js';
 import { answerAndClose, rawProblemResponse } from './raw-problem.js';
 import { generateRequestId } from './request-id.js';
@@ -74,10 +75,10 @@ export function frameworkErrors(error: FastifyError, request: FastifyRequest, re
 function routerProblem(error: FastifyError): AppError {
   switch (error.code) {
     case 'FST_ERR_BAD_URL':
-      return new AppError('invalid_request', 'The path is not valid percent-encoding: write each reserved or non-ASCII byte as %XX (RFC 3986).');
+      return new AppError('invalid_request', 'The path is not valid percent-encoding of UTF-8: write each reserved or non-ASCII byte of its UTF-8 as %XX (RFC 3986).');
     case 'FST_ERR_MAX_PARAM_LENGTH':
-      // Fastify's maxParamLength (100): longer than any slug (40), name or id the service gives out.
-      return new AppError('uri_too_long', 'A path segment (slug, name or id) is over 100 characters; check the URL.');
+      // app.ts sets the router's maxParamLength: longer than any slug, name, id or link token the service gives out.
+      return new AppError('uri_too_long', `A path segment (slug, name, id or link token) is over ${MAX_PATH_PARAM_CHARS} characters: nothing the service gives out is that long; check the URL.`);
     default:
       return toAppError(error);
   }

@@ -5,6 +5,8 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, type ErrorCode, errorCatalog } from '../core/errors.js';
 import { toProblemDetails } from '../core/schemas.js';
+import { type Clock, systemClock } from '../core/context.js';
+import { CapacityLog } from './capacity-log.js';
 
 /** Fastify's own parser/limit errors, mapped to catalog codes. */
 const fastifyCodes: Record<string, ErrorCode> = {
@@ -59,10 +61,15 @@ export function toAppError(error: FastifyError | Error): AppError {
   return new AppError('internal_error', undefined, {}, { cause: error });
 }
 
-export function registerProblemHandlers(app: FastifyInstance): void {
+export function registerProblemHandlers(app: FastifyInstance, clock: Clock = systemClock): void {
+  const capacity = new CapacityLog(clock);
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const appError = toAppError(error);
-    if (appError.status >= 500) request.log.error({ err: appError.cause ?? error }, 'request failed');
+    if (appError.status === 503 && error instanceof AppError) {
+      // A capacity answer the docs promise (retry later), not a failure: see capacity-log.ts.
+      const line = capacity.answered(appError, orgOf(request));
+      if (line) request.log.warn(line, 'answering 503 with Retry-After (logged once until a minute passes without it)');
+    } else if (appError.status >= 500) request.log.error({ err: appError.cause ?? error }, 'request failed');
     else if (request.raw.destroyed) request.log.debug({ code: appError.code }, 'request aborted by the client or a timeout');
     return sendProblem(reply, request, appError);
   });
@@ -70,4 +77,10 @@ export function registerProblemHandlers(app: FastifyInstance): void {
   app.setNotFoundHandler((request, reply) =>
     sendProblem(reply, request, new AppError('not_found', `no route ${request.method} ${request.url.split('?')[0]}`)),
   );
+}
+
+/** The org a request is about (admin and Audience routes name it in the path), for capacity lines. */
+function orgOf(request: FastifyRequest): string | undefined {
+  const slug = (request.params as { slug?: unknown } | undefined)?.slug;
+  return typeof slug === 'string' ? slug : undefined;
 }

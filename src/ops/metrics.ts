@@ -47,14 +47,9 @@ export function createMetrics() {
       buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
       registers: [registry],
     }),
-    compactionLag: new Gauge({
-      name: 'audience_compaction_lag_records',
-      help: 'Log records appended but not yet compacted into DuckDB',
-      registers: [registry],
-    }),
-    compactionLagSeconds: new Gauge({
-      name: 'audience_compaction_lag_seconds',
-      help: 'How far behind real time the org databases are: 0 when every record is compacted, else the age of the newest event compacted',
+    logRecordsLost: new Counter({
+      name: 'audience_log_records_lost_total',
+      help: 'Log positions removed before compaction read them, past what every org held: their events are lost (should stay 0)',
       registers: [registry],
     }),
     lookups: new Counter({
@@ -80,6 +75,12 @@ export function createMetrics() {
       help: '1 while rate limits are one budget shared through Redis (REDIS_URL); 0 without REDIS_URL or while Redis does not answer',
       registers: [registry],
     }),
+    profileDelay: batchObserved(new Histogram({
+      name: 'audience_profile_delay_seconds',
+      help: 'Event → profile delay: from the event\'s receipt (just before its durable append and 200) to when lookups see it (the compaction batch holding it committed, the profiles it touched refreshed); one observation per event compacted',
+      buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
+      registers: [registry],
+    })),
     compactionBatchSeconds: new Histogram({
       name: 'audience_compaction_batch_seconds',
       help: 'Duration of one compaction transaction',
@@ -102,6 +103,19 @@ export function createMetrics() {
       name: 'audience_flow_decisions_total',
       help: 'Trigger rows decided by flows, by outcome',
       labelNames: ['outcome'] as const,
+      registers: [registry],
+    }),
+    flowFoldWaitSeconds: new Histogram({
+      name: 'audience_flow_fold_wait_seconds',
+      help: 'How long a flow decision waited for the events acknowledged before it to be compacted and folded into profiles, by source (trigger, step, scheduled, deferred)',
+      labelNames: ['source'] as const,
+      buckets: [0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers: [registry],
+    }),
+    flowFoldBehind: new Counter({
+      name: 'audience_flow_fold_behind_total',
+      help: 'Flow decisions not made because the fold did not reach the events acknowledged before them within 10 s; each is tried again, by source',
+      labelNames: ['source'] as const,
       registers: [registry],
     }),
     consentChanges: new Counter({
@@ -140,6 +154,19 @@ export function createMetrics() {
 
 export type Metrics = ReturnType<typeof createMetrics>;
 
+/** `[value, count]`: `count` observations of `value` (a compaction batch's events share few distinct values). */
+export type Observations = ReadonlyArray<readonly [value: number, count: number]>;
+
+/** A histogram also observed in batches (a compaction batch's events, counted per value). */
+function batchObserved(histogram: Histogram) {
+  return {
+    histogram,
+    observeBatch(observations: Observations): void {
+      for (const [value, count] of observations) for (let i = 0; i < count; i++) histogram.observe(value);
+    },
+  };
+}
+
 /** audience_org_databases_open, read from the pool when scraped (it lives where DuckDB does). */
 export function registerOrgDatabasesGauge(metrics: Metrics, poolStats: () => Promise<{ open: number; highWater: number }>): void {
   new Gauge({
@@ -174,8 +201,7 @@ export type MetricUpdate =
   | { metric: 'eventsQuarantined'; code: string }
   | { metric: 'duplicatesDropped'; count: number }
   | { metric: 'eventsKeptOut'; reason: 'erased' | 'suppressed'; count: number }
-  | { metric: 'compactionLag'; records: number }
-  | { metric: 'compactionLagSeconds'; seconds: number };
+  | { metric: 'logRecordsLost'; count: number };
 
 /** A metric update the storage worker's compactor sent, applied to this thread's registry. */
 export function applyMetric(metrics: Metrics, update: MetricUpdate): void {
@@ -188,10 +214,8 @@ export function applyMetric(metrics: Metrics, update: MetricUpdate): void {
       return metrics.duplicatesDropped.inc(update.count);
     case 'eventsKeptOut':
       return metrics.eventsKeptOut.inc({ reason: update.reason }, update.count);
-    case 'compactionLag':
-      return metrics.compactionLag.set(update.records);
-    case 'compactionLagSeconds':
-      return metrics.compactionLagSeconds.set(update.seconds);
+    case 'logRecordsLost':
+      return metrics.logRecordsLost.inc(update.count);
   }
 }
 

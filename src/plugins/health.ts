@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { EmbeddedLog } from '../events/log/embedded-log.js';
 import type { Health } from '../ops/health.js';
+import { CompactionLag } from '../ops/compaction-lag.js';
 import { registerOperatorGauges } from './operator-metrics.js';
 import { serviceHealth } from './service-health.js';
 
@@ -16,8 +17,12 @@ export const healthPlugin = fp(
   async (app: FastifyInstance) => {
     const { config, eventLog: log, profiles } = app;
     const usesDataDir = app.dataDirLock !== undefined;
-    const health = serviceHealth({ control: app.control, log, storage: app.orgStorage, dataDir: config.dataDir, usesDataDir });
+    const compaction = app.orgStorage?.compaction;
+    const lag = log && compaction ? new CompactionLag({ headSeq: () => log.headSeq(), compactedSeq: () => compaction.compactedSeq }, app.ctx.clock) : undefined;
+    if (lag) app.storageEvents.onCompacted(() => lag.committed());
+    const health = serviceHealth({ control: app.control, log, storage: app.orgStorage, dataDir: config.dataDir, usesDataDir, lag });
     registerOperatorGauges(app.metrics, {
+      lag,
       ready: async () => (await health.probe()).ready,
       profileEntries: () => profiles.totalSize(),
       embeddedLog: log instanceof EmbeddedLog ? log : undefined,

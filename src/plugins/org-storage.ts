@@ -4,7 +4,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import type { CommitReport } from '../events/compaction/compactor.js';
+import type { CommitReport } from '../events/compaction/compaction.js';
 import { applyMetric, registerOrgDatabasesGauge } from '../ops/metrics.js';
 import { type Storage, openStorage } from '../storage/open-storage.js';
 import { hasStorageRole } from './service.js';

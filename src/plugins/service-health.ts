@@ -5,6 +5,7 @@ import { EmbeddedLog } from '../events/log/embedded-log.js';
 import type { LogBackend } from '../events/log/types.js';
 import { diskCheck } from '../ops/disk-check.js';
 import { Health, type HealthCheck } from '../ops/health.js';
+import { type CompactionLag, LAG_NOTE_SECONDS } from '../ops/compaction-lag.js';
 
 export interface ServiceHealthDeps {
   /** The control plane (the orgs' databases open and close on demand). */
@@ -16,6 +17,8 @@ export interface ServiceHealthDeps {
   dataDir: string;
   /** Whether this process writes DATA_DIR (embedded log, org databases): only then is its disk checked. */
   usesDataDir: boolean;
+  /** How far compaction trails the log, where this process compacts. */
+  lag: CompactionLag | undefined;
 }
 
 export function serviceHealth(deps: ServiceHealthDeps): Health {
@@ -43,6 +46,23 @@ export function serviceHealth(deps: ServiceHealthDeps): Health {
         const unavailable = await storage.unavailable();
         const slugs = Object.keys(unavailable);
         return slugs.length === 0 ? { ok: true } : { ok: true, note: `org databases that cannot be opened: ${slugs.join(', ')}`, details: unavailable };
+      },
+    });
+  }
+  const { lag } = deps;
+  if (lag) {
+    checks.push({
+      name: 'compaction',
+      silence: 'the log did not say its head position',
+      silenceIsFatal: false,
+      // Lookups and collect are served while profiles trail the log: no reason to take this instance
+      // out of a load balancer, which would only move its traffic (and its lag) to the others.
+      advisory: true,
+      run: async () => {
+        const { records, seconds } = await lag.read();
+        if (seconds <= LAG_NOTE_SECONDS) return { ok: true };
+        const behind = { seconds: seconds.toFixed(1), records: String(records) };
+        return { ok: true, note: `profiles are ${behind.seconds} s behind the log (${records} records)`, details: behind };
       },
     });
   }

@@ -44,7 +44,7 @@ export const servicePlugin = fp(
     // Response schemas document the answers (/openapi.json); answers stay JSON.stringify's, as without them.
     app.setSerializerCompiler(() => (data) => JSON.stringify(data));
     registerJsonBodyParser(app);
-    registerProblemHandlers(app);
+    registerProblemHandlers(app, options.ctx.clock);
     registerUnroutedAnswers(app);
     registerRequestIdHeader(app);
     const metrics = createMetrics();

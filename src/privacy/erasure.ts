@@ -12,6 +12,9 @@
  * whenever the log is read again. Runs of the org's flows wait while its rows are deleted (a run reads
  * the rows it decides on), and sends of the contact still queued are dropped.
  *
+ * Copies kept outside the org's database go after its rows, before the receipt says done (`alsoErase`:
+ * the outbox channel's file); a copy that cannot be rewritten leaves the request pending, tried again.
+ *
  * A request keeps the e-mail until it is done, so a restart resumes it; the receipt then keeps only the
  * hash, the times and the rows removed per kind.
  */
@@ -20,16 +23,16 @@ import { AppError } from '../core/errors.js';
 import { LogUnavailableError } from '../events/log/types.js';
 import { tsParam } from '../db/database.js';
 import type { OrgStorage } from '../db/org-storage.js';
-import type { Compaction } from '../events/compaction/compactor.js';
+import type { Compaction } from '../events/compaction/compaction.js';
 import { emailHash } from '../core/domain.js';
 import { eraseCompacted, recordTombstone } from '../events/compaction/tombstones.js';
 import { ContactStore } from '../events/profiles/contact-store.js';
 import type { ProfileMaterializer } from '../events/profiles/profile-materializer.js';
 import type { Metrics } from '../ops/metrics.js';
 import { ConsentStore } from '../reactions/consent/consent-store.js';
-import { WaitStore } from '../reactions/flows/wait-store.js';
-import { SendStore } from '../reactions/flows/send-store.js';
-import { OccurrenceStore } from '../reactions/flows/occurrence-store.js';
+import { WaitStore } from '../reactions/flows/store/wait-store.js';
+import { SendStore } from '../reactions/flows/store/send-store.js';
+import { OccurrenceStore } from '../reactions/flows/store/occurrence-store.js';
 
 export type ErasureStatus = 'pending' | 'done';
 
@@ -80,6 +83,7 @@ export class Erasures {
   private readonly running = new Map<string, Promise<void>>();
   private guard: <T>(org: string, work: () => Promise<T>) => Promise<T> = (_org, work) => work();
   private readonly erasedListeners: Array<(org: string, email: string) => void> = [];
+  private readonly copies: Array<{ kind: string; erase: (org: string, email: string) => Promise<number> }> = [];
   private readonly retries = new Set<NodeJS.Timeout>();
   private closed = false;
 
@@ -93,6 +97,15 @@ export class Erasures {
   /** Told each contact erased, after its rows are gone (the flows role drops its queued sends). */
   onErased(listener: (org: string, email: string) => void): void {
     this.erasedListeners.push(listener);
+  }
+
+  /**
+   * A copy of the contact kept outside the org's database (the outbox file): `erase` runs after the
+   * rows are gone and the listeners above were told (so no queued send of the contact is written after
+   * it), and answers how many entries went, counted under `kind` in the receipt.
+   */
+  alsoErase(kind: string, erase: (org: string, email: string) => Promise<number>): void {
+    this.copies.push({ kind, erase });
   }
 
   /** Records the request and its tombstone, and starts the work; the receipt says `pending`. */
@@ -171,7 +184,7 @@ export class Erasures {
     await compaction?.reload(org);
     await compaction?.whenCompacted(Number(row.through_seq));
     const before = row.removed ? (JSON.parse(row.removed) as Record<string, number>) : {};
-    await this.guard(org, () =>
+    const removed = await this.guard(org, () =>
       db.transaction(async (c) => {
         const removed: Record<string, number> = {
           ...(await eraseCompacted(c, email)),
@@ -183,16 +196,18 @@ export class Erasures {
         };
         for (const [kind, n] of Object.entries(before)) removed[kind] = (removed[kind] ?? 0) + n;
         await c.run('UPDATE erasures SET removed = $2 WHERE id = $1', [id, JSON.stringify(removed)]);
+        return removed;
       }),
     );
     for (const listener of this.erasedListeners) listener(org, email);
+    for (const copy of this.copies) removed[copy.kind] = (removed[copy.kind] ?? 0) + (await copy.erase(org, email));
     // Its identities are gone from the database: compaction forgets them too.
     await compaction?.reload(org);
     // Out of the index (and the feed); back only if events after the request made a new profile.
     await this.deps.profilesSettled();
     await this.deps.materializer.forget(org, email);
     await this.deps.materializer.refresh([{ org, email }]);
-    await db.run("UPDATE erasures SET status = 'done', email = NULL, done_at = $2 WHERE id = $1", [id, tsParam(this.deps.ctx.clock.now())]);
+    await db.run("UPDATE erasures SET status = 'done', email = NULL, done_at = $2, removed = $3 WHERE id = $1", [id, tsParam(this.deps.ctx.clock.now()), JSON.stringify(removed)]);
     this.deps.metrics.erasures.inc({ suppress: String(row.suppress) });
     this.deps.logger.info({ org, erasure: id, suppress: row.suppress }, 'erasure done');
   }

@@ -10,6 +10,7 @@ import fp from 'fastify-plugin';
 import { type ApiPresence, announceApi } from '../cluster/api-presence.js';
 import { relayOrgAdmin } from '../cluster/relay-org-admin.js';
 import { registerRelayRoutes } from '../cluster/relay-routes.js';
+import { relayToShard } from '../cluster/relay-to-shard.js';
 import { type OrgAdminServer, serveOrgAdmin } from '../cluster/serve-org-admin.js';
 import { GcraLimiter } from '../ratelimit/gcra-limiter.js';
 import { type RateLimiters, openRateLimiters } from '../ratelimit/open-rate-limiters.js';
@@ -26,8 +27,10 @@ import { registerErasureRoutes } from '../routes/admin/orgs/erasures.js';
 import { registerUnsubscribeRoutes } from '../routes/unsubscribe.js';
 import { registerTokenRoutes } from '../routes/admin/orgs/tokens.js';
 import { registerTriggerRoutes } from '../routes/admin/orgs/triggers.js';
+import { audienceAuth } from '../routes/audience/auth.js';
 import { registerContactsRoute } from '../routes/audience/contacts.js';
 import { registerConsoleRoutes } from '../routes/console.js';
+import { UnsubscribeLinks } from '../reactions/consent/unsubscribe-link.js';
 import { runSteps } from './run-steps.js';
 
 declare module 'fastify' {
@@ -54,14 +57,12 @@ export const apiRole = fp(
     });
     app.addHook('onClose', () => runSteps([() => presence?.close(), () => rateLimiters.close()]));
     app.decorate('rateLimiters', rateLimiters);
-    registerContactsRoute(app, {
-      ctx,
-      tokens: app.tokens,
-      orgs: app.orgs,
-      profiles: app.profiles,
-      orgLimiter: rateLimiters.org,
-      authLimiter: rateLimiters.auth,
-      metrics,
+    // The Audience API's routes, behind their authentication hook (routes/audience/auth.ts).
+    const audienceDeps = { ctx, tokens: app.tokens, orgs: app.orgs, profiles: app.profiles, orgLimiter: rateLimiters.org, authLimiter: rateLimiters.auth, metrics };
+    await app.register(async (audience) => {
+      audience.decorateRequest('audienceOrg', null);
+      audience.addHook('onRequest', audienceAuth(audienceDeps));
+      registerContactsRoute(audience, audienceDeps);
     });
     registerConsoleRoutes(app);
     if (feed && !(storage && config.shard.count === 1)) {
@@ -116,6 +117,7 @@ export const adminApi = fp(
         storage: orgStorage.orgs,
         orgs,
         flows: storage.flows,
+        ...storage.flowTables,
         triggers: storage.triggers,
         runner: app.flowsRole?.runner,
         renderer: app.flowsRole?.renderer,
@@ -129,8 +131,19 @@ export const adminApi = fp(
         now: () => ctx.clock.now(),
       });
     });
-    // The unsubscribe links of messages: public, served where the orgs' consent is kept.
-    if (storage && orgStorage) registerUnsubscribeRoutes(app, { orgs, owns: storage.owns, consent: storage.consent, links: storage.links, ctx, metrics: app.metrics });
+    // The unsubscribe links of messages: public, answered where the org's consent is kept, and relayed
+    // there from any other process (NATS mode).
+    const shards = relay ? { relay: relayToShard({ nc: relay }) } : {};
+    const unsubscribe = { orgs, ctx, metrics: app.metrics, ...shards };
+    if (storage && orgStorage) {
+      registerUnsubscribeRoutes(app, { ...unsubscribe, links: storage.links, local: { owns: storage.owns, consent: storage.consent } });
+    } else if (relay && config.webhookSigningKey !== undefined) {
+      // Only to read a token's org: the shard that keeps it opens it again before it answers.
+      registerUnsubscribeRoutes(app, { ...unsubscribe, links: new UnsubscribeLinks(config.webhookSigningKey, config.publicUrl ?? '') });
+    } else if (relay) {
+      // A key generated here would open no shard's links; an api process writes nothing to DATA_DIR.
+      app.log.warn('WEBHOOK_SIGNING_KEY is not set: this process cannot read which org an unsubscribe link is for, so /unsubscribe/* answers 404 here');
+    }
   },
   { name: 'audience-admin-api', dependencies: ['audience-control', 'audience-nats'] },
 );
@@ -146,7 +159,7 @@ export const relayedAdminCalls = fp(
     let server: OrgAdminServer | undefined;
     app.addHook('onReady', async () => {
       const shard = app.storageRole!;
-      server = await serveOrgAdmin({ nc, app, owned: shard.owns, adminKeyHash: app.adminKey.hash });
+      server = await serveOrgAdmin({ nc, app, owned: shard.owns, adminKeyHash: app.adminKey.hash, orgOfLink: (token) => shard.links.open(token)?.org });
       for (const org of await app.orgs.list()) await server.addOrg(org.slug);
     });
     app.orgs.onChange(async (org, previous) => {

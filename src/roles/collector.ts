@@ -24,7 +24,8 @@ export const collectorRole = fp(
     app.addHook('onClose', () => committer.flush());
     const deps = { ctx: app.ctx, registry: app.partners, log: committer, metrics };
     registerCollectRoutes(app, deps);
-    registerTrackingRoutes(app, deps);
+    const { publicUrl, host, port } = app.config;
+    registerTrackingRoutes(app, deps, { publicUrl, listenUrl: `http://${host}:${port}` });
     app.decorate('committer', committer);
   },
   { name: 'audience-collector-role', dependencies: ['audience-control', 'audience-event-log'] },

@@ -6,25 +6,32 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { OrgUnavailable } from '../core/unavailable.js';
+import { capacityErrorsAtWarn } from '../http/capacity-log.js';
 import { registerScrapedGauge } from '../ops/metrics.js';
 import { openChannels } from '../reactions/channels/open-channels.js';
-import { FlowRunner, SEGMENT_ROWS_PER_TRIGGER_ROW } from '../reactions/flows/flow-runner.js';
-import { DeferredSends } from '../reactions/flows/deferred-sends.js';
-import { OccurrenceStore } from '../reactions/flows/occurrence-store.js';
-import { ScheduledSends } from '../reactions/flows/scheduled-sends.js';
-import { FlowSteps } from '../reactions/flows/flow-steps.js';
-import type { ContactStateDeps } from '../reactions/flows/contact-state.js';
-import { WaitStore } from '../reactions/flows/wait-store.js';
-import { SendDispatcher } from '../reactions/flows/send-dispatcher.js';
-import { SendStore } from '../reactions/flows/send-store.js';
-import { TemplateRenderer } from '../reactions/flows/template-renderer.js';
+import { TriggerRuns } from '../reactions/flows/run/trigger-runs.js';
+import { SEGMENT_ROWS_PER_TRIGGER_ROW } from '../reactions/flows/run/trigger-window.js';
+import { DeferredSends } from '../reactions/flows/run/deferred-sends.js';
+import type { OccurrenceStore } from '../reactions/flows/store/occurrence-store.js';
+import { ScheduledSends } from '../reactions/flows/run/scheduled-sends.js';
+import { StepEntries } from '../reactions/flows/run/step-entries.js';
+import { OrgTurns } from '../reactions/flows/run/org-turns.js';
+import type { ContactStateDeps } from '../reactions/flows/run/contact-state.js';
+import { DecisionPipeline } from '../reactions/flows/run/decision-pipeline.js';
+import { ContactFold } from '../reactions/flows/run/contact-fold.js';
+import { DueAt } from '../reactions/flows/run/due-at.js';
+import type { WaitStore } from '../reactions/flows/store/wait-store.js';
+import { SendDispatcher } from '../reactions/flows/send/send-dispatcher.js';
+import type { SendStore } from '../reactions/flows/store/send-store.js';
+import { TemplateRenderer } from '../reactions/flows/render/template-renderer.js';
 import { runSteps } from './run-steps.js';
 
 /** How often QUERIES_DIR is read for changed trigger and segment files. */
 const QUERIES_POLL_MS = 1000;
 
 export interface FlowsRole {
-  runner: FlowRunner;
+  /** Triggered runs of live flows (one source of the decision pipeline). */
+  runner: TriggerRuns;
   dispatcher: SendDispatcher;
   renderer: TemplateRenderer;
   /** Sends deferred by quiet hours, released when they end. */
@@ -32,8 +39,11 @@ export interface FlowsRole {
   /** Scheduled and recurring sends to a segment, started and sent at their schedule. */
   scheduled: ScheduledSends;
   /** Entries of flows with steps, moved along them. */
-  steps: FlowSteps;
+  steps: StepEntries;
   waits: WaitStore;
+  /** The stores the admin routes read (their one writer is here or in the storage role). */
+  sends: SendStore;
+  occurrences: OccurrenceStore;
 }
 
 declare module 'fastify' {
@@ -45,7 +55,9 @@ declare module 'fastify' {
 
 export const flowsRole = fp(
   async (app: FastifyInstance) => {
-    const { config, ctx, metrics, orgs, log: logger } = app;
+    const { config, ctx, metrics, orgs } = app;
+    // An unavailable org or a restarting storage process: a warning per stretch, not an error per tick.
+    const logger = capacityErrorsAtWarn(app.log, ctx.clock);
     const storage = app.storageRole!;
     const orgData = app.orgStorage!.orgs;
     // Message templates render on their own worker thread.
@@ -58,9 +70,16 @@ export const flowsRole = fp(
       signingKey: storage.signingKey,
       clock: ctx.clock,
     });
-    const sends = new SendStore(orgData);
-    const waits = new WaitStore(orgData);
+    const { sends, waits, occurrences } = storage.flowTables;
     // What every decision reads about contacts and the org's sending settings (contact-state.ts).
+    const compaction = app.orgStorage!.compaction;
+    const log = app.eventLog;
+    // Decisions wait for the fold of every event acknowledged before them (contact-fold.ts).
+    const fold = new ContactFold(
+      compaction && log ? { headSeq: () => log.headSeq(), whenCompacted: (seq) => compaction.whenCompacted(seq), whenRefreshed: (org) => storage.refresher.whenRefreshed(org) } : undefined,
+      metrics,
+      ctx.clock,
+    );
     const contacts: ContactStateDeps = {
       orgs: orgData,
       sends,
@@ -83,68 +102,49 @@ export const flowsRole = fp(
       onDelivered: (org, emails) => storage.refresher.enqueue(emails.map((email) => ({ org, email }))),
     });
     registerScrapedGauge(metrics, 'audience_sends_pending', 'Flow sends queued, in flight or waiting for a retry in this process', () => dispatcher.pending);
-    const runner = new FlowRunner({
+    // Every piece of work on an org's flows (runs, step passes, releases, scheduled chunks, erasures) takes
+    // a turn of the org: one at a time per org, orgs round-robin (org-turns.ts).
+    const turns = new OrgTurns();
+    // The one decision pipeline the four sources feed (decision-pipeline.ts), built before them: what a
+    // commit deferred or entered is noted in `deferredDue` and `stepsDue`, read by the sources that release it.
+    const deferredDue = new DueAt();
+    const stepsDue = new DueAt();
+    const pipeline = new DecisionPipeline({
       ...contacts,
-      ctx,
-      flows: storage.flows,
-      sends,
-      triggers: storage.triggers,
-      profiles: app.profiles,
-      dispatcher,
+      fold,
       renderer,
+      dispatcher,
       metrics,
-      logger,
-      timeoutMs: config.triggerTimeoutMs,
-      maxRows: config.triggerMaxRows,
+      ctx,
       refreshProfiles: (keys) => storage.refresher.enqueue(keys),
-      deferredDue: (org, at) => deferred.noteDue(org, at),
-      waits,
-      stepsDue: (org, at) => steps.noteDue(org, at),
+      deferredDue,
+      stepsDue,
     });
-    const deferred = new DeferredSends({
-      orgs: orgData,
-      sends,
-      flows: storage.flows,
-      consent: storage.consent,
-      capsOf: contacts.capsOf,
-      exclusive: (org, work) => runner.exclusive(org, work),
-      dispatcher,
-      ctx,
-      metrics,
-      logger,
-    });
-    const steps = new FlowSteps({
-      ...contacts,
-      waits,
-      sends,
-      flows: storage.flows,
-      triggers: storage.triggers,
-      renderer,
-      exclusive: (org, work) => runner.exclusive(org, work),
-      dispatcher,
-      ctx,
-      metrics,
-      logger,
-      timeoutMs: config.triggerTimeoutMs,
-      maxRows: config.triggerMaxRows,
-    });
+    const limits = { timeoutMs: config.triggerTimeoutMs, maxRows: config.triggerMaxRows };
+    const runner = new TriggerRuns({ orgs: orgData, ctx, turns, pipeline, flows: storage.flows, sends, waits, triggers: storage.triggers, profiles: app.profiles, metrics, logger, ...limits });
+    const steps = new StepEntries({ orgs: orgData, waits, sends, flows: storage.flows, triggers: storage.triggers, profiles: app.profiles, turns, pipeline, due: stepsDue, ctx, logger, ...limits });
+    const deferred = new DeferredSends({ sends, flows: storage.flows, turns, pipeline, due: deferredDue, ctx, logger });
     const scheduled = new ScheduledSends({
-      ...contacts,
+      orgs: orgData,
       flows: storage.flows,
       triggers: storage.triggers,
-      occurrences: new OccurrenceStore(orgData),
+      occurrences,
       sends,
-      renderer,
-      exclusive: (org, work) => runner.exclusive(org, work),
-      afterCommit: (org, flowId, decisions) => runner.afterCommit(org, flowId, decisions),
+      profiles: app.profiles,
+      quietHoursOf: contacts.quietHoursOf,
+      turns,
+      pipeline,
       ctx,
       logger,
       timeoutMs: config.triggerTimeoutMs,
       maxMembers: config.triggerMaxRows * SEGMENT_ROWS_PER_TRIGGER_ROW,
     });
-    app.decorate('flowsRole', { runner, dispatcher, renderer, deferred, steps, waits, scheduled });
+    app.decorate('flowsRole', { runner, dispatcher, renderer, deferred, steps, waits, scheduled, sends, occurrences });
     // Stops polling trigger files, lets a running flow run finish, stops deliveries (retries stay pending).
-    app.addHook('onClose', () => runSteps([() => storage.triggers.stopWatching(), () => runner.close(), () => deferred.close(), () => steps.close(), () => scheduled.close(), () => renderer.close(), () => dispatcher.close(), () => channels.close()]));
+    // The four sources stop together: each waits for its piece in progress, and those may wait for each
+    // other's turns (one after another, a busy org's run, pass and chunk added up to seconds).
+    const sources = () => Promise.all([runner.close(), deferred.close(), steps.close(), scheduled.close()]);
+    app.addHook('onClose', () => runSteps([() => storage.triggers.stopWatching(), sources, () => renderer.close(), () => dispatcher.close(), () => channels.close()]));
 
     /** Sends recorded as pending and not queued in this process, org by org: one unavailable org does not hold the others'. */
     const resumePending = async (slugs: string[]): Promise<void> => {
@@ -162,8 +162,10 @@ export const flowsRole = fp(
       await steps.load([slug]);
     });
     // An erasure's deletions and the org's runs never overlap; the contact's queued sends are not attempted.
-    storage.erasures.serializeWith((org, work) => runner.exclusive(org, work));
+    storage.erasures.serializeWith((org, work) => turns.run(org, work));
     storage.erasures.onErased((org, email) => dispatcher.dropContact(org, email));
+    // Then its lines in the outbox file go, after any of its sends already handed to the channel.
+    storage.erasures.alsoErase('outbox', (org, email) => channels.eraseContact(org, email));
     storage.onOrgDropped(async (slug) => {
       await runner.forgetOrg(slug);
       deferred.forgetOrg(slug);

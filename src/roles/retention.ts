@@ -2,13 +2,13 @@
  * Retention: expired rows of one org's database are deleted in small batches, each its own statement,
  * so compaction, lookups and flows reading the same database wait at most for one batch. Each table's
  * owner declares what expires (events/compaction/expired.ts: events, only once folded into the
- * aggregates, so a profile is the same before and after; quarantine. reactions/flows/send-store.ts:
+ * aggregates, so a profile is the same before and after; quarantine. reactions/flows/store/send-sweeps.ts:
  * decisions; the content of finished sends, never the send row). 0 days keeps forever.
  */
 import type { Database } from '../db/sql.js';
 import type { Sweep } from '../db/sweep.js';
 import { eventSweeps } from '../events/compaction/expired.js';
-import { sendSweeps } from '../reactions/flows/send-store.js';
+import { sendSweeps } from '../reactions/flows/store/send-sweeps.js';
 
 export interface RetentionPolicy {
   eventsDays: number;

@@ -16,8 +16,13 @@ import { JetStreamLog } from '../events/log/jetstream-log.js';
 import { ContactStore } from '../events/profiles/contact-store.js';
 import { ProfileMaterializer } from '../events/profiles/profile-materializer.js';
 import { ProfileRefresher } from '../events/profiles/profile-refresher.js';
+import { delaysAt } from '../events/compaction/profile-delays.js';
 import { resolveWebhookSigningKey } from '../reactions/channels/webhook-signing.js';
-import { FlowStore } from '../reactions/flows/flow-store.js';
+import { FlowStore } from '../reactions/flows/store/flow-store.js';
+import { OccurrenceStore } from '../reactions/flows/store/occurrence-store.js';
+import { SendStore } from '../reactions/flows/store/send-store.js';
+import { WaitStore } from '../reactions/flows/store/wait-store.js';
+import { SendReports } from '../reactions/flows/reports/send-reports.js';
 import { SqlChecker } from '../reactions/triggers/sql-checker.js';
 import { TriggerStore } from '../reactions/triggers/trigger-store.js';
 import { writeOrgSettings } from '../storage/migrate.js';
@@ -39,6 +44,8 @@ export interface StorageRole {
   contacts: ContactStore;
   triggers: TriggerStore;
   flows: FlowStore;
+  /** The flows' other tables, one owner each (reactions/flows/store/), and what the admin API reads of sends and decisions. */
+  flowTables: { sends: SendStore; waits: WaitStore; occurrences: OccurrenceStore; reports: SendReports };
   consent: ConsentStore;
   /** Contact erasures and suppressions (erasure.ts). */
   erasures: Erasures;
@@ -73,7 +80,13 @@ export const storageRole = fp(
       feed ? (org, hash) => feed.remove(org, hash) : undefined,
     );
     const refresher = new ProfileRefresher(materializer, (err) => logger.error({ err }, 'profile refresh failed'));
-    app.storageEvents.onCompacted((report) => refresher.enqueue(report.touched, { backlog: report.backlog }));
+    app.storageEvents.onCompacted((report) =>
+      refresher.enqueue(report.touched, {
+        backlog: report.backlog,
+        // Lookups see these events now: their receipt → profile delay (docs/operations/metrics.md).
+        refreshed: () => metrics.profileDelay.observeBatch(delaysAt(report.received, ctx.clock.now())),
+      }),
+    );
     const flows = new FlowStore(orgData, ctx);
     // Checker processes start with the first check.
     const share = orgMemoryShare(config);
@@ -94,11 +107,11 @@ export const storageRole = fp(
       sendsContentDays: config.retentionSendsContentDays,
     };
     const sweepRetention = async (): Promise<void> => {
-      for (const slug of (await orgData.slugs()).filter(owns)) {
+      await eachOrg((await orgData.slugs()).filter(owns), async (slug) => {
         // An org's own settings (its `retention`) override the service's, member by member.
         const { rows } = await sweepExpired(orgData.org(slug), { ...policy, ...orgs.cached(slug)?.retention }, ctx.clock.now());
         for (const [table, count] of Object.entries(rows)) if (count > 0) metrics.retentionDeletedRows.inc({ table }, count);
-      }
+      });
     };
     const retention = new PeriodicTask(sweepRetention, (err) => logger.error({ err }, 'retention sweep failed'));
     // The embedded log's segments are deleted once compaction holds their records (LOG_RETENTION_HOURS).
@@ -116,6 +129,23 @@ export const storageRole = fp(
      * events wait in the log, and it is loaded again once its database opens (a restored file, say).
      */
     const unloaded = new Set<string>();
+    const markUnavailable = (slug: string, error: OrgUnavailable): void => {
+      if (!unloaded.has(slug)) logger.error({ org: slug, reason: error.reason }, 'org database cannot be opened or read; this org is unavailable, every other org runs');
+      unloaded.add(slug);
+      profiles.setUnavailable(slug, true);
+    };
+    /**
+     * `work` for each org in turn: one whose database is found unavailable (at open, or by a statement
+     * that reads a damaged block) is marked so and skipped, never stopping the others.
+     */
+    async function eachOrg(slugs: readonly string[], work: (slug: string) => Promise<void>): Promise<void> {
+      for (const slug of slugs) {
+        await work(slug).catch((error: unknown) => {
+          if (!(error instanceof OrgUnavailable)) throw error;
+          markUnavailable(slug, error);
+        });
+      }
+    }
     const loadOrg = async (slug: string): Promise<void> => {
       const org = orgs.cached(slug);
       if (!org) return;
@@ -127,17 +157,23 @@ export const storageRole = fp(
         profiles.setUnavailable(slug, false);
         if (unloaded.delete(slug)) {
           logger.info({ org: slug }, 'org database opens again; the org is available');
+          // Erasures it had pending at start were left for now (their tombstones were in force meanwhile).
+          await erasures.resumePending(slug);
           for (const listener of available) await listener(slug);
         }
       } catch (error) {
         if (!(error instanceof OrgUnavailable)) throw error;
-        if (!unloaded.has(slug)) logger.error({ org: slug, reason: error.reason }, 'org database cannot be opened; this org is unavailable, every other org runs');
-        unloaded.add(slug);
-        profiles.setUnavailable(slug, true);
+        markUnavailable(slug, error);
       }
     };
     const recovery = new PeriodicTask(
       async () => {
+        // An org found damaged at run time (a lookup, a flow, compaction reading a bad block) is made
+        // unavailable here too, so that it is loaded again (a restored file's triggers and flows) once
+        // its database opens. A storage process restarting says nothing this time: the next pass asks.
+        for (const [slug, reason] of Object.entries(await storage.unavailable().catch(() => ({})))) {
+          if (owns(slug) && orgs.cached(slug) && !unloaded.has(slug)) markUnavailable(slug, new OrgUnavailable(slug, reason));
+        }
         for (const slug of [...unloaded]) await loadOrg(slug);
       },
       (err) => logger.error({ err }, 'loading an unavailable org again failed'),
@@ -174,6 +210,7 @@ export const storageRole = fp(
       contacts: new ContactStore(orgData, ctx),
       triggers,
       flows,
+      flowTables: { sends: new SendStore(orgData), waits: new WaitStore(orgData), occurrences: new OccurrenceStore(orgData), reports: new SendReports(orgData) },
       consent: new ConsentStore(orgData),
       erasures,
       links: new UnsubscribeLinks(signingKey, config.publicUrl ?? `http://${config.host}:${config.port}`),
@@ -206,7 +243,10 @@ export const storageRole = fp(
     await triggers.scan();
     await compaction?.start();
     // Erasures an earlier process left pending (their tombstones are in force already).
-    for (const slug of (await orgData.slugs()).filter((slug) => owns(slug) && !unloaded.has(slug) && orgs.cached(slug))) await erasures.resumePending(slug);
+    await eachOrg(
+      (await orgData.slugs()).filter((slug) => owns(slug) && !unloaded.has(slug) && orgs.cached(slug)),
+      (slug) => erasures.resumePending(slug),
+    );
     if (compaction) retention.start(RETENTION_SWEEP_INTERVAL_MS);
     logRelease?.start(LOG_RELEASE_INTERVAL_MS);
   },

@@ -98,7 +98,7 @@ export async function buildOpenApiDocument(): Promise<Record<string, unknown>> {
     registerProblemPages(app);
     // The collect steps are made at registration and read the clock's owner then; nothing else runs.
     registerCollectRoutes(app, { ctx: createContext() } as never);
-    registerTrackingRoutes(app, { ctx: createContext() } as never);
+    registerTrackingRoutes(app, { ctx: createContext() } as never, none);
     registerContactsRoute(app, none);
     await app.register(async (admin) => {
       registerOrgRoutes(admin, none, none);

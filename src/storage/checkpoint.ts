@@ -15,7 +15,7 @@
 import { constants, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { ORGS_DIR } from './org-databases.js';
+import { ORGS_DIR } from './org-files.js';
 import { syncDirectory } from '../core/sync-directory.js';
 
 /** In DATA_DIR/orgs. */

@@ -4,14 +4,16 @@
  * the rest of the service gets one Database per org and a Compaction with the same behaviour.
  */
 import { join } from 'node:path';
-import { type CommitReport, Compactor, type Compaction, type CompactorMetrics } from '../events/compaction/compactor.js';
+import { Compactor } from '../events/compaction/compactor.js';
+import type { CommitReport, Compaction, CompactorMetrics } from '../events/compaction/compaction.js';
 import type { Config } from '../core/config.js';
 import { jetStreamOptions } from '../events/log/jetstream-log.js';
 import { type Context, systemClock } from '../core/context.js';
 import { EmbeddedLog } from '../events/log/embedded-log.js';
 import type { LogBackend } from '../events/log/types.js';
 import { CHECKPOINT_FILE, LogCheckpoint } from './checkpoint.js';
-import { type OrgDatabaseLimits, OrgDatabases, ORGS_DIR } from './org-databases.js';
+import { type OrgDatabaseLimits, OrgDatabases } from './org-databases.js';
+import { ORGS_DIR } from './org-files.js';
 import type { OrgStorage } from '../db/org-storage.js';
 import { LocalOrgStorage } from './org-storage.js';
 import { StorageProcess } from './storage-client.js';
@@ -75,7 +77,7 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
   const limits = orgDatabaseLimits(config);
   const compacts = config.roles.includes('compactor');
   if (config.storageProcess === 'inline') {
-    const pool = new OrgDatabases(orgsDir, limits);
+    const pool = new OrgDatabases(orgsDir, limits, ctx.clock);
     const orgs = new LocalOrgStorage(pool);
     const compaction = compacts
       ? new Compactor({ orgs, checkpoint: new LogCheckpoint(checkpointFile), log, shard: config.shard, ctx, metrics, logger, afterCommit: async (report) => onCompacted(report) })

@@ -9,43 +9,22 @@
  * `idleCloseMs` is closed. An org's heavy query therefore has its own memory ceiling and thread, and the
  * abandoned-connection budget (db/untrusted.ts) is shared by all of them.
  */
-import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { basename, join } from 'node:path';
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { LocalDatabase } from '../db/database.js';
-import { OrgUnavailable, REOPEN_DAMAGED_AFTER_SECONDS } from '../core/unavailable.js';
 import { UntrustedBudget } from '../db/untrusted.js';
+import { type Clock, systemClock } from '../core/context.js';
 import { applyOrgSchema } from './migrate.js';
+import { DamagedOrgs, isDamage } from './org-damage.js';
+import { DELETED_SUFFIX, isSlug, OrgDeletedError, orgDatabaseFile, removeDatabaseFiles } from './org-files.js';
 
-/** Slugs become file names: schemas/org.schema.json's pattern, checked again here. */
-const SLUG = /^[a-z][a-z0-9_]{1,39}$/;
-export const ORGS_DIR = 'orgs';
-/** `<slug>.deleted` next to the databases: the org was deleted (kept for good: slugs are never reused). */
-const DELETED_SUFFIX = '.deleted';
+
+
 /** How long `drop` waits for the org's database to be put down by whoever holds it. */
 const DROP_WAIT_MS = 30_000;
-/** DuckDB's words for a file it cannot read as a database (a cut, overwritten or foreign file). */
-const DAMAGE = /IO Error: .*(Could not read enough bytes|Corrupt database file|not a valid DuckDB database|checksum)/i;
 /** How long an open waits for another process's lock on the file to go (see `open`). */
 const LOCK_WAIT_MS = 10_000;
 const LOCK_RETRY_MS = 100;
-
-/** The org was deleted: its database is gone and is never created again. */
-export class OrgDeletedError extends Error {
-  constructor(readonly slug: string) {
-    super(`org "${slug}" was deleted`);
-    this.name = 'OrgDeletedError';
-  }
-}
-
-export function isSlug(value: string): boolean {
-  return SLUG.test(value);
-}
-
-/** Where an org's database lives under DATA_DIR/orgs. */
-export function orgDatabaseFile(orgsDir: string, slug: string): string {
-  if (!SLUG.test(slug)) throw new Error(`not an org slug: ${JSON.stringify(slug)}`);
-  return join(orgsDir, `${slug}.duckdb`);
-}
 
 export interface OrgDatabaseLimits {
   maxOpen: number;
@@ -53,6 +32,8 @@ export interface OrgDatabaseLimits {
   memoryLimit: string;
   threads: number;
   idleCloseMs: number;
+  /** How long an unavailable org's database is left before it is tried again (org-damage.ts); default REOPEN_DAMAGED_AFTER_SECONDS, tests shorten it. */
+  reopenDamagedMs?: number;
 }
 
 export interface OrgLease {
@@ -80,14 +61,17 @@ export class OrgDatabases {
   private readonly deleted: Set<string>;
   /** The most org databases open at once since start (metrics, tests). */
   highWater = 0;
-  /** Orgs whose database could not be opened, why, and when it may be tried again. */
-  private readonly damaged = new Map<string, { error: OrgUnavailable; retryAt: number }>();
+  /** Orgs whose database could not be opened or was found damaged, why, and when it may be tried again. */
+  private readonly damaged: DamagedOrgs;
 
   constructor(
     readonly dir: string,
     private readonly limits: OrgDatabaseLimits,
+    /** When a damaged org may be reopened is read from it (the storage process has its own). */
+    clock: Clock = systemClock,
   ) {
     mkdirSync(dir, { recursive: true });
+    this.damaged = new DamagedOrgs(dir, (slug) => orgDatabaseFile(dir, slug), limits.reopenDamagedMs, clock);
     this.deleted = new Set(
       readdirSync(dir)
         .filter((file) => file.endsWith(DELETED_SUFFIX))
@@ -103,7 +87,7 @@ export class OrgDatabases {
     return readdirSync(this.dir)
       .filter((file) => file.endsWith('.duckdb'))
       .map((file) => file.slice(0, -'.duckdb'.length))
-      .filter((slug) => SLUG.test(slug) && !this.deleted.has(slug));
+      .filter((slug) => isSlug(slug) && !this.deleted.has(slug));
   }
 
   isDeleted(slug: string): boolean {
@@ -115,7 +99,7 @@ export class OrgDatabases {
    * or after a restart), waits for the uses in progress to end, closes it and removes its files.
    */
   async drop(slug: string): Promise<void> {
-    if (!SLUG.test(slug)) throw new Error(`not an org slug: ${JSON.stringify(slug)}`);
+    if (!isSlug(slug)) throw new Error(`not an org slug: ${JSON.stringify(slug)}`);
     if (!this.deleted.has(slug)) writeFileSync(join(this.dir, slug + DELETED_SUFFIX), `${new Date().toISOString()}\n`);
     this.deleted.add(slug);
     for (const deadline = Date.now() + DROP_WAIT_MS; (this.entries.get(slug)?.leases ?? 0) > 0 && Date.now() < deadline; ) {
@@ -123,6 +107,7 @@ export class OrgDatabases {
     }
     await this.closeEntry(slug);
     this.prepared.delete(slug);
+    this.damaged.forget(slug);
     removeDatabaseFiles(this.dir, slug);
   }
 
@@ -143,10 +128,11 @@ export class OrgDatabases {
 
   /** The org's database, opened (and its schema applied) if need be; held until released. */
   async lease(slug: string): Promise<OrgLease> {
-    if (!SLUG.test(slug)) throw new Error(`not an org slug: ${JSON.stringify(slug)}`);
+    if (!isSlug(slug)) throw new Error(`not an org slug: ${JSON.stringify(slug)}`);
     if (this.deleted.has(slug)) throw new OrgDeletedError(slug);
+    // Never the instance that failed (still in use, or closing), nor a damaged file unchanged since.
     const damaged = this.damaged.get(slug);
-    if (damaged && Date.now() < damaged.retryAt) throw damaged.error;
+    if (damaged && !this.damaged.mayReopen(slug, this.entries.has(slug))) throw damaged;
     for (;;) {
       if (this.closed) throw new Error('org databases are closed');
       const entry = this.entries.get(slug);
@@ -186,7 +172,7 @@ export class OrgDatabases {
 
   /** Orgs whose database cannot be opened now, with DuckDB's reason. */
   unavailable(): Record<string, string> {
-    return Object.fromEntries([...this.damaged].map(([slug, { error }]) => [slug, error.reason]));
+    return this.damaged.reasons();
   }
 
   private async open(slug: string): Promise<LocalDatabase> {
@@ -195,7 +181,7 @@ export class OrgDatabases {
     let db: LocalDatabase;
     for (let waited = 0; ; waited += LOCK_RETRY_MS) {
       try {
-        db = await LocalDatabase.open(file, { memoryLimit: this.limits.memoryLimit, threads: this.limits.threads, untrustedBudget: this.budget });
+        db = await LocalDatabase.open(file, { memoryLimit: this.limits.memoryLimit, threads: this.limits.threads, untrustedBudget: this.budget.of(slug) });
         break;
       } catch (error) {
         // The storage process before this one (killed a moment ago, or a service that was killed -9)
@@ -204,26 +190,20 @@ export class OrgDatabases {
           await new Promise((resolve) => setTimeout(resolve, LOCK_RETRY_MS));
           continue;
         }
-        throw this.markDamaged(slug, file, error as Error);
+        throw this.damaged.mark(slug, error as Error, 'none');
       }
     }
     try {
-      if (!this.prepared.has(slug)) await applyOrgSchema(db);
+      // A new file (the org's first, or one moved aside) and a file put back after damage (a backup from
+      // before a schema change) get the schema whether or not this process applied it to the file before.
+      if (fresh || this.damaged.has(slug) || !this.prepared.has(slug)) await applyOrgSchema(db);
       this.prepared.add(slug);
     } catch (error) {
-      await db.close().catch(() => undefined);
-      throw this.markDamaged(slug, file, new Error(`cannot prepare ${fresh ? 'new' : 'existing'} org database: ${(error as Error).message}`));
+      await db.close({ checkpoint: false }).catch(() => undefined);
+      throw this.damaged.mark(slug, error as Error, 'none', `cannot prepare ${fresh ? 'new' : 'existing'} org database: `);
     }
-    this.damaged.delete(slug);
+    this.damaged.forget(slug);
     return db;
-  }
-
-  private markDamaged(slug: string, file: string, error: Error): OrgUnavailable {
-    // DuckDB's message names the file; the reason keeps its name, not DATA_DIR's path.
-    const reason = error.message.split('\n')[0]!.replaceAll(file, basename(file)).replaceAll(this.dir, ORGS_DIR);
-    const unavailable = new OrgUnavailable(slug, reason);
-    this.damaged.set(slug, { error: unavailable, retryAt: Date.now() + REOPEN_DAMAGED_AFTER_SECONDS * 1000 });
-    return unavailable;
   }
 
   private release(entry: Entry): void {
@@ -237,13 +217,18 @@ export class OrgDatabases {
 
   /**
    * What to throw for `error`, raised by a statement on `slug`'s database: an error that says the file is
-   * damaged (DuckDB found it so only when it read that part) makes the org unavailable, as a failed open
-   * does; any other error comes back as it is.
+   * damaged (DuckDB found it so only when it read that part), or that DuckDB gave up on the instance
+   * (every later statement on it fails), makes the org unavailable, as a failed open does: the instance
+   * is closed once nobody uses it, and later uses answer OrgUnavailable (503) at once, not DuckDB's error
+   * (500) each time. Any other error comes back as it is.
    */
   damage(slug: string, error: unknown): unknown {
-    if (!(error instanceof Error) || !DAMAGE.test(error.message) || error instanceof OrgUnavailable) return error;
-    const unavailable = this.markDamaged(slug, orgDatabaseFile(this.dir, slug), error);
+    if (!isDamage(error)) return error;
     const entry = this.entries.get(slug);
+    // Later statements on the failed instance only repeat it: the first reason stays.
+    const known = this.damaged.get(slug);
+    if (known && entry) return known;
+    const unavailable = this.damaged.mark(slug, error, entry ? 'open' : 'none');
     if (entry && entry.leases === 0) void this.closeEntry(slug);
     return unavailable;
   }
@@ -271,20 +256,16 @@ export class OrgDatabases {
     const entry = this.entries.get(slug);
     if (!entry) return;
     entry.closing ??= entry.opening
-      .then((db) => db.close())
+      // A damaged file gets no more writes than DuckDB's own: it may be wanted as it is for repair.
+      .then((db) => db.close({ checkpoint: !this.damaged.has(slug) }))
       .catch(() => undefined)
       .finally(() => {
         this.entries.delete(slug);
+        this.damaged.closed(slug);
         this.waiting.shift()?.();
       });
     await entry.closing;
   }
-}
-
-function removeDatabaseFiles(dir: string, slug: string): void {
-  if (!SLUG.test(slug)) return;
-  const file = orgDatabaseFile(dir, slug);
-  for (const path of [file, `${file}.wal`]) rmSync(path, { force: true });
 }
 
 function once(fn: () => void): () => void {

@@ -15,7 +15,7 @@ import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { CHECKPOINT_FILE, LogCheckpoint } from './checkpoint.js';
 import { CONTROL_FILE } from '../control/duckdb-documents.js';
 import { orgSchemaSql } from './migrate.js';
-import { ORGS_DIR } from './org-databases.js';
+import { ORGS_DIR } from './org-files.js';
 
 export const SINGLE_FILE = 'audience.duckdb';
 export const SPLIT_SUFFIX = '.pre-orgs';

@@ -13,17 +13,15 @@
  * process and never wait for the storage process.
  */
 import type { ChildProcess } from 'node:child_process';
-import type { CommitReport, Compaction } from '../events/compaction/compactor.js';
-import { SeqWaiters } from '../events/compaction/seq-waiters.js';
 import type { Database } from '../db/sql.js';
-import { SandboxBusy } from '../db/untrusted.js';
-import type { SegmentLayout } from '../events/log/segments.js';
-import { type ChildProcessOptions, spawnProcess } from '../core/spawn-process.js';
-import type { MetricUpdate } from '../ops/metrics.js';
-import type { Call, FromStorage, StorageProcessData, ToStorage, WireError } from './storage-protocol.js';
-import { OrgDeletedError } from './org-databases.js';
+import { spawnProcess } from '../core/spawn-process.js';
+import type { Call, FromStorage, StorageProcessData, ToStorage } from './storage-protocol.js';
+import { PendingCalls } from './pending-calls.js';
+import { describeState, type State } from './storage-client-state.js';
+import { restartPause, type StorageProcessOptions } from './storage-client-options.js';
+import { ProcessCompaction } from './process-compaction.js';
 import { ProcessDatabase, type StorageCalls } from './process-database.js';
-import { OrgUnavailable, StorageUnavailable } from '../core/unavailable.js';
+import { StorageUnavailable } from '../core/unavailable.js';
 import type { OrgStorage } from '../db/org-storage.js';
 import { UntrustedGate } from './untrusted-gate.js';
 
@@ -31,56 +29,22 @@ import { UntrustedGate } from './untrusted-gate.js';
 export const CALL_WAIT_MS = 10_000;
 /** How long a new process may take to become ready (a cold start under tsx took ~4 s on a loaded 2-core machine). */
 const START_TIMEOUT_MS = 60_000;
-/** A process that ran this long before it ended is restarted at once; one that died sooner, after a pause. */
-const STABLE_RUN_MS = 30_000;
-const FIRST_RESTART_PAUSE_MS = 250;
-const MAX_RESTART_PAUSE_MS = 15_000;
-
-export interface StorageEvents {
-  /** A compaction commit wrote events (before its progress is reported). */
-  onCompacted(report: CommitReport): void;
-  onMetric(update: MetricUpdate): void;
-  onError(details: object, message: string): void;
-  /**
-   * A new storage process took over from one that ended: whatever the old one held is gone.
-   * `queryKilled`: it was killed to stop an org's query.
-   */
-  onRestarted(reason: string, queryKilled: boolean): void;
-}
-
-export interface StorageProcessOptions {
-  /** What each new process is started with; `layout` is the embedded log as it is at that moment. */
-  data: Omit<StorageProcessData, 'log'> & { log?: Exclude<StorageProcessData['log'], { kind: 'embedded' }> | { kind: 'embedded' } };
-  layout?: () => SegmentLayout[];
-  process: ChildProcessOptions;
-  events: StorageEvents;
-}
-
-type State =
-  | { kind: 'starting'; child: ChildProcess; generation: number; startedAt: number }
-  | { kind: 'up'; child: ChildProcess; generation: number; startedAt: number }
-  /** Killed by us and not gone yet: new calls wait for the next process. */
-  | { kind: 'stopping'; child: ChildProcess; generation: number; startedAt: number }
-  | { kind: 'down'; reason: string; generation: number }
-  | { kind: 'closed' };
-
-interface Pending {
-  resolve: (value: unknown) => void;
-  reject: (error: Error) => void;
-}
+/** Kills remembered (by generation) to say whose query a session's failure was for. */
+const KILLS_KEPT = 16;
 
 export class StorageProcess implements OrgStorage, StorageCalls {
   readonly compaction: ProcessCompaction | undefined;
   /** Who may run untrusted SQL now (untrusted-gate.ts). */
   readonly gate = new UntrustedGate();
   private state: State;
-  private nextId = 1;
-  private pending = new Map<number, Pending>();
+  private readonly calls = new PendingCalls();
   private readonly upWaiters = new Set<() => void>();
   private readonly handles = new Map<string, Database>();
   /** Why we killed the running process, if we did, and whether to stop an org's query. */
   private killReason: string | undefined;
   private killedForQuery = false;
+  /** Processes (by generation) killed to stop an org's query, and whose: the errors they leave name it. */
+  private readonly killedFor = new Map<number, string>();
   private restartPause = 0;
   private compacting = false;
   /** Why the last process ended, for the restart's log line and health, and whether we killed it for a query. */
@@ -144,13 +108,9 @@ export class StorageProcess implements OrgStorage, StorageCalls {
   async callOn<T>(call: Call, generation?: number): Promise<{ value: T; generation: number }> {
     if (this.state.kind !== 'up') await this.whenUp(generation);
     const state = this.state;
-    if (state.kind !== 'up') throw new StorageUnavailable(this.describeDown());
-    if (generation !== undefined && generation !== state.generation) throw new StorageUnavailable('the process holding this session ended');
-    const id = this.nextId++;
-    const value = await new Promise<T>((resolve, reject) => {
-      this.pending.set(id, { resolve: resolve as (value: unknown) => void, reject });
-      this.post(state.child, { type: 'call', id, call });
-    });
+    if (state.kind !== 'up') throw new StorageUnavailable(describeState(this.state, this.lastDownReason, this.killReason));
+    if (generation !== undefined && generation !== state.generation) throw new StorageUnavailable('the process holding this session ended', this.killedFor.get(generation));
+    const value = await this.calls.open<T>((id) => this.post(state.child, { type: 'call', id, call }));
     return { value, generation: state.generation };
   }
 
@@ -161,14 +121,19 @@ export class StorageProcess implements OrgStorage, StorageCalls {
   }
 
   /**
-   * Ends the running process at once (SIGKILL), e.g. to stop a query DuckDB cannot interrupt; a new one
-   * is started. Only the process of `generation` is killed, never its successor.
+   * Ends the running process at once (SIGKILL), e.g. to stop a query DuckDB cannot interrupt (`forOrg`:
+   * whose); a new one is started. Only the process of `generation` is killed, never its successor.
    */
-  kill(reason: string, generation: number, forQuery = false): void {
+  kill(reason: string, generation: number, forOrg?: string): void {
     const state = this.state;
     if ((state.kind !== 'up' && state.kind !== 'starting') || state.generation !== generation) return;
     this.killReason ??= reason;
-    this.killedForQuery = forQuery;
+    this.killedForQuery = forOrg !== undefined;
+    if (forOrg !== undefined) {
+      this.killedFor.set(generation, forOrg);
+      // Sessions of a process this old are long gone: the map stays small.
+      this.killedFor.delete(generation - KILLS_KEPT);
+    }
     this.state = { ...state, kind: 'stopping' };
     state.child.kill('SIGKILL');
   }
@@ -178,7 +143,7 @@ export class StorageProcess implements OrgStorage, StorageCalls {
    * Neither makes this service unready: collect and lookups do not need it.
    */
   async health(): Promise<{ ok: true; note?: string }> {
-    if (this.state.kind !== 'up') return { ok: true, note: `restarting: ${this.describeDown()}` };
+    if (this.state.kind !== 'up') return { ok: true, note: `restarting: ${describeState(this.state, this.lastDownReason, this.killReason)}` };
     await this.call({ op: 'ping' });
     return { ok: true };
   }
@@ -195,7 +160,7 @@ export class StorageProcess implements OrgStorage, StorageCalls {
     if (state.kind === 'closed') return;
     if (state.kind === 'up') await this.call({ op: 'close' }).catch(() => undefined);
     this.state = { kind: 'closed' };
-    this.failPending(new StorageUnavailable('the service is shutting down'));
+    this.calls.failAll(new StorageUnavailable('the service is shutting down'));
     for (const notify of [...this.upWaiters]) notify();
     if (state.kind === 'up' || state.kind === 'starting' || state.kind === 'stopping') {
       const exited = new Promise((resolve) => state.child.once('exit', resolve));
@@ -256,17 +221,18 @@ export class StorageProcess implements OrgStorage, StorageCalls {
     this.lastDownReason = reason;
     this.lastKilledForQuery = this.killedForQuery;
     this.state = { kind: 'down', reason, generation };
-    this.failPending(new StorageUnavailable(reason));
+    this.calls.failAll(new StorageUnavailable(reason, this.killedFor.get(generation)));
     if (this.firstStart) {
       // Never started: the service's start fails with the reason; nothing is restarted.
       this.firstStart.reject(new Error(`storage process did not start: ${reason}`));
       this.firstStart = undefined;
       return;
     }
-    this.options.events.onError({ generation, reason }, 'storage process ended; starting a new one');
+    // A kill to stop an org's query is the documented remedy, not a failure: the new process's takeover
+    // is logged at warn with this reason (onRestarted). Any other end is an error.
+    if (!this.killedForQuery) this.options.events.onError({ generation, reason }, 'storage process ended; starting a new one');
     // A process that dies soon after starting (a bad file, no memory) is retried with a growing pause.
-    const ranMs = Date.now() - state.startedAt;
-    this.restartPause = ranMs >= STABLE_RUN_MS ? 0 : Math.min(MAX_RESTART_PAUSE_MS, Math.max(FIRST_RESTART_PAUSE_MS, this.restartPause * 2));
+    this.restartPause = restartPause(Date.now() - state.startedAt, this.restartPause);
     setTimeout(() => {
       if (this.state.kind === 'down' && this.state.generation === generation) this.spawn();
     }, this.restartPause).unref();
@@ -275,11 +241,11 @@ export class StorageProcess implements OrgStorage, StorageCalls {
 
   private whenUp(generation: number | undefined): Promise<void> {
     if (this.state.kind === 'closed') return Promise.reject(new StorageUnavailable('the service is shutting down'));
-    if (generation !== undefined) return Promise.reject(new StorageUnavailable('the process holding this session ended'));
+    if (generation !== undefined) return Promise.reject(new StorageUnavailable('the process holding this session ended', this.killedFor.get(generation)));
     return new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.upWaiters.delete(notify);
-        reject(new StorageUnavailable(this.describeDown()));
+        reject(new StorageUnavailable(describeState(this.state, this.lastDownReason, this.killReason)));
       }, CALL_WAIT_MS);
       const notify = () => {
         if (this.state.kind === 'up') resolve();
@@ -292,43 +258,17 @@ export class StorageProcess implements OrgStorage, StorageCalls {
     });
   }
 
-  private describeDown(): string {
-    const state = this.state;
-    switch (state.kind) {
-      case 'down':
-        return state.reason;
-      case 'starting':
-        return `a new storage process is starting after: ${this.lastDownReason ?? 'start'}`;
-      case 'stopping':
-        return `it is being stopped: ${this.killReason ?? 'killed'}`;
-      case 'up':
-        return 'running';
-      case 'closed':
-        return 'the service is shutting down';
-    }
-  }
-
   private post(child: ChildProcess, message: ToStorage): void {
     // The channel closes as the process ends; its 'exit' fails what is pending.
     if (child.connected) child.send(message, (error) => void error);
   }
 
-  private failPending(error: Error): void {
-    const pending = this.pending;
-    this.pending = new Map();
-    for (const waiting of pending.values()) waiting.reject(error);
-  }
-
   private receive(message: Exclude<FromStorage, { type: 'ready' }>): void {
     const { events } = this.options;
     switch (message.type) {
-      case 'reply': {
-        const waiting = this.pending.get(message.id);
-        this.pending.delete(message.id);
-        if (message.ok) waiting?.resolve(message.value);
-        else waiting?.reject(rebuildError(message.error));
+      case 'reply':
+        this.calls.reply(message);
         return;
-      }
       case 'compacted':
         events.onCompacted(message.report);
         return;
@@ -342,64 +282,5 @@ export class StorageProcess implements OrgStorage, StorageCalls {
         events.onError(message.details, message.message);
         return;
     }
-  }
-}
-
-/** Errors cross the process boundary as name and message; the ones callers tell apart get their class back. */
-function rebuildError(error: WireError): Error {
-  switch (error.name) {
-    case 'SandboxBusy':
-      return new SandboxBusy(error.message);
-    case 'OrgUnavailable':
-      return new OrgUnavailable(error.slug ?? '', error.reason ?? error.message);
-    case 'OrgDeletedError':
-      return new OrgDeletedError(error.slug ?? '');
-    default:
-      return Object.assign(new Error(error.message), { name: error.name });
-  }
-}
-
-class ProcessCompaction implements Compaction {
-  private cursor = 0;
-  private retainFrom = 0;
-  private readonly waiters = new SeqWaiters();
-
-  constructor(private readonly storage: StorageProcess) {}
-
-  get compactedSeq(): number {
-    return this.cursor;
-  }
-
-  get retainFromSeq(): number {
-    return this.retainFrom;
-  }
-
-  async start(): Promise<void> {
-    this.storage.setCompacting(true);
-    const { seq, retainFromSeq } = await this.storage.call<{ seq: number; retainFromSeq: number }>({ op: 'compactor.start' });
-    this.progress(seq, retainFromSeq);
-  }
-
-  async stop(): Promise<void> {
-    this.storage.setCompacting(false);
-    await this.storage.call({ op: 'compactor.stop' }).catch((error: unknown) => {
-      // A process that is gone compacts nothing: stopped either way.
-      if (!(error instanceof StorageUnavailable)) throw error;
-    });
-  }
-
-  whenCompacted(seq: number): Promise<void> {
-    return this.waiters.wait(seq, this.cursor);
-  }
-
-  async reload(org: string): Promise<void> {
-    await this.storage.call({ op: 'compactor.reload', org });
-  }
-
-  progress(seq: number, retainFromSeq: number): void {
-    this.cursor = Math.max(this.cursor, seq);
-    // Not max: a held org that recovers replays from the checkpoint, which holds it where it was.
-    this.retainFrom = retainFromSeq;
-    this.waiters.reached(this.cursor);
   }
 }

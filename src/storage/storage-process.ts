@@ -8,7 +8,8 @@
  * new one, which replays from the log what was in flight. The service reaches DuckDB through
  * storage-client.ts with the same Database interface, so stores and routes do not know where the file is held.
  */
-import { Compactor, type CompactorMetrics } from '../events/compaction/compactor.js';
+import { Compactor } from '../events/compaction/compactor.js';
+import type { CompactorMetrics } from '../events/compaction/compaction.js';
 import { createContext } from '../core/context.js';
 import { EmbeddedTail } from '../events/log/embedded-tail.js';
 import { JetStreamLog } from '../events/log/jetstream-log.js';
@@ -47,8 +48,7 @@ const metrics: CompactorMetrics = {
   eventsQuarantined: { inc: (labels: { code: string }) => post({ type: 'metric', metric: 'eventsQuarantined', code: labels.code }) },
   duplicatesDropped: { inc: (count) => post({ type: 'metric', metric: 'duplicatesDropped', count }) },
   eventsKeptOut: { inc: ({ reason }, count) => post({ type: 'metric', metric: 'eventsKeptOut', reason, count }) },
-  compactionLag: { set: (records: number) => post({ type: 'metric', metric: 'compactionLag', records }) },
-  compactionLagSeconds: { set: (seconds: number) => post({ type: 'metric', metric: 'compactionLagSeconds', seconds }) },
+  logRecordsLost: { inc: (count: number) => post({ type: 'metric', metric: 'logRecordsLost', count }) },
 };
 
 /** The next READ_PAGE_ROWS rows of the session's last read. */

@@ -1,5 +1,5 @@
 /** Messages between the service (storage-client.ts) and the storage process (storage-process.ts). */
-import type { CommitReport } from '../events/compaction/compactor.js';
+import type { CommitReport } from '../events/compaction/compaction.js';
 import type { JetStreamLogOptions } from '../events/log/jetstream-log.js';
 import type { LayoutChange, SegmentLayout } from '../events/log/segments.js';
 import type { AppendTarget } from '../db/sql.js';

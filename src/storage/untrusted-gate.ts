@@ -4,11 +4,13 @@
  * (compaction, profile refreshes, flow writes) need threads too. So:
  * - at most `total` untrusted sessions run at once, at most `perOrg` of them for one org: one org's
  *   queries never take every slot, and the service keeps the rest of the pool;
- * - a caller waits for a slot only until its deadline (the deadline covers the wait): past it the
+ * - a caller waits for a slot only until the deadline it gives (process-database.ts: half its time): past it the
  *   answer is SandboxBusy, a capacity answer (503, retry), never a verdict on the SQL;
  * - an org whose query had to be killed (`strike`) is paused, 30 s after the first kill and twice as
  *   long after each further one within an hour (at most 10 min): SandboxPaused until then.
- * Slots free up in arrival order, skipping callers whose org is at its own limit.
+ * A freed slot goes to a waiter of the org running the fewest untrusted sessions, the oldest of them
+ * first, skipping orgs at their own limit: one org's queue of waiters never stands in front of another
+ * org's first query.
  */
 import { SandboxBusy, SandboxPaused } from '../db/untrusted.js';
 
@@ -102,7 +104,12 @@ export class UntrustedGate {
   }
 
   private admitNext(): void {
-    const next = this.waiters.findIndex((w) => this.fits(w.org));
+    let next = -1;
+    let fewest = Number.POSITIVE_INFINITY;
+    this.waiters.forEach((w, i) => {
+      const running = this.perOrg.get(w.org) ?? 0;
+      if (running < fewest && this.fits(w.org)) [next, fewest] = [i, running];
+    });
     if (next === -1) return;
     const [waiter] = this.waiters.splice(next, 1);
     this.take(waiter!.org);

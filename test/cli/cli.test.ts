@@ -175,6 +175,14 @@ t.test('safe sending from the terminal: frequency caps, topics, consent, erasure
   t.equal(erased.code, 0, erased.stderr);
   const receipt = JSON.parse(erased.stdout) as { id: string; status: string; suppress: boolean; removed: { consent: number } };
   t.match(receipt, { status: 'done', suppress: true, removed: { consent: 1 } }, '--wait prints the receipt once done');
+  // A suppressed address gets no consent again: subscribing is refused (exit 1), unsubscribing records nothing.
+  const resubscribe = await cli(url, ['contact', 'consent', 'acme', '--identity', 'email:Ada@Example.com', '--topic', 'news', '--status', 'subscribed']);
+  t.equal(resubscribe.code, 1);
+  t.match(JSON.parse(resubscribe.stderr), { status: 409, code: 'contact_suppressed' });
+  const unsubscribe = await cli(url, ['contact', 'consent', 'acme', '--identity', 'email:ada@example.com', '--topic', 'news', '--status', 'unsubscribed']);
+  t.equal(unsubscribe.code, 0, unsubscribe.stderr);
+  t.match(JSON.parse(unsubscribe.stdout), { status: 'unsubscribed', source: 'suppressed', changedAt: null });
+  t.same(await h.db().all("SELECT * FROM contact_consent WHERE email = 'ada@example.com'"), [], 'no consent row');
   t.same(JSON.parse((await cli(url, ['erasure', 'list', 'acme'])).stdout).erasures.map((e: { id: string }) => e.id), [receipt.id]);
   t.match(JSON.parse((await cli(url, ['erasure', 'get', 'acme', receipt.id])).stdout), { id: receipt.id, status: 'done' });
   t.equal((JSON.parse((await cli(url, ['erasure', 'get', 'acme', 'era_nope'])).stderr) as { code: string }).code, 'erasure_not_found');

@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { ADMIN_KEY, customEvent, startTestApp, STORAGE_PROCESS } from '../helpers/app.js';
+import { ADMIN_KEY, customEvent, startTestApp, STORAGE_PROCESS, waitFor } from '../helpers/app.js';
 import { type CliRun, runCli } from '../helpers/cli.js';
 import { BOOKING_TRIGGER } from '../helpers/flows.js';
 import { startReceiver } from '../helpers/http-receiver.js';
@@ -117,14 +117,14 @@ t.test('org, events, trigger, segment and flow from the CLI alone', async (t) =>
   t.match(json(await ok(['flow', 'start', 'acme', 'welcome'])), { status: 'live' });
   await book('after'); // a flow reads the events after it went live
   await ok(['flow', 'run', 'acme', 'welcome']);
-  for (let i = 0; i < 100 && receiver.received.length < 1; i++) await new Promise((r) => setTimeout(r, 50));
+  await waitFor(() => receiver.received.length >= 1, { timeoutMs: 5_000, what: 'the webhook' });
   t.equal(receiver.received.length, 1, 'one webhook: the segment kept only Ada');
   t.match(JSON.parse(receiver.received[0]!.body), { hello: 'ada@example.com' });
   let sends: Array<{ status: string }> = [];
-  for (let i = 0; i < 100 && sends[0]?.status !== 'delivered'; i++) {
+  await waitFor(async () => {
     sends = json(await ok(['flow', 'sends', 'acme', 'welcome'])).sends;
-    if (sends[0]?.status !== 'delivered') await new Promise((r) => setTimeout(r, 100));
-  }
+    return sends[0]?.status === 'delivered';
+  }, { timeoutMs: 15_000, intervalMs: 100, what: 'the send recorded as delivered' });
   t.match(sends, [{ status: 'delivered' }], 'flow sends shows it delivered');
   t.match(json(await ok(['flow', 'decisions', 'acme', 'welcome'])).decisions.length, 2, 'both rows decided (one skipped by the segment)');
   const activity = json(await ok(['flow', 'activity', 'acme', 'welcome']));

@@ -10,6 +10,7 @@ import { adminAuth } from '../../src/routes/admin/auth.js';
 import { systemClock } from '../../src/core/context.js';
 import { GcraLimiter } from '../../src/ratelimit/gcra-limiter.js';
 import { registerRelayRoutes } from '../../src/cluster/relay-routes.js';
+import { DEFAULT_RELAY_TIMEOUT_MS } from '../../src/cluster/relay-to-shard.js';
 import { serveOrgAdmin } from '../../src/cluster/serve-org-admin.js';
 import { registerJsonBodyParser } from '../../src/http/json-body.js';
 import { registerProblemHandlers } from '../../src/http/problem.js';
@@ -18,6 +19,7 @@ import { sha256Hex } from '../../src/core/secrets.js';
 import { ADMIN_KEY, startTestApp } from '../helpers/app.js';
 import { BOOKING_TRIGGER } from '../helpers/flows.js';
 import { hasNatsServerBinary, startNatsServer } from '../helpers/nats-server.js';
+import { scaled } from '../helpers/deadline.js';
 
 const natsTest = hasNatsServerBinary() ? t.test : t.skip;
 if (!hasNatsServerBinary()) t.comment('skipped: the admin relay tests need /usr/sbin/nats-server');
@@ -27,7 +29,7 @@ natsTest('real admin routes answered through the relay as the app answers them',
   const nats = await startNatsServer(t);
   await h.createOrg('acme');
   const [shardNc, apiNc] = await Promise.all([connect({ servers: nats.url }), connect({ servers: nats.url })]);
-  const server = await serveOrgAdmin({ nc: shardNc, app: h.app, owned: () => true, adminKeyHash: h.app.adminKey.hash });
+  const server = await serveOrgAdmin({ nc: shardNc, app: h.app, owned: () => true, adminKeyHash: h.app.adminKey.hash, orgOfLink: () => undefined });
   t.equal(await server.addOrg('acme'), true);
   const api = Fastify();
   registerJsonBodyParser(api);
@@ -35,7 +37,9 @@ natsTest('real admin routes answered through the relay as the app answers them',
   registerRequestIdHeader(api);
   await api.register(async (admin) => {
     admin.addHook('onRequest', adminAuth({ keyHash: sha256Hex(ADMIN_KEY), limiter: new GcraLimiter(), clock: systemClock }));
-    registerRelayRoutes(admin, { nc: apiNc, orgExists: () => true });
+    // The first trigger PUT starts the org's SQL checker: on a loaded machine that alone took over the
+    // service's 30 s relay timeout (503 shard_unavailable), so the relay waits a scaled budget.
+    registerRelayRoutes(admin, { nc: apiNc, orgExists: () => true, timeoutMs: scaled(DEFAULT_RELAY_TIMEOUT_MS) });
   });
   t.teardown(async () => {
     await server.close();
@@ -82,7 +86,7 @@ natsTest("failed admin keys at the shard do not throttle relayed calls (the shar
   const nats = await startNatsServer(t);
   await h.createOrg('acme');
   const [shardNc, apiNc] = await Promise.all([connect({ servers: nats.url }), connect({ servers: nats.url })]);
-  const server = await serveOrgAdmin({ nc: shardNc, app: h.app, owned: () => true, adminKeyHash: h.app.adminKey.hash });
+  const server = await serveOrgAdmin({ nc: shardNc, app: h.app, owned: () => true, adminKeyHash: h.app.adminKey.hash, orgOfLink: () => undefined });
   await server.addOrg('acme');
   const api = Fastify();
   registerProblemHandlers(api);

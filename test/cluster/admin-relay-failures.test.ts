@@ -10,6 +10,10 @@ import type { Msg } from '@nats-io/transport-node';
 import { decodeAnswer, encodeRequest } from '../../src/cluster/relay-message.js';
 import { hasNatsServerBinary, startNatsServer } from '../helpers/nats-server.js';
 import { ADMIN_KEY, AUTH, UNKNOWN_ORG, startRelay } from '../helpers/admin-relay.js';
+import { scaled } from '../helpers/deadline.js';
+
+/** Far beyond any delay of a loaded machine: an answer before it is the fast path, not the timeout. */
+const RELAY_TIMEOUT_MS = scaled(30_000);
 
 if (!hasNatsServerBinary()) {
   t.comment('skipped: the admin relay tests need /usr/sbin/nats-server');
@@ -17,7 +21,7 @@ if (!hasNatsServerBinary()) {
   const nats = await startNatsServer(t);
 
   t.test('an org no shard serves: 503 shard_unavailable with Retry-After at once, not after the timeout', async (t) => {
-    const f = await startRelay(t, nats.url, { timeoutMs: 10_000 });
+    const f = await startRelay(t, nats.url, { timeoutMs: RELAY_TIMEOUT_MS });
     for (const url of ['/admin/v1/orgs/ghost/events/samples', '/admin/v1/orgs/nobody_here/quarantine']) {
       const started = performance.now();
       const r = await f.api.inject({ url, headers: AUTH });
@@ -27,7 +31,7 @@ if (!hasNatsServerBinary()) {
       t.equal(r.json().code, 'shard_unavailable');
       t.match(r.json().detail, /no process serves org/);
       t.equal(r.headers['retry-after'], '1');
-      t.ok(ms < 1000, `answered in ${ms.toFixed(0)} ms`);
+      t.ok(ms < RELAY_TIMEOUT_MS, `answered in ${ms.toFixed(0)} ms, before the relay timeout`);
     }
   });
 
@@ -46,7 +50,7 @@ if (!hasNatsServerBinary()) {
   });
 
   t.test('a shard that closes: its orgs answer 503 at once; removeOrg stops one org, the others stay served', async (t) => {
-    const f = await startRelay(t, nats.url, { timeoutMs: 10_000 });
+    const f = await startRelay(t, nats.url, { timeoutMs: RELAY_TIMEOUT_MS });
     const samples = (org: string) => f.api.inject({ url: `/admin/v1/orgs/${org}/events/samples`, headers: AUTH });
     t.equal(await f.server.addOrg('ghost'), false, 'an org this shard does not own is not served');
     await f.server.removeOrg('beta');
@@ -60,7 +64,7 @@ if (!hasNatsServerBinary()) {
     const r = await samples('acme');
     t.equal(r.statusCode, 503);
     t.equal(r.json().code, 'shard_unavailable');
-    t.ok(performance.now() - started < 1000);
+    t.ok(performance.now() - started < RELAY_TIMEOUT_MS, 'before the relay timeout');
   });
 
   t.test('a shard that stops answering: 503 once the relay timeout passes, saying a write may have happened', async (t) => {
@@ -72,7 +76,7 @@ if (!hasNatsServerBinary()) {
     t.equal(r.json().code, 'shard_unavailable');
     t.match(r.json().detail, /did not answer within 500 ms; a change may or may not have been made/);
     t.equal(r.headers['retry-after'], '1');
-    t.ok(ms >= 480 && ms < 2000, `answered after ${ms.toFixed(0)} ms`);
+    t.ok(ms >= 480 && ms < scaled(10_000), `answered after ${ms.toFixed(0)} ms`);
   });
 
   t.test("straight to a shard's subject over NATS: a wrong or missing admin key is refused before any route", async (t) => {

@@ -3,6 +3,7 @@ import { connect } from '@nats-io/transport-node';
 import t from 'tap';
 import { announceApi } from '../../src/cluster/api-presence.js';
 import { hasNatsServerBinary, startNatsServer } from '../helpers/nats-server.js';
+import { until } from '../helpers/deadline.js';
 
 if (!hasNatsServerBinary()) {
   t.test('api presence', { skip: 'nats-server binary not installed' }, () => {});
@@ -16,16 +17,12 @@ if (!hasNatsServerBinary()) {
     const second = await announceApi(connections[1]!);
     const third = await announceApi(connections[2]!);
     t.equal(third.live(), 3, 'a process starting counts every one, itself included');
-    await until(() => first.live() === 3 && second.live() === 3, 7000);
+    await until(() => first.live() === 3 && second.live() === 3, 7000, 50);
     t.equal(first.live(), 3, 'the first sees the others within a counting period');
     await third.close();
-    await until(() => first.live() === 2, 7000);
+    await until(() => first.live() === 2, 7000, 50);
     t.equal(first.live(), 2, 'a stopped process drops out');
     await Promise.all([first.close(), second.close()]);
   });
 }
 
-async function until(condition: () => boolean, withinMs: number): Promise<void> {
-  const deadline = Date.now() + withinMs;
-  while (!condition() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-}

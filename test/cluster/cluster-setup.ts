@@ -9,7 +9,8 @@ import { Kvm } from '@nats-io/kv';
 import { Empty, connect, type NatsConnection } from '@nats-io/transport-node';
 import type { Test } from 'tap';
 import type { NatsClusterHandle, NatsClusterNode } from '../helpers/nats-cluster.js';
-import { sleep, startKvWatcher, type KvWatchProbe } from './probes.js';
+import { startKvWatcher, type KvWatchProbe } from './probes.js';
+import { sleep } from '../helpers/deadline.js';
 
 /** A connection to `first`, then the other nodes in order on reconnect; never gives up reconnecting. */
 export async function connectTo(t: Test, cluster: NatsClusterHandle, first: NatsClusterNode): Promise<NatsConnection> {

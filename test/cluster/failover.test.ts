@@ -42,6 +42,7 @@ import { nanos } from '@nats-io/transport-node';
 import { performance } from 'node:perf_hooks';
 import t from 'tap';
 import { DEFAULT_PUBLISH_TIMEOUT_MS } from '../../src/events/log/jetstream-log.js';
+import { sleep } from '../helpers/deadline.js';
 import { hasNatsServerBinary, startNatsCluster } from '../helpers/nats-cluster.js';
 import { connectTo, consumerPlacement, moveLeader, watcherWithConsumer } from './cluster-setup.js';
 import {
@@ -51,7 +52,6 @@ import {
   type PublishProbe,
   quantile,
   retryUntil,
-  sleep,
   startConsumer,
   startKvWatcherFrom,
   startKvWriter,
@@ -59,6 +59,7 @@ import {
   tally,
   waitUntil,
 } from './probes.js';
+import { scaled } from '../helpers/deadline.js';
 
 const STREAM = 'EVENTS';
 const DURABLE = 'ORDERS';
@@ -217,7 +218,7 @@ cluster('one node of three killed -9: streams, consumers and KV carry on', async
 
   const orders = [...acked].filter(([, a]) => a.subject.startsWith('events.orders.')).map(([id]) => id);
   const deliveries = (): Delivery[] => [...fastConsumer.deliveries, ...slowConsumer.deliveries].sort((a, b) => a.at - b.at);
-  await waitUntil(performance.now() + CATCH_UP_MS, () => {
+  await waitUntil(performance.now() + scaled(CATCH_UP_MS), () => {
     const delivered = new Set(deliveries().map((d) => d.id));
     return orders.every((id) => delivered.has(id));
   });

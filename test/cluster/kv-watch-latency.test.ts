@@ -10,13 +10,14 @@
  * 1 s: the assertion below guards the design, not speed. A failover is another matter (see
  * failover.test.ts): a watcher whose consumer was on the killed node hears nothing for 1–1.5 min.
  */
-import { jetstreamManager } from '@nats-io/jetstream';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import { performance } from 'node:perf_hooks';
 import t from 'tap';
 import { hasNatsServerBinary, startNatsCluster } from '../helpers/nats-cluster.js';
 import { connectTo } from './cluster-setup.js';
 import { quantile, startKvWatcher, waitUntil } from './probes.js';
+import { scaled } from '../helpers/deadline.js';
 
 const PUTS = 100;
 /** The design's bound: a control-plane change in force on every process within 1 s. */
@@ -29,8 +30,11 @@ cluster(`KV watch() on another connection sees each of ${PUTS} puts`, async (t) 
   const [n1, , n3] = cluster.nodes;
   const writerConn = await connectTo(t, cluster, n1);
   const watcherConn = await connectTo(t, cluster, n3);
-  const kv = await new Kvm(writerConn).create('control', { replicas: 3 });
-  const watcher = await startKvWatcher(await new Kvm(watcherConn).open('control'), 'flag');
+  // A JetStream API timeout scaled like every deadline: a just-formed cluster under load took over the
+  // client's default 5 s to create the watcher's consumer once.
+  const timeout = scaled(30_000);
+  const kv = await new Kvm(jetstream(writerConn, { timeout })).create('control', { replicas: 3 });
+  const watcher = await startKvWatcher(await new Kvm(jetstream(watcherConn, { timeout })).open('control'), 'flag');
   t.teardown(() => watcher.stop());
 
   const jsm = await jetstreamManager(writerConn);
@@ -45,7 +49,7 @@ cluster(`KV watch() on another connection sees each of ${PUTS} puts`, async (t) 
     const sentAt = performance.now();
     await kv.put('flag', String(n));
     acks.push(performance.now() - sentAt);
-    if (await waitUntil(performance.now() + 5_000, () => watcher.seen.has(n))) delays.push(watcher.seen.get(n)! - sentAt);
+    if (await waitUntil(performance.now() + scaled(5_000), () => watcher.seen.has(n))) delays.push(watcher.seen.get(n)! - sentAt);
     else missed.push(n);
   }
   t.same(missed, [], 'the watcher saw every put');
@@ -54,6 +58,7 @@ cluster(`KV watch() on another connection sees each of ${PUTS} puts`, async (t) 
     `put → watch(): p50 ${quantile(delays, 0.5).toFixed(1)} ms, p99 ${p99.toFixed(1)} ms, max ${Math.max(...delays).toFixed(1)} ms; ` +
       `put ack p50 ${quantile(acks, 0.5).toFixed(1)} ms, p99 ${quantile(acks, 0.99).toFixed(1)} ms`,
   );
-  t.ok(p99 < DESIGN_BOUND_MS, `p99 ${p99.toFixed(1)} ms is within the design's ${DESIGN_BOUND_MS} ms`);
+  // 20 times over on a quiet machine; scaled like every deadline of the suite for a loaded one.
+  t.ok(p99 < scaled(DESIGN_BOUND_MS), `p99 ${p99.toFixed(1)} ms is within the design's ${DESIGN_BOUND_MS} ms (× TEST_TIME_SCALE)`);
   t.same(watcher.revisions, [...watcher.revisions].sort((a, b) => a - b), 'in revision order');
 });

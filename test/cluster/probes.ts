@@ -7,6 +7,7 @@
 import type { JetStreamClient } from '@nats-io/jetstream';
 import type { KV } from '@nats-io/kv';
 import { performance } from 'node:perf_hooks';
+import { sleep } from '../helpers/deadline.js';
 
 /** Pace of each loop: light on a 2-core machine, dense enough to time a gap to ~20 ms. */
 const PACE_MS = 20;
@@ -177,7 +178,6 @@ export function tally(failures: Failure[]): Record<string, number> {
   return counts;
 }
 
-export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Calls `fn` until it resolves, pausing 100 ms after each failure; rethrows the last failure after `deadline`. */
 export async function retryUntil<T>(deadline: number, fn: () => Promise<T>): Promise<T> {

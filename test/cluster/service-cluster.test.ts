@@ -16,14 +16,15 @@
 import { join } from 'node:path';
 import t from 'tap';
 import { shardOf } from '../../src/core/shard.js';
-import { SEND_CONCURRENCY } from '../../src/reactions/flows/send-dispatcher.js';
+import { SEND_CONCURRENCY } from '../../src/reactions/flows/send/send-dispatcher.js';
 import { ADMIN_KEY, type ServerProcess, spawnServer } from '../helpers/server-process.js';
 import { hasNatsServerBinary, startNatsCluster } from '../helpers/nats-cluster.js';
 import { redisUrlIfReachable, uniquePrefix } from '../helpers/redis-server.js';
 import { type Receiver, startReceiver } from '../helpers/http-receiver.js';
+import { scaled, sleep } from '../helpers/deadline.js';
 
 // Nine processes start on two cores, and a shard restarts during a leader election: ~60 s quiet, more under load.
-t.setTimeout(300_000);
+t.setTimeout(scaled(300_000));
 
 /** Each org's one contact, whose order_count counts its stored events. */
 const buyer = (org: string) => `buyer@${org}.example`;
@@ -81,9 +82,9 @@ if (!hasNatsServerBinary()) {
     await t.test('admin calls on an org database are answered by its shard through either api process; a flow on each org sends', async (t) => {
       for (const org of orgs) {
         const put = await admin(apis[1]!, 'PUT', `/admin/v1/orgs/${org.slug}/triggers/purchases`, { sql: PURCHASE_TRIGGER });
-        t.equal(put.status, 200, `${org.slug}: trigger committed through api-2 on shard ${shardOf(org.slug, 2)}`);
+        t.equal(put.status, 200, `${org.slug}: trigger committed through api-2 on shard ${shardOf(org.slug, 2)}: ${JSON.stringify(put.body)}`);
         const flow = await admin(apis[0]!, 'POST', `/admin/v1/orgs/${org.slug}/flows`, thanksFlow(receiver, org.slug));
-        t.equal(flow.status, 201, `${org.slug}: flow created through api-1`);
+        t.equal(flow.status, 201, `${org.slug}: flow created through api-1: ${JSON.stringify(flow.body)}`);
         t.equal((await admin(apis[1]!, 'POST', `/admin/v1/orgs/${org.slug}/flows/thanks/start`)).status, 200, 'started through api-2');
         const listed = await admin(apis[0]!, 'GET', `/admin/v1/orgs/${org.slug}/triggers`);
         t.equal(listed.status, 200);
@@ -268,7 +269,7 @@ async function orderCount(server: ServerProcess, org: OrgUnderTest): Promise<num
 }
 
 async function within(ms: number, check: () => Promise<boolean>): Promise<boolean> {
-  const deadline = Date.now() + ms;
+  const deadline = Date.now() + scaled(ms);
   for (;;) {
     if (await check().catch(() => false)) return true;
     if (Date.now() > deadline) return false;
@@ -276,6 +277,3 @@ async function within(ms: number, check: () => Promise<boolean>): Promise<boolea
   }
 }
 
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
-}

@@ -18,9 +18,9 @@ import {
   spawnServer,
   waitForCompaction,
 } from '../helpers/server-process.js';
+import { sleep } from '../helpers/deadline.js';
 
 const HOUR = 3600 * 1000;
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 function batchBody(cred: Credential, ids: string[], sentAt = Date.now()): Record<string, unknown> {
   return {

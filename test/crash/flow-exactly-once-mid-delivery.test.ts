@@ -11,7 +11,7 @@ import { startReceiver } from '../helpers/http-receiver.js';
 import { adminCall, createOrgOverHttp, type ServerProcess, spawnServer, waitForCompaction } from '../helpers/server-process.js';
 import { smtpServer } from '../helpers/smtp-server.js';
 import { waitFor } from '../helpers/app.js';
-import { SEND_CONCURRENCY } from '../../src/reactions/flows/send-dispatcher.js';
+import { SEND_CONCURRENCY } from '../../src/reactions/flows/send/send-dispatcher.js';
 
 const sends = async (url: string) => (await adminCall(url, 'GET', '/admin/v1/orgs/acme/flows/f1/sends?limit=1000')).sends as { status: string; sendId: string }[];
 
@@ -58,10 +58,17 @@ function quietNow(): { start: string; end: string; timeZone: string } {
   return { start: hhmm(Date.now() - 60_000), end: hhmm(Date.now() + 3_600_000), timeZone: 'UTC' };
 }
 
+/** A window that ended an hour ago. */
+function quietEnded(): { start: string; end: string; timeZone: string } {
+  const hhmm = (at: number) => new Date(at).toISOString().slice(11, 16);
+  return { start: hhmm(Date.now() - 2 * 3_600_000), end: hhmm(Date.now() - 3_600_000), timeZone: 'UTC' };
+}
+
 /**
  * One kill point per run, drawn from 40–260 (printed): the bound holds wherever the kill falls. Sent at
  * once, and deferred by quiet hours: the service stops with all 300 deferred, their due time is moved to
- * now in its database (the clock, faked: the window ended while it was down), and the next start
+ * now and the flow's window to an hour ago in its database (the clock, faked: the window ended while it was
+ * down), and the next start
  * releases them together and is killed while sending.
  */
 const KILL_AT = 40 + Math.floor(Math.random() * 221);
@@ -90,6 +97,8 @@ for (const deferred of [false, true]) {
       const instance = await DuckDBInstance.create(`${dataDir}/orgs/acme.duckdb`);
       const connection = await instance.connect();
       await connection.run("UPDATE flow_sends SET due_at = now() WHERE status = 'deferred'");
+      // And the window is over (a release checks quiet hours again: one inside them is deferred again).
+      await connection.run('UPDATE flows SET definition = json_merge_patch(definition, $1::JSON)', [JSON.stringify({ quietHours: quietEnded() })]);
       connection.closeSync();
       instance.closeSync();
       first = await spawnServer(t, env);

@@ -13,7 +13,7 @@ import { BOOKING_TRIGGER } from '../helpers/flows.js';
 import { type Receiver, startReceiver, status } from '../helpers/http-receiver.js';
 import { adminCall, type Credential, createOrgOverHttp, freePort, spawnServer } from '../helpers/server-process.js';
 import { waitFor } from '../helpers/app.js';
-import { SEND_CONCURRENCY } from '../../src/reactions/flows/send-dispatcher.js';
+import { SEND_CONCURRENCY } from '../../src/reactions/flows/send/send-dispatcher.js';
 
 const EVENTS = 20;
 

@@ -8,7 +8,7 @@ import t from 'tap';
 import { startReceiver, type Receiver } from '../helpers/http-receiver.js';
 import { adminCall, createOrgOverHttp, type ServerProcess, spawnServer, waitForCompaction } from '../helpers/server-process.js';
 import { waitFor } from '../helpers/app.js';
-import { SEND_CONCURRENCY } from '../../src/reactions/flows/send-dispatcher.js';
+import { SEND_CONCURRENCY } from '../../src/reactions/flows/send/send-dispatcher.js';
 
 const CART_TRIGGER = `SELECT identity, identity_type, ts, event_type, event_id, event_raw
 FROM event_triggers

@@ -20,6 +20,7 @@ import {
   spawnServer,
   waitForCompaction,
 } from '../helpers/server-process.js';
+import { sleep } from '../helpers/deadline.js';
 
 // Two kills each: of the first process, and of one restarted on what the first left.
 const ROUNDS = 2;
@@ -37,7 +38,6 @@ interface Tally {
   unexpected: string[];
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Fires events from SENDERS loops until the server is killed 200–600 ms in. */
 async function crashRound(server: ServerProcess, creds: Credential[], round: number, tally: Tally): Promise<number> {

@@ -10,7 +10,7 @@ import t from 'tap';
 import { waitFor } from '../helpers/app.js';
 import { startReceiver } from '../helpers/http-receiver.js';
 import { ADMIN_KEY, adminCall, createOrgOverHttp, type ServerProcess, spawnServer } from '../helpers/server-process.js';
-import { SEND_CONCURRENCY } from '../../src/reactions/flows/send-dispatcher.js';
+import { SEND_CONCURRENCY } from '../../src/reactions/flows/send/send-dispatcher.js';
 
 const MEMBERS = 300;
 const RATE = 60;

@@ -28,7 +28,7 @@ const audience = services.filter(([, s]) => s.build !== undefined);
 const nats = services.filter(([, s]) => s.image?.startsWith('nats:'));
 
 /** compose's ${VAR:?message} and ${VAR} forms, as the operator's shell would fill them in. */
-const interpolate = (value: string) => value.replace(/\$\{(\w+)(?::\?[^}]*)?\}/g, (_, name: string) => (name === 'ADMIN_KEY' ? 'k'.repeat(32) : ''));
+const interpolate = (value: string) => value.replace(/\$\{(\w+)(?::\?[^}]*)?\}/g, (_, name: string) => (name === 'ADMIN_KEY' || name === 'WEBHOOK_SIGNING_KEY' ? 'k'.repeat(32) : ''));
 
 t.test('compose: every Audience service sets only variables the service reads, and they pass its validation', async (t) => {
   t.ok(audience.length >= 4, 'collectors, api and storage shards');
@@ -50,6 +50,8 @@ t.test('compose: every role is present and the storage shards cover every org', 
     t.ok(service.volumes?.some((v) => v.endsWith(':/data')), `${name} keeps its databases on its own volume`);
   }
   t.ok(configs.every((c) => c.natsStreamReplicas === 3), 'the stream is replicated on the three nodes');
+  // The api process opens a link's token with it to find the shard; a key of its own would open none.
+  t.ok(configs.every((c) => c.webhookSigningKey !== undefined && c.webhookSigningKey === configs[0]!.webhookSigningKey), 'one WEBHOOK_SIGNING_KEY for every process');
 });
 
 t.test('compose: a 3-node NATS cluster that fsyncs before it acknowledges', async (t) => {

@@ -35,10 +35,15 @@ export interface OrgCredentials {
 /** Config for a test app whose org storage runs in a storage process, as in production. */
 export const STORAGE_PROCESS = { storageProcess: 'child' } as const;
 
-export async function startTestApp(
-  t: Tap,
-  options: { clock?: Clock; natsUrl?: string; dataDir?: string; config?: Partial<Config> } = {},
-): Promise<TestApp> {
+export interface StartOptions {
+  clock?: Clock;
+  natsUrl?: string;
+  dataDir?: string;
+  config?: Partial<Config>;
+}
+
+/** The whole service (every role); startRoleApp (role-app.ts) starts only the roles a test needs. */
+export async function startTestApp(t: Tap, options: StartOptions = {}): Promise<TestApp> {
   // Registered before t.testdir(): tap then closes the app before it removes the directory, so no
   // part of the service (the storage process) still writes into a directory being removed.
   let close = async (): Promise<void> => {};
@@ -90,27 +95,24 @@ export async function startTestApp(
       if (res.statusCode !== 201) throw new Error(`createOrg ${slug}: ${res.statusCode} ${res.body}`);
       return res.json().credentials as OrgCredentials;
     },
-    db: (org = 'acme') => app.orgStorage!.orgs.org(org),
+    db: (org = 'acme') => storageOf(app).orgs.org(org),
     collect: (body) => post('/http/v1/collect', body),
     batch: (body) => post('/http/v1/batch', body),
     async compacted() {
-      await app.orgStorage!.compaction!.whenCompacted(await app.eventLog!.headSeq());
+      await storageOf(app).compaction!.whenCompacted(await app.eventLog!.headSeq());
       await app.storageRole!.refresher.settled();
     },
     close,
   };
 }
 
-/** Polls `check` until it returns a value other than undefined/false, or fails after `timeoutMs`. */
-export async function waitFor<T>(check: () => Promise<T | undefined | false>, timeoutMs = 5000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
+/** The org databases; a test app without a storage role (startRoleApp) has none, and says so. */
+function storageOf(app: FastifyInstance): NonNullable<FastifyInstance['orgStorage']> {
+  if (!app.orgStorage) throw new Error(`this test app has no org databases: ROLES ${app.config.roles.join(',')} has neither compactor nor flows`);
+  return app.orgStorage;
 }
+
+export { waitFor } from './deadline.js';
 
 /** A valid custom event for the partner, overridable per test. */
 export function customEvent(
@@ -128,4 +130,25 @@ export function customEvent(
     traits: { email: 'Ada@Example.com' },
     ...overrides,
   };
+}
+
+/** A booking by the contact with this e-mail (its own client id), as the flow and privacy tests send it. */
+export function book(
+  h: TestApp,
+  cred: { partnerId: string; partnerSecret: string },
+  email: string,
+  messageId: string,
+  extra: Record<string, unknown> = {},
+): Promise<LightMyRequestResponse> {
+  return h.collect(customEvent(cred, { messageId, clientId: `c-${email}`, traits: { email }, ...extra }));
+}
+
+/** POSTs a contacts import (CSV or NDJSON, by content type) to the org, as the admin. */
+export function importContacts(h: TestApp, contentType: string, payload: string, org = 'acme'): Promise<LightMyRequestResponse> {
+  return h.app.inject({
+    method: 'POST',
+    url: `/admin/v1/orgs/${org}/contacts/import`,
+    headers: { ...adminHeaders, 'content-type': contentType },
+    payload,
+  });
 }

@@ -1,5 +1,6 @@
 /** Flow test helpers: a trigger committed through the admin API, a flow created and started. */
 import type { TestApp } from './app.js';
+import { asClientRetries } from './capacity.js';
 
 export const BOOKING_TRIGGER = `SELECT identity, identity_type, ts, event_type, event_id, event_raw
 FROM event_triggers
@@ -7,7 +8,8 @@ WHERE event_type = 'custom_booking_completed'
   AND ts > {cursor_start_time} AND ts <= {cursor_end_time}`;
 
 export async function putQuery(h: TestApp, kind: 'triggers' | 'segments', name: string, sql: string, org = 'acme') {
-  const res = await h.admin('PUT', `/admin/v1/orgs/${org}/${kind}/${name}`, { sql });
+  // Saving checks the SQL in a checker process: on a loaded machine that can answer 503 sandbox_busy.
+  const res = await asClientRetries(() => h.admin('PUT', `/admin/v1/orgs/${org}/${kind}/${name}`, { sql }));
   if (res.statusCode !== 200) throw new Error(`put ${kind}/${name}: ${res.statusCode} ${res.body}`);
   return res.json() as { version: number; hash: string };
 }

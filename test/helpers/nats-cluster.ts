@@ -11,6 +11,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Test } from 'tap';
 import { freePort } from './free-port.js';
+import { scaled, sleep } from './deadline.js';
 import { natsProcess, serverVersionAtLeast } from './nats-process.js';
 import { SYNC_INTERVAL_SINCE } from './nats-server.js';
 
@@ -141,6 +142,7 @@ export async function startNatsCluster(t: Test, opts: { syncAlways?: boolean } =
       return undefined;
     },
     async ready(timeoutMs = READY_TIMEOUT_MS) {
+      timeoutMs = scaled(timeoutMs);
       const deadline = Date.now() + timeoutMs;
       await waitForJetStreamApi(urls, deadline);
       for (;;) {
@@ -164,13 +166,13 @@ export async function startNatsCluster(t: Test, opts: { syncAlways?: boolean } =
 async function waitForJetStreamApi(urls: string, deadline: number): Promise<void> {
   let lastError: unknown;
   while (Date.now() < deadline) {
-    const nc = await connect({ servers: urls.split(','), timeout: 1_000 }).catch((err: unknown) => {
+    const nc = await connect({ servers: urls.split(','), timeout: scaled(1_000) }).catch((err: unknown) => {
       lastError = err;
       return undefined;
     });
     if (nc !== undefined) {
       try {
-        const jsm = await jetstreamManager(nc, { timeout: 1_000, checkAPI: false });
+        const jsm = await jetstreamManager(nc, { timeout: scaled(1_000), checkAPI: false });
         await jsm.getAccountInfo();
         return;
       } catch (err) {
@@ -196,7 +198,7 @@ interface MonitorBody {
 /** GET on a node's monitoring port; undefined when the node does not answer within 1 s. */
 async function monitor(port: number, path: string): Promise<MonitorBody | undefined> {
   try {
-    const res = await fetch(`http://127.0.0.1:${port}${path}`, { signal: AbortSignal.timeout(1_000) });
+    const res = await fetch(`http://127.0.0.1:${port}${path}`, { signal: AbortSignal.timeout(scaled(1_000)) });
     return (await res.json()) as MonitorBody;
   } catch {
     return undefined;
@@ -210,4 +212,3 @@ async function distinctFreePorts(count: number): Promise<number[]> {
   return [...ports];
 }
 
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));

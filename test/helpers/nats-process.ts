@@ -5,6 +5,7 @@
 import { canConnect, isStopped } from './probes.js';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { scaled } from './deadline.js';
 
 export const NATS_SERVER = '/usr/sbin/nats-server';
 const START_TIMEOUT_MS = 10_000;
@@ -33,8 +34,8 @@ export function natsProcess(config: string, port: number): NatsProcess {
       });
       exited = new Promise((resolve) => proc.once('exit', () => resolve()));
       child = proc;
-      const deadline = Date.now() + START_TIMEOUT_MS;
-      while (!(await canConnect('127.0.0.1', port, 200))) {
+      const deadline = Date.now() + scaled(START_TIMEOUT_MS);
+      while (!(await canConnect('127.0.0.1', port, scaled(200)))) {
         if (proc.exitCode !== null || Date.now() > deadline) {
           proc.kill('SIGKILL');
           throw new Error(`nats-server did not start on port ${port}:\n${stderr}`);

@@ -3,6 +3,7 @@
  * server must not be touched). Uses Debian's binary; each server gets its own port, config and store.
  */
 import { freePort } from './free-port.js';
+import { scaled } from './deadline.js';
 import { canConnect, isStopped, natsProcess, serverVersionAtLeast } from './nats-process.js';
 import { existsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -78,7 +79,7 @@ export async function startNatsServer(t: Test, opts: { syncAlways?: boolean; ext
       server.signal('SIGSTOP');
       // The stop lands when each of the server's threads next enters the kernel: until /proc says
       // stopped, a thread still running could answer one more PING.
-      for (let i = 0; i < 100 && server.pid() !== undefined && !isStopped(server.pid()!); i++) await new Promise((r) => setTimeout(r, 10));
+      for (const deadline = Date.now() + scaled(1_000); Date.now() < deadline && server.pid() !== undefined && !isStopped(server.pid()!); ) await new Promise((r) => setTimeout(r, 10));
     },
     thaw() {
       server.signal('SIGCONT');
@@ -90,7 +91,7 @@ export async function startNatsServer(t: Test, opts: { syncAlways?: boolean; ext
 export async function natsUrlIfReachable(): Promise<string | undefined> {
   const url = natsUrl();
   const first = new URL(url.split(',')[0]!);
-  return (await canConnect(first.hostname, Number(first.port || 4222), 1000)) ? url : undefined;
+  return (await canConnect(first.hostname, Number(first.port || 4222), scaled(1000))) ? url : undefined;
 }
 
 export function natsUrl(): string {

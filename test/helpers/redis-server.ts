@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { freePort } from './free-port.js';
 import { canConnect, isStopped } from './probes.js';
+import { scaled } from './deadline.js';
 
 const REDIS_SERVER = 'redis-server';
 const START_TIMEOUT_MS = 10_000;
@@ -23,7 +24,7 @@ export function redisUrl(): string {
 /** The machine's Redis if something accepts connections there within 1 s. */
 export async function redisUrlIfReachable(): Promise<string | undefined> {
   const url = new URL(redisUrl());
-  return (await canConnect(url.hostname, Number(url.port || 6379), 1000)) ? redisUrl() : undefined;
+  return (await canConnect(url.hostname, Number(url.port || 6379), scaled(1000))) ? redisUrl() : undefined;
 }
 
 /** A REDIS_KEY_PREFIX no other test uses. */
@@ -69,8 +70,8 @@ export async function startRedisServer(t: Tap): Promise<RedisServerHandle> {
     const proc = spawn(REDIS_SERVER, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
     exited = new Promise((resolve) => proc.once('exit', () => resolve()));
     child = proc;
-    const deadline = Date.now() + START_TIMEOUT_MS;
-    while (!(await canConnect('127.0.0.1', port, 200))) {
+    const deadline = Date.now() + scaled(START_TIMEOUT_MS);
+    while (!(await canConnect('127.0.0.1', port, scaled(200)))) {
       if (proc.exitCode !== null || Date.now() > deadline) {
         proc.kill('SIGKILL');
         throw new Error(`redis-server did not start on port ${port}`);
@@ -93,7 +94,7 @@ export async function startRedisServer(t: Tap): Promise<RedisServerHandle> {
     restart: start,
     async freeze() {
       signal('SIGSTOP');
-      for (let i = 0; i < 100 && child?.pid !== undefined && !isStopped(child.pid); i++) await new Promise((r) => setTimeout(r, 10));
+      for (const deadline = Date.now() + scaled(1_000); Date.now() < deadline && child?.pid !== undefined && !isStopped(child.pid); ) await new Promise((r) => setTimeout(r, 10));
     },
     thaw() {
       signal('SIGCONT');

@@ -8,11 +8,13 @@ import { freePort } from './free-port.js';
 import { fileURLToPath } from 'node:url';
 import { ADMIN_KEY } from './app.js';
 import { entryArgs } from './entry.js';
+import { scaled } from './deadline.js';
 
 export { ADMIN_KEY };
 
 /** The repository root (cwd of the child: tsx and src/ are resolved from there). */
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+/** Start-up budget on a quiet machine (the build starts in ~1 s; tsx in ~3 s); scaled by TEST_TIME_SCALE. */
 const START_TIMEOUT_MS = 30_000;
 /** Longer than the service's own SHUTDOWN_TIMEOUT_MS (25 s): a close it gives up on exits 1, and is reported so. */
 const STOP_TIMEOUT_MS = 30_000;
@@ -68,7 +70,7 @@ export async function spawnServer(t: Tap, env: Record<string, string>, options: 
   t.teardown(kill9);
 
   const url = `http://127.0.0.1:${port}`;
-  const startTimeoutMs = options.startTimeoutMs ?? START_TIMEOUT_MS;
+  const startTimeoutMs = scaled(options.startTimeoutMs ?? START_TIMEOUT_MS);
   const deadline = Date.now() + startTimeoutMs;
   for (;;) {
     if (!alive()) {
@@ -91,7 +93,7 @@ export async function spawnServer(t: Tap, env: Record<string, string>, options: 
     exited,
     async stop() {
       if (alive()) child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), STOP_TIMEOUT_MS);
+      const timer = setTimeout(() => child.kill('SIGKILL'), scaled(STOP_TIMEOUT_MS));
       const { code, signal } = await exited;
       clearTimeout(timer);
       if (code !== 0) throw new Error(`audience server did not stop cleanly (code ${code}, signal ${signal}):\n${stderr}`);
@@ -102,7 +104,7 @@ export async function spawnServer(t: Tap, env: Record<string, string>, options: 
 
 async function healthy(url: string): Promise<boolean> {
   try {
-    const res = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(1_000) });
+    const res = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(scaled(1_000)) });
     await res.arrayBuffer();
     return res.status === 200;
   } catch {
@@ -163,14 +165,15 @@ export async function waitForCompaction(url: string, slug: string, cred: Credent
   });
   if (res.status !== 200) throw new Error(`sentinel event: ${res.status} ${await res.text()}`);
   await res.arrayBuffer();
-  const deadline = Date.now() + timeoutMs;
+  const budget = scaled(timeoutMs);
+  const deadline = Date.now() + budget;
   for (;;) {
     const types = await fetch(`${url}/admin/v1/orgs/${slug}/events/types?env=production`, {
       headers: { authorization: `Bearer ${ADMIN_KEY}` },
     });
     const body = (await types.json()) as { types?: Array<{ eventType: string }> };
     if (body.types?.some((type) => type.eventType === `custom_${eventName}`)) return;
-    if (Date.now() > deadline) throw new Error(`compaction did not catch up within ${timeoutMs} ms`);
+    if (Date.now() > deadline) throw new Error(`compaction did not catch up within ${budget} ms`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }

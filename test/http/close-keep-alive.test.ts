@@ -7,8 +7,9 @@ import { connect } from 'node:net';
 import { once } from 'node:events';
 import t from 'tap';
 import { startTestApp } from '../helpers/app.js';
+import { scaled } from '../helpers/deadline.js';
 
-t.test('a response finished during close does not keep its connection, nor the close, waiting', { timeout: 60_000 }, async (t) => {
+t.test('a response finished during close does not keep its connection, nor the close, waiting', { timeout: scaled(60_000) }, async (t) => {
   const h = await startTestApp(t, { config: { httpKeepAliveTimeoutMs: 600_000 } });
   await h.createOrg('acme');
   const url = new URL(await h.app.listen({ port: 0, host: '127.0.0.1' }));

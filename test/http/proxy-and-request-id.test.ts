@@ -4,13 +4,14 @@
  * incoming Request-Id is kept when plausible, replaced when not.
  */
 import t from 'tap';
-import { startTestApp } from '../helpers/app.js';
+import type { TestApp } from '../helpers/app.js';
 import { ManualClock } from '../../src/core/context.js';
+import { API_ONLY, startRoleApp } from '../helpers/role-app.js';
 
 const BALANCER = '10.1.2.3';
 const AUTH_FAILURE_BURST = 10;
 
-async function lookup(h: Awaited<ReturnType<typeof startTestApp>>, peer: string, forwardedFor?: string) {
+async function lookup(h: TestApp, peer: string, forwardedFor?: string) {
   const res = await h.app.inject({
     method: 'GET',
     url: '/audience/v2/contacts?email=a@example.com',
@@ -21,26 +22,26 @@ async function lookup(h: Awaited<ReturnType<typeof startTestApp>>, peer: string,
 }
 
 t.test('behind a trusted balancer, each client has its own failed-auth budget', async (t) => {
-  const h = await startTestApp(t, { clock: new ManualClock(Date.now()), config: { trustProxy: ['10.0.0.0/8'] } });
+  const h = await startRoleApp(t, API_ONLY, { clock: new ManualClock(Date.now()), config: { trustProxy: ['10.0.0.0/8'] } });
   for (let i = 0; i < AUTH_FAILURE_BURST; i++) t.equal(await lookup(h, BALANCER, '198.51.100.1'), 401);
   t.equal(await lookup(h, BALANCER, '198.51.100.1'), 429, 'the guessing client is limited');
   t.equal(await lookup(h, BALANCER, '198.51.100.2'), 401, 'another client behind the same balancer is not');
 });
 
 t.test('an untrusted peer cannot pick its address with X-Forwarded-For', async (t) => {
-  const h = await startTestApp(t, { clock: new ManualClock(Date.now()), config: { trustProxy: ['10.0.0.0/8'] } });
+  const h = await startRoleApp(t, API_ONLY, { clock: new ManualClock(Date.now()), config: { trustProxy: ['10.0.0.0/8'] } });
   for (let i = 0; i < AUTH_FAILURE_BURST; i++) t.equal(await lookup(h, '203.0.113.9', `198.51.100.${i}`), 401);
   t.equal(await lookup(h, '203.0.113.9', '198.51.100.200'), 429, 'a fresh X-Forwarded-For does not reset its budget');
 });
 
 t.test('without TRUST_PROXY (the default), X-Forwarded-For is ignored', async (t) => {
-  const h = await startTestApp(t, { clock: new ManualClock(Date.now()) });
+  const h = await startRoleApp(t, API_ONLY, { clock: new ManualClock(Date.now()) });
   for (let i = 0; i < AUTH_FAILURE_BURST; i++) await lookup(h, BALANCER, `198.51.100.${i}`);
   t.equal(await lookup(h, BALANCER, '198.51.100.200'), 429);
 });
 
 t.test('Request-Id: a plausible incoming id is kept, anything else replaced', async (t) => {
-  const h = await startTestApp(t);
+  const h = await startRoleApp(t, API_ONLY);
   const kept = await h.app.inject({ method: 'GET', url: '/no-such-route', headers: { 'request-id': 'lb-7f3a:01/x+y=z@edge' } });
   t.equal(kept.headers['request-id'], 'lb-7f3a:01/x+y=z@edge', 'echoed in the header');
   t.equal(kept.json().requestId, 'lb-7f3a:01/x+y=z@edge', 'and in the problem body');

@@ -7,7 +7,8 @@
 import { METHODS } from 'node:http';
 import fc from 'fast-check';
 import t, { type Test } from 'tap';
-import { startTestApp, type TestApp } from '../helpers/app.js';
+import { ADMIN_KEY, startTestApp, type TestApp } from '../helpers/app.js';
+import { API_ONLY, startRoleApp } from '../helpers/role-app.js';
 
 /** A registered route's URL with its parameters filled in. */
 const concrete = (url: string) => url.replace(/:\w+/g, 'acme').replace(/\*$/, 'x');
@@ -56,7 +57,7 @@ t.test('every method on every route: answered, or 405 with the methods the path 
 });
 
 t.test('unknown paths: 404 for every method, whatever body and Content-Type, the body not read', async (t) => {
-  const h = await startTestApp(t);
+  const h = await startRoleApp(t, API_ONLY);
   for (const method of METHODS) {
     for (const contentType of [undefined, 'text/plain', 'application/json', ';;;']) {
       const res = await h.app.inject({
@@ -105,12 +106,16 @@ t.test('property: any method, any path and query string, any body: never 500, al
   t.equal(runs, 1500);
 });
 
-t.test('router refusals before any route: a path that is not percent-encoding, a segment over 100 characters', async (t) => {
-  const h = await startTestApp(t);
+t.test('router refusals before any route: a path that is not percent-encoding, a segment over 1024 characters', async (t) => {
+  const h = await startRoleApp(t, API_ONLY);
   const badUrl = await h.app.inject({ url: '/admin/v1/orgs/%zz' });
   isProblem(t, badUrl, 'bad percent-encoding');
   t.match(badUrl.json(), { status: 400, code: 'invalid_request', detail: /percent-encoding/ });
-  const long = await h.app.inject({ url: `/admin/v1/orgs/${'a'.repeat(101)}` });
+  const long = await h.app.inject({ url: `/admin/v1/orgs/${'a'.repeat(1025)}` });
   isProblem(t, long, 'long segment');
-  t.match(long.json(), { status: 414, code: 'uri_too_long', detail: /over 100 characters/ });
+  t.match(long.json(), { status: 414, code: 'uri_too_long', detail: /over 1024 characters/ });
+  // Up to the router's limit a segment reaches its route, whose schema says what is wrong with it.
+  const limit = await h.app.inject({ url: `/admin/v1/orgs/${'a'.repeat(1024)}`, headers: { authorization: `Bearer ${ADMIN_KEY}` } });
+  isProblem(t, limit, 'a segment at the limit');
+  t.match(limit.json(), { status: 400, code: 'invalid_request', detail: /slug/ });
 });

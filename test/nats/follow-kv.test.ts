@@ -11,6 +11,7 @@ import { followKv } from '../../src/nats/follow-kv.js';
 import { hasNatsServerBinary, startNatsCluster } from '../helpers/nats-cluster.js';
 import { startNatsServer } from '../helpers/nats-server.js';
 import { connectTo } from '../cluster/cluster-setup.js';
+import { until } from '../helpers/deadline.js';
 
 /** 2.9 elects a new leader after a random 4–9 s; a new consumer needs it, plus the two 1 s checks. */
 const RECOVERY_MS = 25_000;
@@ -79,7 +80,3 @@ if (!hasNatsServerBinary()) {
   });
 }
 
-async function until(condition: () => boolean, withinMs: number): Promise<void> {
-  const deadline = Date.now() + withinMs;
-  while (!condition() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-}

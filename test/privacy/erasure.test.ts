@@ -11,16 +11,13 @@ import { AppError } from '../../src/core/errors.js';
 import { LogUnavailableError } from '../../src/events/log/types.js';
 import { emailHash } from '../../src/events/profiles/profile-index.js';
 import { Erasures } from '../../src/privacy/erasure.js';
-import { ADMIN_KEY, customEvent, startTestApp, STORAGE_PROCESS, type TestApp, waitFor } from '../helpers/app.js';
+import { book, ADMIN_KEY, customEvent, startTestApp, STORAGE_PROCESS, type TestApp, waitFor } from '../helpers/app.js';
 import { BOOKING_TRIGGER, putQuery, runFlow, startFlow } from '../helpers/flows.js';
 
 type Cred = { partnerId: string; partnerSecret: string };
 const ADA = 'ada@example.com';
 const BOB = 'bob@example.com';
 const OUTBOX = { channel: 'outbox', template: { text: 'hi {{ contact.email_address }}' } };
-
-const book = (h: TestApp, cred: Cred, email: string, messageId: string, extra: Record<string, unknown> = {}) =>
-  h.collect(customEvent(cred, { messageId, clientId: `c-${email}`, traits: { email }, ...extra }));
 
 async function erase(h: TestApp, identity: string, suppress?: boolean, org = 'acme') {
   const res = await h.admin('POST', `/admin/v1/orgs/${org}/contacts/erase`, suppress === undefined ? { identity } : { identity, suppress });

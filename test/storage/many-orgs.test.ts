@@ -5,6 +5,7 @@
 import t from 'tap';
 import { customEvent, startTestApp, STORAGE_PROCESS } from '../helpers/app.js';
 import { BOOKING_TRIGGER, putQuery, runFlow, startFlow } from '../helpers/flows.js';
+import { scaled } from '../helpers/deadline.js';
 
 // 6 orgs per pool slot (100 before: 284–300 s beside the suite on a slow machine, 2026-11-26; 48 took
 // 177 s beside the suite on 2026-11-27): each database is still opened and closed again many times, and
@@ -13,7 +14,7 @@ const ORGS = 24;
 const MAX_OPEN = 4;
 const EVENTS_PER_ORG = 3;
 // 24 orgs' databases opened and closed through a pool of 4: ~15 s on a quiet 2-core machine, more under load.
-t.setTimeout(300_000);
+t.setTimeout(scaled(300_000));
 
 t.test(`${ORGS} orgs with at most ${MAX_OPEN} databases open: every event stored, lookups and flows work`, async (t) => {
   const h = await startTestApp(t, { config: { ...STORAGE_PROCESS, orgDatabasesMaxOpen: MAX_OPEN, orgDatabaseIdleMs: 1000 } });

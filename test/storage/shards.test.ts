@@ -11,6 +11,7 @@ import t from 'tap';
 import { parseShard, shardOf } from '../../src/core/shard.js';
 import { customEvent, startTestApp, type OrgCredentials, type TestApp, STORAGE_PROCESS } from '../helpers/app.js';
 import { hasNatsServerBinary, startNatsServer } from '../helpers/nats-server.js';
+import { waitFor } from '../helpers/deadline.js';
 
 t.test('the shard hash is FNV-1a 32 of the slug modulo n (documented, so operators can compute it)', async (t) => {
   // Reference values of 32-bit FNV-1a: "a" → 0xe40c292c, "foobar" → 0xbf9cf968.
@@ -41,7 +42,7 @@ if (!hasNatsServerBinary()) {
     for (const slug of slugs) credentials.set(slug, await shards[0]!.createOrg(slug));
     // The org made on shard 0 is known to shard 1 through the control plane.
     for (const slug of slugs) {
-      for (let i = 0; i < 500 && !shards[1]!.app.orgs.cached(slug); i++) await new Promise((r) => setTimeout(r, 10));
+      await waitFor(() => shards[1]!.app.orgs.cached(slug) !== undefined, { timeoutMs: 5_000, intervalMs: 10, what: `${slug} known on shard 1` }).catch(() => {});
       t.ok(shards[1]!.app.orgs.cached(slug), `${slug} is known on shard 1`);
     }
 

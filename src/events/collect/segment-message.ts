@@ -17,6 +17,7 @@
  */
 import { hash } from 'node:crypto';
 import type { ProblemDetail } from '../../core/errors.js';
+import { CONTROL_CHARACTERS_MESSAGE, isControlFree } from './control-free.js';
 import { type Body, isObject } from './to-log-entry.js';
 import { validateBatchMember } from './validate-event.js';
 
@@ -87,6 +88,8 @@ export function fromSegment(message: unknown, options: { type?: SegmentType; rec
       return ok([customEvent(m, clientId, 'group', { groupId: idText(message.groupId) ?? null, ...(isObject(message.traits) ? { traits: message.traits } : {}) })]);
     case 'track': {
       if (typeof message.event !== 'string') return rejected('/event', 'a track needs event, the name of what happened (any non-empty string)');
+      // The original name is kept in context.eventName, and shown as it is to whoever reads the event.
+      if (!isControlFree(message.event)) return rejected('/event', CONTROL_CHARACTERS_MESSAGE);
       const name = eventName(message.event);
       if (name === '') return rejected('/event', 'must contain a letter or a digit');
       const predefined = specEvent(message.event, properties, traits);

@@ -7,6 +7,7 @@ import type { ProblemDetail } from '../../core/errors.js';
 import type { BatchEnvelope } from '../../generated/batch.js';
 import type { BatchMember, Event } from '../../generated/event.js';
 import { toProblemDetails, validatorFor } from '../../core/schemas.js';
+import { explainControlFree } from './control-free.js';
 
 export type Rejection = { ok: false; errors: ProblemDetail[] };
 export type EventValidation = { ok: true; event: Event } | Rejection;
@@ -61,7 +62,8 @@ function problems(errors: ErrorObject[]): ProblemDetail[] {
     .filter((e) => e.keyword !== 'discriminator')
     // `false` marks a member the chosen type must not carry (identify has no event or properties).
     .map((e) => (e.keyword === 'false schema' ? { ...e, message: 'is not allowed for this type' } : e))
-    .map(explainSentAt);
+    .map(explainSentAt)
+    .map(explainControlFree);
   // traits.email of an identify is checked by both the common traits and the identify traits.
   const seen = new Set<string>();
   return toProblemDetails(kept).filter((p) => {

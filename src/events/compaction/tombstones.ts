@@ -59,7 +59,7 @@ export async function recordTombstone(c: Sql, hash: string, tombstone: Tombstone
 export const SUPPRESSED_HASHES = 'SELECT email_hash FROM erased_contacts WHERE suppressed';
 
 /** The e-mails among `emails` whose contact is suppressed (never messaged). */
-export async function suppressedAmong(db: Database, emails: readonly string[]): Promise<Set<string>> {
+export async function suppressedAmong(db: Pick<Database, 'all'> | Pick<Sql, 'all'>, emails: readonly string[]): Promise<Set<string>> {
   if (emails.length === 0) return new Set();
   const byHash = new Map(emails.map((email) => [emailHash(email), email]));
   const rows = await db.all<{ email_hash: string }>(

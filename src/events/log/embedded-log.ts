@@ -9,37 +9,21 @@
  * A log that ends below the high-water mark (its tail cut, the directory removed, an older copy put back)
  * gets a new segment starting above the mark at `open`: positions never go backwards (checkpoint.ts).
  */
-import { constants } from 'node:fs';
-import { mkdir, open, readdir, rename, stat, unlink, type FileHandle } from 'node:fs/promises';
-import { join } from 'node:path';
+import { mkdir, open, unlink } from 'node:fs/promises';
 import { AppendSignal } from './append-signal.js';
-import { EmbeddedReader, type FrameSource } from './embedded-reader.js';
+import { chainSource, EmbeddedReader, type FrameSource } from './embedded-reader.js';
 import { encodeFrame } from './frame.js';
-import { scanFrames, writeFully } from './frame-file.js';
+import { writeFully } from './frame-file.js';
 import { RecentIds } from './recent-ids.js';
-import { type LayoutChange, lastSeqOf, type OpenSegment, SegmentChain, type SegmentLayout, segmentFile, segmentFirstSeq } from './segments.js';
+import { type LayoutChange, lastSeqOf, SegmentChain, type SegmentLayout, segmentFile } from './segments.js';
 import { type LogBehind, LogUnavailableError, type LogBackend, type LogHealth, type LogReader, type WriteResult } from './types.js';
 import { syncDirectory } from '../../core/sync-directory.js';
+import { openSegment, type OwnedSegment, segmentsIn, type TornTail, WRITE_FLAGS } from './embedded-segments.js';
 
-/** The one file of the log before it was kept in segments: renamed to the first segment on open. */
-export const LEGACY_LOG_FILE = 'events.log';
 /** Records whose ids are remembered for dedupe; a retry arrives within seconds, far fewer records back. */
 const DEDUPE_WINDOW = 100_000;
 /** What `health` writes (and cuts off again) past the last frame while the log is unwritable: one page. */
 const PROBE_WRITE_BYTES = 4096;
-// Not O_APPEND: writes go to an explicit offset, which also overwrites the remains of a failed write.
-const WRITE_FLAGS = constants.O_RDWR | constants.O_CREAT | constants.O_DSYNC;
-
-/** A torn or corrupt tail that `open` removed. */
-export interface TornTail {
-  file: string;
-  /** File size before and after the cut. */
-  fileBytes: number;
-  keptBytes: number;
-  /** Whole records kept in the file. */
-  records: number;
-  reason: string;
-}
 
 export interface EmbeddedLogOptions {
   /** A segment is closed and a new one started once a write would take it past this size (LOG_SEGMENT_MB). */
@@ -54,13 +38,6 @@ export interface EmbeddedLogOptions {
   compactedSeq?: number;
   /** Told when the log ended below `highWater` and numbering resumed above it. */
   onBehind?: (behind: LogBehind) => void;
-}
-
-/** A segment as the owner holds it: its write handle doubles as its read handle. */
-interface OwnedSegment extends OpenSegment {
-  handle: Promise<FileHandle>;
-  /** When its last frame was written (file mtime on open): `release` keeps it `retentionMs` past that. */
-  closedAt: number;
 }
 
 export class EmbeddedLog implements LogBackend {
@@ -79,13 +56,7 @@ export class EmbeddedLog implements LogBackend {
   private readonly retentionMs: number;
 
   /** What readers see of the log (embedded-reader.ts). */
-  private readonly source: FrameSource = {
-    signal: this.signal,
-    nextSeq: (seq) => this.chain.nextSeq(seq),
-    count: () => this.chain.headSeq,
-    isOpen: () => !this.closed,
-    readRecords: (from, to) => this.readRecords(from, to),
-  };
+  private readonly source: FrameSource;
 
   private constructor(
     readonly directory: string,
@@ -93,6 +64,7 @@ export class EmbeddedLog implements LogBackend {
     private readonly recent: RecentIds,
     options: EmbeddedLogOptions,
   ) {
+    this.source = chainSource(chain, this.signal, () => !this.closed);
     this.segmentBytes = options.segmentBytes ?? Number.POSITIVE_INFINITY;
     this.retentionMs = options.retentionMs ?? Number.POSITIVE_INFINITY;
   }
@@ -111,13 +83,15 @@ export class EmbeddedLog implements LogBackend {
         if (firstSeq < expected || (firstSeq > expected && firstSeq - 1 > highWater)) {
           throw new Error(`embedded log: ${segmentFile(dir, firstSeq)} starts at record ${firstSeq} but the segment before it ends at ${expected - 1}`);
         }
-        segments.push(await openSegment(dir, firstSeq, i === firstSeqs.length - 1, recent, options));
+        const segment = await openSegment(dir, firstSeq, i === firstSeqs.length - 1, recent, options);
+        segments.push(previous && firstSeq > expected ? { ...segment, resumed: true } : segment);
       }
       const last = segments.at(-1);
       const headSeq = last ? lastSeqOf(last) : 0;
       if (!last || headSeq < highWater) {
         if (last) last.closedAt = Date.now();
-        segments.push(await openSegment(dir, Math.max(headSeq, highWater) + 1, true, recent, options));
+        const firstSeq = Math.max(headSeq, highWater) + 1;
+        segments.push({ ...(await openSegment(dir, firstSeq, true, recent, options)), resumed: firstSeq > 1 });
         if (headSeq < highWater) options.onBehind?.({ headSeq, highWater, compactedSeq: options.compactedSeq ?? 0 });
       }
     } catch (error) {
@@ -143,7 +117,7 @@ export class EmbeddedLog implements LogBackend {
 
   /** The segments as they are now; with `share`'s changes after it, the whole log (this thread reports both). */
   layout(): SegmentLayout[] {
-    return this.chain.segments.map(({ file, firstSeq, offsets, end }) => ({ file, firstSeq, offsets: [...offsets], end }));
+    return this.chain.segments.map(({ file, firstSeq, offsets, end, resumed }) => ({ file, firstSeq, offsets: [...offsets], end, ...(resumed ? { resumed } : {}) }));
   }
 
   openReader(afterSeq: number): Promise<LogReader> {
@@ -211,11 +185,6 @@ export class EmbeddedLog implements LogBackend {
     this.signal.notify();
   }
 
-  private readRecords(from: number, to: number) {
-    if (this.closed) return Promise.reject(new LogUnavailableError('embedded log is closed'));
-    return this.chain.read(from, to);
-  }
-
   private get current(): OwnedSegment {
     return this.chain.last as OwnedSegment;
   }
@@ -275,55 +244,6 @@ export class EmbeddedLog implements LogBackend {
     } finally {
       await handle.truncate(segment.end).catch(() => {});
     }
-  }
-}
-
-/** The first seqs of the segments in `dir`, ascending; a log from before segments becomes segment 1. */
-async function segmentsIn(dir: string): Promise<number[]> {
-  let names = await readdir(dir);
-  if (names.includes(LEGACY_LOG_FILE)) {
-    if (names.some((name) => segmentFirstSeq(name) !== undefined)) {
-      throw new Error(`embedded log: ${join(dir, LEGACY_LOG_FILE)} next to segment files; move one of them away`);
-    }
-    await rename(join(dir, LEGACY_LOG_FILE), segmentFile(dir, 1));
-    await syncDirectory(dir);
-    names = await readdir(dir);
-  }
-  return names
-    .map(segmentFirstSeq)
-    .filter((seq): seq is number => seq !== undefined)
-    .sort((a, b) => a - b);
-}
-
-/**
- * Opens one segment and indexes its frames. Only the last can hold a torn tail (a write is only ever in
- * flight there), so it is cut off there and refused anywhere else.
- */
-async function openSegment(dir: string, firstSeq: number, last: boolean, recent: RecentIds, options: EmbeddedLogOptions): Promise<OwnedSegment> {
-  const file = segmentFile(dir, firstSeq);
-  const created = !(await stat(file).then(
-    () => true,
-    () => false,
-  ));
-  const handle = await open(file, WRITE_FLAGS, 0o644);
-  try {
-    if (created) await syncDirectory(dir);
-    const { size: fileBytes, mtimeMs } = await handle.stat();
-    const offsets: number[] = [];
-    const scan = await scanFrames(handle, fileBytes, (offset, _length, id) => {
-      offsets.push(offset);
-      recent.add(id, firstSeq + offsets.length - 1);
-    });
-    if (scan.validBytes < fileBytes) {
-      if (!last) throw new Error(`embedded log damaged at byte ${scan.validBytes} of ${file} (${scan.stopReason}), a segment with later segments after it`);
-      await handle.truncate(scan.validBytes);
-      await handle.datasync();
-      options.onTornTail?.({ file, fileBytes, keptBytes: scan.validBytes, records: offsets.length, reason: scan.stopReason ?? 'unknown' });
-    }
-    return { file, firstSeq, offsets, end: scan.validBytes, handle: Promise.resolve(handle), closedAt: last ? Number.POSITIVE_INFINITY : mtimeMs };
-  } catch (error) {
-    await handle.close();
-    throw error;
   }
 }
 

@@ -6,24 +6,19 @@
  */
 import { open } from 'node:fs/promises';
 import { AppendSignal } from './append-signal.js';
-import { EmbeddedReader, type FrameSource } from './embedded-reader.js';
+import { chainSource, EmbeddedReader, type FrameSource } from './embedded-reader.js';
 import { type LayoutChange, SegmentChain, type SegmentLayout } from './segments.js';
-import { LogUnavailableError, type LogBackend, type LogReader } from './types.js';
+import type { LogBackend, LogReader } from './types.js';
 
 export class EmbeddedTail implements Pick<LogBackend, 'openReader' | 'headSeq'> {
   private readonly signal = new AppendSignal();
   private closed = false;
   private readonly chain: SegmentChain;
-  private readonly source: FrameSource = {
-    signal: this.signal,
-    nextSeq: (seq) => this.chain.nextSeq(seq),
-    count: () => this.chain.headSeq,
-    isOpen: () => !this.closed,
-    readRecords: (from, to) => (this.closed ? Promise.reject(new LogUnavailableError('embedded log is closed')) : this.chain.read(from, to)),
-  };
+  private readonly source: FrameSource;
 
   constructor(layout: SegmentLayout[]) {
     this.chain = new SegmentChain(layout, (file) => open(file, 'r'));
+    this.source = chainSource(this.chain, this.signal, () => !this.closed);
   }
 
   /** The owner made one more frame durable, or deleted old segments. */

@@ -9,7 +9,7 @@
 import type { Consumer, JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import { AppendSignal } from './append-signal.js';
-import { LogUnavailableError, type LogReader, type StoredRecord } from './types.js';
+import { type EmptyRange, LogUnavailableError, type LogReader, type StoredRecord } from './types.js';
 
 /** Only a backstop: a fetch asks for records already stored, so it normally ends long before this. */
 const FETCH_EXPIRES_MS = 2_000;
@@ -38,6 +38,7 @@ export class JetStreamReader implements LogReader {
   private closed = false;
   /** An ordered consumer allows one fetch at a time: reads queue behind each other. */
   private queue: Promise<unknown> = Promise.resolve();
+  private passed: EmptyRange[] = [];
 
   constructor(
     private readonly deps: JetStreamReaderDeps,
@@ -47,6 +48,10 @@ export class JetStreamReader implements LogReader {
 
   get position(): number {
     return this.at;
+  }
+
+  get skipped(): readonly EmptyRange[] {
+    return this.passed;
   }
 
   read(max: number, waitMs: number): Promise<StoredRecord[]> {
@@ -63,6 +68,7 @@ export class JetStreamReader implements LogReader {
   }
 
   private async readNow(max: number, waitMs: number): Promise<StoredRecord[]> {
+    this.passed = [];
     if (max <= 0) return [];
     const deadline = Date.now() + waitMs;
     const appended = new AppendSignal();
@@ -97,13 +103,19 @@ export class JetStreamReader implements LogReader {
     }
   }
 
-  /** Records stored past the cursor (the stream's seqs are gapless; old ones may be gone by limits). */
+  /**
+   * Records stored past the cursor. Positions below the stream's first seq were removed (its age or size
+   * limit, a purge), and an empty stream holds nothing up to its last seq (purged to start above the
+   * high-water mark: jetstream-log.ts): the cursor passes them, saying so in `skipped`.
+   */
   private async pending(): Promise<number> {
     const { first_seq, last_seq } = (await this.deps.jsm.streams.info(this.deps.stream)).state;
-    // An empty stream holds nothing up to its last seq (limits removed it, or it was purged to start
-    // above the high-water mark: jetstream-log.ts): those positions are read.
-    if (last_seq < first_seq) this.at = Math.max(this.at, last_seq);
-    return last_seq - Math.max(this.at, first_seq - 1);
+    const removed = Math.min(first_seq - 1, last_seq);
+    if (removed > this.at) {
+      this.passed.push({ from: this.at + 1, to: removed, kind: 'released' });
+      this.at = removed;
+    }
+    return last_seq - this.at;
   }
 
   private async fetch(count: number): Promise<StoredRecord[]> {
@@ -140,6 +152,13 @@ export class JetStreamReader implements LogReader {
       clearTimeout(deadline);
     }
     // Only now: a fetch that failed halfway is retried from the old cursor, so nothing is skipped.
+    // Seqs missing before the first record went from the front since `pending` looked (limits); between
+    // records, a deleted org's subject was purged.
+    let expected = this.at + 1;
+    for (const [i, { seq }] of records.entries()) {
+      if (seq > expected) this.passed.push({ from: expected, to: seq - 1, kind: i === 0 ? 'released' : 'gap' });
+      expected = seq + 1;
+    }
     if (records.length > 0) this.at = records[records.length - 1]!.seq;
     return records;
   }

@@ -9,7 +9,7 @@
 import type { FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { readRecordFrames } from './frame-file.js';
-import type { StoredRecord } from './types.js';
+import type { EmptyRange, StoredRecord } from './types.js';
 
 /** Where one segment's durable frames are: what the owner hands a tailing thread (plain data). */
 export interface SegmentLayout {
@@ -20,6 +20,9 @@ export interface SegmentLayout {
   offsets: number[];
   /** End of the last durable frame. */
   end: number;
+  /** Numbering resumed here above a lost tail (embedded-log.ts `open`, reported then): the positions
+   *  between the segment before (or 0) and this one never held a record this log can give. */
+  resumed?: boolean;
 }
 
 /** A change to the layout that a tailing thread follows: a durable append, or old segments deleted. */
@@ -43,6 +46,11 @@ export function lastSeqOf(segment: SegmentLayout): number {
   return segment.firstSeq + segment.offsets.length - 1;
 }
 
+/** A read found fewer records than its range holds (a segment went while it was read): nothing of it is returned. */
+export class IncompleteReadError extends Error {
+  override name = 'IncompleteReadError';
+}
+
 /** A segment as read by one thread: its layout and, once needed, an open handle. */
 export interface OpenSegment extends SegmentLayout {
   handle?: Promise<FileHandle>;
@@ -50,6 +58,9 @@ export interface OpenSegment extends SegmentLayout {
 
 /** The live segments, oldest first; never empty. */
 export class SegmentChain {
+  /** The last seq of the segments `release` deleted (0: none yet). */
+  private releasedThrough = 0;
+
   constructor(
     readonly segments: OpenSegment[],
     /** Opens a segment's file for reading, the first time a record of it is read. */
@@ -71,19 +82,54 @@ export class SegmentChain {
     return segment ? Math.max(seq + 1, segment.firstSeq) : Math.max(seq, this.headSeq) + 1;
   }
 
-  /** Records `from`..`to` (inclusive); positions without one (deleted, skipped) are left out. One read per segment. */
+  /** The last seq of the run of records that holds `seq`: where the next position holding none is. */
+  runEnd(seq: number): number {
+    const index = this.segments.findIndex((s) => s.firstSeq <= seq && lastSeqOf(s) >= seq);
+    if (index === -1) return seq;
+    let end = lastSeqOf(this.segments[index]!);
+    for (const next of this.segments.slice(index + 1)) {
+      if (next.firstSeq !== end + 1) break;
+      end = lastSeqOf(next);
+    }
+    return end;
+  }
+
+  /**
+   * Every record `from`..`to` (inclusive), a range within one run (`runEnd`), or IncompleteReadError.
+   * The segments are taken before the first await: a `release` while the read waits on the disk takes
+   * them out of `this.segments`, and a loop over that array would then step over live ones.
+   */
   async read(from: number, to: number): Promise<StoredRecord[]> {
+    const covering = this.segments.filter((s) => lastSeqOf(s) >= from && s.firstSeq <= to);
     const records: StoredRecord[] = [];
-    for (const segment of this.segments) {
+    for (const segment of covering) {
       const first = Math.max(from, segment.firstSeq);
       const last = Math.min(to, lastSeqOf(segment));
-      if (first > last) continue;
       segment.handle ??= this.openFile(segment.file);
       const handle = await segment.handle;
       const frames = await readRecordFrames(handle, segment.offsets, segment.end, first - segment.firstSeq + 1, last - segment.firstSeq + 1);
+      if (frames.length !== last - first + 1) throw new IncompleteReadError(`read ${frames.length} records of ${first}..${last} from ${segment.file}`);
       records.push(...frames.map((frame, i) => ({ seq: first + i, payload: frame.payload })));
     }
+    if (records.length !== to - from + 1 || records[0]?.seq !== from) {
+      throw new IncompleteReadError(`read ${records.length} records of ${from}..${to}: part of the range is in no segment`);
+    }
     return records;
+  }
+
+  /** Why positions `from`..`to`, which no kept segment holds, hold no record (see EmptyRange). */
+  describeEmpty(from: number, to: number): EmptyRange[] {
+    const ranges: EmptyRange[] = [];
+    const add = (a: number, b: number, kind: EmptyRange['kind']) => {
+      if (a <= b) ranges.push({ from: a, to: b, kind });
+    };
+    // Released in this run, then below the oldest kept segment (released in an earlier run, unless
+    // numbering resumed there), then between segments (only where numbering resumed).
+    const oldest = this.segments[0]!;
+    add(from, Math.min(to, this.releasedThrough), 'released');
+    add(Math.max(from, this.releasedThrough + 1), Math.min(to, oldest.firstSeq - 1), oldest.resumed ? 'gap' : 'released');
+    add(Math.max(from, oldest.firstSeq), to, 'gap');
+    return ranges;
   }
 
   /** A tailing thread's view of an append: a record at `offset` of the segment starting at `firstSeq`. */
@@ -93,10 +139,11 @@ export class SegmentChain {
     this.last.end = change.end;
   }
 
-  /** Forgets the segments before the one starting at `firstSeq` and closes their handles. */
+  /** Forgets the segments before the one starting at `firstSeq` and closes their handles (once reads on them end). */
   async release(firstSeq: number): Promise<OpenSegment[]> {
     const count = this.segments.findIndex((segment) => segment.firstSeq >= firstSeq);
     const released = this.segments.splice(0, count === -1 ? this.segments.length - 1 : count);
+    for (const segment of released) this.releasedThrough = Math.max(this.releasedThrough, lastSeqOf(segment));
     await Promise.all(released.map(closeSegment));
     return released;
   }

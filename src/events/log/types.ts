@@ -1,6 +1,6 @@
 /**
  * The event log: an ordered, durable, append-only sequence of records.
- * Two backends implement `LogBackend` (embedded file, JetStream); both pass test/log/contract.ts.
+ * Two backends implement `LogBackend` (embedded file, JetStream); both pass test/events/log/contract.ts.
  * Records carry Avro-encoded batches of `LogEntry` (see record-codec.ts); backends only see bytes.
  */
 import type { Environment } from '../../core/domain.js';
@@ -66,11 +66,29 @@ export interface LogBackend {
 
 export type LogHealth = { ok: true } | { ok: false; reason: string; fatal: boolean };
 
+/**
+ * Positions a reader passed that hold no record, and why. `gap`: none was ever readable there — numbering
+ * resumed above a lost tail (reported when the log opened: `LogBehind`), or a deleted org's records were
+ * purged from between others (JetStream). `released`: removed from the front of the log — compacted
+ * segments deleted (embedded), or the stream's age or size limit (JetStream). Released positions the
+ * reader had not read are lost records unless every org held them already (compactor.ts decides).
+ */
+export interface EmptyRange {
+  from: number;
+  to: number;
+  kind: 'gap' | 'released';
+}
+
 export interface LogReader {
-  /** Up to `max` next records; waits up to `waitMs` when none is available yet (may return []). */
+  /**
+   * Up to `max` next records; waits up to `waitMs` when none is available yet (may return []). Every
+   * record of the positions it passes, or a rejection: a read never steps over a record it does not return.
+   */
   read(max: number, waitMs: number): Promise<StoredRecord[]>;
   /** Every position up to here is read: the records handed out, and positions that hold none. */
   readonly position: number;
+  /** The positions the last read passed that hold no record, and why (the rest of its range it returned). */
+  readonly skipped: readonly EmptyRange[];
   close(): Promise<void>;
 }
 

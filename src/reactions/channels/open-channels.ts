@@ -21,6 +21,8 @@ export interface ChannelsOptions {
 
 export interface Channels {
   channelFor(name: ChannelName): Channel | undefined;
+  /** What the channels keep of an erased contact goes: the outbox file's lines (a webhook or an e-mail leaves nothing here). */
+  eraseContact(org: string, email: string): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -48,6 +50,7 @@ export function openChannels(opts: ChannelsOptions): Channels {
           return assertNever(name);
       }
     },
+    eraseContact: (org, email) => outbox.eraseContact(org, email),
     async close() {
       await Promise.all([webhook.close(), email?.close()]);
     },

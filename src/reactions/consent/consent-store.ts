@@ -10,14 +10,22 @@
  *
  * `all` is a topic every org has (default subscribed): a flow without a topic checks it, every
  * non-transactional flow honours an unsubscribe from it.
+ *
+ * A contact erased with suppress gets no consent row again, from any of the three: its events are kept
+ * out by compaction, and `setConsent` checks its tombstone in the transaction that would write, so a
+ * change racing the erasure is either deleted by it or sees the tombstone (tombstones.ts).
  */
 import { listValue } from '@duckdb/node-api';
+import { normalizeEmail } from '../../core/domain.js';
 import { microsParam, tsParam } from '../../db/database.js';
+import { suppressedAmong } from '../../events/compaction/tombstones.js';
 import type { Database, Sql } from '../../db/sql.js';
 import type { OrgStorage } from '../../db/org-storage.js';
 
 export type ConsentStatus = 'subscribed' | 'unsubscribed';
 export type ConsentSource = 'admin' | 'link' | 'event';
+/** What a consent change came to: recorded (or older than the one recorded), or nothing for a suppressed contact. */
+export type ConsentWrite = 'recorded' | 'suppressed';
 
 export interface Topic {
   topic: string;
@@ -93,14 +101,23 @@ export class ConsentStore {
     return { topic: (await this.topic(org, topic))!, created: !existed };
   }
 
-  /** Records a change of one contact's consent to one topic, unless a later change is recorded already. */
-  async setConsent(org: string, change: { email: string; topic: string; status: ConsentStatus; source: ConsentSource; at: number }): Promise<void> {
-    await this.orgs.org(org).run(
-      `INSERT INTO contact_consent VALUES ($1, $2, $3, $4, $5)
-       ON CONFLICT (email, topic) DO UPDATE SET status = excluded.status, source = excluded.source, changed_at = excluded.changed_at
-        WHERE excluded.changed_at >= contact_consent.changed_at`,
-      [change.email, change.topic, change.status, change.source, tsParam(change.at)],
-    );
+  /**
+   * Records a change of one contact's consent to one topic, unless a later change is recorded already;
+   * `suppressed`, recording nothing, when the contact was erased with suppress. One transaction: the
+   * org's database runs it whole between an erasure's own (the tombstone, then the deletion).
+   */
+  async setConsent(org: string, change: { email: string; topic: string; status: ConsentStatus; source: ConsentSource; at: number }): Promise<ConsentWrite> {
+    const email = normalizeEmail(change.email);
+    return this.orgs.org(org).transaction(async (c) => {
+      if ((await suppressedAmong(c, [email])).size > 0) return 'suppressed';
+      await c.run(
+        `INSERT INTO contact_consent VALUES ($1, $2, $3, $4, $5)
+         ON CONFLICT (email, topic) DO UPDATE SET status = excluded.status, source = excluded.source, changed_at = excluded.changed_at
+          WHERE excluded.changed_at >= contact_consent.changed_at`,
+        [email, change.topic, change.status, change.source, tsParam(change.at)],
+      );
+      return 'recorded';
+    });
   }
 
   /** Per contact, the topics among `topics` that the contact is unsubscribed from (defaults included). */

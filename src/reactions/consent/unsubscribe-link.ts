@@ -4,8 +4,17 @@
  * (webhook-signing.ts): nobody can make one for another contact or org, change one, or read the e-mail
  * address out of it (a link is forwarded and logged by mail systems). A token that does not open is just
  * "not a valid link": the answer says nothing of why.
+ *
+ * The token grows with the address: 99 characters for `carol.67d5f8@example.com` in org `oaa65fcd3`, up to
+ * 616 for the longest values the schemas allow. The router takes that (MAX_PATH_PARAM_CHARS) rather than
+ * the token being made compact (a random id stored per contact and topic): every link already delivered
+ * works as it is — those over 100 characters answered 414 before (issue 37) — and a link stays a pure
+ * function of what it names: no write per message, no table for erasure and backups to cover, any
+ * process serving the org opens it. The cost is length: a List-Unsubscribe line (folded before the `<`)
+ * stays within RFC 5322's 998 characters because PUBLIC_URL has at most 366 (schemas/config.schema.json).
  */
 import { createCipheriv, createDecipheriv, createHmac, randomBytes } from 'node:crypto';
+import { MAX_PATH_PARAM_CHARS } from '../../core/route-params.js';
 import { ALL_TOPIC } from './consent-store.js';
 
 export interface UnsubscribeTarget {
@@ -16,8 +25,12 @@ export interface UnsubscribeTarget {
 
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
-/** An e-mail (320) with an org and a topic, sealed and in base64url, stays far below this. */
-export const MAX_TOKEN_CHARS = 1024;
+/**
+ * The longest token the route takes: the router's limit. The longest a link carries is 616 characters
+ * (a 40-character org, a 320-character address, a 64-character topic; core/route-params.ts): the token
+ * grows with the address, and a link has to fit every address a flow may send to (issue 37).
+ */
+export const MAX_TOKEN_CHARS = MAX_PATH_PARAM_CHARS;
 
 export class UnsubscribeLinks {
   private readonly key: Buffer;

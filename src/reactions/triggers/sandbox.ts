@@ -10,11 +10,21 @@ import type { DuckDBValue } from '@duckdb/node-api';
 import { microsParam } from '../../db/database.js';
 import { type Database, type RowPage, type Sql, rowsOf } from '../../db/sql.js';
 import { QueryTimeout } from '../../db/untrusted.js';
-import { type CheckedSql, TRIGGER_COLUMNS } from './sql-guard.js';
+import { StorageUnavailable } from '../../core/unavailable.js';
+import { type CheckedSql, type QueryBudget, TRIGGER_COLUMNS } from './sql-guard.js';
 
-/** A checked query that failed while running: interrupted, out of memory, or a runtime error. */
+/** DuckDB's words when an allocation fails: the org's memory share (or the process's address space) ran out. */
+export const OUT_OF_MEMORY = /Out of Memory/i;
+
+/**
+ * A checked query that failed while running: interrupted at its deadline or out of memory (`budget`: it
+ * used up what it may use, a verdict on the query), or a runtime error.
+ */
 export class QueryFailed extends Error {
-  constructor(readonly reason: string) {
+  constructor(
+    readonly reason: string,
+    readonly budget?: QueryBudget,
+  ) {
     super(reason);
     this.name = 'QueryFailed';
   }
@@ -34,7 +44,10 @@ export async function runSandboxed(connection: Sql, query: CheckedSql, window: W
     const page = await connection.read(query.sql, params, maxRows);
     return { rows: rowsOf({ names: canonicalNames(page.names, query.columns), columns: page.columns }), truncated: page.truncated };
   } catch (error) {
-    throw new QueryFailed(`the query failed: ${(error as Error).message.split('\n')[0]}`);
+    // The storage process ended under it (killed for another org's query, say): nothing about this query.
+    if (error instanceof StorageUnavailable) throw error;
+    const message = (error as Error).message.split('\n')[0]!;
+    throw new QueryFailed(`the query failed: ${message}`, OUT_OF_MEMORY.test(message) ? 'memory' : undefined);
   }
 }
 
@@ -48,7 +61,7 @@ export async function withSandbox<T>(db: Database, timeoutMs: number, work: (c: 
     return await db.untrusted(timeoutMs, work);
   } catch (error) {
     if (error instanceof QueryTimeout) {
-      throw new QueryFailed(`the query ran longer than ${timeoutMs} ms and was interrupted (TRIGGER_TIMEOUT_MS)`);
+      throw new QueryFailed(`the query ran longer than ${timeoutMs} ms and was interrupted (TRIGGER_TIMEOUT_MS)`, 'time');
     }
     throw error;
   }

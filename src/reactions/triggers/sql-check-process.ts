@@ -15,7 +15,7 @@ import { LocalDatabase, tsParam } from '../../db/database.js';
 import { pipelinesDir } from '../../core/paths.js';
 import { orgSchemaSql } from '../../storage/migrate.js';
 import type { Sql } from '../../db/sql.js';
-import { QueryFailed, runSandboxed, windowOf } from './sandbox.js';
+import { OUT_OF_MEMORY, QueryFailed, runSandboxed, windowOf } from './sandbox.js';
 import { type CheckedSql, checkSql, SqlRefused } from './sql-guard.js';
 import type { CheckerReply, CheckerRequest } from './sql-checker-protocol.js';
 import { liveWithParent } from '../../core/spawn-process.js';
@@ -27,8 +27,6 @@ const SAMPLE_ROWS = readFileSync(join(pipelinesDir, 'check_sample.sql'), 'utf8')
   .filter((statement) => /\bINSERT\b/.test(statement));
 /** The sample run's window: every visible_at there is. */
 const EVERYTHING = windowOf(0n, BigInt(Date.UTC(2100, 0, 1)) * 1000n);
-/** DuckDB's words when an allocation fails: the address-space limit (the org's share) was reached. */
-const OUT_OF_MEMORY = /Out of Memory/i;
 /** Where the connection rests between checks: not an org slug (those start with a letter), so every org, `memory` included, gets a catalog of its own. */
 const HOME_CATALOG = '_checker';
 
@@ -56,7 +54,7 @@ async function checkFor(request: Extract<CheckerRequest, { type: 'check' }>): Pr
     });
     return { type: 'checked', id, checked };
   } catch (error) {
-    if (error instanceof SqlRefused) return { type: 'refused', id, reason: error.reason };
+    if (error instanceof SqlRefused) return { type: 'refused', id, reason: error.reason, ...(error.budget ? { budget: error.budget } : {}) };
     return { type: 'failed', id, message: (error as Error).message.split('\n')[0]! };
   }
 }
@@ -67,7 +65,7 @@ async function runOnSample(c: Sql, checked: CheckedSql): Promise<void> {
     await runSandboxed(c, checked, EVERYTHING, 1);
   } catch (error) {
     if (error instanceof QueryFailed && OUT_OF_MEMORY.test(error.reason)) {
-      throw new SqlRefused(`running the query once, on one sample row, needs more memory than its org's share: ${error.reason}`);
+      throw new SqlRefused(`running the query once, on one sample row, needs more memory than its org's share: ${error.reason}`, 'memory');
     }
   }
 }

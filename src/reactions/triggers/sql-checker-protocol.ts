@@ -1,5 +1,5 @@
 /** Messages between the service (sql-checker.ts) and a checker process (sql-check-process.ts). */
-import type { CheckedSql, QueryKind } from './sql-guard.js';
+import type { CheckedSql, QueryBudget, QueryKind } from './sql-guard.js';
 
 export type CheckerRequest =
   | { type: 'init'; memoryLimit: string }
@@ -10,6 +10,7 @@ export type CheckerRequest =
 export type CheckerReply =
   | { type: 'ready' }
   | { type: 'checked'; id: number; checked: CheckedSql }
-  | { type: 'refused'; id: number; reason: string }
+  /** `budget`: refused for what running it on the sample row took (the address space is the org's memory share). */
+  | { type: 'refused'; id: number; reason: string; budget?: QueryBudget }
   /** DuckDB failed on the SQL otherwise than by refusing it (out of memory while parsing it, say). */
   | { type: 'failed'; id: number; message: string };

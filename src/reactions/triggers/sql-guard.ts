@@ -20,9 +20,9 @@ import { parseStatement } from './parse-sql.js';
 import { bindPlaceholders, CURSOR_PARAMETERS } from './placeholders.js';
 import { type Dialect, dialectOf, translateSnowflake } from './snowflake/translate.js';
 import { checkText } from './sql-text.js';
-import { checkTree, SqlRefused } from './sql-tree.js';
+import { checkTree, type QueryBudget, SqlRefused } from './sql-tree.js';
 
-export { SqlRefused };
+export { type QueryBudget, SqlRefused };
 
 export type QueryKind = 'trigger' | 'segment';
 

@@ -15,9 +15,15 @@ import { ORG_RELATIONS } from '../../core/org-relations.js';
 type Node = Record<string, unknown>;
 type Scope = ReadonlySet<string>;
 
-/** Refused by the guard, with the reason a data engineer reads. */
+/** What a query used up when it is refused or stopped for its cost: TRIGGER_TIMEOUT_MS, or its org's memory share. */
+export type QueryBudget = 'time' | 'memory';
+
+/** Refused by the guard, with the reason a data engineer reads; `budget` when refused for what it costs. */
 export class SqlRefused extends Error {
-  constructor(readonly reason: string) {
+  constructor(
+    readonly reason: string,
+    readonly budget?: QueryBudget,
+  ) {
     super(reason);
     this.name = 'SqlRefused';
   }

@@ -12,6 +12,7 @@ import type { OrgStorage } from '../../db/org-storage.js';
 import { sha256Hex } from '../../core/secrets.js';
 import { PeriodicTask } from '../../core/periodic-task.js';
 import { SandboxBusy } from '../../db/untrusted.js';
+import { OrgUnavailable } from '../../core/unavailable.js';
 import { QUERY_NAME, QueryFiles } from './query-files.js';
 import type { SqlChecker } from './sql-checker.js';
 import { type CheckedSql, type QueryKind, SqlRefused } from './sql-guard.js';
@@ -145,7 +146,12 @@ export class TriggerStore {
   /** Reads every org's query files and commits those whose content changed. */
   async scan(): Promise<void> {
     for (const org of this.files.orgs()) {
-      if (this.options.orgExists(org)) await this.scanOrg(org);
+      // An org whose database is unavailable (storage.ts says so) is scanned again once it opens; it
+      // never stops the scan of the orgs after it.
+      if (!this.options.orgExists(org)) continue;
+      await this.scanOrg(org).catch((error: unknown) => {
+        if (!(error instanceof OrgUnavailable)) throw error;
+      });
     }
   }
 

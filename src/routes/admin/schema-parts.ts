@@ -8,7 +8,7 @@ export const ADMIN: ErrorCode[] = ['invalid_admin_key', 'rate_limited', 'control
 /** Org-database routes: relayed to the owning storage shard in NATS mode; served by its storage process. */
 export const ORG_DATA: ErrorCode[] = [...ADMIN, 'org_not_found', 'shard_unavailable', 'shard_answer_too_large', 'storage_unavailable', 'org_unavailable'];
 /** Routes that check or run an org's trigger and segment SQL. */
-export const SANDBOX: ErrorCode[] = ['sandbox_busy', 'sandbox_paused'];
+export const SANDBOX: ErrorCode[] = ['query_budget_exceeded', 'sandbox_busy', 'sandbox_paused'];
 export const PAGED: ErrorCode[] = [...ORG_DATA, 'invalid_cursor'];
 
 export const slugParam = { ...schemaRef('org', 'slug'), description: "The org's slug" };

@@ -1,40 +1,21 @@
 /**
  * GET /audience/v2/contacts?identity=<type>:<value>[&fields=a,b] (SPEC 6.2): one contact's profile from
- * the in-memory serving index. Order: token → org access → org rate limit → Accept → identity → fields
- * → lookup, so every answer after authentication carries the org's RateLimit headers.
+ * the in-memory serving index. Order: token → org access → org rate limit (the routes' hook, auth.ts) →
+ * Accept → identity → fields → lookup, so every answer after authentication carries the org's RateLimit
+ * headers.
  * The e-mail never reaches logs (the request log has no query string) or error bodies.
  */
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import type { Context } from '../../core/context.js';
 import { AppError } from '../../core/errors.js';
 import { OrgUnavailable } from '../../core/unavailable.js';
-import { bearerToken } from '../../http/bearer.js';
 import { type Metrics, seriesBy } from '../../ops/metrics.js';
-import type { OrgStore } from '../../control/org-store.js';
 import type { IndexedProfile, ProfileIndex } from '../../events/profiles/profile-index.js';
-import { policyHeader, rateLimitHeaders, remainingHeader } from '../../ratelimit/headers.js';
-import {
-  AUTH_FAILURE_POLICY,
-  AUTH_FAILURE_POLICY_NAME,
-  ORG_POLICY_NAME,
-  orgRatePolicy,
-  rateLimitedError,
-} from '../../ratelimit/policies.js';
-import type { RateLimiter } from '../../ratelimit/types.js';
-import type { TokenStore } from '../../control/token-store.js';
 import { acceptsJson } from '../../http/accepts-json.js';
 import { parseIdentity } from '../../events/profiles/parse-identity.js';
 import { object, operationSchema, validatedAs } from '../../openapi/route-schema.js';
 
 export interface ContactsRouteDeps {
-  ctx: Context;
-  tokens: TokenStore;
-  orgs: OrgStore;
   profiles: ProfileIndex;
-  /** Per-org budget, shared by all the org's tokens. */
-  orgLimiter: RateLimiter;
-  /** Per client address, failed authentications only. */
-  authLimiter: RateLimiter;
   metrics: Metrics;
 }
 
@@ -77,10 +58,8 @@ const schema = operationSchema({
   errors: ['invalid_token', 'audience_api_not_enabled', 'rate_limited', 'not_acceptable', 'invalid_identity', 'invalid_fields', 'contact_not_found', 'org_unavailable'],
 });
 
-const WWW_AUTHENTICATE = 'Bearer realm="audience", error="invalid_token"';
-
 export function registerContactsRoute(app: FastifyInstance, deps: ContactsRouteDeps): void {
-  const { ctx, tokens, orgs, profiles, metrics } = deps;
+  const { profiles, metrics } = deps;
   const answered = seriesBy((status) => metrics.lookups.labels(status));
   const onResponse = (_request: unknown, reply: FastifyReply, done: () => void) => {
     answered(String(reply.statusCode)).inc();
@@ -88,40 +67,9 @@ export function registerContactsRoute(app: FastifyInstance, deps: ContactsRouteD
   };
 
   app.get<{ Querystring: Query }>('/audience/v2/contacts', { schema, validatorCompiler: validatedAs({ querystring: null }), onResponse }, async (request, reply) => {
-    const now = ctx.clock.now();
-    const auth = tokens.authenticate(bearerToken(request.headers.authorization), now);
-    if (!auth.ok) {
-      const decision = await deps.authLimiter.consume(`auth:${request.ip}`, AUTH_FAILURE_POLICY, now);
-      const headers = rateLimitHeaders(AUTH_FAILURE_POLICY_NAME, AUTH_FAILURE_POLICY, decision);
-      if (!decision.allowed) {
-        metrics.rateLimited.inc({ policy: AUTH_FAILURE_POLICY_NAME });
-        throw rateLimitedError(headers);
-      }
-      throw new AppError('invalid_token', `the bearer token is ${auth.reason}`, {
-        headers: { ...headers, 'WWW-Authenticate': WWW_AUTHENTICATE },
-      });
-    }
-
-    const org = orgs.cached(auth.org);
-    if (!org) throw new AppError('invalid_token', 'the bearer token is unknown', { headers: { 'WWW-Authenticate': WWW_AUTHENTICATE } });
-    if (!org.audienceApi) {
-      throw new AppError(
-        'audience_api_not_enabled',
-        `The Audience API is not enabled for this org. An operator enables it with \`npx audiencectl org update ${org.slug} --audience-api\` ` +
-          `(or PATCH /admin/v1/orgs/${org.slug} with {"audienceApi": true}).`,
-      );
-    }
-    const policy = orgRatePolicy(org);
-    const consumed = deps.orgLimiter.consume(`org:${org.slug}`, policy, now);
-    // The in-memory limiter decides at once: no await (a microtask per lookup) unless Redis is asked.
-    const decision = consumed instanceof Promise ? await consumed : consumed;
-    if (!decision.allowed) {
-      metrics.rateLimited.inc({ policy: ORG_POLICY_NAME });
-      throw rateLimitedError(rateLimitHeaders(ORG_POLICY_NAME, policy, decision));
-    }
-    reply.header('RateLimit-Policy', policyHeader(ORG_POLICY_NAME, policy));
-    reply.header('RateLimit', remainingHeader(ORG_POLICY_NAME, decision));
-
+    // audienceAuth (auth.ts), the hook of these routes, set it: token, org access and rate limit passed.
+    const org = request.audienceOrg;
+    if (!org) throw new Error('the Audience API routes were registered without their audienceAuth hook');
     if (!acceptsJson(request.headers.accept)) throw new AppError('not_acceptable', 'this API answers application/json only');
     if (Array.isArray(request.query.identity)) {
       throw new AppError('invalid_identity', 'identity was given more than once; pass exactly one identity=<type>:<value>');

@@ -21,6 +21,7 @@ import { registerJsonBodyParser } from '../../http/json-body.js';
 import { toAppError } from '../../http/problem.js';
 import { object, operationSchema, validatedAs } from '../../openapi/route-schema.js';
 import type { ErrorCode } from '../../core/errors.js';
+import { analyticsJsSettings, type CollectorUrls } from './analytics-settings.js';
 import type { CollectDeps } from './collect.js';
 
 const MESSAGE_LIMIT_BYTES = 32 * 1024;
@@ -57,13 +58,15 @@ const schemas = {
   settings: operationSchema({
     tag: 'Tracking API (Segment-compatible)', operationId: 'segmentSettings', auth: 'none',
     summary: 'The settings analytics.js loads: this service as its only destination',
+    description: '`apiHost` and `protocol` come from PUBLIC_URL; without it, from the address and port the connection reached (answered `Cache-Control: no-store`). Never from Host, X-Forwarded-* or Forwarded.',
     params: { type: 'object', properties: { writeKey: { type: 'string' } }, required: ['writeKey'] },
     ok: { status: 200, description: "analytics.js's project settings", schema: { type: 'object', additionalProperties: true } },
     errors: ['not_found'],
   }),
 };
 
-export function registerTrackingRoutes(app: FastifyInstance, deps: CollectDeps): void {
+/** `urls`: where the settings analytics.js loads send it (analytics-settings.ts). */
+export function registerTrackingRoutes(app: FastifyInstance, deps: CollectDeps, urls: CollectorUrls): void {
   const { ctx, registry, metrics } = deps;
   const validate = createValidateSegmentStep(MESSAGE_LIMIT_BYTES);
   const commit = createCommitStep(deps.log, metrics);
@@ -121,9 +124,9 @@ export function registerTrackingRoutes(app: FastifyInstance, deps: CollectDeps):
         collect(request, one, jitsuType(request.params.type)),
       );
     }
-    scope.get<{ Params: { writeKey: string } }>('/v1/projects/:writeKey/settings', { schema: schemas.settings }, (request) => {
+    scope.get<{ Params: { writeKey: string } }>('/v1/projects/:writeKey/settings', { schema: schemas.settings }, (request, reply) => {
       if (!registry.authenticateWriteKey(request.params.writeKey)) throw new AppError('not_found', 'No org environment has this write key.');
-      return analyticsJsSettings(request, request.params.writeKey);
+      return analyticsJsSettings(request, reply, request.params.writeKey, urls);
     });
     // Preflight for browsers sending JSON or X-Write-Key from another origin (Jitsu's browser client).
     scope.options('/v1/*', { schema: { hide: true } }, preflight);
@@ -176,21 +179,6 @@ function decoded(request: FastifyRequest, payload: Readable): Readable {
   payload.on('error', (error) => out.destroy(error));
   payload.pipe(gunzip).pipe(out);
   return out;
-}
-
-/** What analytics.js needs to run with this service as its only destination: events go to this host's /v1. */
-function analyticsJsSettings(request: FastifyRequest, writeKey: string): Record<string, unknown> {
-  return {
-    integrations: { 'Segment.io': { apiKey: writeKey, apiHost: `${request.host}/v1`, protocol: request.protocol, unbundledIntegrations: [], addBundledMetadata: false } },
-    plan: { track: { __default: { enabled: true, integrations: {} } }, identify: { __default: { enabled: true } }, group: { __default: { enabled: true } } },
-    edgeFunction: {},
-    analyticsNextEnabled: true,
-    middlewareSettings: {},
-    enabledMiddleware: {},
-    metrics: { sampleRate: 0 },
-    legacyVideoPluginsEnabled: false,
-    remotePlugins: [],
-  };
 }
 
 function capitalized(text: string): string {

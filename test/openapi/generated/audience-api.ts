@@ -530,7 +530,7 @@ export interface paths {
         };
         /**
          * The settings analytics.js loads: this service as its only destination
-         * @description The settings analytics.js loads: this service as its only destination
+         * @description `apiHost` and `protocol` come from PUBLIC_URL; without it, from the address and port the connection reached (answered `Cache-Control: no-store`). Never from Host, X-Forwarded-* or Forwarded.
          */
         get: operations["segmentSettings"];
         put?: never;
@@ -1403,7 +1403,7 @@ export interface paths {
         get?: never;
         /**
          * Set one contact's consent to one topic
-         * @description Recorded as of now; a later change from an event or the unsubscribe link replaces it, an earlier one does not.
+         * @description Recorded as of now; a later change from an event or the unsubscribe link replaces it, an earlier one does not. A contact erased with `suppress` gets no consent recorded: `unsubscribed` answers 200 with `source: suppressed` (it is never messaged anyway), `subscribed` answers 409 `contact_suppressed`.
          */
         put: operations["putContactConsent"];
         post?: never;
@@ -1424,7 +1424,7 @@ export interface paths {
         put?: never;
         /**
          * Erase one contact, and optionally suppress it
-         * @description Deletes the contact's events (those still in the log too: a tombstone keeps them out), pending events, profile, imported fields, consent, decisions and messages; the Audience API finds it no more. With `suppress`, its future events are kept out as well and no flow ever messages it. Answers at once; the receipt says when it is done.
+         * @description Deletes the contact's events (those still in the log too: a tombstone keeps them out), pending events, profile, imported fields, consent, decisions and messages, and its lines in the outbox channel's file; the Audience API finds it no more. With `suppress`, its future events are kept out as well, no flow ever messages it, and no consent change, import or event stores the address again. The event log keeps the raw events until its retention (LOG_RETENTION_HOURS, NATS_STREAM_MAX_AGE): see docs/operators.md. Answers at once; the receipt says when it is done.
          */
         post: operations["eraseContact"];
         delete?: never;
@@ -1488,7 +1488,7 @@ export interface paths {
         put?: never;
         /**
          * One-click unsubscribe (RFC 8058)
-         * @description The body `List-Unsubscribe=One-Click`, form-encoded or multipart, as mail clients send it. Unsubscribes the contact of the link from its topic at once.
+         * @description The body `List-Unsubscribe=One-Click`, form-encoded or multipart, as mail clients send it. Unsubscribes the contact of the link from its topic at once. For a contact erased with `suppress` since, the same 200 page, and nothing is recorded (it is never messaged again).
          */
         post: operations["unsubscribeOneClick"];
         delete?: never;
@@ -1510,7 +1510,7 @@ export interface components {
             /** @description What went wrong and how to fix it */
             detail?: string;
             /** @enum {string} */
-            code: "invalid_json" | "invalid_request" | "invalid_cursor" | "json_too_deep" | "invalid_credentials" | "invalid_admin_key" | "not_found" | "org_not_found" | "org_exists" | "schema_violation" | "message_rejected" | "payload_too_large" | "unsupported_media_type" | "internal_error" | "log_unavailable" | "not_ready" | "unhealthy" | "log_outcome_unknown" | "control_unavailable" | "invalid_token" | "audience_api_not_enabled" | "rate_limited" | "token_pool_full" | "token_ambiguous" | "token_not_found" | "invalid_identity" | "invalid_fields" | "contact_not_found" | "not_acceptable" | "invalid_trigger" | "trigger_not_found" | "trigger_query_failed" | "query_file_refused" | "invalid_flow" | "flow_not_found" | "flow_exists" | "flow_not_triggered" | "topic_not_found" | "unsubscribe_link_invalid" | "erasure_not_found" | "shard_unavailable" | "shard_answer_too_large" | "compaction_behind" | "backup_in_progress" | "no_org_databases" | "sandbox_busy" | "sandbox_paused" | "storage_unavailable" | "org_unavailable" | "method_not_allowed" | "request_timeout" | "uri_too_long" | "headers_too_large" | "backup_file_refused";
+            code: "invalid_json" | "invalid_request" | "invalid_cursor" | "json_too_deep" | "invalid_credentials" | "invalid_admin_key" | "not_found" | "org_not_found" | "org_exists" | "schema_violation" | "message_rejected" | "payload_too_large" | "unsupported_media_type" | "internal_error" | "log_unavailable" | "not_ready" | "unhealthy" | "log_outcome_unknown" | "control_unavailable" | "invalid_token" | "audience_api_not_enabled" | "rate_limited" | "token_pool_full" | "token_ambiguous" | "token_not_found" | "invalid_identity" | "invalid_fields" | "contact_not_found" | "not_acceptable" | "invalid_trigger" | "trigger_not_found" | "trigger_query_failed" | "query_budget_exceeded" | "query_file_refused" | "invalid_flow" | "flow_not_found" | "flow_exists" | "flow_not_triggered" | "topic_not_found" | "contact_suppressed" | "unsubscribe_link_invalid" | "erasure_not_found" | "shard_unavailable" | "shard_answer_too_large" | "compaction_behind" | "backup_in_progress" | "no_org_databases" | "sandbox_busy" | "sandbox_paused" | "storage_unavailable" | "profiles_behind" | "org_unavailable" | "method_not_allowed" | "request_timeout" | "uri_too_long" | "headers_too_large" | "backup_file_refused";
             /** @description The Request-Id of the response */
             requestId?: string;
             errors?: {
@@ -1539,6 +1539,8 @@ export interface components {
         };
         /** Format: email */
         "event-parts.email": string;
+        /** @description Text without control characters: no C0 (U+0000-U+001F), DEL (U+007F) or C1 (U+0080-U+009F, U+009B is a terminal's CSI), no line or paragraph separator (U+2028, U+2029), no bidirectional mark, embedding, override or isolate (U+061C, U+200E, U+200F, U+202A-U+202E, U+2066-U+2069). Names partners send are printed in operators' terminals and lists: an escape sequence in one could write the clipboard or retitle the window, and a bidi override makes two names look alike. */
+        "event-parts.controlFree": string;
         /**
          * EventContext
          * @description About the sending client. Extra keys are accepted (clients add their own). Absent means {}.
@@ -1707,7 +1709,7 @@ export interface components {
          * @description Properties of a custom event. Closed: the client's own key-values go in the free-form properties.properties, so a key misplaced one level up is reported instead of silently ignored by triggers.
          */
         "event-parts.customProperties": {
-            eventName: string;
+            eventName: components["schemas"]["event-parts.controlFree"];
             /** @description When false, the event is stored even when no identity resolves (SPEC 4.5). Default: true */
             requiresIdentity?: boolean;
             /** @description Free key-values. */
@@ -6467,7 +6469,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description [`invalid_trigger`](/problems/invalid_trigger): Trigger or segment SQL refused */
+            /** @description [`invalid_trigger`](/problems/invalid_trigger): Trigger or segment SQL refused; [`query_budget_exceeded`](/problems/query_budget_exceeded): The query used up its time or memory budget */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -6700,7 +6702,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description [`invalid_trigger`](/problems/invalid_trigger): Trigger or segment SQL refused; [`trigger_query_failed`](/problems/trigger_query_failed): The query failed while running */
+            /** @description [`invalid_trigger`](/problems/invalid_trigger): Trigger or segment SQL refused; [`trigger_query_failed`](/problems/trigger_query_failed): The query failed while running; [`query_budget_exceeded`](/problems/query_budget_exceeded): The query used up its time or memory budget */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -6825,7 +6827,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description [`invalid_trigger`](/problems/invalid_trigger): Trigger or segment SQL refused; [`trigger_query_failed`](/problems/trigger_query_failed): The query failed while running */
+            /** @description [`invalid_trigger`](/problems/invalid_trigger): Trigger or segment SQL refused; [`trigger_query_failed`](/problems/trigger_query_failed): The query failed while running; [`query_budget_exceeded`](/problems/query_budget_exceeded): The query used up its time or memory budget */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -7138,7 +7140,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description [`invalid_trigger`](/problems/invalid_trigger): Trigger or segment SQL refused */
+            /** @description [`invalid_trigger`](/problems/invalid_trigger): Trigger or segment SQL refused; [`query_budget_exceeded`](/problems/query_budget_exceeded): The query used up its time or memory budget */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -7367,7 +7369,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description [`invalid_trigger`](/problems/invalid_trigger): Trigger or segment SQL refused; [`trigger_query_failed`](/problems/trigger_query_failed): The query failed while running */
+            /** @description [`invalid_trigger`](/problems/invalid_trigger): Trigger or segment SQL refused; [`trigger_query_failed`](/problems/trigger_query_failed): The query failed while running; [`query_budget_exceeded`](/problems/query_budget_exceeded): The query used up its time or memory budget */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -8048,7 +8050,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description [`trigger_query_failed`](/problems/trigger_query_failed): The query failed while running */
+            /** @description [`trigger_query_failed`](/problems/trigger_query_failed): The query failed while running; [`query_budget_exceeded`](/problems/query_budget_exceeded): The query used up its time or memory budget */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -8668,7 +8670,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description [`invalid_flow`](/problems/invalid_flow): Flow definition refused; [`trigger_query_failed`](/problems/trigger_query_failed): The query failed while running */
+            /** @description [`invalid_flow`](/problems/invalid_flow): Flow definition refused; [`trigger_query_failed`](/problems/trigger_query_failed): The query failed while running; [`query_budget_exceeded`](/problems/query_budget_exceeded): The query used up its time or memory budget */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -8825,7 +8827,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description [`invalid_flow`](/problems/invalid_flow): Flow definition refused; [`invalid_trigger`](/problems/invalid_trigger): Trigger or segment SQL refused; [`trigger_query_failed`](/problems/trigger_query_failed): The query failed while running */
+            /** @description [`invalid_flow`](/problems/invalid_flow): Flow definition refused; [`invalid_trigger`](/problems/invalid_trigger): Trigger or segment SQL refused; [`trigger_query_failed`](/problems/trigger_query_failed): The query failed while running; [`query_budget_exceeded`](/problems/query_budget_exceeded): The query used up its time or memory budget */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -8852,7 +8854,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description [`control_unavailable`](/problems/control_unavailable): The control plane is out of reach; [`sandbox_busy`](/problems/sandbox_busy): No capacity to run trigger or segment SQL now; [`sandbox_paused`](/problems/sandbox_paused): The org's trigger and segment SQL is paused after a runaway query */
+            /** @description [`control_unavailable`](/problems/control_unavailable): The control plane is out of reach; [`profiles_behind`](/problems/profiles_behind): Profiles are behind the events acknowledged before this decision; [`sandbox_busy`](/problems/sandbox_busy): No capacity to run trigger or segment SQL now; [`sandbox_paused`](/problems/sandbox_paused): The org's trigger and segment SQL is paused after a runaway query */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -9432,6 +9434,7 @@ export interface operations {
                         topic: string;
                         /** @enum {string} */
                         status: "subscribed" | "unsubscribed";
+                        /** @description admin, link, event or default; suppressed: the contact was erased with suppress, nothing was recorded */
                         source: string;
                         /** Format: date-time */
                         changedAt: string | null;
@@ -9458,6 +9461,15 @@ export interface operations {
             };
             /** @description [`org_not_found`](/problems/org_not_found): No such org; [`contact_not_found`](/problems/contact_not_found): No such contact; [`topic_not_found`](/problems/topic_not_found): No such subscription topic */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`contact_suppressed`](/problems/contact_suppressed): The contact was erased with suppress: it cannot be subscribed */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9547,7 +9559,7 @@ export interface operations {
                         requestedAt: string;
                         /** Format: date-time */
                         doneAt: string | null;
-                        /** @description Once done: rows removed per kind (events, identities, activity, quarantined, importedContacts, consent, sends, decisions, flowEntries, occurrenceMembers: the contact left out of scheduled sends still to come) */
+                        /** @description Once done: rows removed per kind (events, identities, activity, quarantined, importedContacts, consent, sends, decisions, flowEntries, occurrenceMembers: the contact left out of scheduled sends still to come; outbox: lines of the outbox channel's file, DATA_DIR/outbox/<org>.jsonl) */
                         removed: {
                             [key: string]: number;
                         } | null;
@@ -9649,7 +9661,7 @@ export interface operations {
                         requestedAt: string;
                         /** Format: date-time */
                         doneAt: string | null;
-                        /** @description Once done: rows removed per kind (events, identities, activity, quarantined, importedContacts, consent, sends, decisions, flowEntries, occurrenceMembers: the contact left out of scheduled sends still to come) */
+                        /** @description Once done: rows removed per kind (events, identities, activity, quarantined, importedContacts, consent, sends, decisions, flowEntries, occurrenceMembers: the contact left out of scheduled sends still to come; outbox: lines of the outbox channel's file, DATA_DIR/outbox/<org>.jsonl) */
                         removed: {
                             [key: string]: number;
                         } | null;
@@ -9751,7 +9763,7 @@ export interface operations {
                             requestedAt: string;
                             /** Format: date-time */
                             doneAt: string | null;
-                            /** @description Once done: rows removed per kind (events, identities, activity, quarantined, importedContacts, consent, sends, decisions, flowEntries, occurrenceMembers: the contact left out of scheduled sends still to come) */
+                            /** @description Once done: rows removed per kind (events, identities, activity, quarantined, importedContacts, consent, sends, decisions, flowEntries, occurrenceMembers: the contact left out of scheduled sends still to come; outbox: lines of the outbox channel's file, DATA_DIR/outbox/<org>.jsonl) */
                             removed: {
                                 [key: string]: number;
                             } | null;
@@ -9863,7 +9875,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description [`storage_unavailable`](/problems/storage_unavailable): The storage process is restarting; [`org_unavailable`](/problems/org_unavailable): The org's database cannot be opened */
+            /** @description [`storage_unavailable`](/problems/storage_unavailable): The storage process is restarting; [`org_unavailable`](/problems/org_unavailable): The org's database cannot be opened; [`shard_unavailable`](/problems/shard_unavailable): The storage shard that owns the org did not answer */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -9931,7 +9943,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description [`storage_unavailable`](/problems/storage_unavailable): The storage process is restarting; [`org_unavailable`](/problems/org_unavailable): The org's database cannot be opened */
+            /** @description [`storage_unavailable`](/problems/storage_unavailable): The storage process is restarting; [`org_unavailable`](/problems/org_unavailable): The org's database cannot be opened; [`shard_unavailable`](/problems/shard_unavailable): The storage shard that owns the org did not answer */
             503: {
                 headers: {
                     [name: string]: unknown;

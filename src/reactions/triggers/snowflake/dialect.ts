@@ -13,7 +13,7 @@ import { isColonPath, nextSignificant, previousSignificant, type Token, tokenize
 
 export type Dialect = 'duckdb' | 'snowflake';
 
-/** Snowflake functions DuckDB does not have (test/triggers/snowflake-translate.test.ts checks the catalog). */
+/** Snowflake functions DuckDB does not have (test/reactions/triggers/snowflake-translate.test.ts checks the catalog). */
 export const SNOWFLAKE_ONLY = new Set([
   'iff', 'nvl', 'nvl2', 'zeroifnull', 'nullifzero', 'dateadd', 'timeadd', 'timestampadd', 'timestampdiff', 'timediff',
   'to_varchar', 'to_char', 'to_date', 'to_timestamp_ntz', 'to_timestamp_ltz', 'to_timestamp_tz', 'to_number', 'to_decimal',

@@ -26,7 +26,9 @@ const receipt = object({
   doneAt: nullable('string', { format: 'date-time' }),
   removed: {
     type: ['object', 'null'],
-    description: 'Once done: rows removed per kind (events, identities, activity, quarantined, importedContacts, consent, sends, decisions, flowEntries, occurrenceMembers: the contact left out of scheduled sends still to come)',
+    description:
+      'Once done: rows removed per kind (events, identities, activity, quarantined, importedContacts, consent, sends, decisions, flowEntries, occurrenceMembers: the contact left out of scheduled sends still to come; ' +
+      "outbox: lines of the outbox channel's file, DATA_DIR/outbox/<org>.jsonl)",
     additionalProperties: { type: 'integer' },
   },
 });
@@ -35,8 +37,9 @@ const schemas = {
   erase: operationSchema({
     tag, auth, operationId: 'eraseContact', summary: 'Erase one contact, and optionally suppress it',
     description:
-      "Deletes the contact's events (those still in the log too: a tombstone keeps them out), pending events, profile, imported fields, consent, decisions and messages; " +
-      'the Audience API finds it no more. With `suppress`, its future events are kept out as well and no flow ever messages it. Answers at once; the receipt says when it is done.',
+      "Deletes the contact's events (those still in the log too: a tombstone keeps them out), pending events, profile, imported fields, consent, decisions and messages, and its lines in the outbox channel's file; " +
+      'the Audience API finds it no more. With `suppress`, its future events are kept out as well, no flow ever messages it, and no consent change, import or event stores the address again. ' +
+      'The event log keeps the raw events until its retention (LOG_RETENTION_HOURS, NATS_STREAM_MAX_AGE): see docs/operators.md. Answers at once; the receipt says when it is done.',
     params: slugOnly,
     body: {
       type: 'object', additionalProperties: false, required: ['identity'],

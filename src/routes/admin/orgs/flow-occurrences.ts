@@ -6,10 +6,9 @@
 import type { FastifyInstance } from 'fastify';
 import type { OrgStore } from '../../../control/org-store.js';
 import { PAGE_LIMITS, pageOf as pageOfRows, pageQuerySchema, pageRequest, withoutKey } from '../../../db/paging.js';
-import type { OrgStorage } from '../../../db/org-storage.js';
 import { dateTime, nullable, object, operationSchema, pageOf, validatedAs } from '../../../openapi/route-schema.js';
-import type { FlowStore } from '../../../reactions/flows/flow-store.js';
-import { OCCURRENCES_KEYSET, OccurrenceStore } from '../../../reactions/flows/occurrence-store.js';
+import type { FlowStore } from '../../../reactions/flows/store/flow-store.js';
+import { OCCURRENCES_KEYSET, type OccurrenceStore } from '../../../reactions/flows/store/occurrence-store.js';
 import { jsonRow } from '../../../reactions/triggers/json-row.js';
 import { PAGED, pageQueryDoc, slugParam } from '../schema-parts.js';
 
@@ -46,8 +45,8 @@ const schema = operationSchema({
   errors: [...PAGED, 'flow_not_found'],
 });
 
-export function registerFlowOccurrencesRoute(app: FastifyInstance, deps: { storage: OrgStorage; orgs: OrgStore; flows: FlowStore }): void {
-  const occurrences = new OccurrenceStore(deps.storage);
+export function registerFlowOccurrencesRoute(app: FastifyInstance, deps: { orgs: OrgStore; flows: FlowStore; occurrences: Pick<OccurrenceStore, 'page'> }): void {
+  const { occurrences } = deps;
   app.get<{ Params: { slug: string; id: string }; Querystring: { limit?: string; cursor?: string } }>(
     '/admin/v1/orgs/:slug/flows/:id/occurrences',
     { schema, validatorCompiler: validatedAs({ querystring: { type: 'object', additionalProperties: false, properties: pageQuerySchema } }) },

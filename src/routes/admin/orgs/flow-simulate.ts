@@ -6,21 +6,23 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { AppError } from '../../../core/errors.js';
+import { readAgainAfterKills } from '../../../core/unavailable.js';
 import type { OrgStore } from '../../../control/org-store.js';
 import type { OrgStorage } from '../../../db/org-storage.js';
 import { microsToIso, newestVisibleAt } from '../../../events/compaction/visible-at.js';
 import type { ProfileIndex } from '../../../events/profiles/profile-index.js';
 import type { FlowDefinition } from '../../../generated/flow.js';
 import { dateTime, object, operationSchema } from '../../../openapi/route-schema.js';
-import type { FlowRunner } from '../../../reactions/flows/flow-runner.js';
-import type { FlowStore } from '../../../reactions/flows/flow-store.js';
-import type { RenderedDecision } from '../../../reactions/flows/decide.js';
+import type { TriggerRuns } from '../../../reactions/flows/run/trigger-runs.js';
+import type { FlowStore } from '../../../reactions/flows/store/flow-store.js';
+import type { RenderedDecision } from '../../../reactions/flows/rules/decision.js';
 import { jsonRow } from '../../../reactions/triggers/json-row.js';
 import { QueryFailed } from '../../../reactions/triggers/sandbox.js';
+import { failedProblem, refusedProblem } from '../../../reactions/triggers/query-problems.js';
 import type { LiveQuery, TriggerStore } from '../../../reactions/triggers/trigger-store.js';
 import { SqlRefused } from '../../../reactions/triggers/sql-guard.js';
 import { contactEmailOf } from './contact-identity.js';
-import { ADMIN, slugParam } from '../schema-parts.js';
+import { ADMIN, SANDBOX, slugParam } from '../schema-parts.js';
 
 /** Without `from`, the window is the last day before the newest event, as a message preview's. */
 const DEFAULT_WINDOW_HOURS = 24;
@@ -89,7 +91,7 @@ const schema = operationSchema({
       decisions: { type: 'array', items: decision },
     }),
   },
-  errors: [...ADMIN, 'invalid_request', 'invalid_identity', 'contact_not_found', 'flow_not_found', 'flow_not_triggered', 'invalid_flow', 'invalid_trigger', 'trigger_query_failed', 'sandbox_busy', 'sandbox_paused'],
+  errors: [...ADMIN, 'invalid_request', 'invalid_identity', 'contact_not_found', 'flow_not_found', 'flow_not_triggered', 'invalid_flow', 'invalid_trigger', 'trigger_query_failed', 'profiles_behind', ...SANDBOX],
 });
 
 export function registerFlowSimulateRoute(
@@ -99,7 +101,7 @@ export function registerFlowSimulateRoute(
     orgs: OrgStore;
     flows: FlowStore;
     triggers: TriggerStore;
-    runner: FlowRunner | undefined;
+    runner: TriggerRuns | undefined;
     profiles: ProfileIndex;
     /** A draft definition, checked as a create would check it. */
     check(org: string, body: unknown): Promise<FlowDefinition>;
@@ -116,9 +118,12 @@ export function registerFlowSimulateRoute(
     const definition = body.definition === undefined ? saved.definition : await deps.check(org.slug, { ...(body.definition as object), id: saved.definition.id });
     notTriggered(definition);
     const trigger = body.sql === undefined ? undefined : await checkedTrigger(deps.triggers, org.slug, body.sql);
-    const window = await windowOf(deps.storage, org.slug, body);
     try {
-      const simulation = await deps.runner.simulate(org.slug, definition, email, window, trigger);
+      // Reads only: read again when another org's runaway query had the storage process killed under it.
+      const { window, simulation } = await readAgainAfterKills(org.slug, async () => {
+        const window = await windowOf(deps.storage, org.slug, body);
+        return { window, simulation: await deps.runner!.simulate(org.slug, definition, email, window, trigger) };
+      });
       // A row the flow's cursor has passed is in no run to come: decided then (a duplicate now), or before the flow went live.
       const cursor = body.definition === undefined ? saved.cursor : null;
       const passed = (row: Record<string, unknown>) => cursor !== null && row.ts instanceof Date && BigInt(row.ts.getTime()) * 1000n <= cursor;
@@ -129,7 +134,7 @@ export function registerFlowSimulateRoute(
         decisions: simulation.decisions.map((d, i) => (passed(simulation.rows[i]!) && d.outcome !== 'duplicate' ? notInAWindow(d, cursor!) : { ...toApi(d, definition, deps.now()), branch: simulation.branches[i] ?? null })),
       };
     } catch (error) {
-      if (error instanceof QueryFailed) throw new AppError('trigger_query_failed', error.reason);
+      if (error instanceof QueryFailed) throw failedProblem(error);
       throw error;
     }
   });
@@ -149,7 +154,7 @@ async function checkedTrigger(triggers: TriggerStore, org: string, sql: string):
     // A draft: no version, hash or commit of its own.
     return { version: 0, hash: '', sql, status: 'valid', error: null, committedAt: 0, checked };
   } catch (error) {
-    if (error instanceof SqlRefused) throw new AppError('invalid_trigger', error.message);
+    if (error instanceof SqlRefused) throw refusedProblem(error);
     throw error;
   }
 }

@@ -4,11 +4,11 @@
  */
 import type { FastifyInstance } from 'fastify';
 import type { OrgStore } from '../../../control/org-store.js';
-import type { OrgStorage } from '../../../db/org-storage.js';
 import type { ProfileIndex } from '../../../events/profiles/profile-index.js';
 import { dateTime, object, operationSchema } from '../../../openapi/route-schema.js';
-import type { FlowStore } from '../../../reactions/flows/flow-store.js';
-import { WaitStore, type WaitRow } from '../../../reactions/flows/wait-store.js';
+import type { FlowStore } from '../../../reactions/flows/store/flow-store.js';
+import type { WaitStore, WaitRow } from '../../../reactions/flows/store/wait-store.js';
+import { movesAt } from '../../../reactions/flows/store/wait-due.js';
 import type { Step } from '../../../generated/flow.js';
 import { contactEmailOf } from './contact-identity.js';
 import { ADMIN, slugParam } from '../schema-parts.js';
@@ -47,8 +47,8 @@ const schema = operationSchema({
   errors: [...ADMIN, 'org_not_found', 'flow_not_found', 'invalid_identity', 'contact_not_found', 'storage_unavailable', 'org_unavailable'],
 });
 
-export function registerFlowWaitsRoute(app: FastifyInstance, deps: { storage: OrgStorage; orgs: OrgStore; flows: FlowStore; profiles: ProfileIndex }): void {
-  const waits = new WaitStore(deps.storage);
+export function registerFlowWaitsRoute(app: FastifyInstance, deps: { orgs: OrgStore; flows: FlowStore; profiles: ProfileIndex; waits: Pick<WaitStore, 'list'> }): void {
+  const { waits } = deps;
   app.get<{ Params: { slug: string; id: string }; Querystring: { identity?: string; limit?: string } }>('/admin/v1/orgs/:slug/flows/:id/waits', { schema }, async (request) => {
     const org = await deps.orgs.get(request.params.slug);
     const flow = deps.flows.get(org.slug, request.params.id);
@@ -66,8 +66,9 @@ function toApi(e: WaitRow, step: Step | undefined) {
     variant: e.variant,
     step: e.step,
     kind,
-    until: e.waiting ? e.untilEvent : null,
-    dueAt: new Date(e.dueAt).toISOString(),
+    // A first step not read by a pass yet is a wait from the entry all the same.
+    until: e.waiting ? e.untilEvent : e.step === 0 && step !== undefined && 'waitUntil' in step ? step.waitUntil.event : null,
+    dueAt: new Date(movesAt(e, step)).toISOString(),
     enteredAt: new Date(e.enteredAt).toISOString(),
     lastWait: e.lastWait,
   };

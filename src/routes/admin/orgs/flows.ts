@@ -14,19 +14,21 @@ import type { OrgStore } from '../../../control/org-store.js';
 import type { ProfileIndex } from '../../../events/profiles/profile-index.js';
 import { jsonRow } from '../../../reactions/triggers/json-row.js';
 import type { TriggerStore } from '../../../reactions/triggers/trigger-store.js';
-import type { FlowRunner } from '../../../reactions/flows/flow-runner.js';
-import { type FlowStore, toApiFlow } from '../../../reactions/flows/flow-store.js';
-import { checkFlow } from '../../../reactions/flows/validate-flow.js';
+import type { TriggerRuns } from '../../../reactions/flows/run/trigger-runs.js';
+import { type FlowStore, toApiFlow } from '../../../reactions/flows/store/flow-store.js';
+import { checkFlow } from '../../../reactions/flows/rules/validate-flow.js';
 import { notTriggered, registerFlowSimulateRoute } from './flow-simulate.js';
 import { registerFlowWaitsRoute } from './flow-waits.js';
 import { registerFlowOccurrencesRoute } from './flow-occurrences.js';
-import { flowResults } from '../../../reactions/flows/flow-results.js';
-import { flowActivity } from '../../../reactions/flows/flow-activity.js';
+import { flowResults } from '../../../reactions/flows/reports/flow-results.js';
+import { flowActivity } from '../../../reactions/flows/reports/flow-activity.js';
 import { type RangeQuery, rangeQuerySchema, timeRange } from '../../../db/time-buckets.js';
 import { QUERY_NAME } from '../../../reactions/triggers/trigger-store.js';
-import { previewMessage } from '../../../reactions/flows/message-preview.js';
-import { DECISIONS_KEYSET, type DecisionRow, type SendDelivery, SENDS_KEYSET, SendStore } from '../../../reactions/flows/send-store.js';
-import type { TemplateRenderer } from '../../../reactions/flows/template-renderer.js';
+import { previewMessage } from '../../../reactions/flows/render/message-preview.js';
+import { DECISIONS_KEYSET, type DecisionRow, type SendDelivery, SENDS_KEYSET, type SendReports } from '../../../reactions/flows/reports/send-reports.js';
+import type { WaitStore } from '../../../reactions/flows/store/wait-store.js';
+import type { OccurrenceStore } from '../../../reactions/flows/store/occurrence-store.js';
+import type { TemplateRenderer } from '../../../reactions/flows/render/template-renderer.js';
 import { validatedAs } from '../../../openapi/route-schema.js';
 import { definitionValidation, flowSchemas } from './flows-schema.js';
 
@@ -75,8 +77,12 @@ export function registerFlowRoutes(
     storage: OrgStorage;
     orgs: OrgStore;
     flows: FlowStore;
+    /** What the routes read of sends and decisions, of entries in their steps, and of scheduled occurrences. */
+    reports: SendReports;
+    waits: Pick<WaitStore, 'list'>;
+    occurrences: Pick<OccurrenceStore, 'page'>;
     triggers: TriggerStore;
-    runner: FlowRunner | undefined;
+    runner: TriggerRuns | undefined;
     renderer: Pick<TemplateRenderer, 'render'> | undefined;
     profiles: ProfileIndex;
     /** TRIGGER_TIMEOUT_MS: the trigger query of a message preview. */
@@ -91,7 +97,7 @@ export function registerFlowRoutes(
   },
 ): void {
   const { storage, orgs, flows } = deps;
-  const sends = new SendStore(storage);
+  const sends = deps.reports;
   const check = async (org: string, body: unknown) => {
     // A trigger or segment file saved a moment ago counts as saved, not as the last poll saw it.
     const named = body as { trigger?: unknown; segmentFilter?: { segment?: unknown }; audience?: { segment?: unknown } } | null;

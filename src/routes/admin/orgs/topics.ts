@@ -45,7 +45,9 @@ const schemas = {
   }),
   consent: operationSchema({
     tag, auth, operationId: 'putContactConsent', summary: "Set one contact's consent to one topic",
-    description: 'Recorded as of now; a later change from an event or the unsubscribe link replaces it, an earlier one does not.',
+    description:
+      'Recorded as of now; a later change from an event or the unsubscribe link replaces it, an earlier one does not. ' +
+      'A contact erased with `suppress` gets no consent recorded: `unsubscribed` answers 200 with `source: suppressed` (it is never messaged anyway), `subscribed` answers 409 `contact_suppressed`.',
     params: slugOnly,
     body: {
       type: 'object', additionalProperties: false, required: ['identity', 'topic', 'status'],
@@ -54,9 +56,15 @@ const schemas = {
     ok: {
       status: 200,
       description: "The contact's consent to the topic now",
-      schema: object({ email: { type: 'string' }, topic: topicName, status, source: { type: 'string' }, changedAt: nullable('string', { format: 'date-time' }) }),
+      schema: object({
+        email: { type: 'string' },
+        topic: topicName,
+        status,
+        source: { type: 'string', description: 'admin, link, event or default; suppressed: the contact was erased with suppress, nothing was recorded' },
+        changedAt: nullable('string', { format: 'date-time' }),
+      }),
     },
-    errors: [...ORG_DATA, 'invalid_identity', 'contact_not_found', 'topic_not_found'],
+    errors: [...ORG_DATA, 'invalid_identity', 'contact_not_found', 'topic_not_found', 'contact_suppressed'],
   }),
 };
 
@@ -81,7 +89,12 @@ export function registerTopicRoutes(app: FastifyInstance, deps: { orgs: OrgStore
       const { topic, status } = request.body;
       const email = contactEmailOf(deps.profiles, org.slug, request.body.identity);
       if (!(await consent.topic(org.slug, topic))) throw new AppError('topic_not_found', `org ${org.slug} has no topic ${topic}: create it with PUT /admin/v1/orgs/${org.slug}/topics/${topic}`);
-      await consent.setConsent(org.slug, { email, topic, status, source: 'admin', at: deps.ctx.clock.now() });
+      if ((await consent.setConsent(org.slug, { email, topic, status, source: 'admin', at: deps.ctx.clock.now() })) === 'suppressed') {
+        if (status === 'subscribed') {
+          throw new AppError('contact_suppressed', `this address was erased with suppress: true in org ${org.slug}; it is never messaged and no consent is recorded for it`);
+        }
+        return { email, topic, status, source: 'suppressed', changedAt: null };
+      }
       deps.metrics.consentChanges.inc({ source: 'admin', status });
       const now = (await consent.ofContact(org.slug, email)).find((c) => c.topic === topic)!;
       return { email, ...now };

@@ -1,0 +1,68 @@
+/**
+ * What the service holds of compaction and what one commit tells it, whether compaction runs in this
+ * thread (compactor.ts) or in the storage process (storage/storage-client.ts), and what the compactor
+ * is given.
+ */
+import type { Context } from '../../core/context.js';
+import type { Shard } from '../../core/shard.js';
+import type { Database } from '../../db/sql.js';
+import type { Observations } from '../../ops/metrics.js';
+import type { LogBackend } from '../log/types.js';
+import type { KeptOut } from './tombstones.js';
+
+/** What one commit tells the service, e.g. to refresh profiles (its own thread or the storage worker's). */
+export interface CommitReport {
+  /** Contacts whose production events were written: their profiles need a refresh. */
+  touched: Array<{ org: string; email: string }>;
+  /** Orgs that stored new events in this batch: their real-time flows run now (reactions/flows/run/trigger-runs.ts). */
+  orgs: string[];
+  /** More records were waiting when this batch was read: compaction is working through a backlog. */
+  backlog: boolean;
+  /** When its events were received (profile-delays.ts): their delay is observed once their profiles are refreshed. */
+  received: Observations;
+}
+
+/** The metrics the compactor moves; in the storage worker they are forwarded to the main thread's registry. */
+export interface CompactorMetrics {
+  compactionBatchSeconds: { observe(seconds: number): void };
+  eventsQuarantined: { inc(labels: { code: string }): void };
+  duplicatesDropped: { inc(count: number): void };
+  eventsKeptOut: { inc(labels: { reason: KeptOut }, count: number): void };
+  logRecordsLost: { inc(count: number): void };
+}
+
+/** What the service holds of compaction, in this thread (Compactor) or in the storage process (storage-client.ts). */
+export interface Compaction {
+  /** Highest log seq whose records are committed to DuckDB (by every org but those whose database is damaged). */
+  readonly compactedSeq: number;
+  /** Every org holds its records up to here, held orgs included: the log may drop records up to it. */
+  readonly retainFromSeq: number;
+  /** Resolves once every record up to `seq` is in DuckDB and its touched profiles were queued for refresh. */
+  whenCompacted(seq: number): Promise<void>;
+  start(): Promise<void>;
+  /** Finishes the batch in progress, then stops (graceful shutdown). */
+  stop(): Promise<void>;
+  /**
+   * The org's state (its tombstones among it) is read again from its database before its next batch is
+   * planned: an erasure changed it. A batch planned before may still commit; whenCompacted tells when.
+   */
+  reload(org: string): Promise<void>;
+}
+
+/** What the compactor (compactor.ts) is given. */
+export interface CompactorDeps {
+  /** Each org's database. */
+  orgs: { org(slug: string): Database; slugs(): Promise<string[]>; isDropped(slug: string): boolean };
+  /** The position every org has reached, and the highest any org may hold (storage/checkpoint.ts). */
+  checkpoint: { read(): number; write(seq: number): void; highWater(): number; raiseHighWater(seq: number): Promise<void> };
+  log: Pick<LogBackend, 'openReader'>;
+  /** The orgs this process compacts; other orgs' records are skipped (unread where the log keeps records per org). */
+  shard: Shard;
+  ctx: Context;
+  metrics: CompactorMetrics;
+  logger: { error(details: object, message: string): void };
+  /** Runs after each batch, before waiters are told (e.g. queues the touched profiles for refresh). */
+  afterCommit?: (report: CommitReport) => Promise<void>;
+  /** Told the committed position (and retainFromSeq) whenever they may have moved (the storage process reports them). */
+  onProgress?: (seq: number, retainFromSeq: number) => void;
+}

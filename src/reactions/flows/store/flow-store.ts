@@ -1,0 +1,221 @@
+/**
+ * Flow definitions and their state (draft → live ⇄ paused), in DuckDB and mirrored in memory for the
+ * runner's schedule: the one owner of the flows table, the runner's cursor and run status included.
+ * Going live sets the cursor to the newest visible_at at that moment, so a flow
+ * never messages for events that became visible before it (SPEC 8). Pausing keeps the cursor: a
+ * resumed flow catches up on the events that arrived while it was paused.
+ */
+import type { Context } from '../../../core/context.js';
+import { microsParam, tsParam } from '../../../db/database.js';
+import type { Sql } from '../../../db/sql.js';
+import type { OrgStorage } from '../../../db/org-storage.js';
+import { microsToIso, newestVisibleAt } from '../../../events/compaction/visible-at.js';
+import { AppError } from '../../../core/errors.js';
+import type { Flow, FlowDefinition } from '../../../generated/flow.js';
+
+export type FlowStatus = Flow['status'];
+
+export interface FlowRecord {
+  org: string;
+  definition: FlowDefinition;
+  status: FlowStatus;
+  createdAt: number;
+  updatedAt: number;
+  liveSince: number | null;
+  /** visible_at (epoch µs) of the end of the last window run. */
+  cursor: bigint | null;
+  lastRunAt: number | null;
+  lastError: string | null;
+}
+
+interface FlowRow {
+  org: string;
+  definition: string;
+  status: FlowStatus;
+  created_at: Date;
+  updated_at: Date;
+  live_since: Date | null;
+  cursor_us: bigint | null;
+  last_run_at: Date | null;
+  last_error: string | null;
+}
+
+const SELECT_FLOWS = 'SELECT *, epoch_us(cursor_at) AS cursor_us FROM flows';
+
+export class FlowStore {
+  private readonly flows = new Map<string, FlowRecord>();
+
+  constructor(
+    private readonly orgs: OrgStorage,
+    private readonly ctx: Context,
+  ) {}
+
+  /** An org's flows, from its database. */
+  async load(org: string): Promise<void> {
+    for (const row of await this.orgs.org(org).all<FlowRow>(SELECT_FLOWS)) this.remember(fromRow(row));
+  }
+
+  /** The org was deleted: its flows are no longer run. */
+  forget(org: string): void {
+    for (const flow of this.list(org)) this.flows.delete(key(org, flow.definition.id));
+  }
+
+  list(org: string): FlowRecord[] {
+    return [...this.flows.values()].filter((f) => f.org === org).sort((a, b) => a.createdAt - b.createdAt);
+  }
+
+  live(): FlowRecord[] {
+    return [...this.flows.values()].filter((f) => f.status === 'live');
+  }
+
+  /** The flow, or undefined when the org has none of that id. */
+  find(org: string, id: string): FlowRecord | undefined {
+    return this.flows.get(key(org, id));
+  }
+
+  get(org: string, id: string): FlowRecord {
+    const flow = this.find(org, id);
+    if (!flow) throw new AppError('flow_not_found', `no flow "${id}" in org "${org}"`);
+    return flow;
+  }
+
+  async create(org: string, definition: FlowDefinition): Promise<FlowRecord> {
+    if (this.flows.has(key(org, definition.id))) throw new AppError('flow_exists', `flow "${definition.id}" already exists`);
+    const now = tsParam(this.ctx.clock.now());
+    await this.orgs.org(org).run("INSERT INTO flows VALUES ($1, $2, $3, 'draft', $4, $4, NULL, NULL, NULL, NULL)", [
+      org,
+      definition.id,
+      JSON.stringify(definition),
+      now,
+    ]);
+    return this.reload(org, definition.id);
+  }
+
+  /** Replaces the definition; a live flow uses it from its next run, its cursor unchanged. */
+  async replace(org: string, definition: FlowDefinition): Promise<FlowRecord> {
+    this.get(org, definition.id);
+    await this.orgs.org(org).run('UPDATE flows SET definition = $3, updated_at = $4 WHERE org = $1 AND id = $2', [
+      org,
+      definition.id,
+      JSON.stringify(definition),
+      tsParam(this.ctx.clock.now()),
+    ]);
+    return this.reload(org, definition.id);
+  }
+
+  async start(org: string, id: string): Promise<FlowRecord> {
+    const flow = this.get(org, id);
+    if (flow.status === 'live') return flow;
+    const now = tsParam(this.ctx.clock.now());
+    await this.orgs.org(org).transaction(async (c) => {
+      if (flow.status === 'draft') {
+        // The go-live position: everything visible now is before the flow and never triggers it.
+        const cursor = await newestVisibleAt(c);
+        await c.run("UPDATE flows SET status = 'live', live_since = $3, cursor_at = $4, updated_at = $3 WHERE org = $1 AND id = $2", [
+          org,
+          id,
+          now,
+          microsParam(cursor),
+        ]);
+      } else {
+        await c.run("UPDATE flows SET status = 'live', updated_at = $3 WHERE org = $1 AND id = $2", [org, id, now]);
+      }
+    });
+    return this.reload(org, id);
+  }
+
+  async pause(org: string, id: string): Promise<FlowRecord> {
+    const flow = this.get(org, id);
+    if (flow.status !== 'live') return flow;
+    await this.orgs.org(org).run("UPDATE flows SET status = 'paused', updated_at = $3 WHERE org = $1 AND id = $2", [org, id, tsParam(this.ctx.clock.now())]);
+    return this.reload(org, id);
+  }
+
+  /** The flow's next window (cursor, newest visible_at], read together; undefined when it is no longer live. */
+  window(org: string, id: string): Promise<{ start: bigint; end: bigint } | undefined> {
+    return this.orgs.org(org).exclusive(async (c) => {
+      const start = await cursorOf(c, org, id);
+      return start === undefined ? undefined : { start, end: await newestVisibleAt(c) };
+    });
+  }
+
+  /**
+   * One transaction that runs `work` (the run's writes) and moves the cursor from `from` to `to`, or
+   * writes nothing and answers false when the cursor is no longer at `from` (or the flow is no longer
+   * live): another run, here or in another process, took that window.
+   */
+  async advance(org: string, id: string, cursor: { from: bigint; to: bigint }, at: number, work: (c: Sql) => Promise<void>): Promise<boolean> {
+    const committed = await this.orgs.org(org).transaction(async (c) => {
+      if ((await cursorOf(c, org, id)) !== cursor.from) return false;
+      await work(c);
+      await c.run('UPDATE flows SET cursor_at = $3, last_run_at = $4, last_error = NULL WHERE org = $1 AND id = $2', [org, id, microsParam(cursor.to), tsParam(at)]);
+      return true;
+    });
+    if (committed) await this.reload(org, id);
+    return committed;
+  }
+
+  /**
+   * A run found nothing new to read: last_run_at moves, last_error clears. The record in memory is not
+   * re-read (it shows the previous run's until the next write that reloads it).
+   */
+  async ranEmpty(org: string, id: string, at: number): Promise<void> {
+    await this.orgs.org(org).run('UPDATE flows SET last_run_at = $3, last_error = NULL WHERE org = $1 AND id = $2', [org, id, tsParam(at)]);
+  }
+
+  /** A run did not run its window, for `reason`: the cursor stays, the next run tries again. */
+  async runFailed(org: string, id: string, at: number, reason: string): Promise<FlowRecord> {
+    await this.orgs.org(org).run('UPDATE flows SET last_run_at = $3, last_error = $4 WHERE org = $1 AND id = $2', [org, id, tsParam(at), reason]);
+    return this.reload(org, id);
+  }
+
+  /** Re-reads one flow after a write. */
+  async reload(org: string, id: string): Promise<FlowRecord> {
+    const [row] = await this.orgs.org(org).all<FlowRow>(`${SELECT_FLOWS} WHERE org = $1 AND id = $2`, [org, id]);
+    if (!row) throw new AppError('flow_not_found', `no flow "${id}" in org "${org}"`);
+    return this.remember(fromRow(row));
+  }
+
+  private remember(flow: FlowRecord): FlowRecord {
+    this.flows.set(key(flow.org, flow.definition.id), flow);
+    return flow;
+  }
+}
+
+export function toApiFlow(flow: FlowRecord): Flow {
+  const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+  return {
+    definition: flow.definition,
+    status: flow.status,
+    createdAt: new Date(flow.createdAt).toISOString(),
+    updatedAt: new Date(flow.updatedAt).toISOString(),
+    liveSince: iso(flow.liveSince),
+    cursorAt: flow.cursor === null ? null : microsToIso(flow.cursor),
+    lastRunAt: iso(flow.lastRunAt),
+    lastError: flow.lastError,
+  };
+}
+
+/** The flow's cursor (epoch µs), undefined when it is no longer live. */
+async function cursorOf(c: Sql, org: string, id: string): Promise<bigint | undefined> {
+  const [row] = await c.all<{ status: string; cursor_us: bigint | null }>('SELECT status, epoch_us(cursor_at) AS cursor_us FROM flows WHERE org = $1 AND id = $2', [org, id]);
+  return row?.status === 'live' ? (row.cursor_us ?? 0n) : undefined;
+}
+
+function key(org: string, id: string): string {
+  return `${org}/${id}`;
+}
+
+function fromRow(row: FlowRow): FlowRecord {
+  return {
+    org: row.org,
+    definition: JSON.parse(row.definition) as FlowDefinition,
+    status: row.status,
+    createdAt: row.created_at.getTime(),
+    updatedAt: row.updated_at.getTime(),
+    liveSince: row.live_since?.getTime() ?? null,
+    cursor: row.cursor_us,
+    lastRunAt: row.last_run_at?.getTime() ?? null,
+    lastError: row.last_error,
+  };
+}

@@ -1,0 +1,78 @@
+/**
+ * The Audience API's authentication, an `onRequest` hook of its routes (as admin/auth.ts is of the admin
+ * routes): the bearer token, then the org's access to the API, then the org's rate limit, so every answer
+ * after authentication carries the org's RateLimit headers. Failed authentications are limited per
+ * client address (AUTH_FAILURE_POLICY). The org reaches the route as `request.audienceOrg`.
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Context } from '../../core/context.js';
+import { AppError } from '../../core/errors.js';
+import { bearerToken } from '../../http/bearer.js';
+import type { Metrics } from '../../ops/metrics.js';
+import type { OrgStore } from '../../control/org-store.js';
+import type { Org } from '../../generated/org.js';
+import { policyHeader, rateLimitHeaders, remainingHeader } from '../../ratelimit/headers.js';
+import { AUTH_FAILURE_POLICY, AUTH_FAILURE_POLICY_NAME, ORG_POLICY_NAME, orgRatePolicy, rateLimitedError } from '../../ratelimit/policies.js';
+import type { RateLimiter } from '../../ratelimit/types.js';
+import type { TokenStore } from '../../control/token-store.js';
+
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The org whose token the Audience API request carries (set by audienceAuth). */
+    audienceOrg: Org | null;
+  }
+}
+
+export interface AudienceAuthDeps {
+  ctx: Context;
+  tokens: TokenStore;
+  orgs: OrgStore;
+  /** Per-org budget, shared by all the org's tokens. */
+  orgLimiter: RateLimiter;
+  /** Per client address, failed authentications only. */
+  authLimiter: RateLimiter;
+  metrics: Metrics;
+}
+
+const WWW_AUTHENTICATE = 'Bearer realm="audience", error="invalid_token"';
+
+export function audienceAuth(deps: AudienceAuthDeps) {
+  const { ctx, tokens, orgs, metrics } = deps;
+  return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
+    const now = ctx.clock.now();
+    const auth = tokens.authenticate(bearerToken(request.headers.authorization), now);
+    if (!auth.ok) {
+      const decision = await deps.authLimiter.consume(`auth:${request.ip}`, AUTH_FAILURE_POLICY, now);
+      const headers = rateLimitHeaders(AUTH_FAILURE_POLICY_NAME, AUTH_FAILURE_POLICY, decision);
+      if (!decision.allowed) {
+        metrics.rateLimited.inc({ policy: AUTH_FAILURE_POLICY_NAME });
+        throw rateLimitedError(headers);
+      }
+      throw new AppError('invalid_token', `the bearer token is ${auth.reason}`, {
+        headers: { ...headers, 'WWW-Authenticate': WWW_AUTHENTICATE },
+      });
+    }
+
+    const org = orgs.cached(auth.org);
+    if (!org) throw new AppError('invalid_token', 'the bearer token is unknown', { headers: { 'WWW-Authenticate': WWW_AUTHENTICATE } });
+    if (!org.audienceApi) {
+      throw new AppError(
+        'audience_api_not_enabled',
+        `The Audience API is not enabled for this org. An operator enables it with \`npx audiencectl org update ${org.slug} --audience-api\` ` +
+          `(or PATCH /admin/v1/orgs/${org.slug} with {"audienceApi": true}).`,
+      );
+    }
+    const policy = orgRatePolicy(org);
+    const consumed = deps.orgLimiter.consume(`org:${org.slug}`, policy, now);
+    // The in-memory limiter decides at once: no await (a microtask per lookup) unless Redis is asked.
+    const decision = consumed instanceof Promise ? await consumed : consumed;
+    if (!decision.allowed) {
+      metrics.rateLimited.inc({ policy: ORG_POLICY_NAME });
+      throw rateLimitedError(rateLimitHeaders(ORG_POLICY_NAME, policy, decision));
+    }
+    reply.header('RateLimit-Policy', policyHeader(ORG_POLICY_NAME, policy));
+    reply.header('RateLimit', remainingHeader(ORG_POLICY_NAME, decision));
+    request.audienceOrg = org;
+  };
+}

@@ -1,0 +1,107 @@
+/**
+ * The refresher paces profile refreshes after each other, so under load one refresh serves many
+ * compaction batches and DuckDB stays free for compaction most of the time.
+ */
+import t, { type Test as Tap } from 'tap';
+import { OrgDatabases } from '../../../src/storage/org-databases.js';
+import { LocalOrgStorage } from '../../../src/storage/org-storage.js';
+import { type ContactKey, ProfileMaterializer } from '../../../src/events/profiles/profile-materializer.js';
+import { ProfileIndex } from '../../../src/events/profiles/profile-index.js';
+import { ProfileRefresher } from '../../../src/events/profiles/profile-refresher.js';
+import { waitFor } from '../../helpers/deadline.js';
+
+async function setup(t: Tap, backlogIntervalMs?: number) {
+  const pool = new OrgDatabases(t.testdir(), { maxOpen: 2, memoryLimit: '256MB', threads: 1, idleCloseMs: 60_000 });
+  t.teardown(() => pool.close());
+  const materializer = new ProfileMaterializer(new LocalOrgStorage(pool), new ProfileIndex());
+  const refreshed: string[][] = [];
+  const realRefresh = materializer.refresh.bind(materializer);
+  materializer.refresh = async (keys: ContactKey[]) => {
+    refreshed.push(keys.map((k) => k.email));
+    await realRefresh(keys);
+  };
+  const errors: unknown[] = [];
+  const refresher = new ProfileRefresher(materializer, (error) => errors.push(error), backlogIntervalMs);
+  return { refresher, refreshed, errors };
+}
+
+const key = (email: string): ContactKey => ({ org: 'acme', email });
+
+t.test('the first refresh of an idle service starts at once', async (t) => {
+  const { refresher, refreshed } = await setup(t);
+  refresher.enqueue([key('a@example.com')]);
+  t.same(refreshed, [['a@example.com']], 'started in the same tick as the enqueue');
+  await refresher.settled();
+});
+
+t.test('contacts enqueued right after a refresh wait for the pause and go in one refresh', async (t) => {
+  const { refresher, refreshed, errors } = await setup(t);
+  refresher.enqueue([key('a@example.com')]);
+  await refresher.settled();
+  refresher.enqueue([key('b@example.com')]);
+  refresher.enqueue([key('c@example.com'), key('d@example.com')]);
+  t.same(refreshed, [['a@example.com']], 'nothing started before the pause');
+  await refresher.settled();
+  t.same(refreshed, [['a@example.com'], ['b@example.com', 'c@example.com', 'd@example.com']]);
+  t.same(errors, []);
+});
+
+t.test('contacts from a backlog wait until it is drained (or the backlog interval passes)', async (t) => {
+  const HOUR = 3600_000;
+  const { refresher, refreshed, errors } = await setup(t, HOUR);
+  refresher.enqueue([key('a@example.com')]);
+  await refresher.settled();
+  refresher.enqueue([key('b@example.com')], { backlog: true });
+  // Well past the ordinary pause (50 ms, or 3x a refresh of one contact).
+  await new Promise((r) => setTimeout(r, 500));
+  t.same(refreshed, [['a@example.com']], 'not refreshed while the backlog lasts');
+  refresher.enqueue([key('c@example.com')], { backlog: false });
+  await refresher.settled();
+  t.same(refreshed, [['a@example.com'], ['b@example.com', 'c@example.com']], 'the end of the backlog refreshes at once, not in an hour');
+  t.same(errors, []);
+});
+
+t.test('after a long refresh, the next one waits at most the capped pause, not 3× the refresh', async (t) => {
+  const { refresher, refreshed, errors } = await setup(t);
+  const SLOW_MS = 2_000;
+  // A slow materializer (a loaded machine, many contacts): uncapped, the next refresh would wait 3 × 2 s.
+  const started: number[] = [];
+  const materializer = (refresher as unknown as { materializer: { refresh(keys: ContactKey[]): Promise<void> } }).materializer;
+  const refresh = materializer.refresh.bind(materializer);
+  materializer.refresh = async (keys) => {
+    started.push(performance.now());
+    await refresh(keys);
+    if (started.length === 1) await new Promise((r) => setTimeout(r, SLOW_MS));
+  };
+  refresher.enqueue([key('a@example.com')]);
+  await new Promise((r) => setTimeout(r, 100));
+  refresher.enqueue([key('b@example.com')]);
+  await refresher.settled();
+  t.same(refreshed, [['a@example.com'], ['b@example.com']]);
+  const waited = started[1]! - (started[0]! + SLOW_MS);
+  t.ok(waited < 3 * SLOW_MS - 2_000, `the second refresh started ${Math.round(waited)} ms after the first ended (uncapped: at least ${3 * SLOW_MS} ms)`);
+  t.same(errors, []);
+});
+
+t.test('`refreshed` is told once the contacts are in the index, at once when there are none', async (t) => {
+  const { refresher, refreshed } = await setup(t);
+  const told: string[] = [];
+  refresher.enqueue([], { refreshed: () => told.push('none') });
+  t.same(told, ['none'], 'no contacts: nothing to wait for');
+  refresher.enqueue([key('a@example.com')], { refreshed: () => told.push(`a after ${refreshed.length} refresh`) });
+  refresher.enqueue([key('b@example.com')], { refreshed: () => told.push(`b after ${refreshed.length} refreshes`) });
+  t.same(told, ['none'], 'not before the refresh ends');
+  await refresher.settled();
+  t.same(told, ['none', 'a after 1 refresh', 'b after 2 refreshes']);
+});
+
+t.test('contacts enqueued as a refresh run ends are refreshed, not left until the next enqueue', async (t) => {
+  const { refresher, refreshed, errors } = await setup(t);
+  // The enqueue lands in the microtask right after the run's last refresh: the run has seen an empty
+  // queue and is ending (a compaction report handled between its end and its bookkeeping).
+  refresher.enqueue([key('a@example.com')], { refreshed: () => queueMicrotask(() => refresher.enqueue([key('b@example.com')])) });
+  await waitFor(() => refreshed.length >= 2, { timeoutMs: 30_000, what: "b's refresh" }).catch(() => undefined);
+  t.same(refreshed, [['a@example.com'], ['b@example.com']], 'b refreshed without another enqueue');
+  await refresher.settled();
+  t.same(errors, []);
+});
