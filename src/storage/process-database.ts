@@ -4,7 +4,8 @@
  * there, whose calls go only to the process that opened it and fail once another has taken over.
  */
 import { type AppendTarget, type ColumnPage, type Database, type Params, type Row, type RowAppender, type Sql, inTransaction } from '../db/sql.js';
-import { QueryTimeout, SandboxBusy, type UntrustedHandle, withDeadline } from '../db/untrusted.js';
+import { SandboxPaused, type UntrustedHandle, withDeadline } from '../db/untrusted.js';
+import { StorageUnavailable } from '../core/unavailable.js';
 import { paramsToWire, recordRows } from '../db/value-codec.js';
 import { type Call, READ_PAGE_ROWS, type ReadPage, type ToStorage } from './storage-protocol.js';
 import type { UntrustedGate } from './untrusted-gate.js';
@@ -19,8 +20,8 @@ export interface StorageCalls {
   /** A call, and which process answered it. */
   callOn<T>(call: Call): Promise<{ value: T; generation: number }>;
   send(message: ToStorage, generation?: number): void;
-  /** Ends the process of `generation` at once; `forQuery`: to stop an org's query. */
-  kill(reason: string, generation: number, forQuery: boolean): void;
+  /** Ends the process of `generation` at once; `forOrg`: to stop that org's query. */
+  kill(reason: string, generation: number, forOrg?: string): void;
 }
 
 async function openSession(storage: StorageCalls, db: string, untrusted: boolean): Promise<ProcessSql> {
@@ -48,14 +49,17 @@ export class ProcessDatabase implements Database {
   }
 
   /**
-   * Untrusted SQL: a slot of the gate (waited for within the deadline), a session, and the deadline
-   * (untrusted.ts). A query still running ABANDON_GRACE_MS past its deadline cannot be interrupted: the
-   * process is killed, which stops it, and the org is paused (gate.strike). A query that overran after
-   * waiting more than half its time for a slot was short of capacity, not too slow: SandboxBusy.
+   * Untrusted SQL: a slot of the gate, a session, and the deadline (untrusted.ts). The slot is waited for
+   * at most half the deadline (SandboxBusy past it: nothing ran), so every query that runs has at least
+   * half its time. Opening the session may wait for a restarting process (another org's query had it
+   * killed, or a crash): not this query's doing, so not its time. A query still running ABANDON_GRACE_MS
+   * past its deadline cannot be interrupted: the process is killed, which stops it, and the org is paused
+   * (gate.strike).
    */
   async untrusted<T>(timeoutMs: number, work: (connection: Sql) => Promise<T>): Promise<T> {
-    const deadline = Date.now() + timeoutMs;
-    const release = await this.storage.gate.enter(this.slug, deadline);
+    const asked = Date.now();
+    const release = await this.storage.gate.enter(this.slug, asked + timeoutMs / 2);
+    const budget = timeoutMs - (Date.now() - asked);
     try {
       const sql = await openSession(this.storage, this.slug, true);
       const handle: UntrustedHandle = {
@@ -66,13 +70,14 @@ export class ProcessDatabase implements Database {
           if (!sql.settled) {
             // Still running past the grace: only killing the process stops DuckDB now.
             this.storage.gate.strike(this.slug);
-            this.storage.kill(`org "${this.slug}"'s query ran past its ${timeoutMs} ms deadline and could not be interrupted`, sql.generation, true);
+            this.storage.kill(`org "${this.slug}"'s query ran past its ${timeoutMs} ms deadline and could not be interrupted`, sql.generation, this.slug);
           } else void sql.release(true);
         },
       };
-      const budget = Math.max(1, deadline - Date.now());
       return await withDeadline(handle, budget, work).catch((error: unknown) => {
-        throw error instanceof QueryTimeout && budget < timeoutMs / 2 ? new SandboxBusy('The query waited too long for a free slot to finish in its time; try again in a second.') : error;
+        // The process was killed to stop another query of this org: this one is paused with it.
+        if (error instanceof StorageUnavailable && error.killedFor === this.slug) throw new SandboxPaused(this.slug, Math.max(1, Math.ceil(this.storage.gate.pausedFor(this.slug) / 1000)));
+        throw error;
       });
     } finally {
       release();

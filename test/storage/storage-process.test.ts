@@ -10,10 +10,13 @@ import { microsParam, tsParam } from '../../src/db/database.js';
 import { SINGLE_SHARD } from '../../src/core/shard.js';
 import { rowsOf } from '../../src/db/sql.js';
 import { StorageProcess } from '../../src/storage/storage-client.js';
+import { waitFor } from '../helpers/deadline.js';
 import { READ_PAGE_ROWS } from '../../src/storage/storage-protocol.js';
+import { ProcessDatabase, type StorageCalls } from '../../src/storage/process-database.js';
+import { storagePid } from '../helpers/storage-pid.js';
 
 /** The storage process, and the database of one org, 'acme', through it. */
-async function startWorker(t: { testdir(): string; teardown(fn: () => unknown): void }) {
+async function startWorker(t: { testdir(): string; teardown(fn: () => unknown): void }, seen: { errors: string[]; restarts: Array<[string, boolean]> } = { errors: [], restarts: [] }) {
   const dir = t.testdir();
   const worker = await StorageProcess.start({
     data: {
@@ -24,7 +27,12 @@ async function startWorker(t: { testdir(): string; teardown(fn: () => unknown): 
       threadPoolSize: 4,
     },
     process: {},
-    events: { onCompacted: () => {}, onMetric: () => {}, onError: () => {}, onRestarted: () => {} },
+    events: {
+      onCompacted: () => {},
+      onMetric: () => {},
+      onError: (_details, message) => void seen.errors.push(message),
+      onRestarted: (reason, queryKilled) => void seen.restarts.push([reason, queryKilled]),
+    },
   });
   t.teardown(() => worker.close());
   return { worker, db: worker.org('acme') };
@@ -116,4 +124,46 @@ t.test('a read crosses in pages of columns and comes back whole: names, values, 
   t.same([rowsOf(whole), whole.truncated], [[{ a: 1 }, { a: 1 }, { a: 1 }], false]);
   const none = await db.untrusted(5000, (c) => c.read('SELECT 1 AS a WHERE false', [], 3));
   t.same([none.names, rowsOf(none), none.truncated], [['a'], [], false]);
+});
+
+t.test("a kill to stop an org's query is not an error line; any other end is", async (t) => {
+  const seen = { errors: [] as string[], restarts: [] as Array<[string, boolean]> };
+  const { worker, db } = await startWorker(t, seen);
+  const restarted = async (count: number) => {
+    await waitFor(() => seen.restarts.length >= count, { timeoutMs: 60_000, what: 'a new storage process' });
+    await db.all('SELECT 1');
+  };
+  worker.kill('org "acme"\'s query ran past its deadline and could not be interrupted', worker.generation, 'acme');
+  await restarted(1);
+  t.same(seen.errors, [], 'the remedy for a runaway query: no error line');
+  t.match(seen.restarts[0], [/acme.*could not be interrupted/, true], 'the takeover says why (logged at warn)');
+  worker.kill('an operator', worker.generation);
+  await restarted(2);
+  t.same(seen.errors, ['storage process ended; starting a new one'], 'another end is still an error');
+});
+
+t.test("an untrusted query's time starts once its session is open: a stall while opening it costs it nothing", async (t) => {
+  const { worker, db } = await startWorker(t);
+  await db.run('CREATE TABLE numbers AS SELECT range AS n FROM range(1000)');
+  const pid = storagePid(process.pid)!;
+  t.ok(pid, 'the storage process');
+  const timeoutMs = 1000;
+  // The process stalls (SIGSTOP) for longer than the deadline while it opens the session, as opening an
+  // org's database after a restart can on a loaded machine: the caller waited for the process, not for
+  // its query, which then has its whole time.
+  const stalling: StorageCalls = Object.assign(Object.create(worker) as StorageCalls, {
+    callOn: <T>(call: Parameters<StorageCalls['callOn']>[0]) => {
+      if (call.op === 'open') {
+        process.kill(pid, 'SIGSTOP');
+        setTimeout(() => process.kill(pid, 'SIGCONT'), timeoutMs * 2);
+      }
+      return worker.callOn<T>(call);
+    },
+  });
+  const started = performance.now();
+  const rows = await new ProcessDatabase(stalling, 'acme').untrusted(timeoutMs, (sql) => sql.all<{ total: bigint }>('SELECT sum(n) AS total FROM numbers'));
+  t.same(rows, [{ total: 499500n }], 'the query ran and answered');
+  t.ok(performance.now() - started >= timeoutMs * 2, 'after the stall');
+  t.equal(storagePid(process.pid), pid, 'the process was not killed');
+  t.equal(worker.gate.pausedFor('acme'), 0, 'the org is not paused');
 });
