@@ -22,8 +22,8 @@ export interface FoldProgress {
   whenRefreshed(org: string): Promise<void>;
 }
 
-/** The four sources of decisions (the metrics' `source` label). */
-export type DecisionSource = 'trigger' | 'step' | 'scheduled' | 'deferred';
+/** The four sources of decisions, and a person's simulation of one (the metrics' `source` label). */
+export type DecisionSource = 'trigger' | 'step' | 'scheduled' | 'deferred' | 'simulate';
 
 export interface FoldMetrics {
   flowFoldWaitSeconds: { observe(labels: { source: DecisionSource }, seconds: number): void };
@@ -47,7 +47,8 @@ export class FoldBehind extends AppError {
     readonly waitedMs: number,
   ) {
     // An answer only where a person waits for the decision (a simulation): 503 profiles_behind.
-    super('profiles_behind', `events acknowledged before this ${source} decision were not folded into profiles within ${waitedMs} ms; it is decided again shortly`, {
+    const then = source === 'simulate' ? 'simulate again after Retry-After' : 'it is decided again shortly';
+    super('profiles_behind', `events acknowledged before this ${source} decision were not folded into profiles within ${waitedMs} ms; ${then}`, {
       headers: { 'Retry-After': '5' },
     });
     this.name = 'FoldBehind';

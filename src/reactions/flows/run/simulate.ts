@@ -36,9 +36,10 @@ export async function simulate(deps: SimulateDeps, org: string, flow: FlowDefini
   const segmentName = flow.segmentFilter?.segment;
   const segment = segmentName === undefined ? undefined : deps.triggers.live(org, 'segment', segmentName);
   if (segmentName !== undefined && !segment) throw new QueryFailed(`segment ${segmentName} has no valid version`);
+  // A person asks about now: every event acknowledged before the question is folded first, and its rows
+  // are in the window read after (contact-fold.ts); a run reads only compacted rows and needs less.
+  const folded = await deps.pipeline.folded('simulate', org);
   const read = await readWindow(deps, org, query, segment, window.start, window.end);
-  // As a run would decide now: on every event acknowledged before it (contact-fold.ts).
-  const folded = await deps.pipeline.folded('trigger', org);
   const profile: RunState['profile'] = (type, value) => deps.profiles.find(org, type, value);
   const rows = read.rows.filter((r) => resolveEmail(textOf(r.identity), textOf(r.identity_type), { profile }) === email);
   let decided: Decision[] = [];
