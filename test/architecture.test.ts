@@ -49,8 +49,8 @@ t.test('the rule sees an upward import, a circle and a folder without a rank', a
 
 /** The most lines a file under src/ may have. */
 const MAX_LINES = 300;
-/** Files over MAX_LINES, each named: nothing may join it. src/generated/flow.ts is here until its generator emits it in parts. */
-const OVER_MAX_LINES = new Set(['src/generated/flow.ts']);
+/** Files over MAX_LINES, each named: nothing may join it (none today; the test of the list stays for the next exception). */
+const OVER_MAX_LINES = new Set<string>();
 
 /** Lines as `wc -l` counts them: a last line without a newline is not counted. */
 function lineCount(text: string): number {

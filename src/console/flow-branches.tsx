@@ -2,7 +2,8 @@
  * A triggered flow's branches on its form: the first branch whose condition holds sends its own message.
  */
 import type { ReactNode } from 'react';
-import type { Branch, Condition, FlowDefinition } from '../generated/flow';
+import type { FlowDefinition } from '../generated/flow';
+import type { Branch, Condition } from '../generated/message';
 import { type MessageDraft, messageOf } from './message-fields';
 import { templateTextOf } from './message-template';
 

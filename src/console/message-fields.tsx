@@ -1,6 +1,6 @@
 /** The Message part of the flow forms: the channel, its webhook URL or e-mail subject, and the template. */
 import type { ReactNode } from 'react';
-import type { Message } from '../generated/flow';
+import type { Message } from '../generated/message';
 import { parseTemplate, templateTextOf } from './message-template';
 
 export interface MessageDraft {

@@ -1,5 +1,5 @@
 /** A flow message's template as the console's forms edit it: text in a textarea, and back. */
-import type { Message } from '../generated/flow';
+import type { Message } from '../generated/message';
 
 /** A saved message's template as the form edits it. */
 export function templateTextOf(message: Message): string {

@@ -1,13 +1,7 @@
 /* Generated from schemas/ by src/tools/generate-types.ts (npm run types). Do not edit. */
 import type { FrequencyCap, QuietHours } from './org.js';
+import type { Branch, Message } from './message.js';
 
-/**
- * This interface was referenced by `FlowDefinition`'s JSON-Schema
- * via the `definition` "Message".
- */
-export type Message = (WebhookMessage | EmailMessage | OutboxMessage) & {
-  channel: 'webhook' | 'email' | 'outbox';
-};
 /**
  * Whose local time: the org's timeZone, or each contact's profile timezone (else the org's)
  *
@@ -161,66 +155,6 @@ export interface Variant {
    */
   holdout?: boolean;
   message?: Message;
-}
-/**
- * This interface was referenced by `FlowDefinition`'s JSON-Schema
- * via the `definition` "WebhookMessage".
- */
-export interface WebhookMessage {
-  channel: 'webhook';
-  url: string;
-  template: {
-    /**
-     * Liquid: a string that renders to JSON, or a JSON value whose strings are Liquid templates
-     */
-    body: string | {} | unknown[];
-  };
-}
-/**
- * This interface was referenced by `FlowDefinition`'s JSON-Schema
- * via the `definition` "EmailMessage".
- */
-export interface EmailMessage {
-  channel: 'email';
-  template: {
-    subject: string;
-    text: string;
-    html?: string;
-  };
-}
-/**
- * This interface was referenced by `FlowDefinition`'s JSON-Schema
- * via the `definition` "OutboxMessage".
- */
-export interface OutboxMessage {
-  channel: 'outbox';
-  /**
-   * Any JSON object; its strings are Liquid templates
-   */
-  template: {};
-}
-/**
- * This interface was referenced by `FlowDefinition`'s JSON-Schema
- * via the `definition` "Branch".
- */
-export interface Branch {
-  when: Condition;
-  message: Message;
-}
-/**
- * This interface was referenced by `FlowDefinition`'s JSON-Schema
- * via the `definition` "Condition".
- */
-export interface Condition {
-  /**
-   * A dotted path into the template data, e.g. event.properties.nights, variant.label, or (in a step after waitUntil) wait.outcome
-   */
-  field: string;
-  op: 'eq' | 'ne' | 'gt' | 'gte' | 'lt' | 'lte' | 'in' | 'exists';
-  /**
-   * Compared with the field; an array for in; absent for exists
-   */
-  value?: string | number | boolean | null | unknown[];
 }
 /**
  * This interface was referenced by `FlowDefinition`'s JSON-Schema

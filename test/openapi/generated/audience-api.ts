@@ -1940,8 +1940,8 @@ export interface components {
             experiment?: {
                 variants: components["schemas"]["flow.Variant"][];
             };
-            branches?: components["schemas"]["flow.Branch"][];
-            message?: components["schemas"]["flow.Message"];
+            branches?: components["schemas"]["message.Branch"][];
+            message?: components["schemas"]["message.Message"];
             /** @description scheduled and recurring: who is sent */
             audience?: {
                 segment: components["schemas"]["flow.queryName"];
@@ -2015,9 +2015,9 @@ export interface components {
         };
         /** MessageStep */
         "flow.MessageStep": {
-            message: components["schemas"]["flow.Message"];
+            message: components["schemas"]["message.Message"];
             /** @description The first branch whose condition holds sends its message instead */
-            branches?: components["schemas"]["flow.Branch"][];
+            branches?: components["schemas"]["message.Branch"][];
         };
         /**
          * Goal
@@ -2035,54 +2035,7 @@ export interface components {
             weight: number;
             /** @description Sends nothing; the contact is still recorded in the variant */
             holdout?: boolean;
-            message?: components["schemas"]["flow.Message"];
-        };
-        /** Branch */
-        "flow.Branch": {
-            when: components["schemas"]["flow.Condition"];
-            message: components["schemas"]["flow.Message"];
-        };
-        /** Condition */
-        "flow.Condition": {
-            /** @description A dotted path into the template data, e.g. event.properties.nights, variant.label, or (in a step after waitUntil) wait.outcome */
-            field: string;
-            /** @enum {unknown} */
-            op: "eq" | "ne" | "gt" | "gte" | "lt" | "lte" | "in" | "exists";
-            /** @description Compared with the field; an array for in; absent for exists */
-            value?: string | number | boolean | null | unknown[];
-        };
-        /** Message */
-        "flow.Message": {
-            /** @enum {unknown} */
-            channel: "webhook" | "email" | "outbox";
-        } & (components["schemas"]["flow.WebhookMessage"] | components["schemas"]["flow.EmailMessage"] | components["schemas"]["flow.OutboxMessage"]);
-        /** WebhookMessage */
-        "flow.WebhookMessage": {
-            /** @enum {unknown} */
-            channel: "webhook";
-            /** Format: uri */
-            url: string;
-            template: {
-                /** @description Liquid: a string that renders to JSON, or a JSON value whose strings are Liquid templates */
-                body: string | Record<string, never> | unknown[];
-            };
-        };
-        /** EmailMessage */
-        "flow.EmailMessage": {
-            /** @enum {unknown} */
-            channel: "email";
-            template: {
-                subject: string;
-                text: string;
-                html?: string;
-            };
-        };
-        /** OutboxMessage */
-        "flow.OutboxMessage": {
-            /** @enum {unknown} */
-            channel: "outbox";
-            /** @description Any JSON object; its strings are Liquid templates */
-            template: Record<string, never>;
+            message?: components["schemas"]["message.Message"];
         };
         /**
          * Flow
@@ -2103,6 +2056,53 @@ export interface components {
             /** Format: date-time */
             lastRunAt: string | null;
             lastError: string | null;
+        };
+        /** Branch */
+        "message.Branch": {
+            when: components["schemas"]["message.Condition"];
+            message: components["schemas"]["message.Message"];
+        };
+        /** Condition */
+        "message.Condition": {
+            /** @description A dotted path into the template data, e.g. event.properties.nights, variant.label, or (in a step after waitUntil) wait.outcome */
+            field: string;
+            /** @enum {unknown} */
+            op: "eq" | "ne" | "gt" | "gte" | "lt" | "lte" | "in" | "exists";
+            /** @description Compared with the field; an array for in; absent for exists */
+            value?: string | number | boolean | null | unknown[];
+        };
+        /** Message */
+        "message.Message": {
+            /** @enum {unknown} */
+            channel: "webhook" | "email" | "outbox";
+        } & (components["schemas"]["message.WebhookMessage"] | components["schemas"]["message.EmailMessage"] | components["schemas"]["message.OutboxMessage"]);
+        /** WebhookMessage */
+        "message.WebhookMessage": {
+            /** @enum {unknown} */
+            channel: "webhook";
+            /** Format: uri */
+            url: string;
+            template: {
+                /** @description Liquid: a string that renders to JSON, or a JSON value whose strings are Liquid templates */
+                body: string | Record<string, never> | unknown[];
+            };
+        };
+        /** EmailMessage */
+        "message.EmailMessage": {
+            /** @enum {unknown} */
+            channel: "email";
+            template: {
+                subject: string;
+                text: string;
+                html?: string;
+            };
+        };
+        /** OutboxMessage */
+        "message.OutboxMessage": {
+            /** @enum {unknown} */
+            channel: "outbox";
+            /** @description Any JSON object; its strings are Liquid templates */
+            template: Record<string, never>;
         };
         /**
          * Org
@@ -8615,8 +8615,8 @@ export interface operations {
             content: {
                 "application/json": {
                     trigger: string;
-                    message: components["schemas"]["flow.Message"];
-                    branches?: components["schemas"]["flow.Branch"][];
+                    message: components["schemas"]["message.Message"];
+                    branches?: components["schemas"]["message.Branch"][];
                     experiment?: Record<string, never>;
                     flowName?: string;
                     variant?: string;

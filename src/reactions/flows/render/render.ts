@@ -10,7 +10,7 @@
 import { Liquid, type Template } from 'liquidjs';
 import type { RenderedMessage } from '../../channels/types.js';
 import { assertNever } from '../../../core/domain.js';
-import type { Message } from '../../../generated/flow.js';
+import type { Message } from '../../../generated/message.js';
 import type { TemplateData } from '../rules/decision.js';
 
 

@@ -1,5 +1,5 @@
 /** Branch conditions (SPEC 8): `{ field, op, value }` over the template data; first match wins. */
-import type { Condition } from '../../../generated/flow.js';
+import type { Condition } from '../../../generated/message.js';
 import { assertNever } from '../../../core/domain.js';
 
 /** The value at a dotted path (`event.properties.nights`), or undefined. Own members only. */

@@ -6,7 +6,8 @@
  * messages off the HTTP thread (render/template-renderer.ts) and records what it returns.
  */
 import { isEmailAddress, normalizeEmail } from '../../../core/domain.js';
-import type { FlowDefinition, Message, MessageStep, Variant } from '../../../generated/flow.js';
+import type { FlowDefinition, MessageStep, Variant } from '../../../generated/flow.js';
+import type { Message } from '../../../generated/message.js';
 import { matches } from './condition.js';
 import type { Decision, EntryData, Keyed, MessageToRender, RowFacts, RunState, Skipped, TemplateData } from './decision.js';
 import { sendIdFor } from './send-id.js';

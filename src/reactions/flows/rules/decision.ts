@@ -4,7 +4,8 @@
  * list): stores, renderers and the run share them without importing any engine.
  */
 import type { RenderedMessage } from '../../channels/types.js';
-import type { FlowDefinition, Message } from '../../../generated/flow.js';
+import type { FlowDefinition } from '../../../generated/flow.js';
+import type { Message } from '../../../generated/message.js';
 import type { IdentityType, Profile } from '../../../events/profiles/profile-index.js';
 import type { EventTime } from '../../../events/compaction/event-times.js';
 import type { SendCounts } from './frequency-caps.js';

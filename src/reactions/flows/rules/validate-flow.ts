@@ -7,7 +7,8 @@
 import { checkWebhookUrl } from '../../channels/target-guard.js';
 import { quietHoursProblem } from '../../../core/quiet-hours.js';
 import { AppError, type ProblemDetail } from '../../../core/errors.js';
-import type { Condition, FlowDefinition, Message } from '../../../generated/flow.js';
+import type { FlowDefinition } from '../../../generated/flow.js';
+import type { Condition, Message } from '../../../generated/message.js';
 import { toProblemDetails, validatorFor } from '../../../core/schemas.js';
 import type { TriggerStore } from '../../triggers/trigger-store.js';
 import { isStoredEventName } from './stored-event.js';

@@ -206,8 +206,8 @@ export const flowSchemas = {
       required: ['trigger', 'message'],
       properties: {
         trigger: { type: 'string', pattern: QUERY_NAME.source },
-        message: schemaRef('flow', 'Message'),
-        branches: { type: 'array', items: schemaRef('flow', 'Branch') },
+        message: schemaRef('message', 'Message'),
+        branches: { type: 'array', items: schemaRef('message', 'Branch') },
         experiment: { type: 'object' },
         flowName: { type: 'string', minLength: 1, maxLength: 200 },
         variant: { type: 'string', pattern: '^[A-Za-z0-9 _.-]{1,64}$' },
