@@ -4,7 +4,7 @@
  * sends, deferred releases — when a contact's identify (naming its zone) and its event arrive together and
  * the decision comes before the profile refresh. Generated: the rules alone over 10,000 cases (no service
  * needed), and one service start per scenario with many generated contacts (zones with DST, the night clocks
- * change, windows, arrival orders, unsubscribes, a contact moving zone while its entry waits).
+ * change, windows, arrival orders, unsubscribes, suppressions, a contact moving zone while its entry waits).
  * Real app and storage, the outbox channel, a manual clock.
  */
 import { readFileSync } from 'node:fs';
@@ -97,6 +97,8 @@ interface Contact {
   zone: string;
   order: 'identify-first' | 'event-first' | 'together';
   unsubscribed: boolean;
+  /** Erased with suppress: true just before its identify and event. */
+  suppressed: boolean;
   /** Moves to this zone (an identify) while its step entry waits. */
   movesTo: string | null;
 }
@@ -120,7 +122,7 @@ const scenario = fc
       fc.record({
         zone: fc.constantFrom(...ZONES),
         order: fc.constantFrom('identify-first' as const, 'event-first' as const, 'together' as const),
-        unsubscribed: fc.integer({ min: 0, max: 9 }).map((n) => n < 2),
+        fate: fc.integer({ min: 0, max: 9 }),
         movesTo: fc.option(fc.constantFrom(...ZONES), { freq: 3 }),
       }),
       { minLength: CONTACTS, maxLength: CONTACTS },
@@ -128,7 +130,7 @@ const scenario = fc
   })
   // The org's zone (UTC) outside both windows: a rule that fell back to it would send.
   .filter((s) => !inQuietHours(s.now, s.orgWindow, 'UTC') && !inQuietHours(s.now, s.flowWindow, 'UTC'))
-  .map((s): Scenario => ({ ...s, contacts: s.contacts.map((c, i) => ({ ...c, email: `c${i}@example.com` })) }));
+  .map((s): Scenario => ({ ...s, contacts: s.contacts.map(({ fate, ...c }, i) => ({ ...c, unsubscribed: fate < 2, suppressed: fate === 2, email: `c${i}@example.com` })) }));
 
 interface OutboxLine {
   flowId: string;
@@ -150,7 +152,7 @@ async function eachConcurrently<T>(items: readonly T[], work: (item: T) => Promi
 
 const SEED = Number(process.env.CONSISTENT_SEED ?? Date.now() % 2_147_483_647);
 
-t.test('every source, identify and event together: 0 sends in quiet hours, over caps, or to unsubscribed contacts', async (t) => {
+t.test('every source, identify and event together: 0 sends in quiet hours, over caps, or to unsubscribed or suppressed contacts', async (t) => {
   t.comment(`seed ${SEED} (CONSISTENT_SEED=${SEED} replays it)`);
   const [s] = fc.sample(scenario, { numRuns: 1, seed: SEED }) as [Scenario];
   const clock = new ManualClock(s.now);
@@ -191,7 +193,9 @@ t.test('every source, identify and event together: 0 sends in quiet hours, over 
   }
   clock.advance(1_000);
   // Each names its zone and books, in its order; decisions follow once compaction stored them, before any profile refresh is waited for.
+  // Some are erased with suppress just before, without waiting for the erasure to be done.
   await eachConcurrently(s.contacts, async (c) => {
+    if (c.suppressed) t.equal((await h.admin('POST', '/admin/v1/orgs/acme/contacts/erase', { identity: `email:${c.email}`, suppress: true })).statusCode, 202);
     const named = () => identify(c, { timezone: c.zone });
     const codes = c.order === 'together' ? (await Promise.all([named(), book(c)])).map((r) => r.statusCode) : c.order === 'identify-first' ? [(await named()).statusCode, (await book(c)).statusCode] : [(await book(c)).statusCode, (await named()).statusCode];
     t.same(codes, [200, 200]);
@@ -202,6 +206,7 @@ t.test('every source, identify and event together: 0 sends in quiet hours, over 
 
   const zoneNow = new Map(s.contacts.map((c) => [c.email, c.zone]));
   const unsubscribed = new Set(s.contacts.filter((c) => c.unsubscribed).map((c) => c.email));
+  const suppressed = new Set(s.contacts.filter((c) => c.suppressed).map((c) => c.email));
   const violations: string[] = [];
   let checked = 0;
   let seen = 0;
@@ -217,6 +222,7 @@ t.test('every source, identify and event together: 0 sends in quiet hours, over 
       sentAt.set(line.email, [...(sentAt.get(line.email) ?? []), clock.now()]);
       const zone = zoneNow.get(line.email)!;
       if (unsubscribed.has(line.email)) violations.push(`${source}: ${line.flowId} sent to unsubscribed ${line.email}`);
+      if (suppressed.has(line.email)) violations.push(`${source}: ${line.flowId} sent to suppressed ${line.email}`);
       if (inQuietHours(clock.now(), windowOf[line.flowId]!, zone)) violations.push(`${source}: ${line.flowId} sent to ${line.email} at ${new Date(clock.now()).toISOString()}, inside ${JSON.stringify(windowOf[line.flowId])} in ${zone}`);
     }
     seen = lines.length;
