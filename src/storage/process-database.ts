@@ -19,6 +19,8 @@ export interface StorageCalls {
   call<T = unknown>(call: Call, generation?: number): Promise<T>;
   /** A call, and which process answered it. */
   callOn<T>(call: Call): Promise<{ value: T; generation: number }>;
+  /** Resolves once a process is up (StorageUnavailable if none comes within CALL_WAIT_MS). */
+  up(): Promise<void>;
   send(message: ToStorage, generation?: number): void;
   /** Ends the process of `generation` at once; `forOrg`: to stop that org's query. */
   kill(reason: string, generation: number, forOrg?: string): void;
@@ -51,12 +53,14 @@ export class ProcessDatabase implements Database {
   /**
    * Untrusted SQL: a slot of the gate, a session, and the deadline (untrusted.ts). The slot is waited for
    * at most half the deadline (SandboxBusy past it: nothing ran), so every query that runs has at least
-   * half its time. Opening the session may wait for a restarting process (another org's query had it
-   * killed, or a crash): not this query's doing, so not its time. A query still running ABANDON_GRACE_MS
+   * half its time. A restarting process (another org's query had it killed, or a crash) is waited for
+   * first, without a slot, so the org's other queries are not kept from theirs meanwhile; it is not this
+   * query's doing, so not its time, nor is opening its session there. A query still running ABANDON_GRACE_MS
    * past its deadline cannot be interrupted: the process is killed, which stops it, and the org is paused
    * (gate.strike).
    */
   async untrusted<T>(timeoutMs: number, work: (connection: Sql) => Promise<T>): Promise<T> {
+    await this.storage.up();
     const asked = Date.now();
     const release = await this.storage.gate.enter(this.slug, asked + timeoutMs / 2);
     const budget = timeoutMs - (Date.now() - asked);

@@ -104,6 +104,11 @@ export class StorageProcess implements OrgStorage, StorageCalls {
     return (await this.callOn<T>(call, generation)).value;
   }
 
+  /** Resolves once a process is up (at once when one is): StorageUnavailable past CALL_WAIT_MS. */
+  async up(): Promise<void> {
+    if (this.state.kind !== 'up') await this.whenUp(undefined);
+  }
+
   /** A call, and which process answered it (a session's calls go to the process that opened it). */
   async callOn<T>(call: Call, generation?: number): Promise<{ value: T; generation: number }> {
     if (this.state.kind !== 'up') await this.whenUp(generation);

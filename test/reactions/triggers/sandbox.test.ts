@@ -12,6 +12,7 @@ import { QueryFailed, runSandboxed, withSandbox } from '../../../src/reactions/t
 import { type QueryKind, SqlRefused } from '../../../src/reactions/triggers/sql-guard.js';
 import { customEvent, startTestApp, type TestApp, STORAGE_PROCESS } from '../../helpers/app.js';
 import { asClientRetries } from '../../helpers/capacity.js';
+import { scaled, waitFor } from '../../helpers/deadline.js';
 
 const REFERENCE = `SELECT identity, identity_type, ts, event_type, event_id, event_raw
 FROM acme.event_triggers
@@ -278,4 +279,30 @@ t.test('the instance refuses file access and configuration changes even outside 
   const h = shared;
   await t.rejects(h.db().all("SELECT * FROM read_text('/etc/passwd')"), /file system operations are disabled|Permission/);
   await t.rejects(h.db().run('SET enable_external_access = true'), /configuration has been locked|Cannot change/);
+});
+
+t.test("a preview reads on its own connection: the org's, held by a compaction batch, does not hold it up", async (t) => {
+  const h = shared;
+  t.equal((await h.admin('PUT', '/admin/v1/orgs/acme/triggers/held', { sql: REFERENCE })).statusCode, 200);
+  // The org's connection held, as a compaction batch holds it (after a storage restart, one after another
+  // for seconds): the preview's window and rows come from its own session, at once.
+  let release!: () => void;
+  let held = false;
+  const holding = h.db().exclusive(() => new Promise<void>((resolve) => ((held = true), (release = resolve))));
+  await waitFor(() => held, { what: "the org's connection held" });
+  // Released after 30 s at the latest, so a preview that waits for it (as before) fails rather than hangs.
+  let releasedForIt = false;
+  const safety = setTimeout(() => ((releasedForIt = true), release()), scaled(30_000));
+  try {
+    const preview = await h.admin('POST', '/admin/v1/orgs/acme/triggers/held/preview', {});
+    t.equal(preview.statusCode, 200, preview.body.slice(0, 300));
+    t.equal(preview.json().count, 1, 'the org event, in a window ending at its newest visible event');
+    const diff = await h.admin('POST', '/admin/v1/orgs/acme/triggers/held/diff', { sql: REFERENCE });
+    t.equal(diff.statusCode, 200, diff.body.slice(0, 300));
+  } finally {
+    clearTimeout(safety);
+    release();
+    await holding;
+  }
+  t.notOk(releasedForIt, "answered while the org's connection was still held");
 });

@@ -54,11 +54,14 @@ export async function previewMessage(deps: PreviewDeps, org: string, flow: FlowD
   let rows: Row[];
   try {
     // Reads only: read again when another org's runaway query had the storage process killed under it.
-    ({ start, end, rows } = await readAgainAfterKills(org, async () => {
-      const end = await db.exclusive(newestVisibleAt);
-      const start = end - BigInt(MESSAGE_PREVIEW_HOURS * 3600) * 1_000_000n;
-      return { start, end, rows: (await withSandbox(db, deps.timeoutMs, (c) => runSandboxed(c, trigger.checked, windowOf(start, end), 1))).rows };
-    }));
+    // The window's end is read on the query's own connection, not queued behind compaction on the org's.
+    ({ start, end, rows } = await readAgainAfterKills(org, () =>
+      withSandbox(db, deps.timeoutMs, async (c) => {
+        const end = await newestVisibleAt(c);
+        const start = end - BigInt(MESSAGE_PREVIEW_HOURS * 3600) * 1_000_000n;
+        return { start, end, rows: (await runSandboxed(c, trigger.checked, windowOf(start, end), 1)).rows };
+      }),
+    ));
   } catch (error) {
     if (error instanceof QueryFailed) throw failedProblem(error);
     throw error;

@@ -7,7 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import { PAGE_LIMITS, pageOf, pageRequest, readPage } from '../../../db/paging.js';
 import type { Context } from '../../../core/context.js';
 import type { OrgStorage } from '../../../db/org-storage.js';
-import type { Database } from '../../../db/sql.js';
+import type { Sql } from '../../../db/sql.js';
 import { SendStore } from '../../../reactions/flows/store/send-store.js';
 import { AppError } from '../../../core/errors.js';
 import { microsToIso, newestVisibleAt } from '../../../events/compaction/visible-at.js';
@@ -131,10 +131,12 @@ export function registerTriggerRoutes(
         const limit = body.limit ?? PREVIEW_DEFAULT_ROWS;
         try {
           // Reads only: read again when another org's runaway query had the storage process killed under it.
-          const { start, end, page } = await readAgainAfterKills(org.slug, async () => {
-            const { start, end } = await windowFor(db, body);
-            return { start, end, page: await withSandbox(db, deps.timeoutMs, (c) => runSandboxed(c, checked, windowOf(start, end), limit)) };
-          });
+          const { start, end, page } = await readAgainAfterKills(org.slug, () =>
+            withSandbox(db, deps.timeoutMs, async (c) => {
+              const { start, end } = await windowFor(c, body);
+              return { start, end, page: await runSandboxed(c, checked, windowOf(start, end), limit) };
+            }),
+          );
           return {
             version: body.sql === undefined ? live!.version : null,
             window: { from: microsToIso(start), to: microsToIso(end) },
@@ -163,10 +165,12 @@ export function registerTriggerRoutes(
         const candidate = await checkGiven(triggers, request.body.sql, org.slug, kind);
         const db = storage.org(org.slug);
         try {
-          const { start, end, diff } = await readAgainAfterKills(org.slug, async () => {
-            const { start, end } = await windowFor(db, request.body);
-            return { start, end, diff: await withSandbox(db, deps.timeoutMs, (c) => diffContacts(c, candidate, live?.checked, windowOf(start, end))) };
-          });
+          const { start, end, diff } = await readAgainAfterKills(org.slug, () =>
+            withSandbox(db, deps.timeoutMs, async (c) => {
+              const { start, end } = await windowFor(c, request.body);
+              return { start, end, diff: await diffContacts(c, candidate, live?.checked, windowOf(start, end)) };
+            }),
+          );
           return { liveVersion: live?.version ?? null, window: { from: microsToIso(start), to: microsToIso(end) }, ...diff };
         } catch (error) {
           if (error instanceof QueryFailed) throw failedProblem(error);
@@ -177,9 +181,13 @@ export function registerTriggerRoutes(
   }
 }
 
-/** The window (from, to] of a preview or diff, epoch µs: default the 24 h before the newest visible event. */
-async function windowFor(db: Database, body: { from?: string; to?: string }): Promise<{ start: bigint; end: bigint }> {
-  const end = body.to ? BigInt(Date.parse(body.to)) * 1000n : await db.exclusive(newestVisibleAt);
+/**
+ * The window (from, to] of a preview or diff, epoch µs: default the 24 h before the newest visible event,
+ * read on the query's own connection (its snapshot), never queued behind compaction's batches on the
+ * org's shared one: after a storage restart those queued for seconds and a preview took 25 s.
+ */
+async function windowFor(c: Sql, body: { from?: string; to?: string }): Promise<{ start: bigint; end: bigint }> {
+  const end = body.to ? BigInt(Date.parse(body.to)) * 1000n : await newestVisibleAt(c);
   const start = body.from ? BigInt(Date.parse(body.from)) * 1000n : end - BigInt(PREVIEW_DEFAULT_HOURS * 3600) * 1_000_000n;
   if (start >= end) throw new AppError('invalid_request', 'from must be before to: the window is (from, to]');
   return { start, end };
