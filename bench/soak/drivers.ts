@@ -16,8 +16,13 @@ export class Tally {
   readonly answers = new Map<string, Map<string, number>>();
   /** org → messageIds answered 200. */
   readonly acked = new Map<string, Set<string>>();
-  /** 5xx answers and failures while the service was meant to be up: a sample each. */
+  /** 5xx answers and failures while the service was meant to be up: a sample each, with when (s into the run). */
   readonly problems: string[] = [];
+  /** driver → how long each answer took (ms). */
+  readonly latencies = new Map<string, number[]>();
+  /** Answers that took over SLOW_MS: when (s into the run), which, how long. */
+  readonly slow: string[] = [];
+  private readonly started = performance.now();
 
   count(driver: string, status: string): void {
     const byStatus = this.answers.get(driver) ?? new Map<string, number>();
@@ -32,9 +37,24 @@ export class Tally {
   }
 
   problem(text: string): void {
-    if (this.problems.length < 200) this.problems.push(text);
+    if (this.problems.length < 200) this.problems.push(`[${this.elapsed()} s] ${text}`);
+  }
+
+  took(driver: string, path: string, ms: number): void {
+    const list = this.latencies.get(driver) ?? [];
+    list.push(ms);
+    this.latencies.set(driver, list);
+    if (ms > SLOW_MS && this.slow.length < 200) this.slow.push(`[${this.elapsed(ms)} s] ${driver} ${path.split('?')[0]} took ${(ms / 1000).toFixed(1)} s`);
+  }
+
+  /** Seconds into the run, `agoMs` before now. */
+  private elapsed(agoMs = 0): number {
+    return Math.round((performance.now() - agoMs - this.started) / 1000);
   }
 }
+
+/** An answer slower than this is listed (with when it was asked) in the report's JSON. */
+const SLOW_MS = 10_000;
 
 export interface DriverContext {
   target: Target;
@@ -65,14 +85,17 @@ async function call(ctx: DriverContext, driver: string, path: string, init: Requ
   // While the service is down its port may be anyone's: nothing is sent until it is back.
   while (ctx.target.down && !ctx.stopped()) await sleep(100);
   const wasDown = ctx.target.down;
+  const asked = performance.now();
   try {
     const res = await fetch(`${ctx.target.url}${path}`, { ...init, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
     const body = await res.text();
+    ctx.tally.took(driver, path, performance.now() - asked);
     ctx.tally.count(driver, String(res.status));
     if (res.status >= 500) ctx.tally.problem(`${driver} ${path.split('?')[0]}: ${res.status} ${body.slice(0, 300)}`);
     return { status: res.status, body };
   } catch (error) {
     const timeout = (error as Error).name === 'TimeoutError';
+    if (timeout) ctx.tally.took(driver, path, performance.now() - asked);
     const during = wasDown || ctx.target.down;
     ctx.tally.count(driver, timeout ? 'timeout' : during ? 'unreachable' : 'error');
     if (!during) ctx.tally.problem(`${driver} ${path.split('?')[0]}: ${String(error)} ${String((error as Error).cause ?? '')}`);

@@ -135,6 +135,8 @@ function report(exit: { code: number | null; signal: string | null; killed: bool
     stopped: exit,
     checks,
     problems: tally.problems.slice(0, 20),
+    latencyMs: Object.fromEntries([...tally.latencies].map(([driver, ms]) => [driver, percentiles(ms)])),
+    slow: tally.slow,
     receiverLog: receiver.deliveries,
   };
   const file = values.json ?? join(workDir, 'soak.json');
@@ -143,6 +145,7 @@ function report(exit: { code: number | null; signal: string | null; killed: bool
   console.log(`soak ${result.mode}, ${minutes} min, seed ${seed}`);
   console.log(`faults      ${Object.entries(result.faults).map(([k, n]) => `${k} ${n}`).join(', ')}`);
   for (const [driver, byStatus] of Object.entries(answers)) console.log(`${driver.padEnd(11)} ${Object.entries(byStatus).map(([s, n]) => `${s}: ${n}`).join(', ')}`);
+  for (const [driver, p] of Object.entries(result.latencyMs)) console.log(`${driver.padEnd(11)} p50 ${p.p50} ms, p99 ${p.p99} ms, max ${p.max} ms${driver === 'preview' ? `; ${tally.slow.filter((s) => s.includes(' preview ')).length} over 10 s` : ''}`);
   console.log(`webhooks    ${receiver.deliveries.length} delivered, ${receiver.refused} refused by the receiver (retried)`);
   console.log(`stop        SIGTERM → ${exit.killed ? 'not stopped within 120 s, killed' : `exit ${exit.code ?? exit.signal}`}`);
   for (const c of checks) console.log(`${c.ok ? 'PASS' : 'FAIL'}  ${c.name.padEnd(26)} ${c.detail}`);
@@ -255,4 +258,11 @@ function mulberry32(state: number): () => number {
     t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
+}
+
+/** Nearest-rank percentiles of answer times, in whole ms. */
+function percentiles(ms: number[]): { p50: number; p99: number; max: number } {
+  const sorted = [...ms].sort((a, b) => a - b);
+  const at = (p: number) => Math.round(sorted[Math.max(0, Math.ceil(sorted.length * p) - 1)] ?? 0);
+  return { p50: at(0.5), p99: at(0.99), max: at(1) };
 }
