@@ -9,13 +9,14 @@
  * - `addressSpaceBytes` caps the child's virtual memory (RLIMIT_AS; Node has no setrlimit, so the shell's
  *   `ulimit -v` sets it before `exec`). Past it, allocations fail: DuckDB answers the query making them
  *   with an out-of-memory error instead of the kernel's OOM killer choosing a process.
- * - `nice` lowers the child's CPU priority, so when CPU is short the parent (collect, lookups) runs first.
+ * - `nice` lowers the child's CPU priority, so when CPU is short the parent (collect, lookups) runs first
+ *   (set at the spawn; `renice` sets it later, e.g. once a child has loaded at full priority).
  * - the child is the kernel's first choice when memory runs out (oom_score_adj 1000), never the parent.
  * - messages use the structured clone algorithm (`serialization: 'advanced'`): bigint, Date and typed
  *   arrays cross as they do between threads.
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import { fileURLToPath } from 'node:url';
 
@@ -72,6 +73,19 @@ export function spawnProcess(callerUrl: string, entry: string, options: ChildPro
     }
   }
   return child;
+}
+
+/**
+ * Sets the niceness of every thread of a process (Linux's nice is per thread; a thread started later
+ * takes its starter's). False when the system refused (lowering it back needs CAP_SYS_NICE).
+ */
+export function renice(pid: number | undefined, nice: number): boolean {
+  try {
+    for (const tid of readdirSync(`/proc/${pid}/task`)) setPriority(Number(tid), nice);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** Linux's clock ticks per second (USER_HZ), the unit of /proc/<pid>/stat's CPU times: 100 on every Linux ABI Node runs on. */

@@ -14,7 +14,7 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import type { Database } from '../db/sql.js';
-import { spawnProcess } from '../core/spawn-process.js';
+import { renice, spawnProcess } from '../core/spawn-process.js';
 import type { Call, FromStorage, StorageProcessData, ToStorage } from './storage-protocol.js';
 import { PendingCalls } from './pending-calls.js';
 import { describeState, type State } from './storage-client-state.js';
@@ -182,7 +182,10 @@ export class StorageProcess implements OrgStorage, StorageCalls {
   private spawn(): void {
     const generation = (this.state.kind === 'closed' ? 0 : this.state.generation) + 1;
     const { data, layout } = this.options;
-    const child = spawnProcess(import.meta.url, './storage-process', this.options.process);
+    // It loads Node and DuckDB at full priority (at nice 10 beside two busy cores a restart took 4–8 s,
+    // every preview and flow run waiting on it), and takes its niceness once ready.
+    const { nice, ...start } = this.options.process;
+    const child = spawnProcess(import.meta.url, './storage-process', start);
     this.state = { kind: 'starting', child, generation, startedAt: Date.now() };
     this.killReason = undefined;
     this.killedForQuery = false;
@@ -192,6 +195,7 @@ export class StorageProcess implements OrgStorage, StorageCalls {
     child.on('message', (message: FromStorage) => {
       if (message.type === 'ready') {
         clearTimeout(startTimer);
+        if (nice !== undefined) renice(child.pid, nice);
         this.ready(generation);
       } else this.receive(message);
     });

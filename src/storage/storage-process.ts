@@ -34,7 +34,10 @@ interface Open {
   tail: EmbeddedTail | undefined;
 }
 
-const post = (message: FromStorage, sent?: () => void): void => void (sent ? process.send!(message, () => sent()) : process.send!(message));
+// Once the service is gone (killed -9) nothing is sent: this process exits on the disconnect (liveWithParent).
+const post = (message: FromStorage, sent?: () => void): void => {
+  if (process.connected) void (sent ? process.send!(message, () => sent()) : process.send!(message));
+};
 
 /** Connections lent to the service, by session id, until it releases them; `rest`: rows of a read not sent yet. */
 const sessions = new Map<number, { org: string; sql: Sql; release: () => void; abandon?: () => void; rest?: { page: ColumnPage; from: number } }>();

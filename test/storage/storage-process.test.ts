@@ -3,6 +3,7 @@
  * and appended cells keep their DuckDB types, a failed transaction rolls back, a session holds the
  * connection, and DuckDB errors reach the caller with their message.
  */
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { listValue } from '@duckdb/node-api';
 import t from 'tap';
@@ -16,7 +17,11 @@ import { ProcessDatabase, type StorageCalls } from '../../src/storage/process-da
 import { storagePid } from '../helpers/storage-pid.js';
 
 /** The storage process, and the database of one org, 'acme', through it. */
-async function startWorker(t: { testdir(): string; teardown(fn: () => unknown): void }, seen: { errors: string[]; restarts: Array<[string, boolean]> } = { errors: [], restarts: [] }) {
+async function startWorker(
+  t: { testdir(): string; teardown(fn: () => unknown): void },
+  seen: { errors: string[]; restarts: Array<[string, boolean]> } = { errors: [], restarts: [] },
+  process: { nice?: number } = {},
+) {
   const dir = t.testdir();
   const worker = await StorageProcess.start({
     data: {
@@ -26,7 +31,7 @@ async function startWorker(t: { testdir(): string; teardown(fn: () => unknown): 
       shard: SINGLE_SHARD,
       threadPoolSize: 4,
     },
-    process: {},
+    process,
     events: {
       onCompacted: () => {},
       onMetric: () => {},
@@ -140,6 +145,25 @@ t.test("a kill to stop an org's query is not an error line; any other end is", a
   worker.kill('an operator', worker.generation);
   await restarted(2);
   t.same(seen.errors, ['storage process ended; starting a new one'], 'another end is still an error');
+});
+
+t.test('the process loads at full priority and takes its niceness once ready, a new one after a kill too', async (t) => {
+  const seen = { errors: [] as string[], restarts: [] as Array<[string, boolean]> };
+  const { worker, db } = await startWorker(t, seen, { nice: 10 });
+  /** The niceness of each thread of the storage process (field 19 of /proc/<pid>/task/<tid>/stat). */
+  const nices = () => {
+    const pid = storagePid(process.pid)!;
+    return readdirSync(`/proc/${pid}/task`).map((tid) => {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
+    });
+  };
+  await db.all('SELECT 1'); // DuckDB's threads start with the org's database
+  t.ok(nices().length > 4 && nices().every((n) => n === 10), 'every thread at nice 10, DuckDB\'s included');
+  worker.kill('a test', worker.generation);
+  await waitFor(() => seen.restarts.length === 1, { timeoutMs: 60_000, what: 'a new storage process' });
+  await db.all('SELECT 1');
+  t.ok(nices().every((n) => n === 10), 'the new process too');
 });
 
 t.test("an untrusted query's time starts once its session is open: a stall while opening it costs it nothing", async (t) => {

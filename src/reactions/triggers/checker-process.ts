@@ -4,9 +4,7 @@
  * replacement by identity. It says when it is ready, what it answered, and how it ended.
  */
 import type { ChildProcess } from 'node:child_process';
-import { readdirSync } from 'node:fs';
-import { setPriority } from 'node:os';
-import { cpuTimeMs, spawnProcess, tightenAddressSpace } from '../../core/spawn-process.js';
+import { cpuTimeMs, renice, spawnProcess, tightenAddressSpace } from '../../core/spawn-process.js';
 import type { CheckerReply, CheckerRequest } from './sql-checker-protocol.js';
 
 /** Checks are small: a checker's JS heap holds the SQL and its syntax tree. */
@@ -76,17 +74,9 @@ export class CheckerProcess {
     return cpuTimeMs(this.child.pid);
   }
 
-  /**
-   * Sets the niceness of every thread of the process (Linux's nice is per thread; a thread started later
-   * takes its starter's). False when the system refused (lowering it back needs CAP_SYS_NICE).
-   */
+  /** Sets the niceness of every thread of the process (false when the system refused). */
   renice(nice: number): boolean {
-    try {
-      for (const tid of readdirSync(`/proc/${this.child.pid}/task`)) setPriority(Number(tid), nice);
-      return true;
-    } catch {
-      return false;
-    }
+    return renice(this.child.pid, nice);
   }
 
   send(message: CheckerRequest): void {
