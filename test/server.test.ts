@@ -6,7 +6,6 @@ import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { ADMIN_KEY } from './helpers/app.js';
 import { freePort } from './helpers/free-port.js';
@@ -15,8 +14,7 @@ import { JetStreamLog } from '../src/events/log/jetstream-log.js';
 import { HIGH_WATER_FILE } from '../src/storage/checkpoint.js';
 import { hasNatsServerBinary, startNatsServer } from './helpers/nats-server.js';
 import { entryArgs } from './helpers/entry.js';
-
-const ROOT = fileURLToPath(new URL('../', import.meta.url));
+import { ROOT } from './helpers/paths.js';
 
 function start(env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {

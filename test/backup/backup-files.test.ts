@@ -11,7 +11,6 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
-import { fileURLToPath } from 'node:url';
 import t, { type Test } from 'tap';
 import { Header, type HeaderData, list } from 'tar';
 import { BACKUP_FORMAT, copyDatabaseFile } from '../../src/backup/backup.js';
@@ -21,8 +20,8 @@ import { type Config, readConfig } from '../../src/core/config.js';
 import { ADMIN_KEY, startTestApp, type TestApp, STORAGE_PROCESS } from '../helpers/app.js';
 import { BOOKING_TRIGGER } from '../helpers/flows.js';
 import { entryArgs } from '../helpers/entry.js';
+import { ROOT } from '../helpers/paths.js';
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const SECRET = 'admin-secret-5f0c1e9a7b';
 
 function config(dir: string): Config {

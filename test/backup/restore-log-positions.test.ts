@@ -7,7 +7,6 @@
 import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import t from 'tap';
@@ -18,8 +17,7 @@ import { HIGH_WATER_FILE } from '../../src/storage/checkpoint.js';
 import { hasNatsServerBinary, startNatsServer } from '../helpers/nats-server.js';
 import { ADMIN_KEY, type Credential, createOrgOverHttp, spawnServer, waitForCompaction } from '../helpers/server-process.js';
 import { entryArgs } from '../helpers/entry.js';
-
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+import { ROOT } from '../helpers/paths.js';
 
 function backup(dir: string, url: string): Promise<string> {
   return new Promise((resolve, reject) => {

@@ -4,12 +4,10 @@
  * for a command line it does not understand.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import t, { type Test } from 'tap';
 import { ADMIN_KEY, startTestApp } from '../helpers/app.js';
 import { type CliRun, runCli } from '../helpers/cli.js';
-
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+import { ROOT } from '../helpers/paths.js';
 
 type Run = CliRun;
 

@@ -14,14 +14,14 @@ import { promisify } from 'node:util';
 import { mkdirSync, symlinkSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Analytics } from '@segment/analytics-node';
 import type { Page } from 'playwright-core';
 import t, { type Test } from 'tap';
 import { ADMIN_KEY, customEvent, startTestApp } from '../helpers/app.js';
 import { launchChromium, signIn, watchPage } from '../helpers/browser.js';
+import { ROOT } from '../helpers/paths.js';
 
-const SHOTS = fileURLToPath(new URL('../../docs/console/', import.meta.url));
+const SHOTS = join(ROOT, 'docs/console/');
 
 t.test('from sample events to a saved trigger in the console', async (t) => {
   const browser = await launchChromium(t);

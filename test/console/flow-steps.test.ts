@@ -6,13 +6,13 @@
  * Screenshot: docs/console/flow-steps.png.
  */
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { ADMIN_KEY, customEvent, startTestApp } from '../helpers/app.js';
 import { launchChromium, signIn, watchPage } from '../helpers/browser.js';
 import { BOOKING_TRIGGER, putQuery, runFlow, startFlow } from '../helpers/flows.js';
+import { ROOT } from '../helpers/paths.js';
 
-const SHOTS = fileURLToPath(new URL('../../docs/console/', import.meta.url));
+const SHOTS = join(ROOT, 'docs/console/');
 const CART_TRIGGER = `SELECT identity, identity_type, ts, event_type, event_id, event_raw
 FROM event_triggers
 WHERE event_type = 'custom_cart_updated'

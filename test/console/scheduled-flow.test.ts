@@ -6,13 +6,13 @@
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { ADMIN_KEY, startTestApp } from '../helpers/app.js';
 import { launchChromium, signIn, watchPage } from '../helpers/browser.js';
 import { putQuery } from '../helpers/flows.js';
+import { ROOT } from '../helpers/paths.js';
 
-const SHOTS = fileURLToPath(new URL('../../docs/console/', import.meta.url));
+const SHOTS = join(ROOT, 'docs/console/');
 
 t.test('a scheduled send and a recurring one, made and watched in the console', async (t) => {
   const browser = await launchChromium(t);

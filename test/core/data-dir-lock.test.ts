@@ -4,7 +4,6 @@
 import { execFile } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { DuckDBInstance } from '@duckdb/node-api';
 import t from 'tap';
 import { ADMIN_KEY, customEvent, startTestApp } from '../helpers/app.js';
@@ -12,8 +11,7 @@ import { createOrgOverHttp, freePort, spawnServer } from '../helpers/server-proc
 import { DataDirInUseError, LOCK_FILE } from '../../src/core/data-dir-lock.js';
 import { entryArgs } from '../helpers/entry.js';
 import { scaled } from '../helpers/deadline.js';
-
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+import { ROOT } from '../helpers/paths.js';
 
 /** The real server started on `dataDir`, expected to refuse: its exit code and output. */
 async function startRefused(dataDir: string): Promise<{ code: number; stdout: string; stderr: string }> {

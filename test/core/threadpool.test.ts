@@ -5,12 +5,10 @@
  */
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { SINGLE_SHARD } from '../../src/core/shard.js';
 import { StorageProcess } from '../../src/storage/storage-client.js';
-
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+import { ROOT } from '../helpers/paths.js';
 
 function probe(poolSize: string, threads: number[]): boolean[] {
   const script = `const { threadPoolHasAtLeast } = await import('./src/core/threadpool.ts'); const out = []; for (const n of ${JSON.stringify(threads)}) out.push(await threadPoolHasAtLeast(n, 1000)); console.log(JSON.stringify(out));`;

@@ -7,13 +7,12 @@
 import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { parse } from 'yaml';
 import { CONFIG_VARIABLES, readConfig } from '../../src/core/config.js';
 import { NATS_SERVER, hasNatsServerBinary } from '../helpers/nats-process.js';
+import { ROOT } from '../helpers/paths.js';
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const read = (path: string) => readFileSync(join(ROOT, path), 'utf8');
 
 interface ComposeService {

@@ -2,13 +2,14 @@
  * deploy/prometheus/ and deploy/grafana/ against the service: every metric an alert or a dashboard
  * panel names is one a real app exports, and Prometheus scrapes every Audience process of compose.yaml.
  */
+import { join } from 'node:path';
 import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { parse } from 'yaml';
 import { startTestApp } from '../helpers/app.js';
+import { ROOT } from '../helpers/paths.js';
 
-const read = (path: string) => readFileSync(fileURLToPath(new URL(`../../${path}`, import.meta.url)), 'utf8');
+const read = (path: string) => readFileSync(join(ROOT, path), 'utf8');
 
 const alerts = parse(read('deploy/prometheus/alerts.yml')) as { groups: Array<{ rules: Array<{ alert: string; expr: string }> }> };
 const dashboard = JSON.parse(read('deploy/grafana/audience.json')) as { panels: Array<{ title: string; targets: Array<{ expr: string }> }> };

@@ -7,11 +7,11 @@
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { NATS_SERVER, hasNatsServerBinary } from '../helpers/nats-process.js';
+import { ROOT } from '../helpers/paths.js';
 
-const DIR = fileURLToPath(new URL('../../deploy/nats/', import.meta.url));
+const DIR = join(ROOT, 'deploy/nats/');
 const NODES = ['n1', 'n2', 'n3'];
 
 const check = (node: string, env: Record<string, string>) =>

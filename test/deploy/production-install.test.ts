@@ -7,11 +7,9 @@ import { spawn, spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { ADMIN_KEY, createOrgOverHttp, freePort, waitForCompaction } from '../helpers/server-process.js';
-
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+import { ROOT } from '../helpers/paths.js';
 
 t.test('a production install runs the prebuilt dist/ without dev dependencies', async (t) => {
   t.ok(existsSync(join(ROOT, 'dist/src/server.js')), 'dist/ is built (npm ci in the checkout runs the build)');

@@ -7,10 +7,10 @@
  */
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { ROOT } from './paths.js';
 
 /** The repository root: run entry points with it as cwd. */
-export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+export { ROOT };
 
 function newestSource(dir: string): number {
   let newest = 0;

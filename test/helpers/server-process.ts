@@ -5,15 +5,14 @@
  */
 import { spawn } from 'node:child_process';
 import { freePort } from './free-port.js';
-import { fileURLToPath } from 'node:url';
 import { ADMIN_KEY } from './app.js';
 import { entryArgs } from './entry.js';
 import { scaled } from './deadline.js';
+import { ROOT } from './paths.js';
 
 export { ADMIN_KEY };
 
 /** The repository root (cwd of the child: tsx and src/ are resolved from there). */
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 /** Start-up budget on a quiet machine (the build starts in ~1 s; tsx in ~3 s); scaled by TEST_TIME_SCALE. */
 const START_TIMEOUT_MS = 30_000;
 /** Longer than the service's own SHUTDOWN_TIMEOUT_MS (25 s): a close it gives up on exits 1, and is reported so. */

@@ -1,5 +1,5 @@
 /**
- * Loaded before every test file (package.json tap "node-arg"): the whole file's timeout, tap's
+ * Loaded before every test file (preload.mjs): the whole file's timeout, tap's
  * TAP_TIMEOUT (package.json "timeout", seconds), scaled by TEST_TIME_SCALE like every other deadline of
  * the suite. tap's config cannot read the environment; a root t.setTimeout tells the runner instead.
  * With the factor at 1, or outside tap's runner, or in a worker thread, it does nothing: tap is not loaded.

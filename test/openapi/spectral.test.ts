@@ -2,6 +2,7 @@
  * The served /openapi.json passes Spectral's OpenAPI rules (`spectral:oas`, as .spectral.yaml sets them):
  * no error and no warning, so generators and linters take it as it is.
  */
+import { join } from 'node:path';
 import { readFileSync } from 'node:fs';
 import spectralCore from '@stoplight/spectral-core';
 import spectralParsers from '@stoplight/spectral-parsers';
@@ -9,6 +10,7 @@ import { oas } from '@stoplight/spectral-rulesets';
 import t from 'tap';
 import { parse } from 'yaml';
 import { startTestApp } from '../helpers/app.js';
+import { ROOT } from '../helpers/paths.js';
 
 // CommonJS packages: their named exports arrive on the default export under tsx.
 const { Spectral, Document } = spectralCore;
@@ -16,7 +18,7 @@ const { Json } = spectralParsers;
 
 /** .spectral.yaml: `extends: spectral:oas`, and any rule it turns off (each with its reason there). */
 function ruleset() {
-  const config = parse(readFileSync(new URL('../../.spectral.yaml', import.meta.url), 'utf8')) as { extends: string[]; rules?: Record<string, 'off'> };
+  const config = parse(readFileSync(join(ROOT, '.spectral.yaml'), 'utf8')) as { extends: string[]; rules?: Record<string, 'off'> };
   if (JSON.stringify(config.extends) !== JSON.stringify(['spectral:oas'])) throw new Error('.spectral.yaml: this test knows only extends: ["spectral:oas"]');
   return { extends: [[oas, 'recommended']] as never, rules: config.rules ?? {} };
 }

@@ -2,11 +2,12 @@
  * The real process: /metrics on METRICS_PORT only, and an uncaught error closes the service cleanly
  * (DuckDB closed, DATA_DIR released, acknowledged events kept) before it exits 1.
  */
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import t from 'tap';
 import { ADMIN_KEY, createOrgOverHttp, freePort, spawnServer, waitForCompaction } from '../helpers/server-process.js';
+import { ROOT } from '../helpers/paths.js';
 
-const THROW_ON_SIGUSR2 = fileURLToPath(new URL('../fixtures/throw-on-sigusr2.mjs', import.meta.url));
+const THROW_ON_SIGUSR2 = join(ROOT, 'test/fixtures/throw-on-sigusr2.mjs');
 
 t.test('METRICS_PORT: /metrics there, and not on the public port', async (t) => {
   const metricsPort = await freePort();

@@ -8,19 +8,21 @@
  * and writes throughout.
  */
 import { execFile } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { ROWS, VICTIM } from './damaged-instance.scenario.js';
 import { scaled } from '../helpers/deadline.js';
+import { sibling } from '../helpers/paths.js';
 
-const SCENARIO = fileURLToPath(new URL('./damaged-instance.scenario.ts', import.meta.url));
+/** The scenario of the running kind: its TypeScript through tsx, or the compiled file. */
+const SCENARIO = sibling(import.meta.url, 'damaged-instance.scenario');
+const LOADER = SCENARIO.endsWith('.ts') ? '--import=tsx' : '--no-warnings';
 
 t.test('an invalidated instance and a bad block found at run time stay with their org', { timeout: scaled(180_000) }, async (t) => {
   // Without tap's process-info hook in NODE_OPTIONS (see the scenario's header).
   const stdout = await new Promise<string>((resolve, reject) =>
     execFile(
       '/bin/sh',
-      ['-c', 'exec env -u NODE_OPTIONS "$0" --import tsx "$1" "$2"', process.execPath, SCENARIO, t.testdir()],
+      ['-c', 'exec env -u NODE_OPTIONS "$0" "$1" "$2" "$3"', process.execPath, LOADER, SCENARIO, t.testdir()],
       { timeout: 150_000, maxBuffer: 1 << 20 },
       (error, out, err) => (error ? reject(new Error(`${error.message}\n${err}`)) : resolve(out)),
     ),

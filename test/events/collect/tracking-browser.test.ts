@@ -14,17 +14,18 @@
  * identity the SDK adds to every event overwrites `to`. Events of an id no identify has named wait in
  * pending_identity, so "nothing stored" looks there too.
  */
+import { join } from 'node:path';
 import { readdirSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { fileURLToPath } from 'node:url';
 import type { Browser, BrowserContext } from 'playwright-core';
 import t, { type Test } from 'tap';
 import { startTestApp, type TestApp } from '../../helpers/app.js';
 import { launchChromium, watchPage } from '../../helpers/browser.js';
+import { ROOT } from '../../helpers/paths.js';
 
-const UMD = fileURLToPath(new URL('../../../node_modules/@segment/analytics-next/dist/umd/', import.meta.url));
+const UMD = join(ROOT, 'node_modules/@segment/analytics-next/dist/umd/');
 
 /**
  * The page: analytics.js and two functions the test calls. `start` loads analytics and answers whether

@@ -2,7 +2,6 @@
 import { spawn } from 'node:child_process';
 import { appendFile, readdir, readFile, rename, stat, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import t, { type Test } from 'tap';
 import { EmbeddedLog } from '../../../src/events/log/embedded-log.js';
 import { LEGACY_LOG_FILE, type TornTail } from '../../../src/events/log/embedded-segments.js';
@@ -10,6 +9,7 @@ import { EmbeddedTail } from '../../../src/events/log/embedded-tail.js';
 import { encodeFrame } from '../../../src/events/log/frame.js';
 import { type LayoutChange, segmentFile } from '../../../src/events/log/segments.js';
 import { logContract } from './contract.js';
+import { ROOT } from '../../helpers/paths.js';
 
 for (const [name, segmentBytes] of [
   ['embedded', undefined],
@@ -127,7 +127,7 @@ for (const [name, segmentBytes] of [
   t.test(`kill -9 while writing (${name}): every acknowledged record survives`, async (t) => {
     const dir = t.testdir();
     const child = join(dir, 'writer.mts');
-    const logModule = fileURLToPath(new URL('../../../src/events/log/embedded-log.ts', import.meta.url));
+    const logModule = join(ROOT, 'src/events/log/embedded-log.ts');
     await writeFile(
       child,
       `import { EmbeddedLog } from ${JSON.stringify(logModule)};

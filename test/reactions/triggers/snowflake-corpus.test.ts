@@ -7,6 +7,7 @@
  * received_at): identity and event_id, the extra columns in order, and identity_type and event_type
  * against the fixture.
  */
+import { join } from 'node:path';
 import { readFileSync } from 'node:fs';
 import t from 'tap';
 import { timestampTZValue } from '@duckdb/node-api';
@@ -14,6 +15,7 @@ import { jsonRow } from '../../../src/reactions/triggers/json-row.js';
 import { runSandboxed, withSandbox } from '../../../src/reactions/triggers/sandbox.js';
 import { type CheckedSql, type QueryKind, SqlRefused } from '../../../src/reactions/triggers/sql-guard.js';
 import { customEvent, startTestApp } from '../../helpers/app.js';
+import { ROOT } from '../../helpers/paths.js';
 
 interface FixtureEvent {
   messageId: string;
@@ -31,7 +33,7 @@ interface CorpusQuery {
   extras: string[];
   rows: unknown[][];
 }
-const corpus = JSON.parse(readFileSync(new URL('../../fixtures/snowflake/corpus.json', import.meta.url), 'utf8')) as { events: FixtureEvent[]; queries: CorpusQuery[] };
+const corpus = JSON.parse(readFileSync(join(ROOT, 'test/fixtures/snowflake/corpus.json'), 'utf8')) as { events: FixtureEvent[]; queries: CorpusQuery[] };
 const MOVING = new Set(['ts', 'event_raw', 'event_time', 'received_at']);
 const HOUR = 3_600_000;
 
