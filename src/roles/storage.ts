@@ -10,7 +10,7 @@ import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { PeriodicTask } from '../core/periodic-task.js';
 import { ownsOrg } from '../core/shard.js';
-import { OrgUnavailable, REOPEN_DAMAGED_AFTER_SECONDS } from '../core/unavailable.js';
+import { OrgUnavailable } from '../core/unavailable.js';
 import { EmbeddedLog } from '../events/log/embedded-log.js';
 import { JetStreamLog } from '../events/log/jetstream-log.js';
 import { ContactStore } from '../events/profiles/contact-store.js';
@@ -33,6 +33,11 @@ import { runSteps } from './run-steps.js';
 
 /** Expired rows are few between two passes an hour apart, so each pass is a handful of batches. */
 const RETENTION_SWEEP_INTERVAL_MS = 60 * 60 * 1000;
+/**
+ * How often unavailable orgs are asked for again (a call to the storage process, then a stat of each one's
+ * files): a restored file's org is loaded again (its triggers and flows) within about this long.
+ */
+const RECOVERY_CHECK_MS = 1_000;
 /** How often compacted segments of the embedded log are looked for (a comparison of numbers, then unlinks). */
 const LOG_RELEASE_INTERVAL_MS = 5_000;
 
@@ -239,7 +244,7 @@ export const storageRole = fp(
     // than ORG_DATABASES_MAX_OPEN, a pass per store would open each database once per store). The
     // settings are written again in case a crash came between the control plane and the org's database.
     for (const org of (await orgs.list()).filter((org) => owns(org.slug))) await loadOrg(org.slug);
-    recovery.start(REOPEN_DAMAGED_AFTER_SECONDS * 1000);
+    recovery.start(RECOVERY_CHECK_MS);
     await triggers.scan();
     await compaction?.start();
     // Erasures an earlier process left pending (their tombstones are in force already).
