@@ -23,7 +23,7 @@ try {
 const build = spawnSync('npm', ['run', 'build'], { stdio: 'inherit', shell: process.platform === 'win32' });
 if (build.status !== 0) process.exit(build.status ?? 1);
 // tap is installed built with its default plugins, and the first run after an install rebuilds it but
-// still starts every test file with the old loaders (ts-node and tsx both: seconds per file). Built here,
-// the suite starts with package.json's plugins (tsx only) from its first run.
+// still starts every test file with the old loaders (ts-node, tsx and the mock hook: seconds per file). Built
+// here, the suite starts with package.json's plugins (no loader hook) from its first run.
 const tap = spawnSync('npx', ['tap', 'build'], { stdio: ['ignore', 'ignore', 'inherit'], shell: process.platform === 'win32' });
 process.exit(tap.status ?? 1);
