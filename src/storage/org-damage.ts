@@ -27,8 +27,8 @@ const INSTANCE_LOST = /^FATAL Error: |^\w+ Error: Database "[^"]*" has been inva
  * no instance of ours had them open, undefined until then), at the first check after the change: a
  * restore is the operator's word that it is mended, and a check is a stat. Reopening an unchanged one
  * every few seconds would fail again or, where the bad block is past what opening reads, open and fail at
- * the next statement that reads it: the org would come and go. Anything else (an instance DuckDB invalidated after
- * a failed write, a lock never released) may pass: tried again after the pause.
+ * the next statement that reads it: the org would come and go. Anything else (an instance DuckDB
+ * invalidated after a failed write, a lock never released) may pass: tried again after the pause.
  */
 type Reopen = { when: 'after-pause' } | { when: 'files-changed'; files: string | undefined };
 

@@ -1,21 +1,11 @@
 /**
  * Paths the tests name, the same whether a test runs as TypeScript (`test/`, through tsx) or compiled
- * (`dist/test/`, as `npm test` runs it): the repository root, and a file of the running kind.
+ * (`dist/test/`, as `npm test` runs it): the repository root (the service's own lookup, which works from
+ * `src/` and `dist/src/` alike), and a file of the running kind.
  */
-import { existsSync } from 'node:fs';
-import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-/** The repository root: the nearest folder above this file with a package.json (dist/ has none). */
-export const ROOT = ((): string => {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  while (!existsSync(join(dir, 'package.json'))) {
-    const up = dirname(dir);
-    if (up === dir) throw new Error('no package.json above test/helpers');
-    dir = up;
-  }
-  return dir;
-})();
+export { projectRoot as ROOT } from '../../src/core/paths.js';
 
 /** `name` (a module without extension) next to `callerUrl`, as .ts or .js like the caller. */
 export function sibling(callerUrl: string, name: string): string {

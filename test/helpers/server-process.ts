@@ -12,7 +12,6 @@ import { ROOT } from './paths.js';
 
 export { ADMIN_KEY };
 
-/** The repository root (cwd of the child: tsx and src/ are resolved from there). */
 /** Start-up budget on a quiet machine (the build starts in ~1 s; tsx in ~3 s); scaled by TEST_TIME_SCALE. */
 const START_TIMEOUT_MS = 30_000;
 /** Longer than the service's own SHUTDOWN_TIMEOUT_MS (25 s): a close it gives up on exits 1, and is reported so. */

@@ -15,14 +15,14 @@ import { sibling } from '../helpers/paths.js';
 
 /** The scenario of the running kind: its TypeScript through tsx, or the compiled file. */
 const SCENARIO = sibling(import.meta.url, 'damaged-instance.scenario');
-const LOADER = SCENARIO.endsWith('.ts') ? '--import=tsx' : '--no-warnings';
+const NODE_ARGS = [...(SCENARIO.endsWith('.ts') ? ['--import=tsx'] : []), SCENARIO];
 
 t.test('an invalidated instance and a bad block found at run time stay with their org', { timeout: scaled(180_000) }, async (t) => {
   // Without tap's process-info hook in NODE_OPTIONS (see the scenario's header).
   const stdout = await new Promise<string>((resolve, reject) =>
     execFile(
       '/bin/sh',
-      ['-c', 'exec env -u NODE_OPTIONS "$0" "$1" "$2" "$3"', process.execPath, LOADER, SCENARIO, t.testdir()],
+      ['-c', 'exec env -u NODE_OPTIONS "$0" "$@"', process.execPath, ...NODE_ARGS, t.testdir()],
       { timeout: 150_000, maxBuffer: 1 << 20 },
       (error, out, err) => (error ? reject(new Error(`${error.message}\n${err}`)) : resolve(out)),
     ),
