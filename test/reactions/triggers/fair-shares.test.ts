@@ -16,6 +16,7 @@ import t, { type Test } from 'tap';
 import { ADMIN_KEY, type Credential, createOrgOverHttp, spawnServer, waitForCompaction } from '../../helpers/server-process.js';
 import { storagePid } from '../../helpers/storage-pid.js';
 import { scaled } from '../../helpers/deadline.js';
+import { UNTRUSTED_LIMITS } from '../../../src/storage/untrusted-gate.js';
 
 const SIX = 'identity, identity_type, ts, event_type, event_id, event_raw';
 const WINDOW = 'ts > {cursor_start_time} AND ts <= {cursor_end_time}';
@@ -26,7 +27,12 @@ const HUGE_CONSTANT = `SELECT ${SIX}, levenshtein(repeat('ab', 50000), repeat('b
 const RUNAWAY = `SELECT ${SIX} FROM event_triggers, range(CASE WHEN event_type = 'custom_sample_event' THEN 1 ELSE 100000000000 END) r WHERE r.range < 0 AND ${WINDOW}`;
 /** One levenshtein call per row, seconds each, behind a filter the sample row does not pass: only a kill stops it. */
 const UNINTERRUPTIBLE = `SELECT ${SIX}, levenshtein(repeat(event_type, 15000), repeat(identity, 17000)) AS d FROM event_triggers WHERE event_type = 'custom_booking' AND ${WINDOW}`;
-/** B's query for the kill: tens of ms in the storage process (more under load), so one is in flight whenever the kill comes. */
+/**
+ * B's query for the kill: tens of ms in the storage process (more under load), so one is in flight whenever the kill comes.
+ * B runs as many at once as its own share of sessions (UNTRUSTED_LIMITS.perOrg): a third would wait for B's own
+ * two, and when those ran for seconds on the new process beside a loaded suite, its wait ran out (503
+ * sandbox_busy: B's own capacity, not A's doing, and not what these tests are about).
+ */
 const MEDIUM = `SELECT ${SIX} FROM event_triggers, range(CASE WHEN event_type = 'custom_sample_event' THEN 1 ELSE 3000000 END) r WHERE r.range < 0 AND ${WINDOW}`;
 /** A's deadline in the first test: its checks each run into it. */
 /** TRIGGER_TIMEOUT_MS of the service: B's trivial preview meets it with room on a quiet machine; scaled for a loaded one. */
@@ -135,7 +141,7 @@ t.test("a kill of the storage process for one org's query: another org's preview
   const quietLoop = async () => {
     while (!stopped) quiet.push(await post('/admin/v1/orgs/quiet/triggers/medium/preview', { sql: MEDIUM }));
   };
-  const loops = [quietLoop(), quietLoop(), quietLoop()];
+  const loops = Array.from({ length: UNTRUSTED_LIMITS.perOrg }, quietLoop);
   const stop = saturate(post, [{ name: 'attack' }, { name: 'attack' }], noisy);
   // Until A's query has had the process killed, and a while after.
   const deadline = Date.now() + scaled(120_000);
@@ -161,7 +167,7 @@ t.test('the storage process ended by a crash or an operator: previews in flight 
   const quietLoop = async () => {
     while (!stopped) quiet.push(await post('/admin/v1/orgs/quiet/triggers/medium/preview', { sql: MEDIUM }));
   };
-  const loops = [quietLoop(), quietLoop(), quietLoop()];
+  const loops = Array.from({ length: UNTRUSTED_LIMITS.perOrg }, quietLoop);
   for (let kill = 0; kill < 2; kill++) {
     // Each kill once a storage process runs and B's previews are answered by it.
     const ok = () => quiet.filter((a) => a.status === 200).length;
