@@ -13,7 +13,7 @@ const SLUG = /^[a-z][a-z0-9_]{1,39}$/;
 /**
  * The first path segment after `/admin/v1/orgs/<slug>/` of the routes that read or write the org's
  * database (src/routes/admin/orgs/events.ts, src/routes/admin/orgs/contacts-import.ts, src/routes/admin/orgs/triggers.ts,
- * src/routes/admin/orgs/flows.ts). Org CRUD and tokens live in the control plane and are answered where they
+ * src/routes/admin/orgs/flows/index.ts). Org CRUD and tokens live in the control plane and are answered where they
  * arrive. test/cluster/admin-subject.test.ts checks this list against the routes those files register.
  */
 export const ORG_DATABASE_SECTIONS: ReadonlySet<string> = new Set([

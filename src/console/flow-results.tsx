@@ -14,7 +14,7 @@ interface Interval {
   high: number;
 }
 
-/** The answer of GET …/flows/{id}/results (its schema: src/routes/admin/orgs/flows-schema.ts). */
+/** The answer of GET …/flows/{id}/results (its schema: src/routes/admin/orgs/flows/schema.ts). */
 export interface FlowResults {
   goal: Goal | null;
   range: { from: string | null; to: string };

@@ -21,7 +21,7 @@ import { registerOrgRoutes } from '../routes/admin/orgs.js';
 import { registerContactRoute } from '../routes/admin/orgs/contacts.js';
 import { registerImportRoutes } from '../routes/admin/orgs/contacts-import.js';
 import { registerInspectRoutes } from '../routes/admin/orgs/events.js';
-import { registerFlowRoutes } from '../routes/admin/orgs/flows.js';
+import { registerFlowRoutes } from '../routes/admin/orgs/flows/index.js';
 import { registerTopicRoutes } from '../routes/admin/orgs/topics.js';
 import { registerErasureRoutes } from '../routes/admin/orgs/erasures.js';
 import { registerUnsubscribeRoutes } from '../routes/unsubscribe.js';

@@ -21,7 +21,7 @@ import { registerBackupRoutes } from './admin/backup.js';
 import { registerContactRoute } from './admin/orgs/contacts.js';
 import { registerImportRoutes } from './admin/orgs/contacts-import.js';
 import { registerInspectRoutes } from './admin/orgs/events.js';
-import { registerFlowRoutes } from './admin/orgs/flows.js';
+import { registerFlowRoutes } from './admin/orgs/flows/index.js';
 import { registerTokenRoutes } from './admin/orgs/tokens.js';
 import { registerTriggerRoutes } from './admin/orgs/triggers.js';
 import { registerTopicRoutes } from './admin/orgs/topics.js';

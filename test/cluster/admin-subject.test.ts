@@ -8,7 +8,7 @@ import Fastify from 'fastify';
 import { registerInspectRoutes } from '../../src/routes/admin/orgs/events.js';
 import { registerOrgRoutes } from '../../src/routes/admin/orgs.js';
 import { adminSubject, isSlug, orgOfDatabasePath } from '../../src/cluster/admin-subject.js';
-import { registerFlowRoutes } from '../../src/routes/admin/orgs/flows.js';
+import { registerFlowRoutes } from '../../src/routes/admin/orgs/flows/index.js';
 import { registerImportRoutes } from '../../src/routes/admin/orgs/contacts-import.js';
 import { registerTokenRoutes } from '../../src/routes/admin/orgs/tokens.js';
 import { registerTriggerRoutes } from '../../src/routes/admin/orgs/triggers.js';

@@ -4,13 +4,13 @@
  * skipped. A triggered flow has none.
  */
 import type { FastifyInstance } from 'fastify';
-import type { OrgStore } from '../../../control/org-store.js';
-import { PAGE_LIMITS, pageOf as pageOfRows, pageQuerySchema, pageRequest, withoutKey } from '../../../db/paging.js';
-import { dateTime, nullable, object, operationSchema, pageOf, validatedAs } from '../../../openapi/route-schema.js';
-import type { FlowStore } from '../../../reactions/flows/store/flow-store.js';
-import { OCCURRENCES_KEYSET, type OccurrenceStore } from '../../../reactions/flows/store/occurrence-store.js';
-import { jsonRow } from '../../../reactions/triggers/json-row.js';
-import { PAGED, pageQueryDoc, slugParam } from '../schema-parts.js';
+import type { OrgStore } from '../../../../control/org-store.js';
+import { PAGE_LIMITS, pageOf as pageOfRows, pageQuerySchema, pageRequest, withoutKey } from '../../../../db/paging.js';
+import { dateTime, nullable, object, operationSchema, pageOf, validatedAs } from '../../../../openapi/route-schema.js';
+import type { FlowStore } from '../../../../reactions/flows/store/flow-store.js';
+import { OCCURRENCES_KEYSET, type OccurrenceStore } from '../../../../reactions/flows/store/occurrence-store.js';
+import { jsonRow } from '../../../../reactions/triggers/json-row.js';
+import { PAGED, pageQueryDoc, slugParam } from '../../schema-parts.js';
 
 const schema = operationSchema({
   tag: 'Admin: triggers and flows', operationId: 'listFlowOccurrences', auth: 'adminKey',

@@ -5,24 +5,24 @@
  * definition; the live trigger, or the SQL given.
  */
 import type { FastifyInstance } from 'fastify';
-import { AppError } from '../../../core/errors.js';
-import { readAgainAfterKills } from '../../../core/unavailable.js';
-import type { OrgStore } from '../../../control/org-store.js';
-import type { OrgStorage } from '../../../db/org-storage.js';
-import { microsToIso, newestVisibleAt } from '../../../events/compaction/visible-at.js';
-import type { ProfileIndex } from '../../../events/profiles/profile-index.js';
-import type { FlowDefinition } from '../../../generated/flow.js';
-import { dateTime, object, operationSchema } from '../../../openapi/route-schema.js';
-import type { TriggerRuns } from '../../../reactions/flows/run/trigger-runs.js';
-import type { FlowStore } from '../../../reactions/flows/store/flow-store.js';
-import type { RenderedDecision } from '../../../reactions/flows/rules/decision.js';
-import { jsonRow } from '../../../reactions/triggers/json-row.js';
-import { QueryFailed } from '../../../reactions/triggers/sandbox.js';
-import { failedProblem, refusedProblem } from '../../../reactions/triggers/query-problems.js';
-import type { LiveQuery, TriggerStore } from '../../../reactions/triggers/trigger-store.js';
-import { SqlRefused } from '../../../reactions/triggers/sql-guard.js';
-import { contactEmailOf } from './contact-identity.js';
-import { ADMIN, SANDBOX, slugParam } from '../schema-parts.js';
+import { AppError } from '../../../../core/errors.js';
+import { readAgainAfterKills } from '../../../../core/unavailable.js';
+import type { OrgStore } from '../../../../control/org-store.js';
+import type { OrgStorage } from '../../../../db/org-storage.js';
+import { microsToIso, newestVisibleAt } from '../../../../events/compaction/visible-at.js';
+import type { ProfileIndex } from '../../../../events/profiles/profile-index.js';
+import type { FlowDefinition } from '../../../../generated/flow.js';
+import { dateTime, object, operationSchema } from '../../../../openapi/route-schema.js';
+import type { TriggerRuns } from '../../../../reactions/flows/run/trigger-runs.js';
+import type { FlowStore } from '../../../../reactions/flows/store/flow-store.js';
+import type { RenderedDecision } from '../../../../reactions/flows/rules/decision.js';
+import { jsonRow } from '../../../../reactions/triggers/json-row.js';
+import { QueryFailed } from '../../../../reactions/triggers/sandbox.js';
+import { failedProblem, refusedProblem } from '../../../../reactions/triggers/query-problems.js';
+import type { LiveQuery, TriggerStore } from '../../../../reactions/triggers/trigger-store.js';
+import { SqlRefused } from '../../../../reactions/triggers/sql-guard.js';
+import { contactEmailOf } from '../contact-identity.js';
+import { ADMIN, SANDBOX, slugParam } from '../../schema-parts.js';
 
 /** Without `from`, the window is the last day before the newest event, as a message preview's. */
 const DEFAULT_WINDOW_HOURS = 24;

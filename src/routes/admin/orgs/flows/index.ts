@@ -2,35 +2,35 @@
  * Admin API for flows (SPEC 8): create, list, get, replace, start, pause, run now, the sends, per
  * contact the decision taken on each trigger row, and the experiment's results. Registered inside the admin scope.
  */
-import type { ConsentStore } from '../../../reactions/consent/consent-store.js';
-import type { UnsubscribeLinks } from '../../../reactions/consent/unsubscribe-link.js';
+import type { ConsentStore } from '../../../../reactions/consent/consent-store.js';
+import type { UnsubscribeLinks } from '../../../../reactions/consent/unsubscribe-link.js';
 import type { FastifyInstance } from 'fastify';
-import { PAGE_LIMITS, pageOf, pageQuerySchema, pageRequest, withoutKey } from '../../../db/paging.js';
-import { parseIdentity } from '../../../events/profiles/parse-identity.js';
-import { webhookSecretFor } from '../../../reactions/channels/webhook-signing.js';
-import type { OrgStorage } from '../../../db/org-storage.js';
-import { AppError } from '../../../core/errors.js';
-import type { OrgStore } from '../../../control/org-store.js';
-import type { ProfileIndex } from '../../../events/profiles/profile-index.js';
-import { jsonRow } from '../../../reactions/triggers/json-row.js';
-import type { TriggerStore } from '../../../reactions/triggers/trigger-store.js';
-import type { TriggerRuns } from '../../../reactions/flows/run/trigger-runs.js';
-import { type FlowStore, toApiFlow } from '../../../reactions/flows/store/flow-store.js';
-import { checkFlow } from '../../../reactions/flows/rules/validate-flow.js';
-import { notTriggered, registerFlowSimulateRoute } from './flow-simulate.js';
-import { registerFlowWaitsRoute } from './flow-waits.js';
-import { registerFlowOccurrencesRoute } from './flow-occurrences.js';
-import { flowResults } from '../../../reactions/flows/reports/flow-results.js';
-import { flowActivity } from '../../../reactions/flows/reports/flow-activity.js';
-import { type RangeQuery, rangeQuerySchema, timeRange } from '../../../db/time-buckets.js';
-import { QUERY_NAME } from '../../../reactions/triggers/trigger-store.js';
-import { previewMessage } from '../../../reactions/flows/render/message-preview.js';
-import { DECISIONS_KEYSET, type DecisionRow, type SendDelivery, SENDS_KEYSET, type SendReports } from '../../../reactions/flows/reports/send-reports.js';
-import type { WaitStore } from '../../../reactions/flows/store/wait-store.js';
-import type { OccurrenceStore } from '../../../reactions/flows/store/occurrence-store.js';
-import type { TemplateRenderer } from '../../../reactions/flows/render/template-renderer.js';
-import { validatedAs } from '../../../openapi/route-schema.js';
-import { definitionValidation, flowSchemas } from './flows-schema.js';
+import { PAGE_LIMITS, pageOf, pageQuerySchema, pageRequest, withoutKey } from '../../../../db/paging.js';
+import { parseIdentity } from '../../../../events/profiles/parse-identity.js';
+import { webhookSecretFor } from '../../../../reactions/channels/webhook-signing.js';
+import type { OrgStorage } from '../../../../db/org-storage.js';
+import { AppError } from '../../../../core/errors.js';
+import type { OrgStore } from '../../../../control/org-store.js';
+import type { ProfileIndex } from '../../../../events/profiles/profile-index.js';
+import { jsonRow } from '../../../../reactions/triggers/json-row.js';
+import type { TriggerStore } from '../../../../reactions/triggers/trigger-store.js';
+import type { TriggerRuns } from '../../../../reactions/flows/run/trigger-runs.js';
+import { type FlowStore, toApiFlow } from '../../../../reactions/flows/store/flow-store.js';
+import { checkFlow } from '../../../../reactions/flows/rules/validate-flow.js';
+import { notTriggered, registerFlowSimulateRoute } from './simulate.js';
+import { registerFlowWaitsRoute } from './waits.js';
+import { registerFlowOccurrencesRoute } from './occurrences.js';
+import { flowResults } from '../../../../reactions/flows/reports/flow-results.js';
+import { flowActivity } from '../../../../reactions/flows/reports/flow-activity.js';
+import { type RangeQuery, rangeQuerySchema, timeRange } from '../../../../db/time-buckets.js';
+import { QUERY_NAME } from '../../../../reactions/triggers/trigger-store.js';
+import { previewMessage } from '../../../../reactions/flows/render/message-preview.js';
+import { DECISIONS_KEYSET, type DecisionRow, type SendDelivery, SENDS_KEYSET, type SendReports } from '../../../../reactions/flows/reports/send-reports.js';
+import type { WaitStore } from '../../../../reactions/flows/store/wait-store.js';
+import type { OccurrenceStore } from '../../../../reactions/flows/store/occurrence-store.js';
+import type { TemplateRenderer } from '../../../../reactions/flows/render/template-renderer.js';
+import { validatedAs } from '../../../../openapi/route-schema.js';
+import { definitionValidation, flowSchemas } from './schema.js';
 
 const listQuery = {
   type: 'object',

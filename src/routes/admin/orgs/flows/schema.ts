@@ -1,11 +1,11 @@
 /** What the flow routes (flows.ts) declare for the document (SPEC 8). */
-import { QUERY_NAME } from '../../../reactions/triggers/trigger-store.js';
-import { dateTime, nullable, object, operationSchema, pageOf, schemaRef, validatedAs } from '../../../openapi/route-schema.js';
-import { IDENTITY_QUERY, ORG_DATA, PAGED, SANDBOX, pageQueryDoc, slugOnly, slugParam } from '../schema-parts.js';
-import { PAGE_LIMITS } from '../../../db/paging.js';
-import { OUTCOMES, STEP_OUTCOMES } from '../../../reactions/flows/rules/decision.js';
-import { rangeQueryDoc, rangeSchemaParts } from '../../../db/time-buckets.js';
-import { countSeries } from './events-activity.js';
+import { QUERY_NAME } from '../../../../reactions/triggers/trigger-store.js';
+import { dateTime, nullable, object, operationSchema, pageOf, schemaRef, validatedAs } from '../../../../openapi/route-schema.js';
+import { IDENTITY_QUERY, ORG_DATA, PAGED, SANDBOX, pageQueryDoc, slugOnly, slugParam } from '../../schema-parts.js';
+import { PAGE_LIMITS } from '../../../../db/paging.js';
+import { OUTCOMES, STEP_OUTCOMES } from '../../../../reactions/flows/rules/decision.js';
+import { rangeQueryDoc, rangeSchemaParts } from '../../../../db/time-buckets.js';
+import { countSeries } from '../events-activity.js';
 
 const tag = 'Admin: triggers and flows' as const;
 const auth = 'adminKey' as const;

@@ -3,15 +3,15 @@
  * in them — where each is, what it waits for and until when — for the whole flow or one contact.
  */
 import type { FastifyInstance } from 'fastify';
-import type { OrgStore } from '../../../control/org-store.js';
-import type { ProfileIndex } from '../../../events/profiles/profile-index.js';
-import { dateTime, object, operationSchema } from '../../../openapi/route-schema.js';
-import type { FlowStore } from '../../../reactions/flows/store/flow-store.js';
-import type { WaitStore, WaitRow } from '../../../reactions/flows/store/wait-store.js';
-import { movesAt } from '../../../reactions/flows/store/wait-due.js';
-import type { Step } from '../../../generated/flow.js';
-import { contactEmailOf } from './contact-identity.js';
-import { ADMIN, slugParam } from '../schema-parts.js';
+import type { OrgStore } from '../../../../control/org-store.js';
+import type { ProfileIndex } from '../../../../events/profiles/profile-index.js';
+import { dateTime, object, operationSchema } from '../../../../openapi/route-schema.js';
+import type { FlowStore } from '../../../../reactions/flows/store/flow-store.js';
+import type { WaitStore, WaitRow } from '../../../../reactions/flows/store/wait-store.js';
+import { movesAt } from '../../../../reactions/flows/store/wait-due.js';
+import type { Step } from '../../../../generated/flow.js';
+import { contactEmailOf } from '../contact-identity.js';
+import { ADMIN, slugParam } from '../../schema-parts.js';
 
 const MAX_LIMIT = 1000;
 
