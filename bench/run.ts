@@ -26,8 +26,9 @@
  *   scale    the many-process layout on a private nats-server: collect through 1 and 2 `collector`
  *            processes, lookups through 1 and 2 `api` processes, bare POST and GET with 1 and 2, each
  *            process pinned to its own core, loaded by wrk (bench/scale.ts; installs wrk if missing)
- *   speed    the hot paths of issue 27 with wrk (one thread, 50 connections): bare POST, collect, bare GET,
- *            lookup, batch in alternating turns, the service's CPU per request from /proc (bench/speed.ts)
+ *   speed    issue 39's table: collect, lookup and batch each beside a bare route doing the same minimal work
+ *            (bench/fair-bare.ts), wrk (one thread, 50 and 4 connections, 8 s), three rounds, CPU of each
+ *            whole process tree from /proc (bench/speed.ts)
  * Servers run compiled (dist/), each in its own process; the load generator runs in this process (the
  * scale phase's wrk in its own).
  * Writes bench/results/collect.json (only a complete run of bare,drain,collect,batch with default
@@ -37,8 +38,8 @@
  * phase with default settings); bench/results/freshness.json (the freshness phase with default settings).
  *
  *   npm run bench                                 everything (~16 min, of which flows ~4.5, scale ~8)
- *   npm run bench -- --only speed                 the issue-27 table with wrk (~4 min); --speed-turns 1 for a quick one
- *   npm run bench -- --only speed --speed-paths lookup --profile   one path of it (comma-separated: bare-post,collect,bare-get,lookup,batch) under --cpu-prof
+ *   npm run bench -- --only speed                 issue 39's table with wrk (~7 min); --speed-turns 1 for a quick one
+ *   npm run bench -- --only speed --speed-paths lookup --profile   one path of it (comma-separated: bare-collect,collect,bare-lookup,lookup,bare-batch,batch) under --cpu-prof
  *   npm run bench -- --only collect               some phases: bare,drain,collect,batch,audience,flows,scheduled,waits,scale (comma-separated)
  *   npm run bench -- --only freshness             freshness at half of collect's maximum (measured quickly here)
  *   npm run bench -- --only collect,freshness     the same, at half of the collect phase's maximum
@@ -141,8 +142,10 @@ const { values: args } = parseArgs({
     /** wrk (installed from Debian's packages if missing) or autocannon (in this process). */
     loadgen: { type: 'string', default: 'wrk' },
     'wrk-threads': { type: 'string', default: '2' },
-    /** Rounds of the speed phase (each: bare POST, collect, bare GET, lookup, batch). */
-    'speed-turns': { type: 'string', default: '2' },
+    /** Rounds of the speed phase (each: bare collect, collect, bare lookup, lookup, bare batch, batch, then the light load). */
+    'speed-turns': { type: 'string', default: '3' },
+    /** Seconds measured per path in the speed phase (issue 39: 8). */
+    'speed-seconds': { type: 'string', default: '8' },
     'speed-paths': { type: 'string' },
   },
 });
@@ -635,7 +638,8 @@ async function main(): Promise<void> {
       wrk,
       wrkVersion: commandVersion(wrk),
       connections: CONNECTIONS,
-      seconds: Number(args.duration),
+      lightConnections: 4,
+      seconds: Number(args['speed-seconds']),
       warmup: Number(args.warmup),
       turns,
       batchSize: Number(args['batch-size']),
@@ -643,7 +647,7 @@ async function main(): Promise<void> {
       ...(profileDir ? { profileDir } : {}),
     });
     const command = `npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`;
-    const out = defaultSettings && turns === 2 && !args['speed-paths'] ? join(resultsDir, 'speed.json') : join(resultsDir, 'partial-speed.json.tmp');
+    const out = defaultSettings && turns === 3 && !args['speed-paths'] ? join(resultsDir, 'speed.json') : join(resultsDir, 'partial-speed.json.tmp');
     writeFileSync(out, `${JSON.stringify({ phase: 'speed', command, machine: machine(), ...outcome }, null, 2)}\n`);
     say(`wrote ${out}`);
     if (profileDir) for (const f of readdirSync(profileDir).filter((f) => f.startsWith(`speed-${runTag}`))) printSummary(summarizeProfile(join(profileDir, f)));

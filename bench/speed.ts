@@ -1,16 +1,18 @@
 /**
- * The hot paths of issue 27, each beside a bare Fastify endpoint in the same run: wrk (C, one thread,
- * 50 connections, its own process) as the load generator, the service's CPU read from /proc before and
- * after each measurement (the service process and its storage process; the main process alone beside it).
- *   bare POST   bench/bare-server.ts: Fastify parses the body and answers {ok:true}
- *   collect     POST /http/v1/collect, one custom event per request, a unique messageId each
- *   bare GET    bench/bare-server.ts: a constant contact of the Audience API's shape
- *   lookup      GET /audience/v2/contacts over 100,000 imported contacts (contacts.ts's identity mix)
- *   batch       POST /http/v1/batch, 100 events per request
- * in `turns` rounds of that order. After each collect and batch measurement the service's compaction is
- * waited for, and its CPU until then is counted too ("with compaction"), so a measurement never pays
- * for the previous one's backlog. Writes bench/results/speed.json (default settings) or a .tmp file.
+ * Issue 39's measure: each hot path beside a bare Fastify route that does the same minimal work
+ * (bench/fair-bare.ts), in the same run, back to back:
+ *   bare collect / collect   POST /http/v1/collect, one custom event per request, a unique messageId each
+ *   bare lookup / lookup     GET /audience/v2/contacts over 100,000 imported contacts (contacts.ts's identity mix)
+ *   bare batch / batch       POST /http/v1/batch, 100 events per request
+ * wrk (C, one thread, its own process) at 50 connections (saturation) and, for collect and lookup, at 4
+ * (light load, where queueing does not dominate), `turns` rounds (default 3); each ratio is taken within a
+ * round and the median over rounds is reported. CPU is read from /proc for each server's whole process tree
+ * (the service's storage and checker processes with it). After each collect and batch measurement the
+ * service's compaction is waited for and its CPU until then counted too ("with compaction"): the ratio of
+ * CPU per event uses that figure, so work deferred past the window is not left out.
+ * Writes bench/results/speed.json (default settings) or a .tmp file.
  */
+import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { importContacts, setUp, waitCaughtUp } from './audience.js';
 import type { Credentials } from './bodies.js';
@@ -24,7 +26,10 @@ import { wrkGenerator } from './wrk.js';
 export interface SpeedOptions {
   wrk: string;
   wrkVersion: string;
+  /** Saturation (the issue: 50). */
   connections: number;
+  /** Light load (the issue: 4). */
+  lightConnections: number;
   seconds: number;
   warmup: number;
   turns: number;
@@ -34,11 +39,14 @@ export interface SpeedOptions {
   profileDir?: string;
 }
 
-export const SPEED_PATHS = ['bare POST', 'collect', 'bare GET', 'lookup', 'batch'] as const;
+export const SPEED_PATHS = ['bare collect', 'collect', 'bare lookup', 'lookup', 'bare batch', 'batch'] as const;
 type Path = (typeof SPEED_PATHS)[number];
+type Load = 'saturation' | 'light';
 
 export interface SpeedRun {
   path: Path;
+  load: Load;
+  connections: number;
   turn: number;
   /** Requests answered 2xx per second. */
   reqPerSec: number;
@@ -46,9 +54,9 @@ export interface SpeedRun {
   non2xx: number;
   errors: number;
   latencyMs: SpreadResult['latency'];
-  /** µs of CPU per request: the server's processes (service: main + storage), its main process alone, wrk. */
+  /** µs of CPU per request: the server's whole process tree, its main process alone, wrk. */
   cpuUsPerRequest: { server: number; main: number; wrk: number };
-  /** µs of the service's CPU per event including the compaction that followed (collect and batch). */
+  /** µs of the whole tree's CPU per event including the compaction that followed (collect and batch). */
   cpuUsPerEventWithCompaction?: number;
   /** ms from the end of the load until the service's compaction lag was 0. */
   catchUpMs?: number;
@@ -57,10 +65,18 @@ export interface SpeedRun {
 export interface SpeedOutcome {
   loadGenerator: string;
   connections: number;
+  lightConnections: number;
   seconds: number;
   runs: SpeedRun[];
-  /** Medians over the turns. */
-  summary: Record<string, number>;
+  /** Each row of the issue's table: the median over rounds, its goal and whether it is met. */
+  summary: SummaryRow[];
+}
+
+export interface SummaryRow {
+  measure: string;
+  value: number;
+  goal: string;
+  met: boolean;
 }
 
 const CONTACTS = 100_000;
@@ -68,8 +84,8 @@ const PATHS = 4_096;
 
 export async function benchSpeed(bench: Bench, options: SpeedOptions): Promise<SpeedOutcome> {
   const generator = wrkGenerator({ wrk: options.wrk, workDir: bench.workDir, threads: 1, cpus: undefined, version: options.wrkVersion });
-  const bare = await startBare(bench);
   let service: Service | undefined;
+  let bare: { child: Child; url: string } | undefined;
   try {
     service = await startService(bench, 'speed', join(bench.workDir, 'speed'), options.profileDir ? { profileDir: options.profileDir } : {});
     const svc = service;
@@ -79,82 +95,77 @@ export async function benchSpeed(bench: Bench, options: SpeedOptions): Promise<S
     const imported = await guard(importContacts(svc, contacts));
     say(`speed: ${imported.imported} contacts imported in ${imported.seconds} s`);
     await guard(waitCaughtUp(svc));
+    const bareServer = await startBare(bench, credentials, token);
+    bare = bareServer;
 
-    const lookupPaths = new IdentityPaths(contacts, '/audience/v2/contacts', 2);
-    const barePaths = new IdentityPaths(contacts, '/bare-contact', 2);
     const list = (p: IdentityPaths) => Array.from({ length: PATHS }, () => p.next());
-    const headers = (t: string) => ({ Authorization: `Bearer ${t}`, Accept: 'application/json' });
-    const all: Array<{ path: Path; server: Child; url: string; requests: SpreadRequests; events: number }> = [
-      { path: 'bare POST', server: bare.child, url: bare.url, requests: post('/bare', credentials), events: 1 },
-      { path: 'collect', server: svc.child, url: svc.url, requests: post('/http/v1/collect', credentials), events: 1 },
-      // Bare gets a token of the real length: the same request bytes; nothing checks it.
-      { path: 'bare GET', server: bare.child, url: bare.url, requests: { method: 'GET', paths: list(barePaths), headers: headers(`aud_${'x'.repeat(36)}`) }, events: 0 },
-      { path: 'lookup', server: svc.child, url: svc.url, requests: { method: 'GET', paths: list(lookupPaths), headers: headers(token) }, events: 0 },
-      {
-        path: 'batch',
-        server: svc.child,
-        url: svc.url,
-        requests: post('/http/v1/batch', credentials, options.batchSize),
-        events: options.batchSize,
-      },
+    // The same identities in the same order for both.
+    const lookups = (prefix: string): SpreadRequests => ({ method: 'GET', paths: list(new IdentityPaths(contacts, prefix, 2)), headers: { Authorization: `Bearer ${token}`, Accept: 'application/json' } });
+    const all: Array<{ path: Path; server: Child; url: string; requests: SpreadRequests; events: number; light: boolean }> = [
+      { path: 'bare collect', server: bareServer.child, url: bareServer.url, requests: post('/bare/collect', credentials), events: 1, light: true },
+      { path: 'collect', server: svc.child, url: svc.url, requests: post('/http/v1/collect', credentials), events: 1, light: true },
+      { path: 'bare lookup', server: bareServer.child, url: bareServer.url, requests: lookups('/bare/contacts'), events: 0, light: true },
+      { path: 'lookup', server: svc.child, url: svc.url, requests: lookups('/audience/v2/contacts'), events: 0, light: true },
+      { path: 'bare batch', server: bareServer.child, url: bareServer.url, requests: post('/bare/batch', credentials, options.batchSize), events: options.batchSize, light: false },
+      { path: 'batch', server: svc.child, url: svc.url, requests: post('/http/v1/batch', credentials, options.batchSize), events: options.batchSize, light: false },
     ];
     const plan = all.filter((step) => !options.paths || options.paths.includes(step.path));
 
     const runs: SpeedRun[] = [];
     let n = 0;
     for (let turn = 1; turn <= options.turns; turn++) {
-      for (const step of plan) {
-        // Our servers idle first (the profile refresh after a collect turn runs on the service's main thread),
-        // then the rest of the machine.
-        const ours = () => svc.child.cpuSeconds() + bare.child.cpuSeconds();
-        await waitQuiet(0.05, 60_000, undefined, ours);
-        const quiet = await waitQuiet(0.3, bench.quietWaitMs, ours);
-        const load = (seconds: number) =>
-          generator.run({ targets: [step.url], requests: step.requests, connections: options.connections, seconds, tag: `${bench.runTag}-${turn}-${++n}` });
-        if (options.warmup > 0) await guard(load(options.warmup));
-        if (step.events > 0) await guard(waitCaughtUp(svc));
-        const cpu0 = step.server.cpuSeconds();
-        const main0 = processCpuSeconds(step.server.pid);
-        const result = await guard(load(options.seconds));
-        const cpu1 = step.server.cpuSeconds();
-        const main1 = processCpuSeconds(step.server.pid);
-        const perRequest = (s: number) => round((s * 1e6) / Math.max(1, result.ok), 1);
-        const run: SpeedRun = {
-          path: step.path,
-          turn,
-          reqPerSec: result.reqPerSec,
-          eventsPerSec: Math.round(result.reqPerSec * step.events),
-          non2xx: result.non2xx,
-          errors: result.errors,
-          latencyMs: result.latency,
-          cpuUsPerRequest: { server: perRequest(cpu1 - cpu0), main: perRequest(main1 - main0), wrk: perRequest(result.loadGeneratorCpuSeconds) },
-        };
-        if (step.events > 0 && step.server === svc.child) {
-          const started = performance.now();
-          await guard(waitCaughtUp(svc, 300_000));
-          run.catchUpMs = Math.round(performance.now() - started);
-          run.cpuUsPerEventWithCompaction = round(((svc.child.cpuSeconds() - cpu0) * 1e6) / Math.max(1, result.ok * step.events), 1);
+      for (const load of ['saturation', 'light'] as const) {
+        for (const step of plan.filter((s) => load === 'saturation' || s.light)) {
+          const connections = load === 'saturation' ? options.connections : options.lightConnections;
+          // Our servers idle first (the profile refresh after a collect turn runs on the service's main thread),
+          // then the rest of the machine.
+          const ours = () => svc.child.cpuSeconds() + bareServer.child.cpuSeconds();
+          await waitQuiet(0.05, 60_000, undefined, ours);
+          const quiet = await waitQuiet(0.3, bench.quietWaitMs, ours);
+          const run = (seconds: number) =>
+            generator.run({ targets: [step.url], requests: step.requests, connections, seconds, tag: `${bench.runTag}-${turn}-${++n}` });
+          if (options.warmup > 0) await guard(run(options.warmup));
+          if (step.events > 0 && step.server === svc.child) await guard(waitCaughtUp(svc));
+          const cpu0 = step.server.cpuSeconds();
+          const main0 = processCpuSeconds(step.server.pid);
+          const result = await guard(run(options.seconds));
+          const cpu1 = step.server.cpuSeconds();
+          const main1 = processCpuSeconds(step.server.pid);
+          const perRequest = (s: number) => round((s * 1e6) / Math.max(1, result.ok), 1);
+          const measured: SpeedRun = {
+            path: step.path,
+            load,
+            connections,
+            turn,
+            reqPerSec: result.reqPerSec,
+            eventsPerSec: Math.round(result.reqPerSec * step.events),
+            non2xx: result.non2xx,
+            errors: result.errors,
+            latencyMs: result.latency,
+            cpuUsPerRequest: { server: perRequest(cpu1 - cpu0), main: perRequest(main1 - main0), wrk: perRequest(result.loadGeneratorCpuSeconds) },
+          };
+          if (step.events > 0) {
+            const started = performance.now();
+            if (step.server === svc.child) await guard(waitCaughtUp(svc, 300_000));
+            measured.catchUpMs = Math.round(performance.now() - started);
+            measured.cpuUsPerEventWithCompaction = round(((step.server.cpuSeconds() - cpu0) * 1e6) / Math.max(1, result.ok * step.events), 1);
+          }
+          if (measured.non2xx > 0 || measured.errors > 0) throw new Error(`speed: ${step.path} answered ${measured.non2xx} non-2xx and ${measured.errors} errors: the comparison would not be fair`);
+          runs.push(measured);
+          say(
+            `speed: turn ${turn} ${step.path} (${connections} conn): ${measured.reqPerSec} req/s, p50/p99/max ${measured.latencyMs.p50}/${measured.latencyMs.p99}/${measured.latencyMs.max} ms, ` +
+              `CPU ${measured.cpuUsPerRequest.server} µs/req (main ${measured.cpuUsPerRequest.main})` +
+              (measured.cpuUsPerEventWithCompaction !== undefined ? `, ${measured.cpuUsPerEventWithCompaction} µs/event with what followed (caught up ${measured.catchUpMs} ms later)` : '') +
+              `, machine busy before ${quiet.busyCores}`,
+          );
         }
-        runs.push(run);
-        say(
-          `speed: turn ${turn} ${step.path}: ${run.reqPerSec} req/s, p50/p99/max ${run.latencyMs.p50}/${run.latencyMs.p99}/${run.latencyMs.max} ms, ` +
-            `CPU ${run.cpuUsPerRequest.server} µs/req (main ${run.cpuUsPerRequest.main})` +
-            (run.cpuUsPerEventWithCompaction !== undefined ? `, ${run.cpuUsPerEventWithCompaction} µs/event with compaction (caught up ${run.catchUpMs} ms later)` : '') +
-            `, non-2xx ${run.non2xx}, errors ${run.errors}, machine busy before ${quiet.busyCores}`,
-        );
       }
     }
-    const outcome: SpeedOutcome = {
-      loadGenerator: generator.description,
-      connections: options.connections,
-      seconds: options.seconds,
-      runs,
-      summary: summarize(runs),
-    };
-    console.log(table(Object.entries(outcome.summary).map(([measure, value]) => ({ measure, value }))));
-    return outcome;
+    const summary = summarize(runs);
+    console.log(table(summary.map((r) => ({ measure: r.measure, value: r.value, goal: r.goal, met: r.goal === '' ? '' : r.met ? 'yes' : 'NO' }))));
+    return { loadGenerator: generator.description, connections: options.connections, lightConnections: options.lightConnections, seconds: options.seconds, runs, summary };
   } finally {
-    await bare.child.stop();
+    await bare?.child.stop();
     await service?.child.stop();
   }
 }
@@ -164,38 +175,68 @@ function post(path: string, credentials: Credentials, batchSize?: number): Sprea
 }
 
 const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
+  const s = xs.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
   return s.length === 0 ? NaN : s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
 };
 
-/** The issue's rows: each ratio is taken per turn (same minute), then the median over turns. */
-function summarize(runs: SpeedRun[]): Record<string, number> {
-  const of = (path: Path) => runs.filter((r) => r.path === path);
-  const perTurn = (a: Path, b: Path, f: (x: SpeedRun, y: SpeedRun) => number) =>
-    round(median(of(a).flatMap((x) => of(b).filter((y) => y.turn === x.turn).map((y) => f(x, y)))), 3);
-  return {
-    'collect / bare POST (req/s)': perTurn('collect', 'bare POST', (x, y) => x.reqPerSec / y.reqPerSec),
-    'collect CPU per event / bare POST CPU per request': perTurn('collect', 'bare POST', (x, y) => x.cpuUsPerRequest.server / y.cpuUsPerRequest.server),
-    'collect CPU µs per event': median(of('collect').map((r) => r.cpuUsPerRequest.server)),
-    'collect CPU µs per event with compaction': median(of('collect').map((r) => r.cpuUsPerEventWithCompaction ?? NaN)),
-    'collect p99 ms': median(of('collect').map((r) => r.latencyMs.p99)),
-    'collect max ms': Math.max(...of('collect').map((r) => r.latencyMs.max)),
-    'lookup / bare GET (req/s)': perTurn('lookup', 'bare GET', (x, y) => x.reqPerSec / y.reqPerSec),
-    'lookup CPU per request / bare GET': perTurn('lookup', 'bare GET', (x, y) => x.cpuUsPerRequest.server / y.cpuUsPerRequest.server),
-    'lookup p99 ms': median(of('lookup').map((r) => r.latencyMs.p99)),
-    'batch events/s': median(of('batch').map((r) => r.eventsPerSec)),
-    'batch CPU µs per event with compaction': median(of('batch').map((r) => r.cpuUsPerEventWithCompaction ?? NaN)),
-    'bare POST req/s': median(of('bare POST').map((r) => r.reqPerSec)),
-    'bare GET req/s': median(of('bare GET').map((r) => r.reqPerSec)),
-  };
+/** The issue's rows: each ratio is taken per round (same minutes), then the median over rounds. */
+export function summarize(runs: SpeedRun[]): SummaryRow[] {
+  const of = (path: Path, load: Load = 'saturation') => runs.filter((r) => r.path === path && r.load === load);
+  const ratio = (a: Path, b: Path, f: (x: SpeedRun, y: SpeedRun) => number, load: Load = 'saturation') =>
+    round(median(of(a, load).flatMap((x) => of(b, load).filter((y) => y.turn === x.turn).map((y) => f(x, y)))), 3);
+  const p99 = (path: Path, load: Load) => round(median(of(path, load).map((r) => r.latencyMs.p99)), 2);
+  const cpu = (r: SpeedRun) => r.cpuUsPerEventWithCompaction ?? r.cpuUsPerRequest.server;
+  const rows: Array<[string, number, string, (v: number) => boolean]> = [
+    ['collect ÷ bare collect, req/s', ratio('collect', 'bare collect', (x, y) => x.reqPerSec / y.reqPerSec), '≥ 0.7', (v) => v >= 0.7],
+    ['collect ÷ bare collect, CPU per event (whole tree, with compaction)', ratio('collect', 'bare collect', (x, y) => cpu(x) / cpu(y)), '≤ 2', (v) => v <= 2],
+    ['collect ÷ bare collect, p99 at 50 connections', ratio('collect', 'bare collect', (x, y) => x.latencyMs.p99 / y.latencyMs.p99), '≤ 2', (v) => v <= 2],
+    ['collect p99 ms at light load', p99('collect', 'light'), '≤ 10', (v) => v <= 10],
+    ['lookup ÷ bare lookup, req/s', ratio('lookup', 'bare lookup', (x, y) => x.reqPerSec / y.reqPerSec), '≥ 0.9', (v) => v >= 0.9],
+    ['lookup ÷ bare lookup, CPU per request (whole tree)', ratio('lookup', 'bare lookup', (x, y) => x.cpuUsPerRequest.server / y.cpuUsPerRequest.server), '≤ 1.25', (v) => v <= 1.25],
+    ['lookup ÷ bare lookup, p99 at 50 connections', ratio('lookup', 'bare lookup', (x, y) => x.latencyMs.p99 / y.latencyMs.p99), '≤ 1.5', (v) => v <= 1.5],
+    ['lookup p99 ms at light load', p99('lookup', 'light'), '≤ 3', (v) => v <= 3],
+    ['batch ÷ bare batch, events/s', ratio('batch', 'bare batch', (x, y) => x.eventsPerSec / y.eventsPerSec), '≥ 0.6', (v) => v >= 0.6],
+    ['batch events/s accepted (durable)', median(of('batch').map((r) => r.eventsPerSec)), '≥ 100000', (v) => v >= 100_000],
+  ];
+  const info: Array<[string, number]> = [
+    ['collect req/s', median(of('collect').map((r) => r.reqPerSec))],
+    ['bare collect req/s', median(of('bare collect').map((r) => r.reqPerSec))],
+    ['collect CPU µs per event with compaction', median(of('collect').map(cpu))],
+    ['bare collect CPU µs per request', median(of('bare collect').map(cpu))],
+    ['bare collect p99 ms at light load', p99('bare collect', 'light')],
+    ['lookup req/s', median(of('lookup').map((r) => r.reqPerSec))],
+    ['bare lookup req/s', median(of('bare lookup').map((r) => r.reqPerSec))],
+    ['lookup CPU µs per request', median(of('lookup').map((r) => r.cpuUsPerRequest.server))],
+    ['bare lookup CPU µs per request', median(of('bare lookup').map((r) => r.cpuUsPerRequest.server))],
+    ['bare lookup p99 ms at light load', p99('bare lookup', 'light')],
+    ['bare batch events/s', median(of('bare batch').map((r) => r.eventsPerSec))],
+    ['batch CPU µs per event with compaction', median(of('batch').map(cpu))],
+    ['bare batch CPU µs per event', median(of('bare batch').map(cpu))],
+  ];
+  return [
+    ...rows.filter(([, value]) => Number.isFinite(value)).map(([measure, value, goal, met]) => ({ measure, value, goal, met: met(value) })),
+    ...info.filter(([, value]) => Number.isFinite(value)).map(([measure, value]) => ({ measure, value: round(value, 1), goal: '', met: true })),
+  ];
 }
 
-async function startBare(bench: Bench): Promise<{ child: Child; url: string }> {
+/** The bare server, told the org's credentials (as hashes) and the contacts, after the service has them. */
+async function startBare(bench: Bench, credentials: Credentials, token: string): Promise<{ child: Child; url: string }> {
   const port = await freePort();
+  const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
   const child = Child.start('bare-speed', join(bench.root, 'dist/bench/bare-server.js'), {
     cwd: bench.root,
     logFile: join(bench.workDir, 'bare-speed.log'),
-    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1' },
+    env: {
+      ...process.env,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      BARE_PARTNER_ID: credentials.partnerId,
+      BARE_PARTNER_SECRET_SHA256: sha256(credentials.partnerSecret),
+      BARE_TOKEN_SHA256: sha256(token),
+      BARE_LOG_FILE: join(bench.workDir, 'bare-events.jsonl'),
+      BARE_CONTACTS: String(CONTACTS),
+      BARE_SCHEMAS_DIR: join(bench.root, 'schemas'),
+    },
   });
   const url = `http://127.0.0.1:${port}`;
   await waitHttpOk(`${url}/healthz`, child);
