@@ -18,7 +18,8 @@ import { RecentIds } from './recent-ids.js';
 import { type LayoutChange, lastSeqOf, SegmentChain, type SegmentLayout, segmentFile } from './segments.js';
 import { type LogBehind, LogUnavailableError, type LogBackend, type LogHealth, type LogReader, type WriteResult } from './types.js';
 import { syncDirectory } from '../../core/sync-directory.js';
-import { openSegment, type OwnedSegment, segmentsIn, type TornTail, WRITE_FLAGS } from './embedded-segments.js';
+import { dropIdsBeyond, type OpenedSegment, openSegment, type OwnedSegment, rememberRecentIds, segmentsIn, type TornTail, WRITE_FLAGS } from './embedded-segments.js';
+import { removeSegmentIndex, writeSegmentIndex } from './segment-index.js';
 
 /** Records whose ids are remembered for dedupe; a retry arrives within seconds, far fewer records back. */
 const DEDUPE_WINDOW = 100_000;
@@ -73,8 +74,14 @@ export class EmbeddedLog implements LogBackend {
     await mkdir(dir, { recursive: true });
     const highWater = options.highWater ?? 0;
     const firstSeqs = await segmentsIn(dir);
+    const opened: OpenedSegment[] = [];
     const segments: OwnedSegment[] = [];
     const recent = new RecentIds(DEDUPE_WINDOW);
+    const add = ({ segment, ids }: OpenedSegment, resumed: boolean) => {
+      opened.push({ segment: resumed ? { ...segment, resumed } : segment, ids });
+      segments.push(opened.at(-1)!.segment);
+      dropIdsBeyond(opened, DEDUPE_WINDOW);
+    };
     try {
       for (const [i, firstSeq] of firstSeqs.entries()) {
         const previous = segments.at(-1);
@@ -83,17 +90,21 @@ export class EmbeddedLog implements LogBackend {
         if (firstSeq < expected || (firstSeq > expected && firstSeq - 1 > highWater)) {
           throw new Error(`embedded log: ${segmentFile(dir, firstSeq)} starts at record ${firstSeq} but the segment before it ends at ${expected - 1}`);
         }
-        const segment = await openSegment(dir, firstSeq, i === firstSeqs.length - 1, recent, options);
-        segments.push(previous && firstSeq > expected ? { ...segment, resumed: true } : segment);
+        add(await openSegment(dir, firstSeq, i === firstSeqs.length - 1, options), previous !== undefined && firstSeq > expected);
       }
       const last = segments.at(-1);
       const headSeq = last ? lastSeqOf(last) : 0;
       if (!last || headSeq < highWater) {
-        if (last) last.closedAt = Date.now();
+        if (last) {
+          last.closedAt = Date.now();
+          // Sealed now: the next open reads its offsets instead of scanning it.
+          await writeSegmentIndex(last.file, last.firstSeq, last.offsets, last.end);
+        }
         const firstSeq = Math.max(headSeq, highWater) + 1;
-        segments.push({ ...(await openSegment(dir, firstSeq, true, recent, options)), resumed: firstSeq > 1 });
+        add(await openSegment(dir, firstSeq, true, options), firstSeq > 1);
         if (headSeq < highWater) options.onBehind?.({ headSeq, highWater, compactedSeq: options.compactedSeq ?? 0 });
       }
+      await rememberRecentIds(opened, recent, DEDUPE_WINDOW);
     } catch (error) {
       await Promise.all(segments.map(async (segment) => (await segment.handle).close()));
       throw error;
@@ -155,7 +166,10 @@ export class EmbeddedLog implements LogBackend {
     for (const listener of this.layoutListeners) listener({ kind: 'released', firstSeq: keptFrom });
     const released = await this.chain.release(keptFrom);
     // Deleted oldest first: should a crash interrupt this, the segments left still follow each other.
-    for (const segment of released) await unlink(segment.file);
+    for (const segment of released) {
+      await removeSegmentIndex(segment.file);
+      await unlink(segment.file);
+    }
     return released.length;
   }
 
@@ -225,7 +239,10 @@ export class EmbeddedLog implements LogBackend {
       await handle.close();
       throw error;
     }
-    this.current.closedAt = Date.now();
+    const sealed = this.current;
+    sealed.closedAt = Date.now();
+    // The next open reads its offsets from this instead of scanning it (segment-index.ts).
+    await writeSegmentIndex(sealed.file, sealed.firstSeq, sealed.offsets, sealed.end);
     const segment: OwnedSegment = { file, firstSeq, offsets: [], end: 0, handle: Promise.resolve(handle), closedAt: Number.POSITIVE_INFINITY };
     this.chain.segments.push(segment);
     return segment;

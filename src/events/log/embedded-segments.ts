@@ -6,7 +6,8 @@
 import { constants } from 'node:fs';
 import { open, readdir, rename, stat, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
-import { scanFrames } from './frame-file.js';
+import { readRecordFrames, scanFrames } from './frame-file.js';
+import { readSegmentIndex, removeSegmentIndex, writeSegmentIndex } from './segment-index.js';
 import type { RecentIds } from './recent-ids.js';
 import { type OpenSegment, segmentFile, segmentFirstSeq } from './segments.js';
 import { syncDirectory } from '../../core/sync-directory.js';
@@ -51,11 +52,19 @@ export async function segmentsIn(dir: string): Promise<number[]> {
     .sort((a, b) => a - b);
 }
 
+/** A segment as opened, with the ids of its records when it was scanned (an index gives offsets only). */
+export interface OpenedSegment {
+  segment: OwnedSegment;
+  ids: string[] | undefined;
+}
+
 /**
- * Opens one segment and indexes its frames. Only the last can hold a torn tail (a write is only ever in
- * flight there), so it is cut off there and refused anywhere else.
+ * Opens one segment and indexes its frames: a sealed segment from its index file (segment-index.ts)
+ * when it has a sound one, else by a scan, after which a sealed segment gets its index. Only the last
+ * can hold a torn tail (a write is only ever in flight there), so it is cut off there and refused
+ * anywhere else.
  */
-export async function openSegment(dir: string, firstSeq: number, last: boolean, recent: RecentIds, options: { onTornTail?: (tail: TornTail) => void }): Promise<OwnedSegment> {
+export async function openSegment(dir: string, firstSeq: number, last: boolean, options: { onTornTail?: (tail: TornTail) => void }): Promise<OpenedSegment> {
   const file = segmentFile(dir, firstSeq);
   const created = !(await stat(file).then(
     () => true,
@@ -65,10 +74,15 @@ export async function openSegment(dir: string, firstSeq: number, last: boolean, 
   try {
     if (created) await syncDirectory(dir);
     const { size: fileBytes, mtimeMs } = await handle.stat();
+    const opened = (offsets: number[], end: number) => ({ file, firstSeq, offsets, end, handle: Promise.resolve(handle), closedAt: last ? Number.POSITIVE_INFINITY : mtimeMs });
+    const indexed = last ? undefined : await readSegmentIndex(file, firstSeq, fileBytes);
+    if (indexed) return { segment: opened(indexed, fileBytes), ids: undefined };
+    if (last) await removeSegmentIndex(file);
     const offsets: number[] = [];
+    const ids: string[] = [];
     const scan = await scanFrames(handle, fileBytes, (offset, _length, id) => {
       offsets.push(offset);
-      recent.add(id, firstSeq + offsets.length - 1);
+      ids.push(id);
     });
     if (scan.validBytes < fileBytes) {
       if (!last) throw new Error(`embedded log damaged at byte ${scan.validBytes} of ${file} (${scan.stopReason}), a segment with later segments after it`);
@@ -76,9 +90,40 @@ export async function openSegment(dir: string, firstSeq: number, last: boolean, 
       await handle.datasync();
       options.onTornTail?.({ file, fileBytes, keptBytes: scan.validBytes, records: offsets.length, reason: scan.stopReason ?? 'unknown' });
     }
-    return { file, firstSeq, offsets, end: scan.validBytes, handle: Promise.resolve(handle), closedAt: last ? Number.POSITIVE_INFINITY : mtimeMs };
+    if (!last) await writeSegmentIndex(file, firstSeq, offsets, scan.validBytes);
+    return { segment: opened(offsets, scan.validBytes), ids };
   } catch (error) {
     await handle.close();
     throw error;
+  }
+}
+
+/**
+ * The dedupe window as a scan of every record would have left it: the ids of the last `capacity`
+ * records, oldest first. Segments opened from their index have no ids in memory; the records the
+ * window needs from them are read (the tail of the newest such segments only).
+ */
+export async function rememberRecentIds(opened: readonly OpenedSegment[], recent: RecentIds, capacity: number): Promise<void> {
+  const tail: Array<{ firstSeq: number; ids: readonly string[] }> = [];
+  let needed = capacity;
+  for (let i = opened.length - 1; i >= 0 && needed > 0; i--) {
+    const { segment, ids } = opened[i]!;
+    const records = segment.offsets.length;
+    const count = Math.min(needed, records);
+    if (count === 0) continue;
+    const from = records - count + 1;
+    const kept = ids ? ids.slice(ids.length - count) : (await readRecordFrames(await segment.handle, segment.offsets, segment.end, from, records)).map((frame) => frame.id);
+    tail.unshift({ firstSeq: segment.firstSeq + from - 1, ids: kept });
+    needed -= count;
+  }
+  for (const { firstSeq, ids } of tail) ids.forEach((id, i) => recent.add(id, firstSeq + i));
+}
+
+/** Forgets the ids of segments older than the newest ones that already hold `capacity` records. */
+export function dropIdsBeyond(opened: OpenedSegment[], capacity: number): void {
+  let held = 0;
+  for (let i = opened.length - 1; i >= 0; i--) {
+    if (held >= capacity) opened[i]!.ids = undefined;
+    else held += opened[i]!.segment.offsets.length;
   }
 }

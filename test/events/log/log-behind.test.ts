@@ -112,7 +112,7 @@ t.test('a log at or above the mark opens as it is', async (t) => {
   await writeRecords(t, dir, 10);
   const { log, reports } = await openLog(t, dir, { highWater: 10, compactedSeq: 10 });
   t.same(reports, []);
-  t.same(await readdir(dir), ['00000000000000000001.log'], 'no new segment');
+  t.same(await segmentNames(dir), ['00000000000000000001.log'], 'no new segment');
   t.same(await log.write('id-11', payload(11)), { seq: 11, duplicate: false });
 });
 
@@ -129,7 +129,7 @@ t.test('a missing segment above the mark is still damage', async (t) => {
   const { log } = await openLog(t, dir, { segmentBytes: 3 * encodeFrame('id-1', payload(1)).length });
   for (let i = 1; i <= 9; i++) await log.write(`id-${i}`, payload(i));
   await log.close();
-  t.same(await readdir(dir), ['00000000000000000001.log', '00000000000000000004.log', '00000000000000000007.log']);
+  t.same(await segmentNames(dir), ['00000000000000000001.log', '00000000000000000004.log', '00000000000000000007.log']);
   await rm(segmentFile(dir, 4));
   await t.rejects(EmbeddedLog.open(dir, { highWater: 5 }), /starts at record 7 but the segment before it ends at 3/, 'positions 4-6 are above the mark 5: refused');
   const { log: opened } = await openLog(t, dir, { highWater: 6 });
@@ -190,3 +190,8 @@ withNats('JetStream: a recreated stream that already holds records behind the ma
   t.match(message, /nats stream purge AUDIENCE_EVENTS --seq 41/);
   t.equal(await collector.headSeq(), 3, 'nothing was deleted');
 });
+
+/** The segment files in `dir` (their index files beside them left out: segment-index.ts). */
+async function segmentNames(dir: string): Promise<string[]> {
+  return (await readdir(dir)).filter((name) => name.endsWith('.log'));
+}
