@@ -6,6 +6,7 @@
  * Runs as its own process: PORT and HOST from the environment.
  */
 import Fastify from 'fastify';
+import { contactAnswer } from './contacts.js';
 import { registerFairBareRoutes } from './fair-bare.js';
 
 const app = Fastify({ logger: false });
@@ -28,30 +29,16 @@ app.post('/bare', async (request) => {
   return { ok: request.body !== undefined };
 });
 
-/**
- * An imported contact as the Audience API serves it with the default content fields (SPEC 6.1): same
- * keys, order and value types, a typical size (bench/audience.ts prints both sizes).
- */
-const CONTACT = {
-  status: 'success',
-  contact: {
-    email_address: 'grace.hopper.42042@mail.example.net',
-    first_name: 'Grace',
-    last_name: 'Hopper',
-    user_id: 'usr_0000wx',
-    address_city: 'Lisbon',
-    address_state: 'Lisboa',
-    address_country: 'PT',
-    campaigns_received: [],
-    flow_variant_membership: [],
-    total_lifetime_value: 0,
-    total_lifetime_value_jde: '$0.00',
-    last_purchase_date: null,
-    order_count: 0,
-    first_seen_at: null,
-    last_seen_at: null,
-  },
-};
+/** A constant contact of the Audience API's shape and a typical size (bench/audience.ts prints both sizes). */
+const CONTACT = contactAnswer({
+  email: 'grace.hopper.42042@mail.example.net',
+  firstName: 'Grace',
+  lastName: 'Hopper',
+  userId: 'usr_0000wx',
+  city: 'Lisbon',
+  state: 'Lisboa',
+  country: 'PT',
+});
 
 // The query string (identity=…) is parsed by Fastify as for the real route, and ignored.
 app.get('/bare-contact', async () => CONTACT);

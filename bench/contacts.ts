@@ -57,6 +57,33 @@ export function syntheticContacts(count: number): Contact[] {
   });
 }
 
+/**
+ * An imported contact as the Audience API answers it with the default content fields (SPEC 6.1): the
+ * same keys, order and value types (the bare servers' answers, bench/bare-server.ts and fair-bare.ts).
+ */
+export function contactAnswer(c: Contact) {
+  return {
+    status: 'success',
+    contact: {
+      email_address: c.email,
+      first_name: c.firstName,
+      last_name: c.lastName,
+      user_id: c.userId,
+      address_city: c.city,
+      address_state: c.state,
+      address_country: c.country,
+      campaigns_received: [],
+      flow_variant_membership: [],
+      total_lifetime_value: 0,
+      total_lifetime_value_jde: '$0.00',
+      last_purchase_date: null,
+      order_count: 0,
+      first_seen_at: null,
+      last_seen_at: null,
+    },
+  };
+}
+
 /** The import body (POST /admin/v1/orgs/{slug}/contacts/import, text/csv) of contacts[from, to). */
 export function contactsCsv(contacts: Contact[], from: number, to: number): string {
   const lines = ['email_address,first_name,last_name,user_id,address_city,address_state,address_country'];

@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import type { FastifyInstance } from 'fastify';
-import { emailHash, syntheticContacts } from './contacts.js';
+import { contactAnswer, emailHash, syntheticContacts } from './contacts.js';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020;
 const BASE = 'https://audience.dev/schemas/';
@@ -110,28 +110,7 @@ export async function registerFairBareRoutes(app: FastifyInstance, options: Fair
   // The answers, built before the first request, keyed by the identity as the query names it.
   const answers = new Map<string, Buffer>();
   for (const c of syntheticContacts(options.contacts)) {
-    const answer = Buffer.from(
-      JSON.stringify({
-        status: 'success',
-        contact: {
-          email_address: c.email,
-          first_name: c.firstName,
-          last_name: c.lastName,
-          user_id: c.userId,
-          address_city: c.city,
-          address_state: c.state,
-          address_country: c.country,
-          campaigns_received: [],
-          flow_variant_membership: [],
-          total_lifetime_value: 0,
-          total_lifetime_value_jde: '$0.00',
-          last_purchase_date: null,
-          order_count: 0,
-          first_seen_at: null,
-          last_seen_at: null,
-        },
-      }),
-    );
+    const answer = Buffer.from(JSON.stringify(contactAnswer(c)));
     answers.set(`email:${c.email}`, answer);
     answers.set(`email-hash:${emailHash(c.email)}`, answer);
     answers.set(`user_id:${c.userId}`, answer);
