@@ -2,6 +2,7 @@
 import { v7 as uuidv7 } from 'uuid';
 import type { PartnerIdentity } from '../../control/partner-registry.js';
 import type { ProblemDetail } from '../../core/errors.js';
+import { eventFacts } from '../log/event-facts.js';
 import type { LogEntry } from '../log/types.js';
 import { tooDeep } from '../../http/json-body.js';
 
@@ -37,7 +38,8 @@ export function serialized(event: Body): string {
   }
 }
 
-export function acceptedEntry(storedText: string, who: PartnerIdentity, messageId: string, receivedAt: number): LogEntry {
+/** `event`: the accepted event as parsed, whose stored JSON is `storedText`; its facts go with it (event-facts.ts). */
+export function acceptedEntry(event: Body, storedText: string, who: PartnerIdentity, messageId: string, receivedAt: number): LogEntry {
   return {
     kind: 'event',
     org: who.org,
@@ -47,6 +49,7 @@ export function acceptedEntry(storedText: string, who: PartnerIdentity, messageI
     body: storedText,
     code: null,
     errors: null,
+    facts: eventFacts(event, receivedAt),
   };
 }
 
@@ -67,5 +70,6 @@ export function rejectedEntry(
     body: storedBody(asObject, typeof asObject.messageId === 'string' ? asObject.messageId : ''),
     code,
     errors: JSON.stringify(errors),
+    facts: null,
   };
 }

@@ -39,7 +39,7 @@ export function createValidateBatchStep(memberLimitBytes: number): (received: Re
       );
       return quarantine(entries, schemaViolation(who.org, body, errors));
     }
-    const entries = members.map((m) => acceptedEntry(m.stored, who, m.messageId, receivedAt));
+    const entries = members.map((m) => acceptedEntry(m.event, m.stored, who, m.messageId, receivedAt));
     return ok({ who, entries, answer: { messageIds: members.map((m) => m.messageId) } });
   };
 }

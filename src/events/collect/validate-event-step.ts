@@ -13,6 +13,6 @@ export function createValidateEventStep(): (received: Received) => Ok<Accepted> 
       return quarantine([rejectedEntry(body, who, 'schema_violation', result.errors, receivedAt)], schemaViolation(who.org, body, result.errors));
     }
     const messageId = messageIdOf(body);
-    return ok({ who, entries: [acceptedEntry(storedBody(body, messageId), who, messageId, receivedAt)], answer: { messageId } });
+    return ok({ who, entries: [acceptedEntry(body, storedBody(body, messageId), who, messageId, receivedAt)], answer: { messageId } });
   };
 }

@@ -9,7 +9,7 @@ import type { Received } from './authenticate-step.js';
 import { ok, type Outcome, quarantine, stop } from './outcome.js';
 import { schemaViolation } from './schema-violation.js';
 import { fromSegment, type SegmentType } from './segment-message.js';
-import { acceptedEntry, messageIdOf, rejectedEntry, serialized } from './to-log-entry.js';
+import { type Body, acceptedEntry, messageIdOf, rejectedEntry, serialized } from './to-log-entry.js';
 import { validateBatchMember } from './validate-event.js';
 
 export interface SegmentRequest extends Received {
@@ -54,8 +54,8 @@ export function createValidateSegmentStep(eventLimitBytes: number): (request: Se
       // Segment's SDKs surface a 400 as an error (a 412 is not in their contract).
       return quarantine(entries, new AppError('message_rejected', problem.detail, problem.extra));
     }
-    const accepted = events as Array<{ messageId: string; stored: string }>;
-    return ok({ who, entries: accepted.map((e) => acceptedEntry(e.stored, who, e.messageId, receivedAt)), answer: { messageIds: accepted.map((e) => e.messageId) } });
+    const accepted = events as Array<{ message: unknown; messageId: string; stored: string }>;
+    return ok({ who, entries: accepted.map((e) => acceptedEntry(e.message as Body, e.stored, who, e.messageId, receivedAt)), answer: { messageIds: accepted.map((e) => e.messageId) } });
   };
 }
 

@@ -4,7 +4,7 @@
  */
 import type { DedupeWindow } from './dedupe-window.js';
 import { dedupeKey } from './dedupe-window.js';
-import { type EventFacts, eventFacts } from './event-facts.js';
+import { type EventFacts, eventFacts } from '../log/event-facts.js';
 import { type IdentityMap, type Mapping, clientKey } from './identity-map.js';
 import { decodeRecord } from '../log/record-codec.js';
 import type { LogEntry, StoredRecord } from '../log/types.js';
@@ -145,7 +145,8 @@ function planEvent(entry: LogEntry, seq: number, state: PlanState, plan: BatchPl
     plan.duplicates++;
     return;
   }
-  const facts = eventFacts(JSON.parse(entry.body), entry.receivedAt);
+  // Entries carry their facts (the collector derived them); only those written before they did are parsed.
+  const facts = entry.facts ?? eventFacts(JSON.parse(entry.body), entry.receivedAt);
   const { org, environment } = entry;
   const email = facts.traitEmail ?? state.identities.emailAt(org, environment, facts.clientId, entry.receivedAt) ?? null;
   // An erased or suppressed contact's event is left out whole: no row, and (an identify) no mapping.
@@ -155,8 +156,8 @@ function planEvent(entry: LogEntry, seq: number, state: PlanState, plan: BatchPl
     return;
   }
   // An identify maps its clientId to its e-mail; an alias maps its previousId to the e-mail its clientId has.
-  const mapped = facts.eventType === 'identify' ? facts.clientId : facts.eventType === 'alias' ? facts.previousId : undefined;
-  if (mapped !== undefined && email !== null) {
+  const mapped = facts.eventType === 'identify' ? facts.clientId : facts.eventType === 'alias' ? facts.previousId : null;
+  if (mapped !== null && email !== null) {
     const mapping = { org, environment, clientId: mapped, email, receivedAt: entry.receivedAt };
     if (state.identities.record(mapping)) plan.mappings.push(mapping);
     if ((state.pendingByClient.get(clientKey(org, environment, mapped)) ?? 0) > 0) {

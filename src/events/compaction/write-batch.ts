@@ -5,7 +5,7 @@
  */
 import type { Sql } from '../../db/sql.js';
 import { type Database, microsParam, tsParam } from '../../db/database.js';
-import { eventFacts } from './event-facts.js';
+import { eventFacts } from '../log/event-facts.js';
 import { IDENTITY_TTL_MS, type Mapping, clientKey } from './identity-map.js';
 import type { BatchPlan, EventRow, QuarantineRow, Release } from './plan-batch.js';
 import type { KeptOut } from './tombstones.js';
@@ -154,6 +154,7 @@ function pendingToEvent(p: PendingRow, email: string): EventRow {
       body: p.body,
       code: null,
       errors: null,
+      facts: null,
     },
     seq: Number(p.log_seq),
     facts: eventFacts(JSON.parse(p.body), receivedAt),
@@ -178,7 +179,7 @@ function appendEvents(c: Sql, rows: EventRow[], visibleAtMicros: bigint): Promis
     a.appendTimestampTZ(tsParam(entry.receivedAt));
     a.appendTimestampTZ(tsParam(facts.eventTime));
     a.appendTimestampTZ(microsParam(visibleAtMicros));
-    a.appendVarchar(JSON.stringify(facts.properties ?? {}));
+    a.appendVarchar(facts.properties);
     a.appendVarchar(entry.body);
     a.appendBigInt(BigInt(row.seq));
     if (facts.clockSkewMs === null) a.appendNull();

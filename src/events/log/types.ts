@@ -4,6 +4,7 @@
  * Records carry Avro-encoded batches of `LogEntry` (see record-codec.ts); backends only see bytes.
  */
 import type { Environment } from '../../core/domain.js';
+import type { EventFacts } from './event-facts.js';
 
 /** One event (or one rejected event bound for quarantine) as carried by the log. */
 export interface LogEntry {
@@ -19,6 +20,11 @@ export interface LogEntry {
   /** Rejected entries only: stable reason code and JSON array of `{ path, message }`. */
   code: string | null;
   errors: string | null;
+  /**
+   * Accepted entries: the columns compaction stores, derived by the collector from the parsed event, so
+   * the body is not parsed again. Null for rejected entries and for entries logged before entries carried them.
+   */
+  facts: EventFacts | null;
 }
 
 /**

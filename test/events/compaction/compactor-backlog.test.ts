@@ -41,6 +41,7 @@ function entry(n: number): LogEntry {
     body: JSON.stringify(body),
     code: null,
     errors: null,
+    facts: null,
   };
 }
 

@@ -24,7 +24,7 @@ const ORGS = ['acme', 'beta'];
 function entry(org: string, n: number): LogEntry {
   const messageId = `${org}-${n}`;
   const body = { clientId: `c-${n}`, type: 'track', event: 'custom', messageId, traits: { email: `u${n}@example.com` }, properties: { eventName: 'x' } };
-  return { kind: 'event', org, environment: 'production', messageId, receivedAt: Date.now(), body: JSON.stringify(body), code: null, errors: null };
+  return { kind: 'event', org, environment: 'production', messageId, receivedAt: Date.now(), body: JSON.stringify(body), code: null, errors: null, facts: null };
 }
 
 interface Setup {

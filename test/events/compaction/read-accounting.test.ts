@@ -55,7 +55,7 @@ t.test('a read that accounts for each position it passed is whole; any other has
 function entry(n: number): LogEntry {
   const messageId = `m-${n}`;
   const body = { clientId: `c-${n}`, type: 'track', event: 'custom', messageId, traits: { email: `u${n % 40}@example.com` }, properties: { eventName: 'x' } };
-  return { kind: 'event', org: 'acme', environment: 'production', messageId, receivedAt: Date.now(), body: JSON.stringify(body), code: null, errors: null };
+  return { kind: 'event', org: 'acme', environment: 'production', messageId, receivedAt: Date.now(), body: JSON.stringify(body), code: null, errors: null, facts: null };
 }
 
 async function compactorOver(t: Test, log: EmbeddedLog, tail: EmbeddedTail, dir: string) {

@@ -171,5 +171,6 @@ function entry(i: number): LogEntry {
     body: JSON.stringify({ type: 'track', event: 'Contract', i }),
     code: null,
     errors: null,
+    facts: null,
   };
 }

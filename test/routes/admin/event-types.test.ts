@@ -108,7 +108,7 @@ t.test('prototype names are plain event types and keys, folded or not', async (t
     '"properties":{"city"',
     '"properties":{"__proto__":{"polluted":"yes"},"city"',
   );
-  await h.app.committer!.commitEntries([{ kind: 'event', org: 'acme', environment: 'production', messageId: 'p1', receivedAt: Date.now(), body, code: null, errors: null }]);
+  await h.app.committer!.commitEntries([{ kind: 'event', org: 'acme', environment: 'production', messageId: 'p1', receivedAt: Date.now(), body, code: null, errors: null, facts: null }]);
   await h.compacted();
 
   const check = async (app: TestApp, when: string) => {

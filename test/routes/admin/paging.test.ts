@@ -45,7 +45,7 @@ t.test('quarantine: identical rows are each given once; pages while rejections a
   for (let i = 0; i < 12; i++) t.equal((await h.collect(customEvent(cred, { event: 'bogus' }))).statusCode, 412);
   // Collect gives each rejected event an id of its own, but the log is the source of truth: five
   // identical rejections in one record (another writer, a replay) are five identical quarantine rows.
-  const twin = { kind: 'rejected' as const, org: 'acme', environment: 'production' as const, messageId: 'twin', receivedAt: Date.now(), body: '{"type":"bogus"}', code: 'schema_violation', errors: '[]' };
+  const twin = { kind: 'rejected' as const, org: 'acme', environment: 'production' as const, messageId: 'twin', receivedAt: Date.now(), body: '{"type":"bogus"}', code: 'schema_violation', errors: '[]', facts: null };
   await h.app.committer!.commitEntries([twin, twin, twin, twin, twin]);
   await h.compacted();
   const snapshot = (await h.admin('GET', '/admin/v1/orgs/acme/quarantine?limit=1000')).json() as Page;

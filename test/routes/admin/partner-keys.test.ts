@@ -55,7 +55,7 @@ t.test('__proto__ as a property key in the log: events/types reports it as an ow
   );
   t.match(body, /"__proto__":\{"polluted"/);
   await h.app.committer!.commitEntries([
-    { kind: 'event', org: 'acme', environment: 'production', messageId: 'p1', receivedAt: Date.now(), body, code: null, errors: null },
+    { kind: 'event', org: 'acme', environment: 'production', messageId: 'p1', receivedAt: Date.now(), body, code: null, errors: null, facts: null },
   ]);
   await h.compacted();
   const res = await h.admin('GET', '/admin/v1/orgs/acme/events/types');

@@ -12,7 +12,7 @@ import { EVENT_TYPES_KEYSET, eventTypesPage } from './event-types.js';
 import { type Keyset, PAGE_LIMITS, pageOf, pageRequest, readPage } from '../../../db/paging.js';
 import { object, validatedAs } from '../../../openapi/route-schema.js';
 import { type RangeQuery, rangeQuerySchema, timeRange } from '../../../db/time-buckets.js';
-import { eventFacts } from '../../../events/compaction/event-facts.js';
+import { eventFacts } from '../../../events/log/event-facts.js';
 import { eventsActivity } from './events-activity.js';
 import { environment, type Query, query, raw, schemas, validation } from './events-schema.js';
 

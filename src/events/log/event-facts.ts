@@ -1,4 +1,9 @@
-/** The columns the compactor derives from an accepted event (SPEC 5, 4.4, 4.5). */
+/**
+ * The columns the compactor stores for an accepted event (SPEC 5, 4.4, 4.5). The collector, which has
+ * the event parsed already, derives them once and the log entry carries them (record-codec.ts), so
+ * compaction never parses a body again; entries written before they were carried are derived from
+ * their body when read.
+ */
 import { normalizeEmail } from '../../core/domain.js';
 
 export interface EventFacts {
@@ -13,12 +18,12 @@ export interface EventFacts {
   eventTime: number;
   /** sentAt − receivedAt when it exceeded MAX_CLOCK_SKEW_MS and was therefore not applied; else null. */
   clockSkewMs: number | null;
-  /** The event's own properties: for custom events properties.properties; for identify its traits. */
-  properties: unknown;
+  /** The event's own properties as JSON text: for custom events properties.properties; for identify its traits. */
+  properties: string;
   /** False only for custom events that declared requiresIdentity: false. */
   requiresIdentity: boolean;
   /** An alias's earlier clientId, to be mapped to the e-mail of clientId. */
-  previousId: string | undefined;
+  previousId: string | null;
 }
 
 type Body = Record<string, any>;
@@ -48,16 +53,16 @@ export function eventFacts(body: Body, receivedAt: number): EventFacts {
     userId: typeof traits.userId === 'string' ? traits.userId : typeof body.userId === 'string' ? body.userId : null,
     eventTime: receivedAt,
     clockSkewMs: null,
-    properties: {},
+    properties: '{}',
     requiresIdentity: true,
-    previousId: undefined,
+    previousId: null,
   };
   const sentAt = Number(body.sentAt);
   const skew = sentAt - receivedAt;
   if (Math.abs(skew) > MAX_CLOCK_SKEW_MS) facts.clockSkewMs = Math.trunc(skew);
   else if (typeof body.timestamp === 'string') {
-    const happened = Date.parse(body.timestamp);
-    if (Number.isFinite(happened)) facts.eventTime = receivedAt - (sentAt - happened);
+    const happenedAt = receivedAt - (sentAt - Date.parse(body.timestamp));
+    if (Number.isFinite(happenedAt)) facts.eventTime = happenedAt;
   }
   if (body.type === 'alias') {
     facts.eventType = 'alias';
@@ -66,17 +71,22 @@ export function eventFacts(body: Body, receivedAt: number): EventFacts {
   } else if (body.type === 'identify') {
     facts.eventType = 'identify';
     facts.eventName = 'identify';
-    facts.properties = traits;
+    facts.properties = json(traits);
   } else {
     const props: Body = body.properties ?? {};
     if (body.event === 'custom') {
       facts.eventName = `custom_${props.eventName}`;
-      facts.properties = props.properties ?? {};
+      facts.properties = json(props.properties ?? {});
       facts.requiresIdentity = props.requiresIdentity !== false;
     } else {
       facts.eventName = String(body.event);
-      facts.properties = props;
+      facts.properties = json(props);
     }
   }
   return facts;
+}
+
+/** Serializing a part of a body that was serialized whole before (storedBody) cannot fail. */
+function json(value: unknown): string {
+  return JSON.stringify(value);
 }
