@@ -3,6 +3,7 @@
  * window, identities, pending identities and tombstones, its log position, and when its next sweep of
  * expired pending identities and its next fold are due.
  */
+import { tsParam } from '../../db/database.js';
 import type { Database } from '../../db/sql.js';
 import { DEDUPE_WINDOW_MS, DedupeWindow, dedupeKey } from './dedupe-window.js';
 import { foldContactActivity } from './fold-contact-activity.js';
@@ -69,7 +70,7 @@ export async function foldOrg(db: Database, state: OrgState, now: number, logger
 }
 
 /** The org's state as its database holds it. */
-export async function loadOrgState(db: Database, now: number): Promise<OrgState> {
+export async function loadOrgState(db: Database, org: string, now: number): Promise<OrgState> {
   // Created once here, so each commit only updates it (write-batch.ts).
   await db.run('INSERT OR IGNORE INTO log_cursor VALUES ($1, 0, NULL)', [CURSOR_NAME]);
   const [cursor] = await db.all<{ seq: bigint; visible_us: bigint | null }>(
@@ -77,16 +78,7 @@ export async function loadOrgState(db: Database, now: number): Promise<OrgState>
     [CURSOR_NAME],
   );
 
-  const dedupe = new DedupeWindow();
-  const since = BigInt(now - DEDUPE_WINDOW_MS);
-  const seen = await db.all<{ org: string; environment: string; message_id: string; seen_ms: bigint }>(
-    `SELECT org, environment, message_id, epoch_ms(received_at) AS seen_ms FROM events WHERE epoch_ms(received_at) > $1
-     UNION ALL
-     SELECT org, environment, message_id, epoch_ms(received_at) FROM pending_identity WHERE epoch_ms(received_at) > $1
-     ORDER BY seen_ms`,
-    [since],
-  );
-  for (const s of seen) dedupe.checkAndRecord(dedupeKey(s.org, s.environment, s.message_id), Number(s.seen_ms));
+  const dedupe = await loadDedupeWindow(db, org, now);
 
   const identities = new IdentityMap();
   const mappings = await db.all<{ org: string; environment: string; client_id: string; email: string; received_ms: bigint }>(
@@ -110,4 +102,31 @@ export async function loadOrgState(db: Database, now: number): Promise<OrgState>
     // Opening the database folded what was there (storage/migrate.ts): the next fold is due later.
     nextFoldAt: now + FOLD_INTERVAL_MS,
   };
+}
+
+/** A day of message ids is read an hour of receipt at a time. */
+const LOAD_SLICE_MS = 60 * 60 * 1000;
+
+/**
+ * The message ids of the last 24 h (stored and pending), oldest first. Read in hourly slices of receipt
+ * time (DuckDB skips the row groups outside each by their time range), so the storage process answers
+ * other calls between them: 2.7 M rows read at once held it for 7 s of conversion, and with it the
+ * service's start. The org is the database's own: only its environment and id are read per row.
+ */
+async function loadDedupeWindow(db: Database, org: string, now: number): Promise<DedupeWindow> {
+  const dedupe = new DedupeWindow();
+  for (let from = now - DEDUPE_WINDOW_MS; ; from += LOAD_SLICE_MS) {
+    // The last slice is open-ended: receipt times ahead of this clock (another process's) count too.
+    const last = from + LOAD_SLICE_MS > now;
+    const within = last ? 'received_at > $1' : 'received_at > $1 AND received_at <= $2';
+    const seen = await db.all<{ environment: string; message_id: string; seen_ms: bigint }>(
+      `SELECT environment, message_id, epoch_ms(received_at) AS seen_ms FROM events WHERE ${within}
+       UNION ALL
+       SELECT environment, message_id, epoch_ms(received_at) FROM pending_identity WHERE ${within}
+       ORDER BY seen_ms`,
+      last ? [tsParam(from)] : [tsParam(from), tsParam(from + LOAD_SLICE_MS)],
+    );
+    for (const s of seen) dedupe.checkAndRecord(dedupeKey(org, s.environment, s.message_id), Number(s.seen_ms));
+    if (last) return dedupe;
+  }
 }
