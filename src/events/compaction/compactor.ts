@@ -71,7 +71,7 @@ export class Compactor implements Compaction {
   /**
    * Also after `stop`: reading starts again from the checkpoint. Resolves at once: each org's state (a
    * day of message ids among it) loads first thing in the loop, while the service listens. With 2.7 M
-   * events of the last 24 h, loading before answering kept collect down 2.1 s more at every restart.
+   * events of the last 24 h, loading it first (in one read) kept a start from listening for 17–21 s.
    */
   async start(): Promise<void> {
     this.stopping = false;
