@@ -275,16 +275,16 @@ export class Compactor implements Compaction {
   /** The checkpoint, and the state of every org with a database (so expired pending rows are swept). */
   private async loadState(): Promise<void> {
     this.orgStates.clear();
-    this.cursor = this.checkpointSeq = this.deps.checkpoint.read();
+    this.checkpointSeq = this.deps.checkpoint.read();
     this.highWater = this.deps.checkpoint.highWater();
+    // The cursor is set once every org is read: a waiter must never see the checkpoint while an org below it loads.
+    let cursor = this.checkpointSeq;
     for (const org of await this.deps.orgs.slugs()) {
       // A database that does not open is held from the start; the others load. One restored from an
       // older backup holds less than the checkpoint: reading starts where it stopped (the others skip).
-      await this.stateOf(org).then(
-        (state) => (this.cursor = Math.min(this.cursor, replayPoint(state.cursor))),
-        (error: unknown) => this.hold(org, error),
-      );
+      await this.stateOf(org).then((state) => (cursor = Math.min(cursor, replayPoint(state.cursor))), (error: unknown) => this.hold(org, error));
     }
+    this.cursor = cursor;
   }
 
   private stateOf(org: string): Promise<OrgState> {

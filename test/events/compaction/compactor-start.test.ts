@@ -4,6 +4,7 @@
  * log, real DuckDB files; the org list is held back by a gate.
  */
 import { join } from 'node:path';
+import { DuckDBInstance } from '@duckdb/node-api';
 import t, { type Test } from 'tap';
 import { Compactor } from '../../../src/events/compaction/compactor.js';
 import { createContext } from '../../../src/core/context.js';
@@ -115,4 +116,27 @@ t.test('at start the window is rebuilt from every hour of the last day, stored a
   const storedAgain = ages.filter((age) => age >= 24 * HOUR).length;
   t.equal(await second.rows(), ages.length + storedAgain, 'only ids received 24 h or more before are stored again');
   t.equal(await second.pending(), ages.length + storedAgain, 'and only those wait again');
+});
+
+t.test('while the state loads, a waiter is not told of the checkpoint an org is below', async (t) => {
+  const dir = t.testdir();
+  const first = await setUp(t, async () => ['acme'], dir);
+  await first.compactor.start();
+  await first.compactor.whenCompacted(10);
+  await first.close();
+  // The org's database restored from an older backup: it holds the first record only; the checkpoint says 10.
+  const instance = await DuckDBInstance.create(join(dir, 'orgs', 'acme.duckdb'));
+  const connection = await instance.connect();
+  await connection.run("UPDATE log_cursor SET seq = 1 WHERE name = 'compactor'");
+  connection.closeSync();
+  instance.closeSync();
+
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => (open = resolve));
+  const second = await setUp(t, async () => (await gate, ['acme']), dir, 0);
+  await second.compactor.start();
+  t.equal(await within(second.compactor.whenCompacted(10), 500), 'late', 'not compacted to 10 while acme, at 1, loads');
+  open();
+  t.not(await within(second.compactor.whenCompacted(10), 20_000), 'late', 'then replayed to 10');
+  t.equal(await second.rows(), 10, 'the replayed records are repeats');
 });
