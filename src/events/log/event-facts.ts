@@ -64,26 +64,29 @@ export function eventFacts(body: Body, receivedAt: number): EventFacts {
     const happenedAt = receivedAt - (sentAt - Date.parse(body.timestamp));
     if (Number.isFinite(happenedAt)) facts.eventTime = happenedAt;
   }
+  facts.eventName = eventNameOf(body);
   if (body.type === 'alias') {
     facts.eventType = 'alias';
-    facts.eventName = 'alias';
     facts.previousId = String(body.previousId);
   } else if (body.type === 'identify') {
     facts.eventType = 'identify';
-    facts.eventName = 'identify';
     facts.properties = json(traits);
   } else {
     const props: Body = body.properties ?? {};
     if (body.event === 'custom') {
-      facts.eventName = `custom_${props.eventName}`;
       facts.properties = json(props.properties ?? {});
       facts.requiresIdentity = props.requiresIdentity !== false;
     } else {
-      facts.eventName = String(body.event);
       facts.properties = json(props);
     }
   }
   return facts;
+}
+
+/** The name triggers filter on (EventFacts.eventName), from the members that make it. */
+export function eventNameOf(body: Body): string {
+  if (body.type === 'alias' || body.type === 'identify') return body.type;
+  return body.event === 'custom' ? `custom_${body.properties?.eventName}` : String(body.event);
 }
 
 /** Serializing a part of a body that was serialized whole before (storedBody) cannot fail. */

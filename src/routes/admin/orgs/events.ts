@@ -12,7 +12,7 @@ import { EVENT_TYPES_KEYSET, eventTypesPage } from './event-types.js';
 import { type Keyset, PAGE_LIMITS, pageOf, pageRequest, readPage } from '../../../db/paging.js';
 import { object, validatedAs } from '../../../openapi/route-schema.js';
 import { type RangeQuery, rangeQuerySchema, timeRange } from '../../../db/time-buckets.js';
-import { eventFacts } from '../../../events/log/event-facts.js';
+import { eventNameOf } from '../../../events/log/event-facts.js';
 import { eventsActivity } from './events-activity.js';
 import { environment, type Query, query, raw, schemas, validation } from './events-schema.js';
 
@@ -95,7 +95,7 @@ export function registerInspectRoutes(app: FastifyInstance, deps: { storage: Org
       (r) => ({
         messageId: r.message_id,
         clientId: r.client_id,
-        eventType: eventFacts({ type: r.type, event: r.event, clientId: r.client_id, properties: { eventName: r.custom } }, 0).eventName,
+        eventType: eventNameOf({ type: r.type, event: r.event, properties: { eventName: r.custom } }),
         environment: r.environment,
         receivedAt: r.received_at.toISOString(),
         expiresAt: r.expires_at.toISOString(),
