@@ -1,7 +1,7 @@
 /**
  * One org's heavy work against another org's latency (issue 37, "fair shares of every shared capacity"),
- * on the built service (`dist/src/server.js`: its storage process, SQL checkers and DuckDB files). Not part
- * of `npm run bench`; run it alone on a quiet machine:
+ * on the built service (`dist/src/server.js`: its storage process, SQL checkers and DuckDB files). A phase
+ * of `npm run bench` (`--only fair`), or alone on a quiet machine:
  *
  *   npm run build:server && npx tsx bench/fair-shares.ts [--rounds 3] [--samples 15] [--flows 60]
  *

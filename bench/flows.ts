@@ -17,6 +17,9 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
+import { LocalDatabase } from '../src/db/database.js';
+import { runSandboxed, windowOf } from '../src/reactions/triggers/sandbox.js';
+import { checkSql } from '../src/reactions/triggers/sql-guard.js';
 import { BodyTemplate, type Credentials, IDENTITIES } from './bodies.js';
 import { admin, type Bench, measureBare, type Measured, metric, ORG, say, type Service, startService } from './harness.js';
 import { type Latency, latencyOf, round, runLoad } from './load.js';
@@ -79,9 +82,25 @@ export interface SizeOutcome {
   runs: RunSample[];
   /** Accepted → webhook received on this service, after the timed runs. */
   latency: LatencyOutcome;
+  /** The trigger SQL against the same query returning only count(*), over the last timed window. */
+  countOnly: CountOnly;
   /** --profile: the service's main thread during the last timed run (DuckDB's own threads not included). */
   profile?: ProfileSummary;
 }
+
+/**
+ * Issue 39's bare equivalent for the trigger SQL: `SELECT count(*) FROM (<the trigger SQL>)`, over the
+ * same window of the same file, each run COUNT_ONLY_REPS times in turn on one sandboxed connection (the
+ * bench's own process, with the service stopped), median ms of each.
+ */
+export interface CountOnly {
+  rows: number;
+  triggerMs: number;
+  countOnlyMs: number;
+  ratio: number;
+}
+
+const COUNT_ONLY_REPS = 7;
 
 export interface LatencyOutcome extends Latency {
   sent: number;
@@ -187,11 +206,54 @@ async function triggerRunAt(bench: Bench, receiver: Receiver, storedEvents: numb
   } finally {
     const exit = await service.child.stop();
     if (exit.code !== 0) say(`flows: service exit ${JSON.stringify(exit)}`);
+  }
+  let countOnly: CountOnly;
+  try {
+    // With the service stopped: the file is the bench's alone.
+    countOnly = await triggerAgainstCountOnly(dbFile, `w${storedEvents}r${options.reps - 1}-`);
+  } finally {
     // The 10M file is ~1.5 GB: not kept beyond its size's measurement.
     rmSync(dataDir, { recursive: true, force: true });
   }
+  say(`flows: ${storedEvents} stored, trigger SQL ${countOnly.triggerMs} ms against count(*) of it ${countOnly.countOnlyMs} ms (${countOnly.ratio}×) over ${countOnly.rows} rows`);
   const profile = options.profileDir && lastWindow ? keepProfile(bench, options, name, lastWindow) : undefined;
-  return { storedEvents, insertSeconds, dbFileBytes, startupMs, rssBytesAfterStart, runs, latency, ...(profile ? { profile } : {}) };
+  return { storedEvents, insertSeconds, dbFileBytes, startupMs, rssBytesAfterStart, runs, latency, countOnly, ...(profile ? { profile } : {}) };
+}
+
+/**
+ * The trigger SQL as a run reads it (checked, sandboxed, every row converted to JS) against `count(*)` of
+ * the same query, over the window of the timed run whose message ids start with `idPrefix`.
+ */
+async function triggerAgainstCountOnly(dbFile: string, idPrefix: string): Promise<CountOnly> {
+  const db = await LocalDatabase.open(dbFile);
+  try {
+    return await db.untrusted(600_000, async (c) => {
+      const [bounds] = await c.all<{ first: bigint; last: bigint }>(
+        `SELECT epoch_us(min(visible_at)) AS first, epoch_us(max(visible_at)) AS last FROM events WHERE starts_with(message_id, $1)`,
+        [idPrefix],
+      );
+      if (bounds?.first === null || bounds?.first === undefined) throw new Error(`flows: no events of the window ${idPrefix}*`);
+      const window = windowOf(BigInt(bounds.first) - 1n, BigInt(bounds.last));
+      const checked = await checkSql(c, TRIGGER_SQL, ORG, 'trigger');
+      const counted = { ...checked, sql: `SELECT count(*) AS n FROM (${checked.sql})`, columns: ['n'] };
+      const triggerMs: number[] = [];
+      const countOnlyMs: number[] = [];
+      let rows = 0;
+      for (let rep = 0; rep < COUNT_ONLY_REPS; rep++) {
+        let started = performance.now();
+        rows = (await runSandboxed(c, checked, window, WINDOW_EVENTS * 2)).rows.length;
+        triggerMs.push(performance.now() - started);
+        started = performance.now();
+        const [count] = (await runSandboxed(c, counted, window, 1)).rows;
+        countOnlyMs.push(performance.now() - started);
+        if (Number(count!.n) !== rows) throw new Error(`flows: count(*) ${String(count!.n)} against ${rows} rows`);
+      }
+      const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+      return { rows, triggerMs: round(median(triggerMs), 1), countOnlyMs: round(median(countOnlyMs), 1), ratio: round(median(triggerMs) / median(countOnlyMs), 2) };
+    });
+  } finally {
+    await db.close();
+  }
 }
 
 /** The service's CPU profile, kept as <keepProfilesIn>/service-<name>.cpuprofile.tmp, summarized over `window`. */

@@ -18,7 +18,10 @@
  *            (bench/freshness-phase.ts; ~1.5 min)
  *   flows    trigger run time over a window of 10,000 new events with 1M and 10M events stored, event
  *            accepted → webhook received latency with a 1 s schedule, webhook sends/s against bare POST
- *            req/s (bench/flows.ts; bare's req/s from the bare phase if it ran)
+ *            req/s (bench/flows.ts; bare's req/s from the bare phase if it ran); the trigger SQL against
+ *            count(*) of it over the last window of each size
+ *   fair     one org's previews and 60 flows beside another org's preview and flow latency
+ *            (bench/fair-shares.ts, in a process of its own; ~5 min)
  *   scheduled  a scheduled send to a 100,000-member segment: decisions/s, sends/s to a local receiver, the
  *            service's CPU per send (bench/scheduled.ts)
  *   waits    1M entries waiting in a flow's steps: the service's memory, and a wait's end (timeout or
@@ -100,7 +103,7 @@ import { countDuckDb, countLog, type DbCounts, type LogCounts } from './verify.j
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const resultsDir = join(root, 'bench', 'results');
 
-const PHASES = ['speed', 'bare', 'drain', 'collect', 'batch', 'segment', 'audience', 'freshness', 'flows', 'scheduled', 'waits', 'scale'] as const;
+const PHASES = ['speed', 'bare', 'drain', 'collect', 'batch', 'segment', 'audience', 'freshness', 'flows', 'fair', 'scheduled', 'waits', 'scale'] as const;
 type Phase = (typeof PHASES)[number];
 /** The phases of bench/results/collect.json; audience has its own file. */
 const COLLECT_PHASES: readonly Phase[] = ['bare', 'drain', 'collect', 'batch', 'segment'];
@@ -705,6 +708,11 @@ async function main(): Promise<void> {
     const out = defaults ? join(resultsDir, 'flows.json') : join(resultsDir, `partial-flows${args.profile ? '-profile' : ''}.json.tmp`);
     writeFileSync(out, `${JSON.stringify(report, null, 2)}\n`);
     say(`wrote ${out}`);
+  }
+  if (phases.has('fair')) {
+    // Its own process, on the built service: one org's previews and 60 flows beside another's (issue 37,
+    // and issue 39's "event → message p99 while another org runs 60 flows"). Writes bench/results/fair-shares.json.
+    execFileSync(process.execPath, ['--import', 'tsx', join(root, 'bench', 'fair-shares.ts')], { cwd: root, stdio: 'inherit' });
   }
   if (phases.has('scheduled')) {
     const members = Number(args['scheduled-members']);
