@@ -17,10 +17,19 @@ import {
   type DuckDBTimestampTZValue,
 } from '@duckdb/node-api';
 import { type AppendTarget, type ColumnPage, type Database, type Params, type Row, type RowAppender, type Sql, inTransaction, rowsOf } from './sql.js';
+import { PACK_ROWS, packableKinds, packedSql, unpack } from './packed-read.js';
 import { type AbandonShare, SandboxBusy, UntrustedBudget, type UntrustedHandle, withDeadline } from './untrusted.js';
 import { YIELD_EVERY, yieldNow } from './yield-now.js';
 
 export type { Database, Params, Row, Sql } from './sql.js';
+
+/**
+ * A large read (more than PACK_ROWS rows) is run again packed (packed-read.ts) only when its first rows
+ * came within this: a filter over an indexed window (a trigger's) gives them in ~10 ms on a slow 2-core
+ * machine, and packing 10,000 trigger rows saves ~40 ms there; a query that must sort or aggregate all
+ * of its input before its first row is not run twice.
+ */
+const PACK_RERUN_MS = 25;
 
 /** Shutdown waits this long for abandoned untrusted queries to return before closing DuckDB. */
 const CLOSE_WAIT_FOR_ABANDONED_MS = 30_000;
@@ -31,6 +40,8 @@ export interface DatabaseOptions {
   threads?: number;
   /** This database's share of the budget the instances of a process share (see untrusted.ts). Default: one of its own. */
   untrustedBudget?: AbandonShare;
+  /** A large read is run again packed only when its first rows came within this many ms. Default PACK_RERUN_MS. */
+  packRerunMs?: number;
 }
 
 export class LocalDatabase implements Database {
@@ -42,9 +53,10 @@ export class LocalDatabase implements Database {
     private readonly instance: DuckDBInstance,
     private readonly connection: DuckDBConnection,
     budget: AbandonShare,
+    packRerunMs: number,
   ) {
-    this.sql = new LocalSql(connection);
-    this.untrustedConnections = new UntrustedConnections(instance, budget);
+    this.sql = new LocalSql(connection, packRerunMs);
+    this.untrustedConnections = new UntrustedConnections(instance, budget, packRerunMs);
   }
 
   static async open(path: string, options: DatabaseOptions = {}): Promise<LocalDatabase> {
@@ -65,7 +77,7 @@ export class LocalDatabase implements Database {
       ...(options.threads === undefined ? {} : { threads: String(options.threads) }),
       lock_configuration: 'true',
     });
-    return new LocalDatabase(instance, await instance.connect(), options.untrustedBudget ?? new UntrustedBudget().of(path));
+    return new LocalDatabase(instance, await instance.connect(), options.untrustedBudget ?? new UntrustedBudget().of(path), options.packRerunMs ?? PACK_RERUN_MS);
   }
 
   exclusive<T>(work: (connection: Sql) => Promise<T>): Promise<T> {
@@ -117,12 +129,13 @@ class UntrustedConnections {
   constructor(
     private readonly instance: DuckDBInstance,
     private readonly budget: AbandonShare,
+    private readonly packRerunMs: number,
   ) {}
 
   async acquire(): Promise<UntrustedHandle> {
     if (this.budget.full()) throw new SandboxBusy('Too many trigger and segment queries of this org (or of several orgs) were stopped and are still ending; nothing ran. Try again in a second.');
     const connection = this.idle.pop() ?? (await this.instance.connect());
-    const sql = new LocalSql(connection);
+    const sql = new LocalSql(connection, this.packRerunMs);
     return {
       sql,
       interrupt: () => connection.interrupt(),
@@ -190,7 +203,10 @@ class LocalSql implements Sql {
   /** The statement in flight, so an abandoned connection is closed only once DuckDB returns. */
   private inFlight: Promise<unknown> = Promise.resolve();
 
-  constructor(private readonly connection: DuckDBConnection) {}
+  constructor(
+    private readonly connection: DuckDBConnection,
+    private readonly packRerunMs: number,
+  ) {}
 
   settled(): Promise<void> {
     return this.inFlight.then(
@@ -214,7 +230,23 @@ class LocalSql implements Sql {
 
   async read(sql: string, params: Params, maxRows: number): Promise<ColumnPage> {
     // Reads whole chunks: at most maxRows + 1 rows and the rest of their last 2,048-row chunk.
-    return columnPage(await this.track(this.connection.streamAndReadUntil(sql, maxRows + 1, params)), maxRows);
+    const started = performance.now();
+    const first = await this.track(this.connection.streamAndReadUntil(sql, Math.min(maxRows, PACK_ROWS) + 1, params));
+    if (first.done || maxRows <= PACK_ROWS) return columnPage(first, maxRows);
+    // More rows than one packed string holds: when the query gave its first ones quickly (running it
+    // again costs less than converting its rows one by one saves), read them packed (packed-read.ts).
+    const kinds = performance.now() - started <= this.packRerunMs ? packableKinds(first.columnTypes()) : undefined;
+    if (kinds) {
+      const packed = await this.track(this.connection.runAndReadAll(packedSql(sql, kinds, maxRows + 1), params));
+      const columns = unpack(packed.getColumnsJS(), kinds);
+      if (columns) {
+        const truncated = (columns[0]?.length ?? 0) > maxRows;
+        return { names: first.deduplicatedColumnNames(), columns: truncated ? columns.map((c) => c.slice(0, maxRows)) : columns, truncated };
+      }
+      return columnPage(await this.track(this.connection.streamAndReadUntil(sql, maxRows + 1, params)), maxRows);
+    }
+    await this.track(first.readUntil(maxRows + 1));
+    return columnPage(first, maxRows);
   }
 
   async appendRows<T>(target: AppendTarget, rows: readonly T[], write: (appender: RowAppender, row: T) => void): Promise<void> {
