@@ -43,7 +43,20 @@ function rewriteRefs(node: Json, file: string): Json {
   // event body a second, conflicting `type` member, and the generated client did not compile.
   const hint = node.discriminator;
   if (hint !== null && typeof hint === 'object' && !Array.isArray(hint) && typeof hint.propertyName === 'string') node = Object.fromEntries(Object.entries(node).filter(([key]) => key !== 'discriminator'));
-  return Object.fromEntries(Object.entries(node).map(([key, value]) => [key, key === '$ref' && typeof value === 'string' && (file !== '' || value.startsWith(SCHEMA_BASE)) ? componentRef(...target(value, file)).$ref : rewriteRefs(value, file)]));
+  const rewritten = Object.fromEntries(Object.entries(node).map(([key, value]) => [key, key === '$ref' && typeof value === 'string' && (file !== '' || value.startsWith(SCHEMA_BASE)) ? componentRef(...target(value, file)).$ref : rewriteRefs(value, file)]));
+  return refBesideKeywords(rewritten);
+}
+
+/**
+ * `{"$ref": …, "minLength": 1}` means both in JSON Schema 2020-12, but @fastify/swagger (and OpenAPI 3.0
+ * minded tools) keep only the $ref: the served document then accepted an empty custom eventName that the
+ * route refuses. The $ref goes into an `allOf`, where every tool reads both.
+ */
+function refBesideKeywords(node: { [key: string]: Json }): { [key: string]: Json } {
+  const { $ref, ...rest } = node;
+  if (typeof $ref !== 'string' || Object.keys(rest).every((key) => key === 'description' || key === 'title')) return node;
+  const allOf = Array.isArray(rest.allOf) ? rest.allOf : [];
+  return { ...rest, allOf: [{ $ref }, ...allOf] };
 }
 
 /** The document without the components no operation reaches (a $defs member only other files use inline, a file of $defs only). */

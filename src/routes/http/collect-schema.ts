@@ -11,7 +11,7 @@ export const collectSchema = operationSchema({
   summary: 'Send one event (at most 32 KB)',
   description:
     'Answered once the event is durable in the log. A rejected event is kept in quarantine and answered 412 `schema_violation` ' +
-    '(send `context.debug: true` to get the reasons in the answer). A 503 `log_outcome_unknown` carries the `messageId` to retry with.',
+    '(the first three reasons in `errors` and the first in `detail`; every reason with `context.debug: true`). A 503 `log_outcome_unknown` carries the `messageId` to retry with.',
   operationId: 'collectEvent',
   auth: 'partner',
   body: schemaRef('event'),
@@ -24,7 +24,7 @@ export const batchSchema = operationSchema({
   summary: 'Send up to 2,500 events (500 KB, 32 KB each) at once, atomically',
   description:
     'All or nothing: when any member is invalid, none is stored as an event, every member goes to quarantine, and the answer is 412 ' +
-    '`schema_violation` (with `context.debug: true`, the reasons, each `path` starting with `/batch/<index>`). ' +
+    '`schema_violation` (the first three reasons in `errors`, every reason with `context.debug: true`, each `path` starting with `/batch/<index>`). ' +
     'A 503 `log_outcome_unknown` carries the `messageIds` to retry with.',
   operationId: 'collectBatch',
   auth: 'partner',

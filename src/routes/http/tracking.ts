@@ -45,7 +45,7 @@ const schemas = {
   batch: (operationId: string, summary: string) =>
     operationSchema({
       tag: 'Tracking API (Segment-compatible)', operationId, auth: 'writeKey', summary,
-      description: 'Atomic: one message that cannot be stored sends every message to quarantine (400 `message_rejected`, the reasons with `context.debug: true` on a message).',
+      description: 'Atomic: one message that cannot be stored sends every message to quarantine (400 `message_rejected`, the first three reasons in `errors`, every reason with `context.debug: true` on a message).',
       body: object({ batch: { type: 'array', items: MESSAGE, minItems: 1 } }, ['batch'], { additionalProperties: true }),
       ok: SUCCESS, errors: ERRORS,
     }),

@@ -103,14 +103,23 @@ t.test('400 invalid JSON, 415 wrong content type, 413 over 32 KB', async (t) => 
   t.equal(large.json().code, 'payload_too_large');
 });
 
-t.test('412: reasons only with context.debug; every rejected event is kept in quarantine', async (t) => {
+t.test('412: the first reasons always, every one with context.debug; every rejected event is kept in quarantine', async (t) => {
   const h = await startTestApp(t);
   const cred = await h.createOrg('acme');
   const noDebug = await h.collect(customEvent(cred.production, { properties: { properties: {} }, sneaky: 1 }));
   t.equal(noDebug.statusCode, 412);
   t.equal(noDebug.json().code, 'schema_violation');
-  t.notOk(noDebug.json().errors, 'no reasons without debug');
+  const reasons = noDebug.json().errors as Array<{ path: string; message: string }>;
+  t.ok(reasons.some((e) => e.path === '/sneaky') && reasons.some((e) => e.path === '/properties/eventName'), 'both reasons without debug');
+  t.match(noDebug.json().detail, new RegExp(`quarantine: ${reasons[0]!.path} ${reasons[0]!.message}`), 'the first reason in the detail');
   t.match(noDebug.json().detail, /context\.debug/);
+  // Many reasons: the first three without debug, all of them with it.
+  const many = { sneaky1: 1, sneaky2: 2, sneaky3: 3, sneaky4: 4, sneaky5: 5 };
+  const five = await h.collect(customEvent(cred.production, many));
+  t.equal(five.json().errors.length, 3, 'three reasons without debug');
+  t.match(five.json().detail, /5 reasons; the first 3 are in errors/);
+  const allFive = await h.collect(customEvent(cred.production, { ...many, context: { debug: true } }));
+  t.equal(allFive.json().errors.length, 5, 'every reason with debug');
 
   const debug = await h.collect(customEvent(cred.production, { context: { debug: true }, properties: { properties: {} } }));
   t.equal(debug.statusCode, 412);
@@ -120,7 +129,7 @@ t.test('412: reasons only with context.debug; every rejected event is kept in qu
   const q = await h.admin('GET', '/admin/v1/orgs/acme/quarantine');
   t.equal(q.statusCode, 200);
   const events = q.json().events as Array<{ code: string; errors: Array<{ path: string }>; raw: Record<string, unknown>; environment: string }>;
-  t.equal(events.length, 2);
+  t.equal(events.length, 4);
   t.ok(events.every((e) => e.code === 'schema_violation' && e.environment === 'production'));
   t.ok(events.some((e) => e.errors.some((x) => x.path === '/sneaky')), 'unknown member named in quarantine');
   t.ok(events.every((e) => !('partnerSecret' in e.raw)), 'secret removed from raw');

@@ -132,7 +132,7 @@ export interface paths {
         put?: never;
         /**
          * Send one event (at most 32 KB)
-         * @description Answered once the event is durable in the log. A rejected event is kept in quarantine and answered 412 `schema_violation` (send `context.debug: true` to get the reasons in the answer). A 503 `log_outcome_unknown` carries the `messageId` to retry with. Authenticated by `partnerId` and `partnerSecret` in the body.
+         * @description Answered once the event is durable in the log. A rejected event is kept in quarantine and answered 412 `schema_violation` (the first three reasons in `errors` and the first in `detail`; every reason with `context.debug: true`). A 503 `log_outcome_unknown` carries the `messageId` to retry with. Authenticated by `partnerId` and `partnerSecret` in the body.
          */
         post: operations["collectEvent"];
         delete?: never;
@@ -152,7 +152,7 @@ export interface paths {
         put?: never;
         /**
          * Send up to 2,500 events (500 KB, 32 KB each) at once, atomically
-         * @description All or nothing: when any member is invalid, none is stored as an event, every member goes to quarantine, and the answer is 412 `schema_violation` (with `context.debug: true`, the reasons, each `path` starting with `/batch/<index>`). A 503 `log_outcome_unknown` carries the `messageIds` to retry with. Authenticated by `partnerId` and `partnerSecret` in the body.
+         * @description All or nothing: when any member is invalid, none is stored as an event, every member goes to quarantine, and the answer is 412 `schema_violation` (the first three reasons in `errors`, every reason with `context.debug: true`, each `path` starting with `/batch/<index>`). A 503 `log_outcome_unknown` carries the `messageIds` to retry with. Authenticated by `partnerId` and `partnerSecret` in the body.
          */
         post: operations["collectBatch"];
         delete?: never;
@@ -432,7 +432,7 @@ export interface paths {
         put?: never;
         /**
          * analytics.js batch (`/v1/b`)
-         * @description Atomic: one message that cannot be stored sends every message to quarantine (400 `message_rejected`, the reasons with `context.debug: true` on a message).
+         * @description Atomic: one message that cannot be stored sends every message to quarantine (400 `message_rejected`, the first three reasons in `errors`, every reason with `context.debug: true` on a message).
          */
         post: operations["segmentBatchShort"];
         delete?: never;
@@ -452,7 +452,7 @@ export interface paths {
         put?: never;
         /**
          * Up to 500 KB of messages at once, atomically
-         * @description Atomic: one message that cannot be stored sends every message to quarantine (400 `message_rejected`, the reasons with `context.debug: true` on a message).
+         * @description Atomic: one message that cannot be stored sends every message to quarantine (400 `message_rejected`, the first three reasons in `errors`, every reason with `context.debug: true` on a message).
          */
         post: operations["segmentBatch"];
         delete?: never;
@@ -472,7 +472,7 @@ export interface paths {
         put?: never;
         /**
          * History: a batch whose events are stored and profiled but never enter a flow
-         * @description Atomic: one message that cannot be stored sends every message to quarantine (400 `message_rejected`, the reasons with `context.debug: true` on a message).
+         * @description Atomic: one message that cannot be stored sends every message to quarantine (400 `message_rejected`, the first three reasons in `errors`, every reason with `context.debug: true` on a message).
          */
         post: operations["segmentImport"];
         delete?: never;
@@ -1546,7 +1546,7 @@ export interface components {
          * @description About the sending client. Extra keys are accepted (clients add their own). Absent means {}.
          */
         "event-parts.context": {
-            /** @description When true, a rejected event's 412 answer lists the schema errors. Default: false */
+            /** @description When true, a rejected event's 412 answer lists every schema error (without it, the first three). Default: false */
             debug?: boolean;
             /** @description True for history (an import, a replay): stored and counted in profiles, but never enters a flow (decision backfill). Default: false */
             backfill?: boolean;
@@ -1668,7 +1668,8 @@ export interface components {
             transactionId: string;
             /** @description Excluding shipping and tax. */
             revenue: number;
-            cartItems: components["schemas"]["event-parts.cartItems"];
+            /** TransactionCartItems */
+            cartItems: unknown[] & components["schemas"]["event-parts.cartItems"];
         } & {
             [key: string]: unknown;
         };
@@ -1709,7 +1710,8 @@ export interface components {
          * @description Properties of a custom event. Closed: the client's own key-values go in the free-form properties.properties, so a key misplaced one level up is reported instead of silently ignored by triggers.
          */
         "event-parts.customProperties": {
-            eventName: components["schemas"]["event-parts.controlFree"];
+            /** @description The custom event's name, stored as custom_<eventName>: 1 to 38 characters, none of them a control character (controlFree). */
+            eventName: string & components["schemas"]["event-parts.controlFree"];
             /** @description When false, the event is stored even when no identity resolves (SPEC 4.5). Default: true */
             requiresIdentity?: boolean;
             /** @description Free key-values. */
