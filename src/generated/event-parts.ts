@@ -51,7 +51,7 @@ export interface EventParts {
  */
 export interface EventContext {
   /**
-   * When true, a rejected event's 412 answer lists the schema errors. Default: false
+   * When true, a rejected event's 412 answer lists every schema error (without it, the first three). Default: false
    */
   debug?: boolean;
   /**
