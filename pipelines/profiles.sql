@@ -25,8 +25,9 @@ SELECT org, email,
        address_country, CASE WHEN address_country IS NOT NULL THEN received_at END AS address_country_at,
        timezone, CASE WHEN timezone IS NOT NULL THEN received_at END AS timezone_at
   FROM (SELECT org, email, event_name, received_at, event_time, properties,
-               json_extract_string(traits_raw, '$.traits.firstName') AS first_name,
-               json_extract_string(traits_raw, '$.traits.lastName') AS last_name,
+               -- Segment's reserved traits are camel case; its SDKs' users send snake case as often.
+               coalesce(json_extract_string(traits_raw, '$.traits.firstName'), json_extract_string(traits_raw, '$.traits.first_name')) AS first_name,
+               coalesce(json_extract_string(traits_raw, '$.traits.lastName'), json_extract_string(traits_raw, '$.traits.last_name')) AS last_name,
                CASE WHEN traits_raw IS NOT NULL THEN user_id END AS user_id,
                json_extract_string(traits_raw, '$.traits.address.city') AS address_city,
                json_extract_string(traits_raw, '$.traits.address.state') AS address_state,

@@ -9,8 +9,9 @@
  * - track: the ecommerce spec events become the predefined event that fits when their properties carry
  *   what that event needs, else (and every other name) `custom` with the name in snake case;
  * - page → page_view; screen and group → custom; alias → alias;
- * - times: originalTimestamp (else timestamp) is when it happened and sentAt when it was sent, by the
- *   client's clock, so the usual clock-skew correction applies; /v1/import marks events as history
+ * - times: timestamp (else originalTimestamp) is when it happened and sentAt when it was sent, by the
+ *   client's clock, so the usual clock-skew correction applies (a back-dated call sets timestamp: RudderStack
+ *   then puts the call's own time in originalTimestamp); /v1/import marks events as history
  *   (context.backfill: never enters a flow).
  * A message that cannot become an event at all (no id, a type Segment does not have) is a rejection with
  * the reason, which the route keeps in quarantine like any rejected event.
@@ -79,7 +80,9 @@ export function fromSegment(message: unknown, options: { type?: SegmentType; rec
     case 'page': {
       const event = baseEvent(m, clientId, 'track');
       event.event = 'page_view';
-      event.properties = typeof message.name === 'string' && properties.title === undefined ? { ...properties, title: message.name } : properties;
+      // The page's name: Segment's message.name; Jitsu's page(name, properties) puts it in properties.name.
+      const title = properties.title ?? textOf(message.name) ?? textOf(properties.name);
+      event.properties = title !== undefined && properties.title === undefined ? { ...properties, title } : properties;
       return ok([event]);
     }
     case 'screen':
@@ -92,7 +95,7 @@ export function fromSegment(message: unknown, options: { type?: SegmentType; rec
       if (!isControlFree(message.event)) return rejected('/event', CONTROL_CHARACTERS_MESSAGE);
       const name = eventName(message.event);
       if (name === '') return rejected('/event', 'must contain a letter or a digit');
-      const predefined = specEvent(message.event, properties, traits);
+      const predefined = specEvent(message.event, properties, traits, userId);
       if (predefined) {
         const event = baseEvent(m, clientId, 'track');
         event.event = predefined.event;
@@ -165,7 +168,7 @@ function snakeCase(name: string): string {
  * Segment's ecommerce spec (and sign-up / sign-in) events as the predefined event that fits. The result is
  * only used when it passes the predefined event's schema; otherwise the event stays custom.
  */
-function specEvent(name: string, p: Body, traits: Body | undefined): { event: string; properties: Body } | undefined {
+function specEvent(name: string, p: Body, traits: Body | undefined, userId: string | undefined): { event: string; properties: Body } | undefined {
   const productId = idText(p.product_id) ?? idText(p.productId) ?? idText(p.sku);
   switch (name) {
     case 'Product Viewed':
@@ -187,7 +190,8 @@ function specEvent(name: string, p: Body, traits: Body | undefined): { event: st
     case 'Signed Up':
       return { event: 'registration', properties: { ...p, email: p.email ?? traits?.email } };
     case 'Signed In':
-      return { event: 'authentication', properties: { ...p, userId: idText(p.userId) ?? idText(p.user_id), isLoggedIn: true } };
+      // The spec puts the id in properties; SDKs send it as the message's userId.
+      return { event: 'authentication', properties: { ...p, userId: idText(p.userId) ?? idText(p.user_id) ?? userId, isLoggedIn: true } };
     default:
       return undefined;
   }
@@ -208,6 +212,10 @@ function ok(events: Body[]): SegmentTranslation {
 
 function rejected(path: string, message: string): SegmentTranslation {
   return { ok: false, errors: [{ path, message }] };
+}
+
+function textOf(value: unknown): string | undefined {
+  return typeof value === 'string' && value !== '' ? value : undefined;
 }
 
 /** Segment ids may be strings or numbers. */
@@ -234,8 +242,12 @@ function epochMs(value: unknown): number | undefined {
   return Number.isFinite(ms) ? ms : undefined;
 }
 
-/** When it happened, by the client's clock: originalTimestamp, else timestamp, as RFC 3339 (none when implausible). */
+/**
+ * When it happened, by the client's clock: timestamp, else originalTimestamp, as RFC 3339 (none when
+ * implausible). The caller's back-dated time is in timestamp for every SDK (analytics.js and analytics-node
+ * send only it; RudderStack sends the call's own time as originalTimestamp beside it).
+ */
 function timestampOf(message: Body): string | undefined {
-  const at = epochMs(message.originalTimestamp) ?? epochMs(message.timestamp);
+  const at = epochMs(message.timestamp) ?? epochMs(message.originalTimestamp);
   return at === undefined || at < 946684800000 || at > 4102444800000 ? undefined : new Date(at).toISOString();
 }

@@ -170,3 +170,38 @@ t.test('@jitsu/js in Node (X-Write-Key as Jitsu writes it, id:secret; Jitsu has 
   t.match(errors, [/failed with error: 401/], "the client's error policy hears the 401");
   t.equal((await rows(h)).length, before, 'nothing stored');
 });
+
+/** A stored event's name, time and properties, by the client's messageId or by name. */
+async function stored(h: TestApp, where: string, value: string) {
+  await h.compacted();
+  const [row] = await h.db('acme').all<{ event_name: string; event_time: Date; raw: string }>(`SELECT event_name, event_time, raw FROM events WHERE ${where} = $1 ORDER BY log_seq DESC LIMIT 1`, [value]);
+  return row && { name: row.event_name, time: row.event_time.toISOString(), raw: JSON.parse(row.raw) as { properties: Record<string, unknown> } };
+}
+
+t.test('what each SDK sends lands as docs/partners.md maps it: back-dated times, Signed In, page names, snake-case traits', async (t) => {
+  const { h, baseUrl, writeKey, token } = await setUp(t);
+  const past = '2026-01-02T03:04:05.000Z';
+  const segment = new SegmentAnalytics({ writeKey, host: baseUrl, flushInterval: 20, maxRetries: 3 });
+  const delivered = (call: (cb: (err?: unknown) => void) => void) => new Promise<void>((resolve, reject) => call((err) => (err ? reject(err) : resolve())));
+  await delivered((cb) => segment.track({ userId: 'sn-user', event: 'Signed In', timestamp: new Date(past), messageId: 'seg-signed-in', context: { traits: { email: 'sn@example.com' } } }, cb));
+  await delivered((cb) => segment.identify({ userId: 'sn-user', traits: { email: 'sn@example.com', first_name: 'Snake', last_name: 'Case' } }, cb));
+  await segment.closeAndFlush();
+  const signedIn = await stored(h, 'message_id', 'seg-signed-in');
+  t.equal(signedIn?.name, 'authentication', 'Signed In with the message-level userId is authentication');
+  t.equal(signedIn?.raw.properties.userId, 'sn-user');
+  // The service corrects the client's clock (SPEC 4.4): sentAt and receipt are within a second here.
+  t.ok(Math.abs(Date.parse(signedIn!.time) - Date.parse(past)) < 5000, `analytics-node's back-dated timestamp is the event time (${signedIn?.time})`);
+  t.match((await profile(h, token, 'sn@example.com')).contact, { first_name: 'Snake', last_name: 'Case' }, 'first_name and last_name reach the profile');
+
+  const rudder = new RudderAnalytics(writeKey, { dataPlaneUrl: baseUrl, flushAt: 1, flushInterval: 20, retryCount: 0, logLevel: 'error' });
+  rudder.track({ userId: 'rs-back', event: 'Old Order', timestamp: new Date(past), messageId: 'rs-back-dated', context: { traits: { email: 'rs-back@example.com' } } });
+  await new Promise<void>((resolve, reject) => void rudder.flush((err?: Error) => (err ? reject(err) : resolve())).catch(reject));
+  const backDated = await stored(h, 'message_id', 'rs-back-dated');
+  t.ok(Math.abs(Date.parse(backDated!.time) - Date.parse(past)) < 5000, `RudderStack's back-dated timestamp is the event time, not its originalTimestamp (${backDated?.time})`);
+
+  const jitsu = jitsuAnalytics({ host: baseUrl, writeKey: `acme:${writeKey}`, s2s: true });
+  await jitsu.identify('js-page', { email: 'js-page@example.com' });
+  await jitsu.page('Home', { url: 'https://shop.test/' });
+  const page = await stored(h, 'event_name', 'page_view');
+  t.equal(page?.raw.properties.title, 'Home', "Jitsu's page(name, properties) has its name as the title");
+});
