@@ -35,14 +35,27 @@ function commandHelp(command: Command): string {
   return `usage: ${synopsis(command)}${command.options?.length ? ' [options]' : ''}\n\n${command.summary}\n\noptions:\n${lines.join('\n')}\n\nexample:\n  ${command.example}\n\n${FOOTER}`;
 }
 
+/** The commands of a group (`flow` → `flow list`, `flow get`, …); none when `word` names no group. */
+function groupOf(word: string): Command[] {
+  return COMMANDS.filter((c) => c.name.startsWith(`${word} `));
+}
+
+/** `audiencectl flow --help`: the group's commands, as the full usage lists them. */
+function groupHelp(word: string, group: Command[]): string {
+  const lines = group.map((c) => [synopsis(c).slice('audiencectl '.length), c.summary] as const);
+  const width = Math.min(44, Math.max(...lines.map(([s]) => s.length)));
+  const body = lines.map(([s, summary]) => (s.length > width ? `  ${s}\n  ${''.padEnd(width)}  ${summary}` : `  ${s.padEnd(width)}  ${summary}`));
+  return `usage: audiencectl ${word} <${group.map((c) => c.name.split(' ')[1]).join('|')}> [options]   (audiencectl ${word} <command> --help: its options and an example)\n\n${body.join('\n')}\n\n${FOOTER}`;
+}
+
 /** A command is one word (`quarantine`) or two (`org create`); the longest known name wins. */
 function findCommand(positionals: string[]): Command {
   const two = positionals.slice(0, 2).join(' ');
   const found = COMMANDS.find((c) => c.name === two) ?? COMMANDS.find((c) => c.name === positionals[0]);
   if (found) return found;
-  const verbs = COMMANDS.filter((c) => c.name.startsWith(`${positionals[0]} `)).map((c) => c.name.split(' ')[1]);
+  const verbs = groupOf(positionals[0]!).map((c) => c.name.split(' ')[1]);
   const known = verbs.length > 0 ? `; ${positionals[0]} takes ${verbs.join(', ')}` : '';
-  throw new UsageError(`unknown command '${two}'${known}`);
+  throw new UsageError(positionals.length === 1 && verbs.length > 0 ? `${positionals[0]} needs a command${known}` : `unknown command '${two}'${known}`);
 }
 
 /** The command being run, for the help a usage error points to. */
@@ -61,6 +74,8 @@ async function main(argv: string[]): Promise<void> {
     if (!SHELLS.includes(shell) || positionals.length > 2) throw new UsageError(`completion takes one of ${SHELLS.join(', ')}`);
     return void process.stdout.write(completionScript(shell, COMMANDS));
   }
+  const group = positionals.length === 1 ? groupOf(positionals[0]!) : [];
+  if (opts.help && group.length > 0 && !COMMANDS.some((c) => c.name === positionals[0])) return void printOut(groupHelp(positionals[0]!, group));
   const command = (current = findCommand(positionals));
   if (opts.help) return void printOut(commandHelp(command));
   const taken = new Set<OptionName>([...(command.options ?? []), ...GLOBAL_OPTIONS]);

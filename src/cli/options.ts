@@ -13,7 +13,7 @@ export interface OptionSpec {
 }
 
 export const OPTIONS = {
-  slug: { type: 'string', value: '<slug>', help: "the new org's slug: a-z, 0-9 and -, never reused" },
+  slug: { type: 'string', value: '<slug>', help: "the new org's slug: 2 to 40 of a-z, 0-9 and _, starting with a letter; never reused" },
   name: { type: 'string', value: '<text>', help: 'a display name' },
   'audience-api': { type: 'boolean', help: 'turn the Audience API (contact lookups) on' },
   'no-audience-api': { type: 'boolean', help: 'turn the Audience API off' },

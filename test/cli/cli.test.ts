@@ -197,6 +197,7 @@ t.test('a command line the CLI does not understand: one line, exit 2, nothing se
     [['org', 'create', '--slug'], 'audiencectl: option --slug needs a value (see audiencectl --help)'],
     [['org', 'update', 'acme', '--audience-api=no'], 'audiencectl: option --audience-api takes no value (see audiencectl --help)'],
     [['frobnicate'], "audiencectl: unknown command 'frobnicate' (see audiencectl --help)"],
+    [['org'], 'audiencectl: org needs a command; org takes create, list, get, update, delete, rotate (see audiencectl --help)'],
     [['org', 'remove', 'acme'], "audiencectl: unknown command 'org remove'; org takes create, list, get, update, delete, rotate (see audiencectl --help)"],
     [['org', 'delete', 'acme'], 'audiencectl: org delete needs --yes: it deletes the org and all its data (see audiencectl org delete --help)'],
     [['org', 'get'], 'audiencectl: org get needs <slug> (see audiencectl org get --help)'],
@@ -250,6 +251,21 @@ t.test('--version prints the package version; --help the usage', async (t) => {
   t.match(one.stdout, /^usage: audiencectl trigger put <slug> <name> \[options\]\n/);
   t.match(one.stdout, /\n {2}--sql <file\.sql> +the SQL, from this file\n/, 'its options');
   t.match(one.stdout, /\nexample:\n {2}audiencectl trigger put acme /, 'and an example');
+
+  // A group's help: its commands, each as the full usage lists it (issue 40: `flow --help` was an error).
+  for (const group of ['flow', 'org', 'trigger', 'contact']) {
+    const groupHelp = await cli('http://127.0.0.1:9', [group, '--help']);
+    t.equal(groupHelp.code, 0, `${group} --help exits 0`);
+    t.match(groupHelp.stdout, new RegExp(`^usage: audiencectl ${group} <`));
+    const listed = help.stdout.split('\n').filter((line) => line.startsWith(`  ${group} `));
+    t.ok(listed.length > 1 && listed.every((line) => groupHelp.stdout.includes(line.trim().split(/ {2,}/)[1]!)), `${group} --help lists each of its ${listed.length} commands`);
+  }
+
+  // The --slug help says what the API takes: its example slugs pass the org schema, one with '-' does not.
+  const orgCreate = (await cli('http://127.0.0.1:9', ['org', 'create', '--help'])).stdout;
+  const pattern = new RegExp((JSON.parse(readFileSync(`${ROOT}/schemas/org.schema.json`, 'utf8')) as { $defs: { slug: { pattern: string } } }).$defs.slug.pattern);
+  t.match(orgCreate, /--slug <slug> +the new org's slug: 2 to 40 of a-z, 0-9 and _, starting with a letter/);
+  t.ok(pattern.test('acme_eu') && !pattern.test('acme-eu') && !pattern.test('a') && pattern.test('a'.repeat(40)) && !pattern.test('a'.repeat(41)), 'and so does the schema');
 
   const down = await cli('http://127.0.0.1:9', ['org', 'list']);
   t.equal(down.code, 4, 'a service that cannot be reached exits 4');
