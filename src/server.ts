@@ -36,7 +36,8 @@ async function main(): Promise<void> {
     throw error;
   });
   const { adminKey, eventLog: log } = app;
-  if (adminKey.file) app.log.info(`admin key ${adminKey.generated ? 'generated and ' : ''}stored in ${adminKey.file}`);
+  // Where the key is (never the key): "generated" only on the start that wrote it.
+  if (adminKey.file) app.log.info(adminKey.generated ? `admin key generated and stored in ${adminKey.file}` : `admin key read from ${adminKey.file}`);
   await app.listen({ port: config.port, host: config.host }).catch(async (error: NodeJS.ErrnoException) => {
     if (error.code !== 'EADDRINUSE' && error.code !== 'EADDRNOTAVAIL') throw error;
     await app.close();
@@ -57,17 +58,23 @@ async function main(): Promise<void> {
   const shutdown = (reason: string, exitCode: number) => {
     if (closing) return;
     closing = true;
+    const started = performance.now();
     app.log.info({ reason }, 'shutting down');
+    // The last line: how long the close took and the exit status a supervisor will see.
+    const exit = (code: number) => {
+      app.log.info({ reason, durationMs: Math.round(performance.now() - started), exitCode: code }, 'stopped');
+      process.exit(code);
+    };
     setTimeout(() => {
       app.log.error({ timeoutMs: config.shutdownTimeoutMs }, 'shutdown took longer than SHUTDOWN_TIMEOUT_MS; exiting');
-      process.exit(1);
+      exit(1);
     }, config.shutdownTimeoutMs).unref();
     metricsServer?.close();
     app.close().then(
-      () => process.exit(exitCode),
+      () => exit(exitCode),
       (error) => {
         app.log.error({ err: error }, 'shutdown failed');
-        process.exit(1);
+        exit(1);
       },
     );
   };

@@ -3,6 +3,7 @@
  * path without its query string (identities live there), and known secret-bearing keys are redacted.
  */
 import type { FastifyServerOptions } from 'fastify';
+import { stdTimeFunctions } from 'pino';
 
 /**
  * Concrete paths only: a wildcard path (`*.email`) makes pino walk every log line's bindings, which
@@ -23,6 +24,8 @@ export const REDACTED_PATHS = [
 export function loggerOptions(level: string): FastifyServerOptions['logger'] {
   return {
     level,
+    // ISO-8601 (UTC) rather than epoch milliseconds: a person reads it, and so does every log shipper.
+    timestamp: stdTimeFunctions.isoTime,
     redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
     serializers: {
       req: (req: { method: string; url: string; id: string }) => ({

@@ -49,3 +49,27 @@ t.test('an uncaught error: fatal log, a clean close, exit 1; the next start find
   t.match(await samples.text(), /before-crash/, 'the event acknowledged before the crash is there');
   await again.stop();
 });
+
+t.test('logs a person can read: ISO times, where the admin key is, and a last "stopped" line', async (t) => {
+  const dataDir = t.testdir();
+  const lines = (stderr: string) =>
+    stderr
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line) as { time: unknown; msg: string; reason?: string; durationMs?: unknown; exitCode?: unknown });
+  // No ADMIN_KEY: the first start generates the key file, the next one reads it.
+  const env = { DATA_DIR: dataDir, ADMIN_KEY: '', LOG_LEVEL: 'info' };
+  const first = await spawnServer(t, env);
+  await first.stop();
+  const second = await spawnServer(t, env);
+  await second.stop();
+  for (const [run, keyLine] of [[first, /^admin key generated and stored in .*admin\.key$/], [second, /^admin key read from .*admin\.key$/]] as const) {
+    const logged = lines(run.stderr());
+    t.ok(logged.length >= 3, `${logged.length} lines`);
+    t.ok(logged.every((l) => typeof l.time === 'string' && /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/.test(l.time)), 'every time is ISO-8601 UTC');
+    t.equal(logged.filter((l) => l.msg.startsWith('admin key')).map((l) => keyLine.test(l.msg)).join(), 'true', `one admin key line: ${keyLine}`);
+    const last = logged.at(-1)!;
+    t.match(last, { msg: 'stopped', reason: 'SIGTERM', exitCode: 0 }, 'the last line says it stopped, why, and its exit status');
+    t.ok(typeof last.durationMs === 'number' && last.durationMs >= 0, 'and how long the close took');
+  }
+});

@@ -194,9 +194,9 @@ t.test('what each SDK sends lands as docs/partners.md maps it: back-dated times,
   t.match((await profile(h, token, 'sn@example.com')).contact, { first_name: 'Snake', last_name: 'Case' }, 'first_name and last_name reach the profile');
 
   const rudder = new RudderAnalytics(writeKey, { dataPlaneUrl: baseUrl, flushAt: 1, flushInterval: 20, retryCount: 0, logLevel: 'error' });
-  rudder.track({ userId: 'rs-back', event: 'Old Order', timestamp: new Date(past), messageId: 'rs-back-dated', context: { traits: { email: 'rs-back@example.com' } } });
+  rudder.track({ userId: 'rs-back', event: 'Old Order', timestamp: new Date(past), context: { traits: { email: 'rs-back@example.com' } } });
   await new Promise<void>((resolve, reject) => void rudder.flush((err?: Error) => (err ? reject(err) : resolve())).catch(reject));
-  const backDated = await stored(h, 'message_id', 'rs-back-dated');
+  const backDated = await stored(h, 'event_name', 'custom_old_order');
   t.ok(Math.abs(Date.parse(backDated!.time) - Date.parse(past)) < 5000, `RudderStack's back-dated timestamp is the event time, not its originalTimestamp (${backDated?.time})`);
 
   const jitsu = jitsuAnalytics({ host: baseUrl, writeKey: `acme:${writeKey}`, s2s: true });
