@@ -4,6 +4,7 @@
  * before exiting 1; a close that outlasts SHUTDOWN_TIMEOUT_MS exits 1 anyway, so a supervisor's restart
  * is never blocked by a hung close.
  */
+import { execFile } from 'node:child_process';
 import type { Server } from 'node:http';
 import { buildApp } from './app.js';
 import { ConfigError, readConfig } from './core/config.js';
@@ -44,6 +45,7 @@ async function main(): Promise<void> {
     stop(`cannot listen on ${config.host}:${config.port} (${error.code}); set PORT or HOST`);
   });
   app.log.info({ log: log?.kind ?? 'none', roles: config.roles, ...(log?.kind === 'jetstream' ? {} : { dataDir: config.dataDir }) }, 'audience is ready');
+  notifySystemdReady(app.log);
 
   let metricsServer: Server | undefined;
   if (config.metricsPort !== undefined) {
@@ -86,6 +88,18 @@ async function main(): Promise<void> {
   };
   process.on('uncaughtException', crash);
   process.on('unhandledRejection', crash);
+}
+
+/**
+ * systemd's Type=notify (deploy/systemd/audience.service): READY=1 once the service listens, so units
+ * ordered after it start only then. systemd sets NOTIFY_SOCKET; Node cannot write to a Unix datagram
+ * socket, so Debian's systemd-notify sends it for this pid (the unit allows it: NotifyAccess=all).
+ */
+function notifySystemdReady(log: { warn: (obj: object, msg: string) => void }): void {
+  if (!process.env.NOTIFY_SOCKET) return;
+  execFile('systemd-notify', ['--ready', `--pid=${process.pid}`], (error) => {
+    if (error) log.warn({ err: error }, 'systemd readiness not sent: systemd-notify failed');
+  });
 }
 
 function stop(message: string): never {

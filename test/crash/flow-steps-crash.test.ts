@@ -87,7 +87,9 @@ t.test('killed in the middle of sending the steps: none lost, a repeat only for 
   await killed;
   t.comment(`killed at arrival ${killAt} of ${2 * ENTRIES}`);
 
+  const restarting = Date.now();
   const second = await spawnServer(t, env);
+  t.comment(`healthy ${Date.now() - restarting} ms after the restart began`);
   await waitFor(async () => tally(receiver).messages === 2 * ENTRIES && (await waiting(second.url)) === 0, 60_000);
   await new Promise((resolve) => setTimeout(resolve, 2500));
   const { distinct, twice, more, messages, idsPerMessage } = tally(receiver);

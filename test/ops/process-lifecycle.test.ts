@@ -2,10 +2,14 @@
  * The real process: /metrics on METRICS_PORT only, and an uncaught error closes the service cleanly
  * (DuckDB closed, DATA_DIR released, acknowledged events kept) before it exits 1.
  */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { ADMIN_KEY, createOrgOverHttp, freePort, spawnServer, waitForCompaction } from '../helpers/server-process.js';
 import { ROOT } from '../helpers/paths.js';
+import { waitFor } from '../helpers/deadline.js';
 
 const THROW_ON_SIGUSR2 = join(ROOT, 'test/fixtures/throw-on-sigusr2.mjs');
 
@@ -72,4 +76,21 @@ t.test('logs a person can read: ISO times, where the admin key is, and a last "s
     t.match(last, { msg: 'stopped', reason: 'SIGTERM', exitCode: 0 }, 'the last line says it stopped, why, and its exit status');
     t.ok(typeof last.durationMs === 'number' && last.durationMs >= 0, 'and how long the close took');
   }
+});
+
+t.test("systemd's Type=notify: READY=1 reaches NOTIFY_SOCKET once the service listens", async (t) => {
+  // A Unix datagram socket, as systemd listens on (Node has none: python3 stands in for systemd). A short
+  // path: a socket's is at most 107 bytes, and t.testdir()'s is longer.
+  const dir = mkdtempSync(join(tmpdir(), 'sd-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const socketPath = join(dir, 'notify');
+  const listener = spawn('python3', ['-c', `import socket; s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); s.bind(${JSON.stringify(socketPath)}); print('bound', flush=True); print(s.recv(4096).decode(), flush=True)`], { stdio: ['ignore', 'pipe', 'inherit'] });
+  t.teardown(() => void listener.kill());
+  let heard = '';
+  listener.stdout!.on('data', (chunk: Buffer) => (heard += chunk.toString()));
+  await waitFor(() => heard.startsWith('bound'), 10_000);
+  const server = await spawnServer(t, { DATA_DIR: t.testdir(), NOTIFY_SOCKET: socketPath });
+  await waitFor(() => heard.includes('READY=1'), 10_000);
+  t.match(heard, new RegExp(`READY=1\\nMAINPID=${server.pid}`), "READY=1, for the service's own pid");
+  await server.stop();
 });
