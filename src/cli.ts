@@ -20,12 +20,16 @@ function synopsis(command: Pick<Command, 'name' | 'args'>): string {
   return ['audiencectl', command.name, ...command.args].join(' ');
 }
 
-function usage(): string {
-  const lines = COMMANDS.map((c) => [synopsis(c).slice('audiencectl '.length), c.summary] as const);
-  lines.push(['completion <bash|zsh|fish>', 'a shell completion script (docs/cli.md: where to put it)']);
+/** One line per command (synopsis, then summary), as `--help` lists them. */
+function listed(commands: readonly Command[], extra: Array<readonly [string, string]> = []): string {
+  const lines = [...commands.map((c) => [synopsis(c).slice('audiencectl '.length), c.summary] as const), ...extra];
   const width = Math.min(44, Math.max(...lines.map(([s]) => s.length)));
-  const body = lines.map(([s, summary]) => (s.length > width ? `  ${s}\n  ${''.padEnd(width)}  ${summary}` : `  ${s.padEnd(width)}  ${summary}`));
-  return `usage: audiencectl <command> [options]   (audiencectl <command> --help: its options and an example)\n\n${body.join('\n')}\n\n${FOOTER}`;
+  return lines.map(([s, summary]) => (s.length > width ? `  ${s}\n  ${''.padEnd(width)}  ${summary}` : `  ${s.padEnd(width)}  ${summary}`)).join('\n');
+}
+
+function usage(): string {
+  const body = listed(COMMANDS, [['completion <bash|zsh|fish>', 'a shell completion script (docs/cli.md: where to put it)']]);
+  return `usage: audiencectl <command> [options]   (audiencectl <command> --help: its options and an example)\n\n${body}\n\n${FOOTER}`;
 }
 
 function commandHelp(command: Command): string {
@@ -42,10 +46,7 @@ function groupOf(word: string): Command[] {
 
 /** `audiencectl flow --help`: the group's commands, as the full usage lists them. */
 function groupHelp(word: string, group: Command[]): string {
-  const lines = group.map((c) => [synopsis(c).slice('audiencectl '.length), c.summary] as const);
-  const width = Math.min(44, Math.max(...lines.map(([s]) => s.length)));
-  const body = lines.map(([s, summary]) => (s.length > width ? `  ${s}\n  ${''.padEnd(width)}  ${summary}` : `  ${s.padEnd(width)}  ${summary}`));
-  return `usage: audiencectl ${word} <${group.map((c) => c.name.split(' ')[1]).join('|')}> [options]   (audiencectl ${word} <command> --help: its options and an example)\n\n${body.join('\n')}\n\n${FOOTER}`;
+  return `usage: audiencectl ${word} <${group.map((c) => c.name.split(' ')[1]).join('|')}> [options]   (audiencectl ${word} <command> --help: its options and an example)\n\n${listed(group)}\n\n${FOOTER}`;
 }
 
 /** A command is one word (`quarantine`) or two (`org create`); the longest known name wins. */

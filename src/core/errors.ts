@@ -43,6 +43,7 @@ export const errorCatalog = {
   flow_exists: { status: 409, title: 'A flow with this id already exists' },
   flow_not_triggered: { status: 409, title: 'A scheduled or recurring flow sends at its schedule, not by runs' },
   topic_not_found: { status: 404, title: 'No such subscription topic' },
+  topic_in_use: { status: 409, title: 'The topic cannot be deleted' },
   contact_suppressed: { status: 409, title: 'The contact was erased with suppress: it cannot be subscribed' },
   unsubscribe_link_invalid: { status: 404, title: 'Not a valid unsubscribe link' },
   erasure_not_found: { status: 404, title: 'No such erasure' },

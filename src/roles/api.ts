@@ -110,7 +110,7 @@ export const adminApi = fp(
       registerInspectRoutes(admin, { storage: orgStorage.orgs, orgs, now: () => ctx.clock.now() });
       registerImportRoutes(admin, { orgs, contacts: storage.contacts, materializer: storage.materializer });
       registerContactRoute(admin, { orgs, profiles: app.profiles, consent: storage.consent });
-      registerTopicRoutes(admin, { orgs, consent: storage.consent, profiles: app.profiles, ctx, metrics: app.metrics });
+      registerTopicRoutes(admin, { orgs, consent: storage.consent, flows: storage.flows, profiles: app.profiles, ctx, metrics: app.metrics });
       registerErasureRoutes(admin, { orgs, erasures: storage.erasures, profiles: app.profiles });
       registerTriggerRoutes(admin, { storage: orgStorage.orgs, ctx, orgs, triggers: storage.triggers, timeoutMs: config.triggerTimeoutMs });
       registerFlowRoutes(admin, {

@@ -102,6 +102,14 @@ export class ConsentStore {
   }
 
   /**
+   * Deletes a topic's definition; false when there was none. Contacts' recorded choices for it stay: a
+   * topic created again under the same name finds every unsubscribe where it was (one is never forgotten).
+   */
+  async deleteTopic(org: string, topic: string): Promise<boolean> {
+    return (await this.orgs.org(org).all('DELETE FROM topics WHERE topic = $1 RETURNING topic', [topic])).length > 0;
+  }
+
+  /**
    * Records a change of one contact's consent to one topic, unless a later change is recorded already;
    * `suppressed`, recording nothing, when the contact was erased with suppress. One transaction: the
    * org's database runs it whole between an erasure's own (the tombstone, then the deletion).

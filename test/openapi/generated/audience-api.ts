@@ -1367,7 +1367,11 @@ export interface paths {
          */
         put: operations["putTopic"];
         post?: never;
-        delete?: never;
+        /**
+         * Delete a subscription topic no flow names
+         * @description Refused (409 `topic_in_use`, `flows` naming them) while any flow, whatever its status, names the topic, and for `all`. Contacts' recorded choices for the topic are kept: a topic created again under the same name finds every unsubscribe where it was.
+         */
+        delete: operations["deleteTopic"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1510,7 +1514,7 @@ export interface components {
             /** @description What went wrong and how to fix it */
             detail?: string;
             /** @enum {string} */
-            code: "invalid_json" | "invalid_request" | "invalid_cursor" | "json_too_deep" | "invalid_credentials" | "invalid_admin_key" | "not_found" | "org_not_found" | "org_exists" | "schema_violation" | "message_rejected" | "payload_too_large" | "unsupported_media_type" | "internal_error" | "log_unavailable" | "not_ready" | "unhealthy" | "log_outcome_unknown" | "control_unavailable" | "invalid_token" | "audience_api_not_enabled" | "rate_limited" | "token_pool_full" | "token_ambiguous" | "token_not_found" | "invalid_identity" | "invalid_fields" | "contact_not_found" | "not_acceptable" | "invalid_trigger" | "trigger_not_found" | "trigger_query_failed" | "query_budget_exceeded" | "query_file_refused" | "invalid_flow" | "flow_not_found" | "flow_exists" | "flow_not_triggered" | "topic_not_found" | "contact_suppressed" | "unsubscribe_link_invalid" | "erasure_not_found" | "shard_unavailable" | "shard_answer_too_large" | "compaction_behind" | "backup_in_progress" | "no_org_databases" | "sandbox_busy" | "sandbox_paused" | "storage_unavailable" | "profiles_behind" | "org_unavailable" | "method_not_allowed" | "request_timeout" | "uri_too_long" | "headers_too_large" | "backup_file_refused";
+            code: "invalid_json" | "invalid_request" | "invalid_cursor" | "json_too_deep" | "invalid_credentials" | "invalid_admin_key" | "not_found" | "org_not_found" | "org_exists" | "schema_violation" | "message_rejected" | "payload_too_large" | "unsupported_media_type" | "internal_error" | "log_unavailable" | "not_ready" | "unhealthy" | "log_outcome_unknown" | "control_unavailable" | "invalid_token" | "audience_api_not_enabled" | "rate_limited" | "token_pool_full" | "token_ambiguous" | "token_not_found" | "invalid_identity" | "invalid_fields" | "contact_not_found" | "not_acceptable" | "invalid_trigger" | "trigger_not_found" | "trigger_query_failed" | "query_budget_exceeded" | "query_file_refused" | "invalid_flow" | "flow_not_found" | "flow_exists" | "flow_not_triggered" | "topic_not_found" | "topic_in_use" | "contact_suppressed" | "unsubscribe_link_invalid" | "erasure_not_found" | "shard_unavailable" | "shard_answer_too_large" | "compaction_behind" | "backup_in_progress" | "no_org_databases" | "sandbox_busy" | "sandbox_paused" | "storage_unavailable" | "profiles_behind" | "org_unavailable" | "method_not_allowed" | "request_timeout" | "uri_too_long" | "headers_too_large" | "backup_file_refused";
             /** @description The Request-Id of the response */
             requestId?: string;
             errors?: {
@@ -9254,6 +9258,107 @@ export interface operations {
             };
             /** @description [`org_not_found`](/problems/org_not_found): No such org */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`rate_limited`](/problems/rate_limited): Too many requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`internal_error`](/problems/internal_error): Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`shard_answer_too_large`](/problems/shard_answer_too_large): The owning shard's answer is too large to relay */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`control_unavailable`](/problems/control_unavailable): The control plane is out of reach; [`shard_unavailable`](/problems/shard_unavailable): The storage shard that owns the org did not answer; [`storage_unavailable`](/problems/storage_unavailable): The storage process is restarting; [`org_unavailable`](/problems/org_unavailable): The org's database cannot be opened */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    deleteTopic: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                slug: components["schemas"]["org.slug"];
+                /** @description The topic: lowercase letters, digits and _, starting with a letter (`all`: every org has it) */
+                topic: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The topic is gone */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The topic: lowercase letters, digits and _, starting with a letter (`all`: every org has it) */
+                        topic: string;
+                        /** @enum {unknown} */
+                        deleted: true;
+                    };
+                };
+            };
+            /** @description [`invalid_request`](/problems/invalid_request): Request is invalid */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`invalid_admin_key`](/problems/invalid_admin_key): Missing or wrong admin key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`org_not_found`](/problems/org_not_found): No such org; [`topic_not_found`](/problems/topic_not_found): No such subscription topic */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`topic_in_use`](/problems/topic_in_use): The topic cannot be deleted */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -230,3 +230,40 @@ t.test('topics and consent refuse what they cannot record', async (t) => {
   t.notOk((await h.admin('GET', '/admin/v1/orgs/other/topics')).json().topics.some((x: { topic: string }) => x.topic === 'acme_only'), "one org's topics are its own");
   t.same((await h.admin('GET', '/admin/v1/orgs/acme/topics')).json().topics.map((x: { topic: string }) => x.topic), ['all', 'acme_only']);
 });
+
+t.test('a topic is deleted only when no flow names it; its contacts\' choices outlive it; never another org\'s', async (t) => {
+  const { h, cred } = await acme(t);
+  await h.createOrg('beta');
+  await h.admin('PUT', '/admin/v1/orgs/acme/topics/promo', { name: 'Promotions', default: 'subscribed' });
+  await h.admin('PUT', '/admin/v1/orgs/beta/topics/promo', { name: 'Beta promotions', default: 'subscribed' });
+  // A paused flow names it too: whatever a flow's status, it would not start again without its topic.
+  await startFlow(h, { id: 'promo_a', scheduleSeconds: 3600, realTime: false, topic: 'promo', message: OUTBOX });
+  await startFlow(h, { id: 'promo_b', scheduleSeconds: 3600, realTime: false, topic: 'promo', message: OUTBOX });
+  await h.admin('POST', '/admin/v1/orgs/acme/flows/promo_b/pause');
+  await book(h, cred, 'ada@example.com', 'e1');
+  await h.compacted();
+  t.equal((await h.admin('PUT', '/admin/v1/orgs/acme/contacts/consent', { identity: 'email:ada@example.com', topic: 'promo', status: 'unsubscribed' })).statusCode, 200);
+
+  const refused = await h.admin('DELETE', '/admin/v1/orgs/acme/topics/promo');
+  t.equal(refused.statusCode, 409);
+  t.match(refused.json(), { code: 'topic_in_use', flows: ['promo_a', 'promo_b'], detail: /promo_a, promo_b/ }, 'names every flow that uses it');
+  t.match((await h.admin('DELETE', '/admin/v1/orgs/acme/topics/all')).json(), { code: 'topic_in_use', flows: [] }, 'all cannot be deleted');
+  t.equal((await h.admin('DELETE', '/admin/v1/orgs/acme/topics/nope')).statusCode, 404);
+
+  // The flows move to another topic: the delete goes through, in acme only.
+  await h.admin('PUT', '/admin/v1/orgs/acme/topics/news', { name: 'News', default: 'subscribed' });
+  for (const id of ['promo_a', 'promo_b']) {
+    const flow = (await h.admin('GET', `/admin/v1/orgs/acme/flows/${id}`)).json().definition as Record<string, unknown>;
+    t.equal((await h.admin('PUT', `/admin/v1/orgs/acme/flows/${id}`, { ...flow, topic: 'news' })).statusCode, 200, `${id} now names news`);
+  }
+  const deleted = await h.admin('DELETE', '/admin/v1/orgs/acme/topics/promo');
+  t.equal(deleted.statusCode, 200, deleted.body);
+  t.same(deleted.json(), { topic: 'promo', deleted: true });
+  t.notOk((await h.admin('GET', '/admin/v1/orgs/acme/topics')).json().topics.some((x: { topic: string }) => x.topic === 'promo'), 'gone from the list');
+  t.ok((await h.admin('GET', '/admin/v1/orgs/beta/topics')).json().topics.some((x: { topic: string }) => x.topic === 'promo'), "beta's topic of the same name is untouched");
+  t.equal((await h.admin('DELETE', '/admin/v1/orgs/acme/topics/promo')).statusCode, 404, 'a second delete: not found');
+
+  // Made again under the same name: Ada's unsubscribe is where it was.
+  await h.admin('PUT', '/admin/v1/orgs/acme/topics/promo', { name: 'Promotions again', default: 'subscribed' });
+  t.match((await subscriptions(h, 'ada@example.com')).find((s) => s.topic === 'promo'), { status: 'unsubscribed', source: 'admin' });
+});

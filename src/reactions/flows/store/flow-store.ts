@@ -68,6 +68,12 @@ export class FlowStore {
     return [...this.flows.values()].filter((f) => f.status === 'live');
   }
 
+  /** Ids of the org's flows (any status) whose definition names `topic`, from its database: the truth across processes. */
+  async namingTopic(org: string, topic: string): Promise<string[]> {
+    const rows = await this.orgs.org(org).all<{ id: string }>("SELECT id FROM flows WHERE org = $1 AND json_extract_string(definition, '$.topic') = $2 ORDER BY id", [org, topic]);
+    return rows.map((r) => r.id);
+  }
+
   /** The flow, or undefined when the org has none of that id. */
   find(org: string, id: string): FlowRecord | undefined {
     return this.flows.get(key(org, id));

@@ -4,11 +4,12 @@
  */
 import type { FastifyInstance } from 'fastify';
 import type { OrgStore } from '../../../control/org-store.js';
+import type { FlowStore } from '../../../reactions/flows/store/flow-store.js';
 import { AppError } from '../../../core/errors.js';
 import type { Context } from '../../../core/context.js';
 import type { Metrics } from '../../../ops/metrics.js';
 import type { ProfileIndex } from '../../../events/profiles/profile-index.js';
-import { type ConsentStatus, type ConsentStore, TOPIC_PATTERN } from '../../../reactions/consent/consent-store.js';
+import { ALL_TOPIC, type ConsentStatus, type ConsentStore, TOPIC_PATTERN } from '../../../reactions/consent/consent-store.js';
 import { dateTime, nullable, object, operationSchema } from '../../../openapi/route-schema.js';
 import { contactEmailOf } from './contact-identity.js';
 import { IDENTITY_QUERY, ORG_DATA, slugOnly, slugParam } from '../schema-parts.js';
@@ -37,6 +38,15 @@ const schemas = {
     },
     ok: { status: 200, description: 'The topic, and whether this call created it', schema: object({ topic, created: { type: 'boolean' } }) },
     errors: ORG_DATA,
+  }),
+  delete: operationSchema({
+    tag, auth, operationId: 'deleteTopic', summary: 'Delete a subscription topic no flow names',
+    description:
+      'Refused (409 `topic_in_use`, `flows` naming them) while any flow, whatever its status, names the topic, and for `all`. ' +
+      "Contacts' recorded choices for the topic are kept: a topic created again under the same name finds every unsubscribe where it was.",
+    params: topicParams,
+    ok: { status: 200, description: 'The topic is gone', schema: object({ topic: topicName, deleted: { const: true } }) },
+    errors: [...ORG_DATA, 'topic_not_found', 'topic_in_use'],
   }),
   list: operationSchema({
     tag, auth, operationId: 'listTopics', summary: "The org's subscription topics", params: slugOnly,
@@ -68,12 +78,25 @@ const schemas = {
   }),
 };
 
-export function registerTopicRoutes(app: FastifyInstance, deps: { orgs: OrgStore; consent: ConsentStore; profiles: ProfileIndex; ctx: Context; metrics: Metrics }): void {
+export function registerTopicRoutes(app: FastifyInstance, deps: { orgs: OrgStore; consent: ConsentStore; flows: Pick<FlowStore, 'namingTopic'>; profiles: ProfileIndex; ctx: Context; metrics: Metrics }): void {
   const { orgs, consent } = deps;
 
   app.put<{ Params: { slug: string; topic: string }; Body: { name: string; default: ConsentStatus } }>('/admin/v1/orgs/:slug/topics/:topic', { schema: schemas.put }, async (request) => {
     const org = await orgs.get(request.params.slug);
     return consent.putTopic(org.slug, request.params.topic, request.body, deps.ctx.clock.now());
+  });
+
+  app.delete<{ Params: { slug: string; topic: string } }>('/admin/v1/orgs/:slug/topics/:topic', { schema: schemas.delete }, async (request) => {
+    const org = await orgs.get(request.params.slug);
+    const { topic } = request.params;
+    if (topic === ALL_TOPIC) throw new AppError('topic_in_use', 'all is every org\'s own topic (unsubscribed from all: no message at all); it cannot be deleted', { members: { flows: [] } });
+    const naming = await deps.flows.namingTopic(org.slug, topic);
+    if (naming.length > 0) {
+      throw new AppError('topic_in_use', `flows name topic ${topic}: ${naming.join(', ')}; give them another topic or delete them first`, { members: { flows: naming } });
+    }
+    if (!(await consent.deleteTopic(org.slug, topic))) throw new AppError('topic_not_found', `org ${org.slug} has no topic ${topic} (GET /admin/v1/orgs/${org.slug}/topics lists them)`);
+    request.log.info({ org: org.slug, topic }, 'topic deleted');
+    return { topic, deleted: true as const };
   });
 
   app.get<{ Params: { slug: string } }>('/admin/v1/orgs/:slug/topics', { schema: schemas.list }, async (request) => {
