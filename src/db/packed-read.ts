@@ -1,8 +1,9 @@
 /**
  * A large result read as a few strings (issue 39, design 1). `@duckdb/node-api` converts each value with
- * a native call and a decode: 10,000 trigger rows of six columns took ~120 ms to become JS values and
- * `count(*)` of the same query ~1.5 ms. Here DuckDB packs each column of up to PACK_ROWS rows into one
- * string (`string_agg` in the query's own row order) and JS splits it: ~35 ms for the same rows.
+ * a native call and a decode: 10,000 trigger rows of six columns took ~89 ms to read (slow 2-core
+ * machine) and `count(*)` of the same query ~2 ms. Here DuckDB packs each column of up to PACK_ROWS rows
+ * into one string (`string_agg` in the query's own row order) and JS splits it: ~46 ms for the same rows,
+ * the first rows read before packing included (LocalSql.read).
  *
  * Only columns whose JS value is rebuilt exactly from text are packed (PACKABLE); a query with any other
  * column is read as before. Each value is written as MARK + its text (NULL as the empty string) and the
