@@ -255,6 +255,12 @@ async function walk(h: TestApp, v: Values, operations: Map<string, Operation>, w
   }
   await call('revokeWriteKey', { params: { ...slug, env: 'staging' }, expect: [200] });
 
+  // Topics: the longest one is named by the flow (refused, naming it); a spare one goes.
+  const inUse = (await call('deleteTopic', { params: { ...slug, topic: v.topic }, expect: [409] })).json() as { code: string; flows: string[] };
+  if (inUse.code !== 'topic_in_use' || !inUse.flows.includes(v.flow)) throw new Error(`deleteTopic: ${JSON.stringify(inUse)}`);
+  await call('putTopic', { params: { ...slug, topic: 'spare' }, body: { name: v.name, default: 'subscribed' }, expect: [200, 201] });
+  await call('deleteTopic', { params: { ...slug, topic: 'spare' }, expect: [200] });
+
   // Erasure: its id, then the org goes.
   const erasure = (await call('eraseContact', { params: slug, body: { identity }, expect: [202] })).json() as { id: string };
   await call('getErasure', { params: { ...slug, id: erasure.id }, expect: [200] });
