@@ -6,6 +6,7 @@
  */
 import { execFile } from 'node:child_process';
 import type { Server } from 'node:http';
+import type { FastifyBaseLogger } from 'fastify';
 import { buildApp } from './app.js';
 import { ConfigError, readConfig } from './core/config.js';
 import { DataDirInUseError } from './core/data-dir-lock.js';
@@ -95,7 +96,7 @@ async function main(): Promise<void> {
  * ordered after it start only then. systemd sets NOTIFY_SOCKET; Node cannot write to a Unix datagram
  * socket, so Debian's systemd-notify sends it for this pid (the unit allows it: NotifyAccess=all).
  */
-function notifySystemdReady(log: { warn: (obj: object, msg: string) => void }): void {
+function notifySystemdReady(log: FastifyBaseLogger): void {
   if (!process.env.NOTIFY_SOCKET) return;
   execFile('systemd-notify', ['--ready', `--pid=${process.pid}`], (error) => {
     if (error) log.warn({ err: error }, 'systemd readiness not sent: systemd-notify failed');

@@ -166,9 +166,13 @@ class UntrustedConnections {
  * for 10,000 trigger rows against 43–109 ms row by row (each value's visit reads its vector and type again).
  */
 function columnPage(reader: DuckDBResultReader, limit = Number.POSITIVE_INFINITY): ColumnPage {
-  const truncated = reader.currentRowCount > limit;
-  const columns = reader.getColumnsJS() as unknown[][];
-  return { names: reader.deduplicatedColumnNames(), columns: truncated ? columns.map((c) => c.slice(0, limit)) : columns, truncated };
+  return cutPage(reader.deduplicatedColumnNames(), reader.getColumnsJS() as unknown[][], limit);
+}
+
+/** Columns of at most `limit` rows, `truncated` when they held more. */
+function cutPage(names: string[], columns: unknown[][], limit: number): ColumnPage {
+  const truncated = (columns[0]?.length ?? 0) > limit;
+  return { names, columns: truncated ? columns.map((c) => c.slice(0, limit)) : columns, truncated };
 }
 
 /**
@@ -239,10 +243,7 @@ class LocalSql implements Sql {
     if (kinds) {
       const packed = await this.track(this.connection.runAndReadAll(packedSql(sql, kinds, maxRows + 1), params));
       const columns = unpack(packed.getColumnsJS(), kinds);
-      if (columns) {
-        const truncated = (columns[0]?.length ?? 0) > maxRows;
-        return { names: first.deduplicatedColumnNames(), columns: truncated ? columns.map((c) => c.slice(0, maxRows)) : columns, truncated };
-      }
+      if (columns) return cutPage(first.deduplicatedColumnNames(), columns, maxRows);
       return columnPage(await this.track(this.connection.streamAndReadUntil(sql, maxRows + 1, params)), maxRows);
     }
     await this.track(first.readUntil(maxRows + 1));
