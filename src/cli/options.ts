@@ -50,6 +50,7 @@ export const OPTIONS = {
   bucket: { type: 'string', value: '<minute|hour|day>', help: 'count per minute, hour or day' },
   variant: { type: 'string', value: '<label>', help: "the experiment variant's message" },
   'reset-log-positions': { type: 'boolean', help: 'start compaction over from the log (a new NATS or log)' },
+  archived: { type: 'boolean', help: 'the archived (deleted) ones instead' },
   yes: { type: 'boolean', help: 'yes, really' },
   suppress: { type: 'boolean', help: 'also keep its future events out and never message it' },
   wait: { type: 'boolean', help: 'wait until done and print the receipt' },

@@ -1,5 +1,5 @@
 /**
- * A flow's page: its status and actions (start, pause, run now), then what it did — steps, simulation or
+ * A flow's page: its status and actions (start, pause, run now, delete), then what it did — steps, simulation or
  * occurrences, activity, results, sends, and why a contact was (not) messaged.
  */
 import { type ReactNode, useEffect, useRef, useState } from 'react';
@@ -35,7 +35,20 @@ export function FlowDetail({ org, id }: { org: string; id: string }): ReactNode 
     setError(undefined);
     try {
       const result = await api<{ rows?: number; outcomes?: Record<string, number>; skipped?: string | null }>('POST', `/admin/v1/orgs/${seg(org)}/flows/${seg(id)}/${action}`);
-      if (action === 'run') setRan(result.skipped ?? `${result.rows} rows: ${Object.entries(result.outcomes ?? {}).map(([k, v]) => `${v} ${k}`).join(', ') || 'nothing new'}`);
+      if (action === 'run') setRan(`Run: ${result.skipped ?? `${result.rows} rows: ${Object.entries(result.outcomes ?? {}).map(([k, v]) => `${v} ${k}`).join(', ') || 'nothing new'}`}`);
+      flow.reload();
+      setRound((r) => r + 1);
+    } catch (e) {
+      setError(asApiError(e));
+    }
+  };
+  const archive = async () => {
+    if (!window.confirm(`Delete the flow ${id}? It stops for good: its queued sends are cancelled and contacts waiting in its steps leave it. What it sent stays, and its id stays taken.`)) return;
+    setError(undefined);
+    try {
+      const result = await api<{ stopped: { sends: number; entries: number; occurrences: number } }>('DELETE', `/admin/v1/orgs/${seg(org)}/flows/${seg(id)}`);
+      const { sends, entries, occurrences } = result.stopped;
+      setRan(`Deleted (archived): ${sends} sends cancelled, ${entries} waiting entries left the flow${occurrences ? `, ${occurrences} occurrence stopped` : ''}`);
       flow.reload();
       setRound((r) => r + 1);
     } catch (e) {
@@ -43,6 +56,7 @@ export function FlowDetail({ org, id }: { org: string; id: string }): ReactNode 
     }
   };
   const definition = flow.data?.definition;
+  const archived = flow.data?.status === 'archived';
   const triggered = definition?.category === 'triggered';
   return (
     <section aria-labelledby="flow-title">
@@ -71,6 +85,9 @@ export function FlowDetail({ org, id }: { org: string; id: string }): ReactNode 
             {definition.steps ? `${definition.steps.length} steps` : definition.message?.channel} · last run <Time iso={flow.data.lastRunAt} />
           </p>
           {flow.data.lastError ? <p className="error">{flow.data.lastError}</p> : null}
+          {archived ? (
+            <p>This flow was deleted: it never runs again. What it did stays below.</p>
+          ) : (
           <div className="row">
             <a className="button secondary" href={href('orgs', org, 'flows', id, 'edit')}>
               Edit
@@ -91,8 +108,12 @@ export function FlowDetail({ org, id }: { org: string; id: string }): ReactNode 
                 ) : null}
               </>
             )}
+            <button type="button" className="secondary" onClick={() => void archive()}>
+              Delete
+            </button>
           </div>
-          {ran ? <p role="status">Run: {ran}</p> : null}
+          )}
+          {ran ? <p role="status" data-said>{ran}</p> : null}
           <ErrorBox error={error} />
           {definition.steps ? <FlowStepsSection org={org} id={id} definition={definition} round={round} /> : null}
           {triggered ? <SimulateContact org={org} id={id} /> : <Occurrences org={org} id={id} round={round} />}

@@ -22,7 +22,8 @@ interface QueryStatus {
 }
 
 export function FlowsPage({ org }: { org: string }): ReactNode {
-  const flows = useRequest(() => api<{ flows: Flow[] }>('GET', `/admin/v1/orgs/${seg(org)}/flows`), [org]);
+  const [archived, setArchived] = useState(false);
+  const flows = useRequest(() => api<{ flows: Flow[] }>('GET', `/admin/v1/orgs/${seg(org)}/flows${archived ? '?archived=true' : ''}`), [org, archived]);
   return (
     <section aria-labelledby="flows-title">
       <div className="row">
@@ -30,9 +31,13 @@ export function FlowsPage({ org }: { org: string }): ReactNode {
         <a className="button small" href={href('orgs', org, 'flows', 'new')}>
           New flow
         </a>
+        <label className="small">
+          <input type="checkbox" checked={archived} onChange={(e) => setArchived(e.target.checked)} /> Deleted flows
+        </label>
       </div>
       <Status request={flows} what="flows" />
-      {flows.data?.flows.length === 0 ? (
+      {flows.data?.flows.length === 0 && archived ? <p className="muted">No deleted flow.</p> : null}
+      {flows.data?.flows.length === 0 && !archived ? (
         <p className="muted" data-empty>
           No flow yet. A flow messages a contact when a live trigger returns a row for them (<strong>New flow</strong> → Triggered), or a segment on a
           schedule (Scheduled, Recurring); from a terminal, <code>npx audiencectl flow create {org} --file flow.json</code>.

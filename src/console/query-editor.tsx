@@ -1,6 +1,6 @@
 /**
  * A trigger's or segment's SQL on a form: written (from an event type's reference query for a new
- * trigger), previewed, compared with the live version, and saved as a new version.
+ * trigger), previewed, compared with the live version, saved as a new version, or deleted.
  */
 import { type FormEvent, type ReactNode, useState } from 'react';
 import { DEFAULT_PROFILE_FIELDS } from '../core/profile-fields';
@@ -77,6 +77,14 @@ export function QueryEditor({ org, kind, name, eventType }: { org: string; kind:
       setDiff(undefined);
       await fetchDiff();
     });
+  // Refused (409, the flows named in the error) while a flow that is not deleted names it.
+  const remove = () => {
+    if (!window.confirm(`Delete the ${noun} ${name}? Its file in QUERIES_DIR goes; its versions stay as history.`)) return;
+    void run('save', async () => {
+      await api('DELETE', `/admin/v1/orgs/${seg(org)}/${kind}/${seg(name)}`);
+      go(href('orgs', org, kind));
+    });
+  };
   const save = (event: FormEvent) => {
     event.preventDefault();
     void run('save', async () => {
@@ -173,6 +181,11 @@ export function QueryEditor({ org, kind, name, eventType }: { org: string; kind:
         <button type="submit" disabled={busy !== undefined || !target}>
           {busy === 'save' ? 'Saving…' : hasLive && diff?.sql === text ? 'Save: make this live' : 'Save'}
         </button>
+        {!isNew ? (
+          <button type="button" className="secondary" onClick={remove} disabled={busy !== undefined}>
+            Delete
+          </button>
+        ) : null}
       </fieldset>
       <ErrorBox error={error} />
       {valid && !error ? (

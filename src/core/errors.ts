@@ -41,6 +41,8 @@ export const errorCatalog = {
   invalid_flow: { status: 422, title: 'Flow definition refused' },
   flow_not_found: { status: 404, title: 'No such flow' },
   flow_exists: { status: 409, title: 'A flow with this id already exists' },
+  flow_archived: { status: 409, title: 'The flow was archived' },
+  trigger_in_use: { status: 409, title: 'Flows name the trigger or segment' },
   flow_not_triggered: { status: 409, title: 'A scheduled or recurring flow sends at its schedule, not by runs' },
   topic_not_found: { status: 404, title: 'No such subscription topic' },
   topic_in_use: { status: 409, title: 'The topic cannot be deleted' },

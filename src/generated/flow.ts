@@ -251,7 +251,10 @@ export interface Goal {
  */
 export interface Flow {
   definition: FlowDefinition;
-  status: 'draft' | 'live' | 'paused';
+  /**
+   * archived: deleted; it never runs again, its history and id stay
+   */
+  status: 'draft' | 'live' | 'paused' | 'archived';
   createdAt: string;
   updatedAt: string;
   liveSince: string | null;

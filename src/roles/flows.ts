@@ -164,6 +164,8 @@ export const flowsRole = fp(
     // An erasure's deletions and the org's runs never overlap; the contact's queued sends are not attempted.
     storage.erasures.serializeWith((org, work) => turns.run(org, work));
     storage.erasures.onErased((org, email) => dispatcher.dropContact(org, email));
+    storage.flows.serializeArchivesWith((org, work) => turns.run(org, work));
+    storage.flows.onArchived((org, id) => dispatcher.dropFlow(org, id));
     // Then its lines in the outbox file go, after any of its sends already handed to the channel.
     storage.erasures.alsoErase('outbox', (org, email) => channels.eraseContact(org, email));
     storage.onOrgDropped(async (slug) => {

@@ -51,7 +51,7 @@ t.test('bash completion, run in bash: commands, then subcommands, then that comm
     return execFileSync('bash', ['-c', line], { encoding: 'utf8' }).split('\n').filter(Boolean).sort();
   };
   t.same(complete(['audiencectl', 'tr']), ['trigger'], 'the first word');
-  t.same(complete(['audiencectl', 'trigger', '']), ['diff', 'get', 'list', 'preview', 'put', 'test', 'validate', 'versions'], 'the trigger subcommands');
+  t.same(complete(['audiencectl', 'trigger', '']), ['delete', 'diff', 'get', 'list', 'preview', 'put', 'test', 'validate', 'versions'], 'the trigger subcommands');
   t.same(complete(['audiencectl', 'flow', 'sends', 'acme', 'welcome', '--s']), ['--status'], "flow sends' options");
   t.same(complete(['audiencectl', 'quarantine', 'acme', '--']), ['--cursor', '--env', '--help', '--json', '--limit', '--table'], 'a one-word command');
   t.same(complete(['audiencectl', 'completion', '']), ['bash', 'fish', 'zsh']);

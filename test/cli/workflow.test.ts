@@ -143,6 +143,15 @@ t.test('org, events, trigger, segment and flow from the CLI alone', async (t) =>
   t.match(json(await ok(['flow', 'get', 'acme', 'welcome'])), { definition: { name: 'Welcome, renamed' }, status: 'paused' });
   t.equal((await cli(url, ['flow', 'get', 'acme', 'nope'])).code, 3, 'an unknown flow: exit 3');
 
+  // Deleting: the segment the flow names is refused, naming it; the flow archived, then the segment goes.
+  const inUse = await cli(url, ['segment', 'delete', 'acme', 'ada']);
+  t.equal(problem(inUse), 'trigger_in_use', 'a segment a flow names: refused');
+  t.match(json(await ok(['flow', 'delete', 'acme', 'welcome'])), { flow: { status: 'archived' }, stopped: { sends: 0 } });
+  t.same(json(await ok(['flow', 'list', 'acme'])).flows, [], 'archived flows are not listed');
+  t.match(json(await ok(['flow', 'list', 'acme', '--archived'])), { flows: [{ definition: { id: 'welcome' }, status: 'archived' }] });
+  t.match(json(await ok(['segment', 'delete', 'acme', 'ada'])), { name: 'ada', deleted: true, version: 2 });
+  t.equal((await cli(url, ['segment', 'get', 'acme', 'ada'])).code, 3, 'a deleted segment: not found');
+
   t.match(json(await ok(['contact', 'lookup', 'acme', '--identity', 'email:ada@example.com'])), { contact: { email_address: 'ada@example.com' } });
   t.match(json(await ok(['webhook-secret', 'acme'])), { secret: /\S/ });
   const tokens = await ok(['token', 'create', 'acme', '--created-by', 'ops@example.com']);

@@ -106,8 +106,10 @@ t.test('schema-driven requests: no 500, every answer as documented', async (t) =
   const ctx: SchemaContext = { components: doc.components.schemas };
 
   const operations = Object.entries(doc.paths).flatMap(([path, ops]) => Object.entries(ops).map(([method, op]) => ({ path, method, op })));
-  // Deleting the org the other operations use goes last.
-  operations.sort((a, b) => Number(a.op.operationId === 'deleteOrg') - Number(b.op.operationId === 'deleteOrg'));
+  // Deletions go last, in the order what they delete is named: flows (which name triggers, segments and
+  // topics), then the rest, then the org the other operations use.
+  const lastly = (o: { method: string; op: { operationId: string } }) => (o.op.operationId === 'deleteOrg' ? 3 : o.op.operationId === 'deleteFlow' ? 1 : o.method === 'delete' ? 2 : 0);
+  operations.sort((a, b) => lastly(a) - lastly(b));
   t.ok(operations.length > 40, `every operation (${operations.length})`);
 
   let requests = 0;

@@ -261,6 +261,17 @@ async function walk(h: TestApp, v: Values, operations: Map<string, Operation>, w
   await call('putTopic', { params: { ...slug, topic: 'spare' }, body: { name: v.name, default: 'subscribed' }, expect: [200, 201] });
   await call('deleteTopic', { params: { ...slug, topic: 'spare' }, expect: [200] });
 
+  // Triggers and segments the flows name are refused, naming them; archived, the flows let them go.
+  for (const [kind, name] of [['Trigger', v.trigger], ['Segment', v.segment]] as const) {
+    const named = (await call(`delete${kind}`, { params: { ...slug, name }, expect: [409] })).json() as { code: string; flows: string[] };
+    if (named.code !== 'trigger_in_use' || !named.flows.includes(v.flow)) throw new Error(`delete${kind}: ${JSON.stringify(named)}`);
+  }
+  await call('deleteFlow', { params: flow, expect: [200] });
+  await call('deleteFlow', { params: { ...slug, id: v.scheduled }, expect: [200] });
+  await call('listFlows', { params: slug, query: { archived: 'true' }, expect: [200] });
+  await call('deleteTrigger', { params: { ...slug, name: v.trigger }, expect: [200] });
+  await call('deleteSegment', { params: { ...slug, name: v.segment }, expect: [200] });
+
   // Erasure: its id, then the org goes.
   const erasure = (await call('eraseContact', { params: slug, body: { identity }, expect: [202] })).json() as { id: string };
   await call('getErasure', { params: { ...slug, id: erasure.id }, expect: [200] });

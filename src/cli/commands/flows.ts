@@ -13,7 +13,15 @@ function flowActivityTable(answer: unknown): unknown {
 const flowPath = (slug: string, id: string) => `${orgPath(slug)}/flows/${seg(id)}`;
 
 export const FLOW_COMMANDS: Command[] = [
-  { name: 'flow list', args: ['<slug>'], operations: ['listFlows'], summary: "the org's flows and their status", example: 'audiencectl flow list acme', run: get(([slug]) => `${orgPath(slug!)}/flows`) },
+  {
+    name: 'flow list',
+    args: ['<slug>'],
+    options: ['archived'],
+    operations: ['listFlows'],
+    summary: "the org's flows and their status (--archived: the deleted ones)",
+    example: 'audiencectl flow list acme',
+    run: get(([slug], { opts }) => `${orgPath(slug!)}/flows${opts.archived ? '?archived=true' : ''}`),
+  },
   { name: 'flow get', args: ['<slug>', '<flow-id>'], operations: ['getFlow'], summary: 'one flow: definition, status, last run', example: 'audiencectl flow get acme welcome', run: get(([slug, id]) => flowPath(slug!, id!)) },
   {
     name: 'flow create',
@@ -46,6 +54,14 @@ export const FLOW_COMMANDS: Command[] = [
     summary: 'make the flow live (its definition is checked again first)',
     example: 'audiencectl flow start acme welcome',
     run: post('POST', ([slug, id]) => `${flowPath(slug!, id!)}/start`),
+  },
+  {
+    name: 'flow delete',
+    args: ['<slug>', '<flow-id>'],
+    operations: ['deleteFlow'],
+    summary: 'archive the flow: it stops for good (queued sends cancelled, waiting entries leave); its history and id stay',
+    example: 'audiencectl flow delete acme welcome',
+    run: post('DELETE', ([slug, id]) => flowPath(slug!, id!)),
   },
   { name: 'flow pause', args: ['<slug>', '<flow-id>'], operations: ['pauseFlow'], summary: 'stop sending; start resumes where it stopped', example: 'audiencectl flow pause acme welcome', run: post('POST', ([slug, id]) => `${flowPath(slug!, id!)}/pause`) },
   {

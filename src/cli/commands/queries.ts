@@ -43,6 +43,14 @@ export function queryCommands(kind: 'trigger' | 'segment'): Command[] {
       run: post('PUT', ([slug, name]) => path(slug!, name!), ({ opts }, [slug, name]) => ({ sql: readInput(sqlFile(opts, slug!, name!), `the ${kind} SQL`) })),
     },
     {
+      name: `${kind} delete`,
+      args: ['<slug>', '<name>'],
+      operations: [`delete${Kind}`],
+      summary: `delete the ${kind} no flow names: its file in QUERIES_DIR goes, its versions stay`,
+      example: `audiencectl ${kind} delete acme ${example}`,
+      run: post('DELETE', ([slug, name]) => path(slug!, name!)),
+    },
+    {
       name: `${kind} validate`,
       args: ['<slug>', '<name>'],
       options: ['sql'],

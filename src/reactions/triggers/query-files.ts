@@ -7,7 +7,7 @@
  * anything else is refused with a reason shown on the trigger; a refused file is never read, stored or
  * backed up.
  */
-import { mkdirSync, readdirSync } from 'node:fs';
+import { mkdirSync, readdirSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import type { FastifyBaseLogger } from 'fastify';
 import { checkFolder, FileRefused, type FolderCheck, lstatOrUndefined, readRegularFile, replaceFile, type Verb } from '../../core/regular-file.js';
@@ -82,6 +82,29 @@ export function writeQueryFile(root: QueryRoot, org: string, kind: QueryKind, na
   const folder = queryFolder(root, org, kind, 'written', true);
   if (folder.kind !== 'folder') throw new FileRefused(folder.kind === 'refused' ? folder.reason : `${root.shown}/${org} vanished while being written`);
   return replaceFile(join(folder.path, `${name}.sql`), sql, `${folder.shown}/${name}.sql`, folder.real, options);
+}
+
+/**
+ * Removes the query's file: a regular file, or whatever else has its name except a folder (a link is
+ * removed, never what it points to). False when nothing was there. Throws FileRefused.
+ */
+export function removeQueryFile(root: QueryRoot, org: string, kind: QueryKind, name: string): boolean {
+  const folder = queryFolder(root, org, kind, 'written');
+  if (folder.kind === 'refused') throw new FileRefused(folder.reason);
+  if (folder.kind === 'absent') return false;
+  const path = join(folder.path, `${name}.sql`);
+  const shown = `${folder.shown}/${name}.sql`;
+  const stats = lstatOrUndefined(path, shown);
+  if (!stats) return false;
+  if (stats.isDirectory()) throw new FileRefused(`${shown} is a folder; the service removes only files`);
+  try {
+    unlinkSync(path);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return false;
+    throw new FileRefused(`${shown} cannot be removed (${code})`, { cause: error });
+  }
+  return true;
 }
 
 type QueryFolder = { kind: 'folder'; path: string; shown: string; real: string } | Exclude<FolderCheck, { kind: 'folder' }>;
@@ -180,6 +203,13 @@ export class QueryFiles {
   write(org: string, kind: QueryKind, name: string, sql: string): void {
     writeQueryFile(this.root, org, kind, name, sql);
     this.folder(org, kind).files.delete(name);
+  }
+
+  /** Removes the query's file (removeQueryFile); false when there was none. Throws FileRefused. */
+  remove(org: string, kind: QueryKind, name: string): boolean {
+    const removed = removeQueryFile(this.root, org, kind, name);
+    this.folder(org, kind).files.delete(name);
+    return removed;
   }
 
   /** Why the query's file (or its folder) is not read, as of the last look. */

@@ -2,12 +2,12 @@
  * Trigger and segment versions (SPEC 7). A version is committed when its file in QUERIES_DIR changes
  * (polled) or when PUT writes it: it is checked by the sandbox guard, recorded with its hash, and if
  * valid becomes the live version used from the next run of every live flow. An invalid version is
- * recorded with its reason and the previous live version stays live.
+ * recorded with its reason and the previous live version stays live. DELETE removes the file and records
+ * a version with status deleted (a tombstone: the history stays, and a later save goes on from its number).
  * Layout: QUERIES_DIR/<org>/<trigger>.sql and QUERIES_DIR/<org>/segments/<segment>.sql.
  */
 import type { FastifyBaseLogger } from 'fastify';
 import type { Context } from '../../core/context.js';
-import { tsParam } from '../../db/database.js';
 import type { OrgStorage } from '../../db/org-storage.js';
 import { sha256Hex } from '../../core/secrets.js';
 import { PeriodicTask } from '../../core/periodic-task.js';
@@ -16,21 +16,12 @@ import { OrgUnavailable } from '../../core/unavailable.js';
 import { QUERY_NAME, QueryFiles } from './query-files.js';
 import type { SqlChecker } from './sql-checker.js';
 import { type CheckedSql, type QueryKind, SqlRefused } from './sql-guard.js';
+import { allVersions, fromRow, type QueryVersion, recordVersion, type VersionRow } from './trigger-versions.js';
 
 export { QUERY_NAME };
+export type { QueryVersion };
 /** A start waits this many tries (a second apart) for a free checker per live version it loads. */
 const LOAD_CHECK_TRIES = 60;
-
-export type VersionStatus = 'valid' | 'invalid';
-
-export interface QueryVersion {
-  version: number;
-  hash: string;
-  sql: string;
-  status: VersionStatus;
-  error: string | null;
-  committedAt: number;
-}
 
 export interface LiveQuery extends QueryVersion {
   checked: CheckedSql;
@@ -47,18 +38,6 @@ interface QueryState {
    * version but leaves the file alone, so the file is compared with this, not with the latest version.
    */
   fileHash?: string;
-}
-
-interface VersionRow {
-  org: string;
-  kind: QueryKind;
-  name: string;
-  version: number;
-  hash: string;
-  sql: string;
-  status: VersionStatus;
-  error: string | null;
-  created_at: Date;
 }
 
 export class TriggerStore {
@@ -89,7 +68,7 @@ export class TriggerStore {
 
   /** Loads an org's recorded versions: the newest of each query, and its newest valid one re-checked as live. */
   async load(org: string): Promise<void> {
-    const rows = await this.orgs.org(org).all<VersionRow>('SELECT * FROM trigger_versions ORDER BY kind, name, version');
+    const rows = await allVersions(this.orgs.org(org));
     const loaded = new Set<QueryState>();
     const lastValid = new Map<QueryState, VersionRow>();
     for (const row of rows) {
@@ -98,6 +77,7 @@ export class TriggerStore {
       state.latest = version;
       loaded.add(state);
       if (row.status === 'valid') lastValid.set(state, row);
+      if (row.status === 'deleted') lastValid.delete(state);
     }
     // The file normally holds the live version (PUT writes only valid ones); if it holds a refused one,
     // the first scan records that once more.
@@ -119,11 +99,13 @@ export class TriggerStore {
   }
 
   list(org: string, kind: QueryKind): QueryState[] {
-    return [...this.states.values()].filter((s) => s.org === org && s.kind === kind).sort((a, b) => a.name.localeCompare(b.name));
+    return [...this.states.values()].filter((s) => s.org === org && s.kind === kind && !deleted(s)).sort((a, b) => a.name.localeCompare(b.name));
   }
 
+  /** The query, or undefined when it has no version or was deleted since its last. */
   get(org: string, kind: QueryKind, name: string): QueryState | undefined {
-    return this.states.get(key(org, kind, name));
+    const state = this.states.get(key(org, kind, name));
+    return state && !deleted(state) ? state : undefined;
   }
 
   /**
@@ -174,44 +156,76 @@ export class TriggerStore {
    * a flow created or previewed right after it uses (the poll would pick it up within a second).
    */
   async refresh(org: string, kind: QueryKind, name: string): Promise<void> {
-    if (!QUERY_NAME.test(name)) return;
+    if (!QUERY_NAME.test(name) || !this.changedFile(org, kind, name)) return;
+    // Read again in its turn: a file read before a DELETE's turn must not be committed after it.
+    await this.inTurn(async () => {
+      const file = this.changedFile(org, kind, name);
+      if (!file) return;
+      await this.commitNow(org, kind, name, file.sql);
+      this.states.get(key(org, kind, name))!.fileHash = file.hash;
+    });
+  }
+
+  /** The query's file, when it holds SQL other than what was last committed from (or written to) it. */
+  private changedFile(org: string, kind: QueryKind, name: string): { sql: string; hash: string } | undefined {
     const file = this.files.read(org, kind, name);
-    if (file.kind !== 'sql') return;
-    const { sql } = file;
-    const hash = sha256Hex(sql);
-    const state = this.get(org, kind, name);
-    if (state?.fileHash === hash) return;
-    await this.commit(org, kind, name, sql);
-    this.get(org, kind, name)!.fileHash = hash;
+    if (file.kind !== 'sql') return undefined;
+    const hash = sha256Hex(file.sql);
+    return this.states.get(key(org, kind, name))?.fileHash === hash ? undefined : { sql: file.sql, hash };
   }
 
   /**
    * PUT: checks the SQL and, when valid, writes the file (atomically) and makes it live. An invalid
    * version is recorded and reported but the file is left as it was, so file and live version agree.
    */
-  async put(org: string, kind: QueryKind, name: string, sql: string): Promise<QueryVersion> {
+  put(org: string, kind: QueryKind, name: string, sql: string): Promise<QueryVersion> {
     this.files.assertWritable(org, kind, name);
-    const version = await this.commit(org, kind, name, sql);
-    if (version.status === 'valid') {
-      this.files.write(org, kind, name, sql);
-      this.get(org, kind, name)!.fileHash = version.hash;
-    }
-    return version;
+    return this.inTurn(async () => {
+      const version = await this.commitNow(org, kind, name, sql);
+      if (version.status === 'valid') {
+        this.files.write(org, kind, name, sql);
+        this.states.get(key(org, kind, name))!.fileHash = version.hash;
+      }
+      return version;
+    });
   }
 
   /**
-   * Checks, records and (when valid) makes live one version; an unchanged hash is not a new version.
-   * Commits run one at a time (the poll, PUT and a refresh may race), so version numbers never collide.
+   * DELETE: removes the file (a link in its place too, never what it points to), then records the
+   * tombstone version; from then the query has no live version. The file goes first: a crash between the
+   * two leaves the query as it was in the database, and DELETE can be repeated. The caller has checked
+   * that no flow names it. Answers the tombstone (none when only a refused file had the name), or undefined
+   * when there was nothing to delete. Throws FileRefused (a folder on the way is a link; a folder has the file's name).
    */
-  private commit(org: string, kind: QueryKind, name: string, sql: string): Promise<QueryVersion> {
-    const result = this.commits.then(() => this.commitNow(org, kind, name, sql));
+  delete(org: string, kind: QueryKind, name: string): Promise<{ tombstone: QueryVersion | null } | undefined> {
+    return this.inTurn(async () => {
+      const state = this.get(org, kind, name);
+      const removed = this.files.remove(org, kind, name);
+      if (!state) return removed ? { tombstone: null } : undefined;
+      const version: QueryVersion = { version: state.latest.version + 1, hash: '', sql: '', status: 'deleted', error: null, committedAt: this.ctx.clock.now() };
+      await recordVersion(this.orgs.org(org), org, kind, name, version);
+      state.latest = version;
+      delete state.live;
+      state.fileHash = version.hash;
+      this.options.logger.info({ org, kind, name, version: version.version, fileRemoved: removed }, `${kind} deleted`);
+      return { tombstone: version };
+    });
+  }
+
+  /**
+   * Commits, deletes and file reads run one at a time (the poll, PUT, DELETE and a refresh may race), so
+   * version numbers never collide and a file read is never committed after a later DELETE.
+   */
+  private inTurn<T>(work: () => Promise<T>): Promise<T> {
+    const result = this.commits.then(work);
     this.commits = result.catch(() => undefined);
     return result;
   }
 
+  /** Checks, records and (when valid) makes live one version; an unchanged hash is not a new version. Runs in its turn. */
   private async commitNow(org: string, kind: QueryKind, name: string, sql: string): Promise<QueryVersion> {
     const hash = sha256Hex(sql);
-    const existing = this.get(org, kind, name);
+    const existing = this.states.get(key(org, kind, name));
     if (existing?.latest.hash === hash) return existing.latest;
     let checked: CheckedSql | undefined;
     let error: string | null = null;
@@ -229,17 +243,7 @@ export class TriggerStore {
       error,
       committedAt: this.ctx.clock.now(),
     };
-    await this.orgs.org(org).run('INSERT INTO trigger_versions VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)', [
-      org,
-      kind,
-      name,
-      version.version,
-      hash,
-      sql,
-      version.status,
-      error,
-      tsParam(version.committedAt),
-    ]);
+    await recordVersion(this.orgs.org(org), org, kind, name, version);
     const state = this.stateFor(org, kind, name, version);
     state.latest = version;
     if (checked) state.live = { ...version, checked };
@@ -277,17 +281,10 @@ export class TriggerStore {
   }
 }
 
-function key(org: string, kind: QueryKind, name: string): string {
-  return `${org}/${kind}/${name}`;
+function deleted(state: QueryState): boolean {
+  return state.latest.status === 'deleted';
 }
 
-function fromRow(row: VersionRow): QueryVersion {
-  return {
-    version: row.version,
-    hash: row.hash,
-    sql: row.sql,
-    status: row.status,
-    error: row.error,
-    committedAt: row.created_at.getTime(),
-  };
+function key(org: string, kind: QueryKind, name: string): string {
+  return `${org}/${kind}/${name}`;
 }

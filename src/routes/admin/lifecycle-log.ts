@@ -26,6 +26,7 @@ const LIFECYCLE: Readonly<Record<string, string>> = {
   revokeTokensBySelector: 'tokens revoked',
   importContacts: 'contacts imported',
   putTopic: 'topic saved',
+  deleteTopic: 'topic deleted',
   putContactConsent: 'consent set by an admin',
   eraseContact: 'erasure requested',
   createFlow: 'flow created',
@@ -33,6 +34,7 @@ const LIFECYCLE: Readonly<Record<string, string>> = {
   startFlow: 'flow started',
   pauseFlow: 'flow paused',
   runFlow: 'flow run requested',
+  deleteFlow: 'flow archived',
 };
 
 /** Path parameters as the line names them. */

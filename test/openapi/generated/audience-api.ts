@@ -915,7 +915,11 @@ export interface paths {
          */
         put: operations["saveTrigger"];
         post?: never;
-        delete?: never;
+        /**
+         * Delete the trigger: its file in QUERIES_DIR goes, its versions stay as history
+         * @description Refused (409 `trigger_in_use`, `flows` naming them) while a flow that is not archived names it. Removes its file (a link of that name too, never what the link points to) and records a version with status `deleted`: the history stays (`GET …/versions`), and saving it again (PUT, or the file coming back) makes the next version live. A file kept elsewhere in git and checked out again comes back as a new version: delete it there too.
+         */
+        delete: operations["deleteTrigger"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1019,7 +1023,11 @@ export interface paths {
          */
         put: operations["saveSegment"];
         post?: never;
-        delete?: never;
+        /**
+         * Delete the segment: its file in QUERIES_DIR goes, its versions stay as history
+         * @description Refused (409 `trigger_in_use`, `flows` naming them) while a flow that is not archived names it. Removes its file (a link of that name too, never what the link points to) and records a version with status `deleted`: the history stays (`GET …/versions`), and saving it again (PUT, or the file coming back) makes the next version live. A file kept elsewhere in git and checked out again comes back as a new version: delete it there too.
+         */
+        delete: operations["deleteSegment"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1107,7 +1115,11 @@ export interface paths {
          */
         put: operations["replaceFlow"];
         post?: never;
-        delete?: never;
+        /**
+         * Delete (archive) a flow
+         * @description The flow stops at once and never runs again: a run under way writes nothing; its entries waiting in steps leave them (no further step, no exit); its sends not yet handed to a channel (pending, or deferred by quiet hours) become `cancelled`, and a send in flight ends as it ends; a scheduled occurrence under way stops (`skipped`, its members left undecided). What it did stays: sends, decisions, occurrences, results, the contacts' `campaigns_received`, and the frequency caps that count its sends. Its id stays taken. Archiving an archived flow changes nothing.
+         */
+        delete: operations["deleteFlow"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1369,7 +1381,7 @@ export interface paths {
         post?: never;
         /**
          * Delete a subscription topic no flow names
-         * @description Refused (409 `topic_in_use`, `flows` naming them) while any flow, whatever its status, names the topic, and for `all`. Contacts' recorded choices for the topic are kept: a topic created again under the same name finds every unsubscribe where it was.
+         * @description Refused (409 `topic_in_use`, `flows` naming them) while a flow not archived names the topic, and for `all`. Contacts' recorded choices for the topic are kept: a topic created again under the same name finds every unsubscribe where it was.
          */
         delete: operations["deleteTopic"];
         options?: never;
@@ -1514,7 +1526,7 @@ export interface components {
             /** @description What went wrong and how to fix it */
             detail?: string;
             /** @enum {string} */
-            code: "invalid_json" | "invalid_request" | "invalid_cursor" | "json_too_deep" | "invalid_credentials" | "invalid_admin_key" | "not_found" | "org_not_found" | "org_exists" | "schema_violation" | "message_rejected" | "payload_too_large" | "unsupported_media_type" | "internal_error" | "log_unavailable" | "not_ready" | "unhealthy" | "log_outcome_unknown" | "control_unavailable" | "invalid_token" | "audience_api_not_enabled" | "rate_limited" | "token_pool_full" | "token_ambiguous" | "token_not_found" | "invalid_identity" | "invalid_fields" | "contact_not_found" | "not_acceptable" | "invalid_trigger" | "trigger_not_found" | "trigger_query_failed" | "query_budget_exceeded" | "query_file_refused" | "invalid_flow" | "flow_not_found" | "flow_exists" | "flow_not_triggered" | "topic_not_found" | "topic_in_use" | "contact_suppressed" | "unsubscribe_link_invalid" | "erasure_not_found" | "shard_unavailable" | "shard_answer_too_large" | "compaction_behind" | "backup_in_progress" | "no_org_databases" | "sandbox_busy" | "sandbox_paused" | "storage_unavailable" | "profiles_behind" | "org_unavailable" | "method_not_allowed" | "request_timeout" | "uri_too_long" | "headers_too_large" | "backup_file_refused";
+            code: "invalid_json" | "invalid_request" | "invalid_cursor" | "json_too_deep" | "invalid_credentials" | "invalid_admin_key" | "not_found" | "org_not_found" | "org_exists" | "schema_violation" | "message_rejected" | "payload_too_large" | "unsupported_media_type" | "internal_error" | "log_unavailable" | "not_ready" | "unhealthy" | "log_outcome_unknown" | "control_unavailable" | "invalid_token" | "audience_api_not_enabled" | "rate_limited" | "token_pool_full" | "token_ambiguous" | "token_not_found" | "invalid_identity" | "invalid_fields" | "contact_not_found" | "not_acceptable" | "invalid_trigger" | "trigger_not_found" | "trigger_query_failed" | "query_budget_exceeded" | "query_file_refused" | "invalid_flow" | "flow_not_found" | "flow_exists" | "flow_archived" | "trigger_in_use" | "flow_not_triggered" | "topic_not_found" | "topic_in_use" | "contact_suppressed" | "unsubscribe_link_invalid" | "erasure_not_found" | "shard_unavailable" | "shard_answer_too_large" | "compaction_behind" | "backup_in_progress" | "no_org_databases" | "sandbox_busy" | "sandbox_paused" | "storage_unavailable" | "profiles_behind" | "org_unavailable" | "method_not_allowed" | "request_timeout" | "uri_too_long" | "headers_too_large" | "backup_file_refused";
             /** @description The Request-Id of the response */
             requestId?: string;
             errors?: {
@@ -2049,8 +2061,11 @@ export interface components {
          */
         "flow.Flow": {
             definition: components["schemas"]["flow"];
-            /** @enum {unknown} */
-            status: "draft" | "live" | "paused";
+            /**
+             * @description archived: deleted; it never runs again, its history and id stay
+             * @enum {unknown}
+             */
+            status: "draft" | "live" | "paused" | "archived";
             /** Format: date-time */
             createdAt: string;
             /** Format: date-time */
@@ -6522,6 +6537,107 @@ export interface operations {
             };
         };
     };
+    deleteTrigger: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                slug: components["schemas"]["org.slug"];
+                /** @description The trigger's name (its file name in QUERIES_DIR, without .sql) */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The trigger is gone; `version` is its tombstone (null when only a refused file had the name) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        name: string;
+                        /** @enum {unknown} */
+                        deleted: true;
+                        version: number | null;
+                    };
+                };
+            };
+            /** @description [`invalid_request`](/problems/invalid_request): Request is invalid */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`invalid_admin_key`](/problems/invalid_admin_key): Missing or wrong admin key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`org_not_found`](/problems/org_not_found): No such org; [`trigger_not_found`](/problems/trigger_not_found): No such trigger or segment */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`trigger_in_use`](/problems/trigger_in_use): Flows name the trigger or segment; [`query_file_refused`](/problems/query_file_refused): The query file cannot be written where QUERIES_DIR has it */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`rate_limited`](/problems/rate_limited): Too many requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`internal_error`](/problems/internal_error): Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`shard_answer_too_large`](/problems/shard_answer_too_large): The owning shard's answer is too large to relay */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`control_unavailable`](/problems/control_unavailable): The control plane is out of reach; [`shard_unavailable`](/problems/shard_unavailable): The storage shard that owns the org did not answer; [`storage_unavailable`](/problems/storage_unavailable): The storage process is restarting; [`org_unavailable`](/problems/org_unavailable): The org's database cannot be opened */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     listTriggerVersions: {
         parameters: {
             query?: {
@@ -6550,8 +6666,11 @@ export interface operations {
                         versions: {
                             version: number;
                             hash: string;
-                            /** @enum {string} */
-                            status: "valid" | "refused";
+                            /**
+                             * @description deleted: the tombstone a DELETE recorded (empty hash and SQL)
+                             * @enum {string}
+                             */
+                            status: "valid" | "refused" | "deleted";
                             error: string | null;
                             /** Format: date-time */
                             committedAt: string;
@@ -7193,6 +7312,107 @@ export interface operations {
             };
         };
     };
+    deleteSegment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                slug: components["schemas"]["org.slug"];
+                /** @description The segment's name (its file name in QUERIES_DIR, without .sql) */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The segment is gone; `version` is its tombstone (null when only a refused file had the name) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        name: string;
+                        /** @enum {unknown} */
+                        deleted: true;
+                        version: number | null;
+                    };
+                };
+            };
+            /** @description [`invalid_request`](/problems/invalid_request): Request is invalid */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`invalid_admin_key`](/problems/invalid_admin_key): Missing or wrong admin key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`org_not_found`](/problems/org_not_found): No such org; [`trigger_not_found`](/problems/trigger_not_found): No such trigger or segment */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`trigger_in_use`](/problems/trigger_in_use): Flows name the trigger or segment; [`query_file_refused`](/problems/query_file_refused): The query file cannot be written where QUERIES_DIR has it */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`rate_limited`](/problems/rate_limited): Too many requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`internal_error`](/problems/internal_error): Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`shard_answer_too_large`](/problems/shard_answer_too_large): The owning shard's answer is too large to relay */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`control_unavailable`](/problems/control_unavailable): The control plane is out of reach; [`shard_unavailable`](/problems/shard_unavailable): The storage shard that owns the org did not answer; [`storage_unavailable`](/problems/storage_unavailable): The storage process is restarting; [`org_unavailable`](/problems/org_unavailable): The org's database cannot be opened */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     listSegmentVersions: {
         parameters: {
             query?: {
@@ -7221,8 +7441,11 @@ export interface operations {
                         versions: {
                             version: number;
                             hash: string;
-                            /** @enum {string} */
-                            status: "valid" | "refused";
+                            /**
+                             * @description deleted: the tombstone a DELETE recorded (empty hash and SQL)
+                             * @enum {string}
+                             */
+                            status: "valid" | "refused" | "deleted";
                             error: string | null;
                             /** Format: date-time */
                             committedAt: string;
@@ -7424,7 +7647,10 @@ export interface operations {
     };
     listFlows: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description `true`: the archived (deleted) flows instead of the others */
+                archived?: "true" | "false";
+            };
             header?: never;
             path: {
                 slug: components["schemas"]["org.slug"];
@@ -7433,7 +7659,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The org's flows */
+            /** @description The org's flows (archived ones only with `archived=true`) */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -7756,8 +7982,114 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description [`flow_archived`](/problems/flow_archived): The flow was archived */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description [`invalid_flow`](/problems/invalid_flow): Flow definition refused */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`rate_limited`](/problems/rate_limited): Too many requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`internal_error`](/problems/internal_error): Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`shard_answer_too_large`](/problems/shard_answer_too_large): The owning shard's answer is too large to relay */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`control_unavailable`](/problems/control_unavailable): The control plane is out of reach; [`shard_unavailable`](/problems/shard_unavailable): The storage shard that owns the org did not answer; [`storage_unavailable`](/problems/storage_unavailable): The storage process is restarting; [`org_unavailable`](/problems/org_unavailable): The org's database cannot be opened */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    deleteFlow: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                slug: components["schemas"]["org.slug"];
+                /** @description The flow's id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The archived flow, and what stopped with it (all 0 when it was archived already) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        flow: components["schemas"]["flow.Flow"];
+                        stopped: {
+                            /** @description Sends cancelled: pending or deferred, not yet handed to a channel */
+                            sends: number;
+                            /** @description Entries that were waiting in its steps */
+                            entries: number;
+                            /** @description Scheduled occurrences under way, stopped */
+                            occurrences: number;
+                        };
+                    };
+                };
+            };
+            /** @description [`invalid_request`](/problems/invalid_request): Request is invalid */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`invalid_admin_key`](/problems/invalid_admin_key): Missing or wrong admin key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`org_not_found`](/problems/org_not_found): No such org; [`flow_not_found`](/problems/flow_not_found): No such flow */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7845,6 +8177,15 @@ export interface operations {
             };
             /** @description [`org_not_found`](/problems/org_not_found): No such org; [`flow_not_found`](/problems/flow_not_found): No such flow */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`flow_archived`](/problems/flow_archived): The flow was archived */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7941,6 +8282,15 @@ export interface operations {
             };
             /** @description [`org_not_found`](/problems/org_not_found): No such org; [`flow_not_found`](/problems/flow_not_found): No such flow */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`flow_archived`](/problems/flow_archived): The flow was archived */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8047,7 +8397,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description [`flow_not_triggered`](/problems/flow_not_triggered): A scheduled or recurring flow sends at its schedule, not by runs */
+            /** @description [`flow_archived`](/problems/flow_archived): The flow was archived; [`flow_not_triggered`](/problems/flow_not_triggered): A scheduled or recurring flow sends at its schedule, not by runs */
             409: {
                 headers: {
                     [name: string]: unknown;

@@ -46,7 +46,7 @@ export class SendDispatcher {
   private readonly outcomes: SendOutcomes;
   private closing = false;
   private readonly sleeps = new Set<() => void>();
-  /** Queued sends of erased contacts (dropContact): not attempted, forgotten when they end. */
+  /** Queued sends of erased contacts (dropContact) and archived flows (dropFlow): not attempted, forgotten when they end. */
   private readonly cancelled = new Set<string>();
   private idleWaiters: (() => void)[] = [];
   /** Deleted orgs: their sends are dropped, not delivered or recorded. */
@@ -103,6 +103,14 @@ export class SendDispatcher {
    */
   dropContact(org: string, email: string): void {
     for (const send of this.queued.values()) if (send.org === org && send.email === email) this.cancelled.add(send.sendId);
+  }
+
+  /**
+   * The flow was archived (its pending sends are cancelled in the database): its sends still queued or
+   * waiting for a retry are not attempted; an attempt under way ends as it ends, and is recorded.
+   */
+  dropFlow(org: string, flowId: string): void {
+    for (const send of this.queued.values()) if (send.org === org && send.flowId === flowId) this.cancelled.add(send.sendId);
   }
 
   /** Sends queued, in flight or waiting for a retry. */

@@ -15,6 +15,18 @@ import type { Flow, FlowDefinition } from '../../../generated/flow.js';
 
 export type FlowStatus = Flow['status'];
 
+/** What a flow definition can name that has a lifecycle of its own. */
+export interface Named {
+  kind: 'topic' | 'trigger' | 'segment';
+  name: string;
+}
+/** Where a definition names each (schemas/flow.schema.json). */
+const NAMED_AT: Record<Named['kind'], string[]> = {
+  topic: ['$.topic'],
+  trigger: ['$.trigger'],
+  segment: ['$.segmentFilter.segment', '$.audience.segment'],
+};
+
 export interface FlowRecord {
   org: string;
   definition: FlowDefinition;
@@ -44,6 +56,8 @@ const SELECT_FLOWS = 'SELECT *, epoch_us(cursor_at) AS cursor_us FROM flows';
 
 export class FlowStore {
   private readonly flows = new Map<string, FlowRecord>();
+  private readonly archivedListeners: Array<(org: string, id: string) => void> = [];
+  private guard: <T>(org: string, work: () => Promise<T>) => Promise<T> = (_org, work) => work();
 
   constructor(
     private readonly orgs: OrgStorage,
@@ -68,9 +82,13 @@ export class FlowStore {
     return [...this.flows.values()].filter((f) => f.status === 'live');
   }
 
-  /** Ids of the org's flows (any status) whose definition names `topic`, from its database: the truth across processes. */
-  async namingTopic(org: string, topic: string): Promise<string[]> {
-    const rows = await this.orgs.org(org).all<{ id: string }>("SELECT id FROM flows WHERE org = $1 AND json_extract_string(definition, '$.topic') = $2 ORDER BY id", [org, topic]);
+  /**
+   * Ids of the org's flows not archived whose definition names the topic, trigger or segment, from its
+   * database: the truth across processes. What such a flow names cannot be deleted.
+   */
+  async naming(org: string, named: Named): Promise<string[]> {
+    const paths = NAMED_AT[named.kind].map((path) => `json_extract_string(definition, '${path}') = $2`).join(' OR ');
+    const rows = await this.orgs.org(org).all<{ id: string }>(`SELECT id FROM flows WHERE org = $1 AND status <> 'archived' AND (${paths}) ORDER BY id`, [org, named.name]);
     return rows.map((r) => r.id);
   }
 
@@ -86,7 +104,11 @@ export class FlowStore {
   }
 
   async create(org: string, definition: FlowDefinition): Promise<FlowRecord> {
-    if (this.flows.has(key(org, definition.id))) throw new AppError('flow_exists', `flow "${definition.id}" already exists`);
+    const existing = this.flows.get(key(org, definition.id));
+    if (existing?.status === 'archived') {
+      throw new AppError('flow_exists', `flow "${definition.id}" was archived; its id stays with its history (sends, decisions, reentry): give the new flow another id`);
+    }
+    if (existing) throw new AppError('flow_exists', `flow "${definition.id}" already exists`);
     const now = tsParam(this.ctx.clock.now());
     await this.orgs.org(org).run("INSERT INTO flows VALUES ($1, $2, $3, 'draft', $4, $4, NULL, NULL, NULL, NULL)", [
       org,
@@ -97,9 +119,16 @@ export class FlowStore {
     return this.reload(org, definition.id);
   }
 
+  /** The flow, which must not be archived (an archived flow is history: it cannot change, start or run). */
+  changeable(org: string, id: string): FlowRecord {
+    const flow = this.get(org, id);
+    if (flow.status === 'archived') throw new AppError('flow_archived', `flow "${id}" was archived; it cannot change, start or run again (create a flow with another id)`);
+    return flow;
+  }
+
   /** Replaces the definition; a live flow uses it from its next run, its cursor unchanged. */
   async replace(org: string, definition: FlowDefinition): Promise<FlowRecord> {
-    this.get(org, definition.id);
+    this.changeable(org, definition.id);
     await this.orgs.org(org).run('UPDATE flows SET definition = $3, updated_at = $4 WHERE org = $1 AND id = $2', [
       org,
       definition.id,
@@ -110,7 +139,7 @@ export class FlowStore {
   }
 
   async start(org: string, id: string): Promise<FlowRecord> {
-    const flow = this.get(org, id);
+    const flow = this.changeable(org, id);
     if (flow.status === 'live') return flow;
     const now = tsParam(this.ctx.clock.now());
     await this.orgs.org(org).transaction(async (c) => {
@@ -131,10 +160,41 @@ export class FlowStore {
   }
 
   async pause(org: string, id: string): Promise<FlowRecord> {
-    const flow = this.get(org, id);
+    const flow = this.changeable(org, id);
     if (flow.status !== 'live') return flow;
     await this.orgs.org(org).run("UPDATE flows SET status = 'paused', updated_at = $3 WHERE org = $1 AND id = $2", [org, id, tsParam(this.ctx.clock.now())]);
     return this.reload(org, id);
+  }
+
+  /**
+   * Archives the flow in one transaction with `work` (what goes with it: its entries in steps, its sends
+   * not yet handed to a channel, its unfinished occurrence), in the org's turn (serializeArchivesWith):
+   * it never runs again, and a run that took its window before writes nothing (`advance` finds it no
+   * longer live). Its history stays, and so does its id. Answers what `work` answered, or undefined when
+   * it was archived already.
+   */
+  async archive<T>(org: string, id: string, work: (c: Sql) => Promise<T>): Promise<{ flow: FlowRecord; removed: T | undefined }> {
+    const flow = this.get(org, id);
+    if (flow.status === 'archived') return { flow, removed: undefined };
+    const removed = await this.guard(org, () =>
+      this.orgs.org(org).transaction(async (c) => {
+        await c.run("UPDATE flows SET status = 'archived', updated_at = $3 WHERE org = $1 AND id = $2", [org, id, tsParam(this.ctx.clock.now())]);
+        return work(c);
+      }),
+    );
+    const archived = await this.reload(org, id);
+    for (const listener of this.archivedListeners) listener(org, id);
+    return { flow: archived, removed };
+  }
+
+  /** The flows role: an archive waits for the org's run, step pass or occurrence chunk in progress, and they for it. */
+  serializeArchivesWith(guard: <T>(org: string, work: () => Promise<T>) => Promise<T>): void {
+    this.guard = guard;
+  }
+
+  /** `listener` hears of each flow archived in this process, after its transaction (the dispatcher drops its queued sends). */
+  onArchived(listener: (org: string, id: string) => void): void {
+    this.archivedListeners.push(listener);
   }
 
   /** The flow's next window (cursor, newest visible_at], read together; undefined when it is no longer live. */

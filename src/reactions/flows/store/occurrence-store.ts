@@ -188,6 +188,19 @@ export class OccurrenceStore {
     );
   }
 
+  /**
+   * An archived flow's occurrence under way stops: skipped, with why, its members left undecided, in the
+   * archive's transaction (FlowStore.archive). Occurrences that ended stay as they ended.
+   */
+  static async stopFlow(c: Sql, flowId: string, now: number): Promise<number> {
+    await c.run('DELETE FROM flow_occurrence_members WHERE flow_id = $1', [flowId]);
+    const stopped = await c.all(
+      "UPDATE flow_occurrences SET status = 'skipped', reason = 'the flow was archived while it was sending', finished_at = $2 WHERE flow_id = $1 AND status = 'sending' RETURNING 1",
+      [flowId, tsParam(now)],
+    );
+    return stopped.length;
+  }
+
   /** An erased contact is decided in no occurrence still to come, in the erasure's transaction (privacy/erasure.ts). */
   static async eraseContact(c: Sql, email: string): Promise<number> {
     return (await c.all('DELETE FROM flow_occurrence_members WHERE email = $1 RETURNING 1', [email])).length;

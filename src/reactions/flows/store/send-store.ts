@@ -242,6 +242,18 @@ export class SendStore {
   }
 
   /**
+   * An archived flow's sends not yet handed to a channel (pending, or deferred by quiet hours) are
+   * cancelled, in the archive's transaction (FlowStore.archive); the dispatcher drops those it queued.
+   */
+  static async cancelFlow(c: Sql, flowId: string): Promise<number> {
+    const cancelled = await c.all(
+      "UPDATE flow_sends SET status = 'cancelled', last_error = 'the flow was archived before this was sent' WHERE flow_id = $1 AND status IN ('pending', 'deferred') RETURNING 1",
+      [flowId],
+    );
+    return cancelled.length;
+  }
+
+  /**
    * An erased contact's sends (their rendered content with them) and decisions go, in the erasure's
    * transaction (privacy/erasure.ts); rows that name it only by an identity that never resolved go too.
    */

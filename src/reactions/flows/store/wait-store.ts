@@ -228,6 +228,11 @@ export class WaitStore {
     return { entries: rows.map(fromStored), total: Number(count?.n ?? 0n) };
   }
 
+  /** An archived flow's entries leave its steps, in the archive's transaction (FlowStore.archive). */
+  static async removeFlow(c: Sql, flowId: string): Promise<number> {
+    return (await c.all('DELETE FROM flow_waits WHERE flow_id = $1 RETURNING 1', [flowId])).length;
+  }
+
   /** An erased contact's entries go, in the erasure's transaction (privacy/erasure.ts). */
   static async eraseContact(c: Sql, email: string): Promise<number> {
     return (await c.all('DELETE FROM flow_waits WHERE email = $1 RETURNING 1', [email])).length;

@@ -42,7 +42,7 @@ const schemas = {
   delete: operationSchema({
     tag, auth, operationId: 'deleteTopic', summary: 'Delete a subscription topic no flow names',
     description:
-      'Refused (409 `topic_in_use`, `flows` naming them) while any flow, whatever its status, names the topic, and for `all`. ' +
+      'Refused (409 `topic_in_use`, `flows` naming them) while a flow not archived names the topic, and for `all`. ' +
       "Contacts' recorded choices for the topic are kept: a topic created again under the same name finds every unsubscribe where it was.",
     params: topicParams,
     ok: { status: 200, description: 'The topic is gone', schema: object({ topic: topicName, deleted: { const: true } }) },
@@ -78,7 +78,7 @@ const schemas = {
   }),
 };
 
-export function registerTopicRoutes(app: FastifyInstance, deps: { orgs: OrgStore; consent: ConsentStore; flows: Pick<FlowStore, 'namingTopic'>; profiles: ProfileIndex; ctx: Context; metrics: Metrics }): void {
+export function registerTopicRoutes(app: FastifyInstance, deps: { orgs: OrgStore; consent: ConsentStore; flows: Pick<FlowStore, 'naming'>; profiles: ProfileIndex; ctx: Context; metrics: Metrics }): void {
   const { orgs, consent } = deps;
 
   app.put<{ Params: { slug: string; topic: string }; Body: { name: string; default: ConsentStatus } }>('/admin/v1/orgs/:slug/topics/:topic', { schema: schemas.put }, async (request) => {
@@ -90,12 +90,11 @@ export function registerTopicRoutes(app: FastifyInstance, deps: { orgs: OrgStore
     const org = await orgs.get(request.params.slug);
     const { topic } = request.params;
     if (topic === ALL_TOPIC) throw new AppError('topic_in_use', 'all is every org\'s own topic (unsubscribed from all: no message at all); it cannot be deleted', { members: { flows: [] } });
-    const naming = await deps.flows.namingTopic(org.slug, topic);
+    const naming = await deps.flows.naming(org.slug, { kind: 'topic', name: topic });
     if (naming.length > 0) {
       throw new AppError('topic_in_use', `flows name topic ${topic}: ${naming.join(', ')}; give them another topic or delete them first`, { members: { flows: naming } });
     }
     if (!(await consent.deleteTopic(org.slug, topic))) throw new AppError('topic_not_found', `org ${org.slug} has no topic ${topic} (GET /admin/v1/orgs/${org.slug}/topics lists them)`);
-    request.log.info({ org: org.slug, topic }, 'topic deleted');
     return { topic, deleted: true as const };
   });
 

@@ -85,7 +85,7 @@ export function schemasOf(plural: string, kind: QueryKind) {
           {
             version: { type: 'integer', minimum: 1 },
             hash: { type: 'string' },
-            status: { type: 'string', enum: ['valid', 'refused'] },
+            status: { type: 'string', enum: ['valid', 'refused', 'deleted'], description: 'deleted: the tombstone a DELETE recorded (empty hash and SQL)' },
             error: nullable('string'),
             committedAt: dateTime,
             sql: { type: 'string' },
@@ -102,6 +102,21 @@ export function schemasOf(plural: string, kind: QueryKind) {
       description: 'A refused version answers 422 `invalid_trigger` with `name`, `version`, `reason` and `liveVersion`.',
       ok: { status: 200, description: `The ${kind} as saved, live`, schema: object({ name: { type: 'string' }, version: { type: 'integer', minimum: 1 }, hash: { type: 'string' }, status: { const: 'live' } }) },
       errors: [...ORG_DATA, 'invalid_json', 'invalid_trigger', 'query_file_refused', ...SANDBOX],
+    }),
+    delete: operationSchema({
+      tag, operationId: `delete${Kind}`, auth: 'adminKey', params,
+      summary: `Delete the ${kind}: its file in QUERIES_DIR goes, its versions stay as history`,
+      description:
+        `Refused (409 \`trigger_in_use\`, \`flows\` naming them) while a flow that is not archived names it. ` +
+        'Removes its file (a link of that name too, never what the link points to) and records a version with status `deleted`: the history stays ' +
+        '(`GET …/versions`), and saving it again (PUT, or the file coming back) makes the next version live. ' +
+        'A file kept elsewhere in git and checked out again comes back as a new version: delete it there too.',
+      ok: {
+        status: 200,
+        description: `The ${kind} is gone; \`version\` is its tombstone (null when only a refused file had the name)`,
+        schema: object({ name: { type: 'string' }, deleted: { const: true }, version: nullable('integer') }),
+      },
+      errors: [...errors, 'trigger_in_use', 'query_file_refused'],
     }),
     preview: operationSchema({
       tag, operationId: `preview${Kind}`, auth: 'adminKey', params, body: previewBody,

@@ -20,6 +20,7 @@ import { failedProblem, refusedProblem } from '../../../reactions/triggers/query
 import { type CheckedSql, type QueryKind, SqlRefused } from '../../../reactions/triggers/sql-guard.js';
 import { diffContacts } from '../../../reactions/triggers/trigger-diff.js';
 import type { QueryVersion, TriggerStore } from '../../../reactions/triggers/trigger-store.js';
+import type { FlowStore } from '../../../reactions/flows/store/flow-store.js';
 import { validatedAs } from '../../../openapi/route-schema.js';
 import { KINDS, PREVIEW_DEFAULT_HOURS, PREVIEW_DEFAULT_ROWS, schemasOf, VERSIONS_KEYSET, versionsQuery } from './triggers-schema.js';
 
@@ -32,7 +33,7 @@ interface PreviewBody {
 
 export function registerTriggerRoutes(
   app: FastifyInstance,
-  deps: { storage: OrgStorage; ctx: Context; orgs: OrgStore; triggers: TriggerStore; timeoutMs: number },
+  deps: { storage: OrgStorage; ctx: Context; orgs: OrgStore; triggers: TriggerStore; flows: Pick<FlowStore, 'naming'>; timeoutMs: number },
 ): void {
   const { storage, orgs, triggers } = deps;
   const sends = new SendStore(storage);
@@ -82,7 +83,7 @@ export function registerTriggerRoutes(
           (r) => ({
             version: r.version,
             hash: r.hash,
-            status: r.status === 'valid' ? 'valid' : 'refused',
+            status: r.status === 'valid' || r.status === 'deleted' ? r.status : 'refused',
             error: r.error,
             committedAt: r.created_at.toISOString(),
             sql: r.sql,
@@ -114,6 +115,24 @@ export function registerTriggerRoutes(
         return { name: request.params.name, version: version.version, hash: version.hash, status: 'live' };
       },
     );
+
+    app.delete<{ Params: { slug: string; name: string } }>(`/admin/v1/orgs/:slug/${plural}/:name`, { schema: schemas.delete }, async (request) => {
+      const org = await orgs.get(request.params.slug);
+      const { name } = request.params;
+      const naming = await deps.flows.naming(org.slug, { kind, name });
+      if (naming.length > 0) {
+        throw new AppError('trigger_in_use', `flows name ${kind} ${name}: ${naming.join(', ')}; point them at another ${kind} or delete them (DELETE …/flows/{id}) first`, { members: { flows: naming } });
+      }
+      let deleted: Awaited<ReturnType<TriggerStore['delete']>>;
+      try {
+        deleted = await triggers.delete(org.slug, kind, name);
+      } catch (error) {
+        if (error instanceof FileRefused) throw new AppError('query_file_refused', `${error.message}: fix this in QUERIES_DIR (the service removes only files, never through a link) and delete again.`);
+        throw error;
+      }
+      if (!deleted) throw new AppError('trigger_not_found', `no ${kind} "${name}" in org ${org.slug} (GET /admin/v1/orgs/${org.slug}/${plural} lists them)`);
+      return { name, deleted: true as const, version: deleted.tombstone?.version ?? null };
+    });
 
     app.post<{ Params: { slug: string; name: string }; Body: PreviewBody | undefined }>(
       `/admin/v1/orgs/:slug/${plural}/:name/preview`,

@@ -26,8 +26,9 @@ import { type RangeQuery, rangeQuerySchema, timeRange } from '../../../../db/tim
 import { QUERY_NAME } from '../../../../reactions/triggers/trigger-store.js';
 import { previewMessage } from '../../../../reactions/flows/render/message-preview.js';
 import { DECISIONS_KEYSET, type DecisionRow, type SendDelivery, SENDS_KEYSET, type SendReports } from '../../../../reactions/flows/reports/send-reports.js';
-import type { WaitStore } from '../../../../reactions/flows/store/wait-store.js';
-import type { OccurrenceStore } from '../../../../reactions/flows/store/occurrence-store.js';
+import { WaitStore } from '../../../../reactions/flows/store/wait-store.js';
+import { OccurrenceStore } from '../../../../reactions/flows/store/occurrence-store.js';
+import { SendStore } from '../../../../reactions/flows/store/send-store.js';
 import type { TemplateRenderer } from '../../../../reactions/flows/render/template-renderer.js';
 import { validatedAs } from '../../../../openapi/route-schema.js';
 import { definitionValidation, flowSchemas } from './schema.js';
@@ -113,9 +114,21 @@ export function registerFlowRoutes(
     return reply.code(201).send(toApiFlow(await flows.create(org.slug, await check(org.slug, request.body))));
   });
 
-  app.get<{ Params: { slug: string } }>('/admin/v1/orgs/:slug/flows', { schema: flowSchemas.list }, async (request) => {
+  app.get<{ Params: { slug: string }; Querystring: { archived?: 'true' | 'false' } }>('/admin/v1/orgs/:slug/flows', { schema: flowSchemas.list }, async (request) => {
     const org = await orgs.get(request.params.slug);
-    return { flows: flows.list(org.slug).map(toApiFlow) };
+    const archived = request.query.archived === 'true';
+    return { flows: flows.list(org.slug).filter((f) => (f.status === 'archived') === archived).map(toApiFlow) };
+  });
+
+  app.delete<{ Params: Params }>('/admin/v1/orgs/:slug/flows/:id', { schema: flowSchemas.archive }, async (request) => {
+    const org = await orgs.get(request.params.slug);
+    const { flow, removed } = await flows.archive(org.slug, request.params.id, async (c) => ({
+      sends: await SendStore.cancelFlow(c, request.params.id),
+      entries: await WaitStore.removeFlow(c, request.params.id),
+      occurrences: await OccurrenceStore.stopFlow(c, request.params.id, deps.now()),
+    }));
+    if (removed) request.logDetails = { ...request.logDetails, ...removed };
+    return { flow: toApiFlow(flow), stopped: removed ?? { sends: 0, entries: 0, occurrences: 0 } };
   });
 
   app.get<{ Params: Params }>('/admin/v1/orgs/:slug/flows/:id', { schema: flowSchemas.get }, async (request) => {
@@ -132,7 +145,7 @@ export function registerFlowRoutes(
 
   app.post<{ Params: Params }>('/admin/v1/orgs/:slug/flows/:id/start', { schema: flowSchemas.start }, async (request) => {
     const org = await orgs.get(request.params.slug);
-    const flow = flows.get(org.slug, request.params.id);
+    const flow = flows.changeable(org.slug, request.params.id);
     // The trigger may have been refused since the flow was saved: check again before going live.
     await check(org.slug, flow.definition);
     return toApiFlow(await flows.start(org.slug, request.params.id));
@@ -148,7 +161,7 @@ export function registerFlowRoutes(
   const noBodyIsEmpty = async (request: { body: unknown }) => void (request.body ??= {});
   app.post<{ Params: Params }>('/admin/v1/orgs/:slug/flows/:id/run', { schema: flowSchemas.run, preValidation: noBodyIsEmpty }, async (request) => {
     const org = await orgs.get(request.params.slug);
-    notTriggered(flows.get(org.slug, request.params.id).definition);
+    notTriggered(flows.changeable(org.slug, request.params.id).definition);
     if (!deps.runner) throw new AppError('invalid_request', 'this process does not run flows (ROLES has no flows)');
     const summary = await deps.runner.run(org.slug, request.params.id);
     const outcomes: Record<string, number> = {};

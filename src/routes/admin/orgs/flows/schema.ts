@@ -15,6 +15,12 @@ const sendStatus = { type: 'string', enum: ['pending', 'delivered', 'failed', 'd
 const interval = object({ low: { type: 'number' }, high: { type: 'number' } });
 const identity = { ...IDENTITY_QUERY, description: `only this contact: ${IDENTITY_QUERY.description}` };
 
+const listFlowsQuery = {
+  type: 'object',
+  additionalProperties: false,
+  properties: { archived: { type: 'string', enum: ['true', 'false'], description: '`true`: the archived (deleted) flows instead of the others' } },
+} as const;
+
 /** The flow definition is checked by checkFlow (422 invalid_flow, with the reasons), not by Fastify. */
 export const definitionValidation = validatedAs({ body: null });
 
@@ -26,21 +32,44 @@ export const flowSchemas = {
   }),
   list: operationSchema({
     tag, auth, operationId: 'listFlows', summary: 'List flows', params: slugOnly,
-    ok: { status: 200, description: "The org's flows", schema: object({ flows: { type: 'array', items: schemaRef('flow', 'Flow') } }) },
+    querystring: listFlowsQuery,
+    ok: { status: 200, description: "The org's flows (archived ones only with `archived=true`)", schema: object({ flows: { type: 'array', items: schemaRef('flow', 'Flow') } }) },
     errors: ORG_DATA,
+  }),
+  archive: operationSchema({
+    tag, auth, operationId: 'deleteFlow', summary: 'Delete (archive) a flow',
+    description:
+      'The flow stops at once and never runs again: a run under way writes nothing; its entries waiting in steps leave them (no further step, no exit); ' +
+      'its sends not yet handed to a channel (pending, or deferred by quiet hours) become `cancelled`, and a send in flight ends as it ends; ' +
+      'a scheduled occurrence under way stops (`skipped`, its members left undecided). What it did stays: sends, decisions, occurrences, results, ' +
+      'the contacts\' `campaigns_received`, and the frequency caps that count its sends. Its id stays taken. Archiving an archived flow changes nothing.',
+    params: flowParams,
+    ok: {
+      status: 200,
+      description: 'The archived flow, and what stopped with it (all 0 when it was archived already)',
+      schema: object({
+        flow: schemaRef('flow', 'Flow'),
+        stopped: object({
+          sends: { type: 'integer', minimum: 0, description: 'Sends cancelled: pending or deferred, not yet handed to a channel' },
+          entries: { type: 'integer', minimum: 0, description: 'Entries that were waiting in its steps' },
+          occurrences: { type: 'integer', minimum: 0, description: 'Scheduled occurrences under way, stopped' },
+        }),
+      }),
+    },
+    errors: [...ORG_DATA, 'flow_not_found'],
   }),
   get: operationSchema({ tag, auth, operationId: 'getFlow', summary: 'One flow', params: flowParams, ok: flow, errors: [...ORG_DATA, 'flow_not_found'] }),
   replace: operationSchema({
     tag, auth, operationId: 'replaceFlow', summary: 'Replace a flow definition', description: 'The body\'s `id` must be the flow\'s id.', params: flowParams, body: schemaRef('flow'),
     ok: flow,
-    errors: [...ORG_DATA, 'invalid_json', 'invalid_flow', 'flow_not_found'],
+    errors: [...ORG_DATA, 'invalid_json', 'invalid_flow', 'flow_not_found', 'flow_archived'],
   }),
   start: operationSchema({
     tag, auth, operationId: 'startFlow', summary: 'Start a flow', description: 'Its definition is checked again first (the trigger may have been refused since it was saved).', params: flowParams,
     ok: flow,
-    errors: [...ORG_DATA, 'flow_not_found', 'invalid_flow'],
+    errors: [...ORG_DATA, 'flow_not_found', 'invalid_flow', 'flow_archived'],
   }),
-  pause: operationSchema({ tag, auth, operationId: 'pauseFlow', summary: 'Pause a flow', params: flowParams, ok: flow, errors: [...ORG_DATA, 'flow_not_found'] }),
+  pause: operationSchema({ tag, auth, operationId: 'pauseFlow', summary: 'Pause a flow', params: flowParams, ok: flow, errors: [...ORG_DATA, 'flow_not_found', 'flow_archived'] }),
   run: operationSchema({
     tag, auth, operationId: 'runFlow', summary: 'Run a flow now, once',
     description: 'Runs its window now instead of waiting for its schedule: a live triggered flow only (`skipped` says why not; a scheduled or recurring flow answers 409 `flow_not_triggered`: it sends at its schedule). It sends for real: there is no dry run here, and a body with any member is refused (400, the member named). To see what a flow would send, preview its trigger and its message.',
@@ -56,7 +85,7 @@ export const flowSchemas = {
         flow: schemaRef('flow', 'Flow'),
       }),
     },
-    errors: [...ORG_DATA, 'flow_not_found', 'flow_not_triggered', 'trigger_query_failed', ...SANDBOX],
+    errors: [...ORG_DATA, 'flow_not_found', 'flow_archived', 'flow_not_triggered', 'trigger_query_failed', ...SANDBOX],
   }),
   sends: operationSchema({
     tag, auth, operationId: 'listFlowSends', summary: "A flow's sends: status, attempts, variant, trigger version", params: flowParams,
