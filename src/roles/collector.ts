@@ -7,6 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { GroupCommitter } from '../events/log/group-commit.js';
 import { registerCollectRoutes } from '../routes/http/collect.js';
+import { registerAnalyticsJsRoutes } from '../routes/http/analytics-js.js';
 import { registerTrackingRoutes } from '../routes/http/tracking.js';
 
 declare module 'fastify' {
@@ -25,7 +26,9 @@ export const collectorRole = fp(
     const deps = { ctx: app.ctx, registry: app.partners, log: committer, metrics };
     registerCollectRoutes(app, deps);
     const { publicUrl, host, port } = app.config;
-    registerTrackingRoutes(app, deps, { publicUrl, listenUrl: `http://${host}:${port}` });
+    const urls = { publicUrl, listenUrl: `http://${host}:${port}` };
+    registerTrackingRoutes(app, deps, urls);
+    registerAnalyticsJsRoutes(app, deps, urls);
     app.decorate('committer', committer);
   },
   { name: 'audience-collector-role', dependencies: ['audience-control', 'audience-event-log'] },

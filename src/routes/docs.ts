@@ -29,6 +29,7 @@ import { registerErasureRoutes } from './admin/orgs/erasures.js';
 import { registerUnsubscribeRoutes } from './unsubscribe.js';
 import { registerContactsRoute } from './audience/contacts.js';
 import { registerCollectRoutes } from './http/collect.js';
+import { registerAnalyticsJsRoutes } from './http/analytics-js.js';
 import { registerTrackingRoutes } from './http/tracking.js';
 import { registerOpsRoutes } from './ops.js';
 import { registerProblemPages } from './problems.js';
@@ -99,6 +100,7 @@ export async function buildOpenApiDocument(): Promise<Record<string, unknown>> {
     // The collect steps are made at registration and read the clock's owner then; nothing else runs.
     registerCollectRoutes(app, { ctx: createContext() } as never);
     registerTrackingRoutes(app, { ctx: createContext() } as never, none);
+    registerAnalyticsJsRoutes(app, none, none);
     registerContactsRoute(app, none);
     await app.register(async (admin) => {
       registerOrgRoutes(admin, none, none);

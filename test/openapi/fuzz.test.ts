@@ -3,12 +3,15 @@
  * bounded number of runs each): none answers 500, and every answer is one the document lists for the
  * operation, its body valid against the schema documented for that status and content type (Ajv).
  */
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import fc from 'fast-check';
 import t from 'tap';
 import { ADMIN_KEY, customEvent, startTestApp } from '../helpers/app.js';
 import { BOOKING_TRIGGER, putQuery, runFlow, startFlow } from '../helpers/flows.js';
+import { ROOT } from '../helpers/paths.js';
 import { arbitraryOf, type SchemaContext } from './arbitraries.js';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020;
@@ -95,6 +98,7 @@ t.test('schema-driven requests: no 500, every answer as documented', async (t) =
     segmentImport: { body: { batch: [{ type: 'track', anonymousId: 'a1', event: 'Clicked', timestamp: '2025-01-01T00:00:00Z' }] } },
     jitsuEvent: { params: { type: 'track' }, body: { anonymousId: 'a1', event: 'Clicked' } },
     jitsuServerEvent: { params: { type: 'track' }, body: { anonymousId: 'a1', event: 'Clicked' } },
+    analyticsJsBundle: { params: { file: readdirSync(join(ROOT, 'node_modules/@segment/analytics-next/dist/umd')).find((f) => f.includes('.bundle.') && f.endsWith('.js'))! } },
   };
 
   const ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: true });

@@ -35,6 +35,15 @@ function fromUrl(url: string): { protocol: string; apiHost: string } {
   return { protocol: parsed.protocol.replace(/:$/, ''), apiHost: `${parsed.host}${parsed.pathname.replace(/\/+$/, '')}/v1` };
 }
 
+/**
+ * Where analytics.js loads its settings and chunks from (its "CDN"): the collector's origin and path,
+ * `https://audience.example.com/audience` for PUBLIC_URL `https://audience.example.com/audience/`.
+ */
+export function analyticsJsBase(request: FastifyRequest, urls: CollectorUrls): { base: string; shared: boolean } {
+  const { protocol, apiHost, shared } = collectorBase(request, urls);
+  return { base: `${protocol}://${apiHost.replace(/\/v1$/, '')}`, shared };
+}
+
 export function analyticsJsSettings(request: FastifyRequest, reply: FastifyReply, writeKey: string, urls: CollectorUrls): Record<string, unknown> {
   const { protocol, apiHost, shared } = collectorBase(request, urls);
   if (!shared) void reply.header('Cache-Control', 'no-store');

@@ -161,6 +161,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/analytics.js/v1/{writeKey}/analytics.min.js": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * analytics.js for Segment's standard snippet, served from here
+         * @description @segment/analytics-next's standalone build with the write key embedded, loading its settings and chunks from this service (PUBLIC_URL's base, else the address the connection reached: then `Cache-Control: no-store`). In Segment's snippet, replace `https://cdn.segment.com` with this service's base URL.
+         */
+        get: operations["analyticsJs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/analytics-next/bundles/{file}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A chunk analytics.js loads
+         * @description A chunk analytics.js loads
+         */
+        get: operations["analyticsJsBundle"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/audience/v2/contacts": {
         parameters: {
             query?: never;
@@ -2729,6 +2769,86 @@ export interface operations {
             };
             /** @description [`log_unavailable`](/problems/log_unavailable): Event log unavailable; [`log_outcome_unknown`](/problems/log_outcome_unknown): The event log did not confirm the write in time */
             503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    analyticsJs: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                writeKey: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description JavaScript */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/javascript": string;
+                };
+            };
+            /** @description [`not_found`](/problems/not_found): Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`internal_error`](/problems/internal_error): Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    analyticsJsBundle: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                file: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description JavaScript, cached for a year (its name holds its hash) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/javascript": string;
+                };
+            };
+            /** @description [`not_found`](/problems/not_found): Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`internal_error`](/problems/internal_error): Internal error */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };
