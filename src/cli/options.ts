@@ -15,6 +15,7 @@ export interface OptionSpec {
 export const OPTIONS = {
   slug: { type: 'string', value: '<slug>', help: "the new org's slug: 2 to 40 of a-z, 0-9 and _, starting with a letter; never reused" },
   name: { type: 'string', value: '<text>', help: 'a display name' },
+  save: { type: 'string', value: '<file.json>', help: 'write the answer to this new file (mode 0600); refused if it exists' },
   'audience-api': { type: 'boolean', help: 'turn the Audience API (contact lookups) on' },
   'no-audience-api': { type: 'boolean', help: 'turn the Audience API off' },
   'rate-limit': { type: 'string', value: '<n>', help: 'Audience API lookups per second' },

@@ -1,6 +1,7 @@
 /**
  * `audiencectl org …`: orgs and their settings (as flags), their credentials, write keys and webhook secret.
  */
+import { closeSync, openSync, unlinkSync, writeSync } from 'node:fs';
 import type { OptionName } from '../options.js';
 import { type Command, type Context, get, numberOrText, orgPath, post, seg, usage } from './command.js';
 
@@ -56,17 +57,41 @@ function retention(text: string): Record<string, number | string> {
 }
 
 // --- triggers, segments, flows ------------------------------------------------------------------------------
+/** A new file, readable by its owner only; a usage error when anything has that name. */
+function createNew(file: string): number {
+  try {
+    return openSync(file, 'wx', 0o600);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'EEXIST') usage(`${file} exists: it may hold an org's secrets; move it away or name another file (nothing was created)`);
+    usage(`${file} cannot be created (${code})`);
+  }
+}
+
 export const ORG_COMMANDS: Command[] = [
   {
     name: 'org create',
     args: [],
-    options: ['slug', ...ORG_SETTINGS],
+    options: ['slug', 'save', ...ORG_SETTINGS],
     operations: ['createOrg'],
-    summary: 'a new org; the answer holds its partner credentials, shown this once',
-    example: 'audiencectl org create --slug acme --name Acme --audience-api > acme.json',
+    summary: 'a new org; the answer holds its partner credentials, shown this once (--save keeps it in a new file)',
+    example: 'audiencectl org create --slug acme --name Acme --audience-api --save acme.json',
     async run(ctx) {
       if (ctx.opts.slug === undefined) usage('org create needs --slug <slug>');
-      ctx.print(await ctx.client.call('POST', '/admin/v1/orgs', { slug: ctx.opts.slug, name: ctx.opts.name ?? ctx.opts.slug, ...orgSettings(ctx.opts) }));
+      const file = ctx.opts.save;
+      // Made before the org, and only if new: a second run never empties the file that holds the secrets.
+      const fd = file === undefined ? undefined : createNew(file);
+      try {
+        const answer = (await ctx.client.call('POST', '/admin/v1/orgs', { slug: ctx.opts.slug, name: ctx.opts.name ?? ctx.opts.slug, ...orgSettings(ctx.opts) })) as { org: unknown };
+        if (fd === undefined) return ctx.print(answer);
+        writeSync(fd, `${JSON.stringify(answer, null, 2)}\n`);
+        ctx.print({ org: answer.org, saved: file, holds: 'the partner secrets and write keys, shown this once' });
+      } catch (error) {
+        if (fd !== undefined) unlinkSync(file!);
+        throw error;
+      } finally {
+        if (fd !== undefined) closeSync(fd);
+      }
     },
   },
   { name: 'org list', args: [], operations: ['listOrgs'], summary: 'every org', example: 'audiencectl org list', run: get(() => '/admin/v1/orgs') },

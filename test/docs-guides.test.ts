@@ -1,0 +1,78 @@
+/**
+ * The guides compose (issue 40): the shell blocks of README.md, docs/partners.md, docs/audience-api.md and
+ * docs/cli.md run one after another, as written, in one bash session in a fresh directory, against a
+ * running service — as a new user following them in order would. Left out are only the lines that start
+ * the service or the suite (`npm ci`, `npm start`, `npm test`) and those that write into the home
+ * directory (`completion … > ~/…`). `npx audiencectl` is the checkout's CLI, as npx finds it there.
+ * Then the same README block once more: `org create --save` refuses to touch the file holding the secrets.
+ */
+import { spawn } from 'node:child_process';
+import { mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import t from 'tap';
+import { ADMIN_KEY, startTestApp, waitFor } from './helpers/app.js';
+import { ROOT } from './helpers/paths.js';
+
+const GUIDES = ['README.md', 'docs/partners.md', 'docs/audience-api.md', 'docs/cli.md'];
+/** Lines not run: they start the service or the suite, or write outside the directory. */
+const NOT_RUN = [/^npm (ci|start|test)\b/, /completion (bash|zsh|fish) >/];
+
+/** The `sh` blocks of a guide, in order, without the lines NOT_RUN. */
+function shellBlocks(file: string): string[] {
+  const text = readFileSync(join(ROOT, file), 'utf8');
+  return [...text.matchAll(/^```sh\n([\s\S]*?)^```/gm)].map((m) =>
+    m[1]!
+      .split('\n')
+      .filter((line) => !NOT_RUN.some((re) => re.test(line)))
+      .join('\n'),
+  );
+}
+
+function bash(script: string, cwd: string, env: Record<string, string>): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolve) => {
+    const child = spawn('bash', ['-c', script], { cwd, env: { ...process.env, ...env } });
+    let output = '';
+    child.stdout.on('data', (c: Buffer) => (output += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (output += c.toString()));
+    child.on('close', (code) => resolve({ code, output }));
+  });
+}
+
+t.test('README, partners, Audience API and CLI guides, run in order in one shell', async (t) => {
+  const dir = t.testdir();
+  // The directory a user runs them in: the checkout's packages, and data/admin.key where the service keeps it.
+  symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
+  mkdirSync(join(dir, 'data'));
+  writeFileSync(join(dir, 'data', 'admin.key'), ADMIN_KEY, { mode: 0o600 });
+  const h = await startTestApp(t, { dataDir: join(dir, 'service'), config: { queriesDir: join(dir, 'queries') } });
+  const url = await h.app.listen({ port: 0, host: '127.0.0.1' });
+  const prelude = [
+    'set -eo pipefail',
+    // npx finds the checkout's own audiencectl when run in it; here it is the same file.
+    `npx() { if [ "$1" = audiencectl ]; then shift; node ${JSON.stringify(join(ROOT, 'dist/src/cli.js'))} "$@"; else command npx "$@"; fi; }`,
+  ].join('\n');
+  const blocks = GUIDES.flatMap((file) => shellBlocks(file).map((block, i) => ({ file, i, block })));
+  t.ok(blocks.length >= 8, `${blocks.length} blocks`);
+  const script = [prelude, ...blocks.map((b) => `echo "=== ${b.file} block ${b.i + 1}"\n${b.block}`)].join('\n');
+  const run = await bash(script, dir, { AUDIENCE_URL: url });
+  t.equal(run.code, 0, run.code === 0 ? 'every command ran' : `a command failed; the end of the output:\n${run.output.slice(-3000)}`);
+
+  for (const [slug, file] of [['acme', 'acme.json'], ['globex', 'globex.json'], ['initech', 'initech.json']]) {
+    const saved = JSON.parse(readFileSync(join(dir, file!), 'utf8')) as { org: { slug: string }; credentials: { production: { partnerSecret: string } } };
+    t.equal(saved.org.slug, slug, `${file}: the org its guide made`);
+    t.match(saved.credentials.production.partnerSecret, /\S{20,}/, `${file}: its secrets`);
+    t.equal(statSync(join(dir, file!)).mode & 0o777, 0o600, `${file}: readable by its owner only`);
+  }
+  const sends = await waitFor(async () => {
+    const listed = (await h.admin('GET', '/admin/v1/orgs/initech/flows/welcome/sends')).json().sends as unknown[];
+    return listed.length > 0 ? listed : undefined;
+  }, { what: "the CLI guide's flow sending for its second booking", timeoutMs: 20_000 });
+  t.equal(sends.length, 1, "the CLI guide's flow sent for the booking after it started, not the one before");
+
+  // The README's first block again: refused before anything is created, and acme.json keeps its secrets.
+  const before = readFileSync(join(dir, 'acme.json'), 'utf8');
+  const again = await bash(`${prelude}\n${shellBlocks('README.md').find((b) => b.includes('org create'))!}`, dir, { AUDIENCE_URL: url });
+  t.equal(again.code, 2, 'the second run stops at org create');
+  t.match(again.output, /acme\.json exists/);
+  t.equal(readFileSync(join(dir, 'acme.json'), 'utf8'), before, 'acme.json is untouched');
+});
