@@ -6,7 +6,7 @@
  */
 import { AdminClient, EXIT, Exit, settingsFrom } from './cli/client.js';
 import { COMMANDS, type Command } from './cli/commands.js';
-import { completionScript, SHELLS, type Shell } from './cli/completion.js';
+import { completeNames, completionScript, SHELLS, type Shell } from './cli/completion.js';
 import { type Format, formatAnswer } from './cli/output.js';
 import { GLOBAL_OPTIONS, type OptionName, optionUsage, OPTIONS, parseCommandLine, UsageError } from './cli/options.js';
 import { printErr, printOut } from './cli/terminal-text.js';
@@ -69,6 +69,13 @@ async function main(argv: string[]): Promise<void> {
     if (opts.help) return void printOut(usage());
     printErr(usage());
     throw new Exit(EXIT.usage);
+  }
+  if (positionals[0] === '__complete') {
+    // Asked by the shell while the user types: at most 2 s, and silent whatever happens.
+    setTimeout(() => process.exit(0), 2000).unref();
+    const names = await completeNames(new AdminClient(settingsFrom(process.env), false), positionals[1] ?? '', positionals[2]).catch(() => []);
+    if (names.length > 0) printOut(names.join('\n'));
+    return;
   }
   if (positionals[0] === 'completion') {
     const shell = positionals[1] as Shell;

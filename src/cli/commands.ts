@@ -4,6 +4,7 @@
  * a one-line summary and an example. Help, completion scripts and the usage line are made from it.
  */
 import type { Command } from './commands/command.js';
+import { API_COMMANDS } from './commands/api.js';
 import { BACKUP_COMMANDS } from './commands/backup.js';
 import { CONTACT_COMMANDS } from './commands/contacts.js';
 import { ERASURE_COMMANDS } from './commands/erasures.js';
@@ -29,4 +30,5 @@ export const COMMANDS: Command[] = [
   ...queryCommands('segment'),
   ...FLOW_COMMANDS,
   ...BACKUP_COMMANDS,
+  ...API_COMMANDS,
 ];

@@ -1,8 +1,10 @@
 /**
  * Shell completion for bash, zsh and fish, made from the command table: `audiencectl completion bash`
  * prints a script to source (docs/cli.md says where each shell keeps them). Commands, then their
- * options; files for everything else.
+ * options; in bash and zsh an org's slug, and its flows, triggers, segments or topics, from the service
+ * (`audiencectl __complete`, at most 2 s); files for everything else.
  */
+import type { AdminClient } from './client.js';
 import type { Command } from './commands.js';
 import { GLOBAL_OPTIONS, type OptionName } from './options.js';
 
@@ -22,12 +24,38 @@ function groups(commands: Command[]): Map<string, string[]> {
   return byFirst;
 }
 
+/** What the service can list, for the positional arguments that name it. */
+export const NAMED = ['orgs', 'flows', 'triggers', 'segments', 'topics'] as const;
+type Named = (typeof NAMED)[number];
+
+/** What each positional argument of the command names ('' for anything else). */
+function argumentKinds(command: Command): string[] {
+  const group = command.name.split(' ')[0];
+  const kindOf = (arg: string): Named | '' =>
+    arg === '<slug>' ? 'orgs' : arg === '<flow-id>' ? 'flows' : arg === '<topic>' ? 'topics' : arg === '<name>' && (group === 'trigger' || group === 'segment') ? `${group}s` : '';
+  return command.args.map(kindOf);
+}
+
+/** `audiencectl __complete <kind> [slug]`: the names, one per line; nothing when the service does not answer. */
+export async function completeNames(client: AdminClient, kind: string, slug: string | undefined): Promise<string[]> {
+  if (!(NAMED as readonly string[]).includes(kind) || (kind !== 'orgs' && !slug)) return [];
+  const org = `/admin/v1/orgs/${encodeURIComponent(slug ?? '')}`;
+  const [path, list, key] =
+    kind === 'orgs' ? ['/admin/v1/orgs', 'orgs', 'slug']
+    : kind === 'flows' ? [`${org}/flows`, 'flows', 'id']
+    : kind === 'topics' ? [`${org}/topics`, 'topics', 'topic']
+    : [`${org}/${kind}`, kind, 'name'];
+  const answer = (await client.call('GET', path)) as Record<string, Array<Record<string, unknown>>>;
+  return (answer[list] ?? []).map((item) => String(key === 'id' ? (item.definition as { id: string }).id : item[key])).filter((name) => /^[\w.@-]+$/.test(name));
+}
+
 const optionWords = (options: OptionName[] = []) => [...options, ...GLOBAL_OPTIONS].map((o) => `--${o}`).join(' ');
 
 function bash(commands: Command[]): string {
   const byFirst = groups(commands);
   const seconds = [...byFirst].filter(([, s]) => s.length > 0).map(([first, s]) => `    ${first}) words="${s.join(' ')}" ;;`);
   const options = commands.map((c) => `    "${c.name}") words="${optionWords(c.options)}" ;;`);
+  const named = commands.filter((c) => argumentKinds(c).some(Boolean)).map((c) => `    "${c.name}") at=${c.name.split(' ').length}; kinds="${argumentKinds(c).map((k) => k || '-').join(' ')}" ;;`);
   return `# ${PROGRAM} completion for bash: source it, or save it as ~/.local/share/bash-completion/completions/${PROGRAM}
 _${PROGRAM}() {
   local cur=\${COMP_WORDS[COMP_CWORD]} words=""
@@ -54,6 +82,24 @@ ${options.filter((o) => !/^ {4}"[^"]* /.test(o)).join('\n')}
     fi
     COMPREPLY=($(compgen -W "$words" -- "$cur"))
     return
+  fi
+  # An org, then its flow, trigger, segment or topic: from the service (nothing when it does not answer).
+  local at=0 kinds=""
+  case "\${COMP_WORDS[1]} \${COMP_WORDS[2]}" in
+${named.filter((o) => /^ {4}"[^"]* /.test(o)).join('\n')}
+  esac
+  if [ -z "$kinds" ]; then
+    case "\${COMP_WORDS[1]}" in
+${named.filter((o) => !/^ {4}"[^"]* /.test(o)).join('\n')}
+    esac
+  fi
+  if [ -n "$kinds" ]; then
+    local all=($kinds) kind
+    kind=\${all[COMP_CWORD-at-1]}
+    if [ -n "$kind" ] && [ "$kind" != - ]; then
+      COMPREPLY=($(compgen -W "$("\${COMP_WORDS[0]}" __complete "$kind" "\${COMP_WORDS[at+1]}" 2>/dev/null)" -- "$cur"))
+      return
+    fi
   fi
   COMPREPLY=($(compgen -f -- "$cur"))
 }

@@ -43,6 +43,7 @@ export const OPTIONS = {
   sql: { type: 'string', value: '<file.sql>', help: 'the SQL, from this file' },
   file: { type: 'string', value: '<flow.json>', help: 'the flow definition, from this JSON file' },
   definition: { type: 'string', value: '<flow.json>', help: 'a flow definition to use instead of the saved one' },
+  data: { type: 'string', value: "<'{…}'|@file.json>", help: 'the JSON body: inline, or @ and a file' },
   events: { type: 'string', value: '<fixture.jsonl>', help: 'fixture events, one JSON object per line' },
   expect: { type: 'string', value: '<expected.json>', help: 'the rows the trigger must return' },
   stored: { type: 'boolean', help: 'use the live version from the service' },

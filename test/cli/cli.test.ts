@@ -3,13 +3,17 @@
  * What scripts rely on: answers on stdout, errors on stderr, exit 0/1/2, one line and no stack trace
  * for a command line it does not understand.
  */
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { readFileSync, writeFileSync } from 'node:fs';
 import t, { type Test } from 'tap';
 import { ADMIN_KEY, startTestApp } from '../helpers/app.js';
 import { type CliRun, runCli } from '../helpers/cli.js';
+import { BOOKING_TRIGGER } from '../helpers/flows.js';
 import { ROOT } from '../helpers/paths.js';
 
 type Run = CliRun;
+const execFileAsync = promisify(execFile);
 
 const cli = (url: string, args: string[], env: Record<string, string> = {}): Promise<Run> => runCli(args, { ...process.env, AUDIENCE_URL: url, ADMIN_KEY, ...env });
 
@@ -270,4 +274,42 @@ t.test('--version prints the package version; --help the usage', async (t) => {
   const down = await cli('http://127.0.0.1:9', ['org', 'list']);
   t.equal(down.code, 4, 'a service that cannot be reached exits 4');
   t.match(down.stderr, /^audiencectl: cannot reach http:\/\/127\.0\.0\.1:9: /);
+});
+
+t.test('api: any call with the admin key; completion names the orgs and flows the service has', async (t) => {
+  const h = await startTestApp(t);
+  const url = await h.app.listen({ port: 0, host: '127.0.0.1' });
+  await h.createOrg('acme');
+  await h.createOrg('beta');
+  const listed = await cli(url, ['api', 'get', '/admin/v1/orgs']);
+  t.equal(listed.code, 0, listed.stderr);
+  t.same((JSON.parse(listed.stdout) as { orgs: Array<{ slug: string }> }).orgs.map((o) => o.slug).sort(), ['acme', 'beta']);
+  const topic = await cli(url, ['api', 'PUT', '/admin/v1/orgs/acme/topics/news', '--data', '{"name": "News", "default": "subscribed"}']);
+  t.match(JSON.parse(topic.stdout), { topic: { topic: 'news' } }, 'a body from --data');
+  const file = `${t.testdir()}/body.json`;
+  writeFileSync(file, '{"name": "Offers", "default": "unsubscribed"}');
+  t.match(JSON.parse((await cli(url, ['api', 'PUT', '/admin/v1/orgs/acme/topics/offers', '--data', `@${file}`])).stdout), { topic: { default: 'unsubscribed' } }, 'or from @file');
+  t.equal((await cli(url, ['api', 'GET', '/admin/v1/orgs/nope'])).code, 3, 'a 404: exit 3, as every command');
+  for (const args of [['api', 'TRACE', '/admin/v1/orgs'], ['api', 'GET', 'http://evil.example/x'], ['api', 'GET', '//evil.example/x'], ['api', 'PUT', '/x', '--data', '{nope']]) {
+    t.equal((await cli(url, args)).code, 2, `${args.slice(1).join(' ')}: a usage error`);
+  }
+
+  // Completion: the bash script calls the program it completes (COMP_WORDS[0]) with __complete.
+  const program = `${t.testdir()}/audiencectl`;
+  writeFileSync(program, `#!/bin/sh\nexec node ${JSON.stringify(`${ROOT}/dist/src/cli.js`)} "$@"\n`, { mode: 0o755 });
+  const script = (await cli(url, ['completion', 'bash'])).stdout;
+  const complete = async (words: string[], env: Record<string, string> = { AUDIENCE_URL: url, ADMIN_KEY }): Promise<string[]> => {
+    const line = `${script}\nCOMP_WORDS=(${[program, ...words].map((w) => `'${w}'`).join(' ')}); COMP_CWORD=${words.length}; _audiencectl; printf '%s\\n' "\${COMPREPLY[@]}"`;
+    // Not execFileSync: the service answering runs in this process.
+    return (await execFileAsync('bash', ['-c', line], { encoding: 'utf8', env: { ...process.env, ...env } })).stdout.split('\n').filter(Boolean).sort();
+  };
+  await h.admin('PUT', '/admin/v1/orgs/acme/triggers/booking_completed', { sql: BOOKING_TRIGGER });
+  await h.admin('POST', '/admin/v1/orgs/acme/flows', { id: 'welcome', name: 'W', category: 'triggered', entry: 'when_contact_triggers_event', trigger: 'booking_completed', message: { channel: 'outbox', template: { text: 'hi' } } });
+  t.same(await complete(['flow', 'get', '']), ['acme', 'beta'], "an org's slug");
+  t.same(await complete(['flow', 'get', 'acme', 'w']), ['welcome'], 'then its flows');
+  t.same(await complete(['trigger', 'get', 'acme', '']), ['booking_completed'], 'its triggers');
+  t.same(await complete(['topic', 'delete', 'acme', '']), ['all', 'news', 'offers'], 'its topics');
+  t.same(await complete(['quarantine', 'a']), ['acme'], 'a one-word command');
+  t.same(await complete(['flow', 'get', 'beta', '']), [], 'another org: its own flows only');
+  t.same(await complete(['flow', 'get', ''], { AUDIENCE_URL: 'http://127.0.0.1:9', ADMIN_KEY }), [], 'no service: nothing, and no error');
 });
