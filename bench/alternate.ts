@@ -6,7 +6,7 @@
  * the same drift; each server's figures are its turns merged (requests summed, exact percentiles over
  * all its answers), and the per-turn ratios show the spread.
  */
-import { say, sayMeasured, type Bench, type Measured, runOn, type Target, warmUp } from './harness.js';
+import { ADMIN_KEY, say, sayMeasured, type Bench, type Measured, runOn, type Target, warmUp } from './harness.js';
 import { latencyOf, type LoadResult, type RequestSpec, round } from './load.js';
 import { waitQuiet } from './procs.js';
 import { diff, scrape } from './server-metrics.js';
@@ -35,7 +35,7 @@ export async function measureAlternating(bench: Bench, contenders: Contender[], 
     warm.push({ warmup, amount });
   }
   const ownCpu = () => contenders.reduce((sum, c) => sum + c.target.serverCpu(), 0);
-  const before = await Promise.all(contenders.map((c) => (c.target.hasMetrics ? scrape(c.target.url) : undefined)));
+  const before = await Promise.all(contenders.map((c) => (c.target.hasMetrics ? scrape(c.target.url, ADMIN_KEY) : undefined)));
   const turns: LoadResult[][] = contenders.map(() => []);
   const perRound: number[][] = [];
   for (let r = 0; r < rounds; r++) {
@@ -61,7 +61,7 @@ export async function measureAlternating(bench: Bench, contenders: Contender[], 
   for (let i = 0; i < contenders.length; i++) {
     const c = contenders[i]!;
     const result = merge(turns[i]!);
-    const server = before[i] ? diff(before[i]!, await scrape(c.target.url)) : undefined;
+    const server = before[i] ? diff(before[i]!, await scrape(c.target.url, ADMIN_KEY)) : undefined;
     sayMeasured(`${c.label} (${rounds} turns)`, result, server);
     measured.push({ warmup: warm[i]!.warmup, measure: result, ...(server ? { server } : {}) });
   }

@@ -16,7 +16,8 @@ import { setUp, importContacts, waitCaughtUp } from './audience.js';
 import { BodyTemplate } from './bodies.js';
 import { syntheticContacts } from './contacts.js';
 import { type Freshness, measureFreshness } from './freshness.js';
-import { type Bench, measure, type Measured, say, type Service, startService } from './harness.js';
+import { ADMIN_KEY, type Bench, measure, type Measured, say, type Service, startService } from './harness.js';
+import { metricsText } from './server-metrics.js';
 import { type LoadResult, runLoad } from './load.js';
 
 const CONTACTS = 10_000;
@@ -130,7 +131,7 @@ interface Histogram {
 }
 
 async function delayHistogram(service: Service): Promise<Histogram> {
-  const text = await (await fetch(`${service.url}/metrics`)).text();
+  const text = await metricsText(service.url, ADMIN_KEY);
   const value = (line: string) => Number(line.slice(line.lastIndexOf(' ') + 1));
   const buckets = new Map<string, number>();
   let sum = 0;

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { BodyTemplate } from './bodies.js';
 import { type LoadResult, type RequestSpec, runLoad } from './load.js';
 import { Child, freePort, waitHttpOk, waitQuiet } from './procs.js';
-import { diff, scrape, type ServerMetricsDelta } from './server-metrics.js';
+import { diff, metricsText, scrape, type ServerMetricsDelta } from './server-metrics.js';
 
 export const ADMIN_KEY = 'bench-admin-key-0123456789abcdef0123';
 export const ORG = 'bench';
@@ -111,7 +111,7 @@ export async function admin<T>(
 }
 
 export async function metric(service: Service, name: string): Promise<number> {
-  const text = await (await fetch(`${service.url}/metrics`)).text();
+  const text = await metricsText(service.url, ADMIN_KEY);
   const line = text.split('\n').find((l) => l.startsWith(`${name} `));
   return line ? Number(line.split(' ')[1]) : NaN;
 }
@@ -184,9 +184,9 @@ export async function measure(
   say(`${label}: warm-up ${warmup.requests} requests in ${warmup.seconds} s, last ${rate} req/s; measuring ${amount} requests`);
   const quiet = await waitQuiet(0.3, bench.quietWaitMs, target.serverCpu);
   if (quiet.waitedMs > 1500) say(`${label}: waited ${quiet.waitedMs} ms for the machine to go quiet (${quiet.busyCores} cores busy)`);
-  const metricsBefore = target.hasMetrics ? await scrape(target.url) : undefined;
+  const metricsBefore = target.hasMetrics ? await scrape(target.url, ADMIN_KEY) : undefined;
   const result = { ...(await runOn(target, spec, connections, amount)), quiet };
-  const server = metricsBefore ? diff(metricsBefore, await scrape(target.url)) : undefined;
+  const server = metricsBefore ? diff(metricsBefore, await scrape(target.url, ADMIN_KEY)) : undefined;
   sayMeasured(label, result, server);
   return { warmup, measure: result, ...(server ? { server } : {}) };
 }

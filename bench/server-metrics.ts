@@ -5,8 +5,15 @@
 
 type Samples = Map<string, number>;
 
-export async function scrape(url: string): Promise<Samples> {
-  const text = await (await fetch(`${url}/metrics`)).text();
+/** The service's /metrics on PORT, where it asks for the admin key. */
+export async function metricsText(url: string, adminKey: string, init: { signal?: AbortSignal } = {}): Promise<string> {
+  const res = await fetch(`${url}/metrics`, { ...init, headers: { authorization: `Bearer ${adminKey}` } });
+  if (!res.ok) throw new Error(`${url}/metrics: ${res.status}`);
+  return res.text();
+}
+
+export async function scrape(url: string, adminKey: string): Promise<Samples> {
+  const text = await metricsText(url, adminKey);
   const samples: Samples = new Map();
   for (const line of text.split('\n')) {
     if (line === '' || line.startsWith('#')) continue;

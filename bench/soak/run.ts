@@ -16,7 +16,8 @@ import { check, readOrg } from './checks.js';
 import { type DriverContext, Tally, type Target, batchDriver, collectDriver, lookupDriver, previewDriver } from './drivers.js';
 import { FAULT_KINDS, type FaultLog, busyLoops, inject } from './faults.js';
 import { startReceiver } from './receiver.js';
-import { type SoakContact, type SoakOrg, type SoakService, admin, clientIdOf, makeOrg, sleep, startService, zonesFor } from './service.js';
+import { ADMIN_KEY, type SoakContact, type SoakOrg, type SoakService, admin, clientIdOf, makeOrg, sleep, startService, zonesFor } from './service.js';
+import { metricsText } from '../server-metrics.js';
 
 const { values } = parseArgs({
   options: {
@@ -225,7 +226,7 @@ async function until(condition: () => Promise<boolean>, what: string): Promise<v
 
 /** The service's compaction backlog in log records, or undefined when /metrics does not answer. */
 async function compactionLag(): Promise<number | undefined> {
-  const text = await fetch(`${service.url}/metrics`).then((r) => (r.ok ? r.text() : ''), () => '');
+  const text = await metricsText(service.url, ADMIN_KEY).catch(() => '');
   const line = text.split('\n').find((l) => l.startsWith('audience_compaction_lag_records '));
   return line === undefined ? undefined : Number(line.split(' ')[1]);
 }

@@ -130,7 +130,7 @@ export interface Config {
    */
   trustProxy: boolean | string[];
   /**
-   * METRICS_PORT: serve /metrics on this port (on HOST) and not on PORT. Unset: /metrics on PORT.
+   * METRICS_PORT: serve /metrics on this port (on HOST), without a key, and not on PORT. Unset: /metrics on PORT, behind the admin key.
    */
   metricsPort?: number;
   /**

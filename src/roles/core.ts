@@ -1,13 +1,24 @@
 /** What every process answers, whatever its roles: health, metrics, the API document and the problem pages. */
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
+import { adminAuth } from '../routes/admin/auth.js';
+import { GcraLimiter } from '../ratelimit/gcra-limiter.js';
+import type { RateLimiter } from '../ratelimit/types.js';
 import { registerDocsRoutes } from '../routes/docs.js';
 import { registerOpsRoutes } from '../routes/ops.js';
 import { registerProblemPages } from '../routes/problems.js';
 
 export const coreRoutes = fp(
   async (app: FastifyInstance) => {
-    registerOpsRoutes(app, { health: app.health, log: app.eventLog, metrics: app.metrics, serveMetrics: app.config.metricsPort === undefined });
+    // /metrics on PORT asks for the admin key, with the admin API's limit on failed attempts (the api
+    // role's limiter, shared through Redis, once it is there); on METRICS_PORT it asks for nothing.
+    const fallback = new GcraLimiter();
+    const limiter: RateLimiter = {
+      consume: (key, policy, now) => (app.rateLimiters?.auth ?? fallback).consume(key, policy, now),
+      peek: (key, policy, now) => (app.rateLimiters?.auth ?? fallback).peek(key, policy, now),
+    };
+    const metricsAuth = app.config.metricsPort === undefined ? adminAuth({ keyHash: app.adminKey.hash, limiter, clock: app.ctx.clock, metrics: app.metrics }) : undefined;
+    registerOpsRoutes(app, { health: app.health, log: app.eventLog, metrics: app.metrics, metricsAuth });
     registerDocsRoutes(app);
     registerProblemPages(app);
   },

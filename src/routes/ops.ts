@@ -1,8 +1,8 @@
 /**
  * /healthz (liveness: can this process still do its job without a restart), /readyz (readiness: can
- * it serve now), /metrics (Prometheus text; on METRICS_PORT instead when set: metrics-server.ts). See health.ts for the model and service-health.ts for the checks.
+ * it serve now), /metrics (Prometheus text, behind the admin key; on METRICS_PORT instead when set, with no key: metrics-server.ts). See health.ts for the model and service-health.ts for the checks.
  */
-import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify';
 import { AppError } from '../core/errors.js';
 import { sendProblem } from '../http/problem.js';
 import type { LogBackend } from '../events/log/types.js';
@@ -45,10 +45,13 @@ const readyzSchema = operationSchema({
 const metricsSchema = operationSchema({
   tag: 'Operations',
   summary: 'Prometheus metrics (on METRICS_PORT instead when set)',
+  description:
+    'On PORT it asks for the admin key (`Authorization: Bearer`; Prometheus: `authorization: { credentials_file: …/admin.key }`), with the admin API\'s limit on failed attempts. ' +
+    'With METRICS_PORT set it is served there only, without a key: keep that port private.',
   operationId: 'getMetrics',
-  auth: 'none',
+  auth: 'adminKey',
   ok: { status: 200, description: 'Prometheus text format', contentType: 'text/plain' },
-  errors: [],
+  errors: ['invalid_admin_key', 'rate_limited'],
 });
 
 /**
@@ -70,7 +73,8 @@ class ProbeLog {
   }
 }
 
-export function registerOpsRoutes(app: FastifyInstance, deps: { health: Health; log: LogBackend | undefined; metrics: Metrics; serveMetrics: boolean }): void {
+/** `metricsAuth`: the admin-key check /metrics asks for on PORT; undefined when METRICS_PORT serves it instead. */
+export function registerOpsRoutes(app: FastifyInstance, deps: { health: Health; log: LogBackend | undefined; metrics: Metrics; metricsAuth: ((request: FastifyRequest) => Promise<void>) | undefined }): void {
   const liveness = new ProbeLog({ failed: 'unhealthy: this process cannot recover by itself; restart it', cleared: 'healthy again', level: 'error' });
   const readiness = new ProbeLog({ failed: 'not ready: send no traffic here until it clears', cleared: 'ready again', level: 'warn' });
 
@@ -102,8 +106,8 @@ export function registerOpsRoutes(app: FastifyInstance, deps: { health: Health; 
     return { status: 'ready', ...(deps.log ? { log: deps.log.kind } : {}), checks: report.checks };
   });
 
-  if (!deps.serveMetrics) return;
-  app.get('/metrics', { schema: metricsSchema }, async (_request, reply) => {
+  if (!deps.metricsAuth) return;
+  app.get('/metrics', { schema: metricsSchema, onRequest: deps.metricsAuth }, async (_request, reply) => {
     reply.type(deps.metrics.registry.contentType);
     return deps.metrics.registry.metrics();
   });

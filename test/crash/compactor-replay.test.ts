@@ -15,6 +15,7 @@ import {
   type Credential,
   type ServerProcess,
   createOrgOverHttp,
+  scrapeMetrics,
   spawnServer,
   waitForCompaction,
 } from '../helpers/server-process.js';
@@ -181,7 +182,7 @@ t.test('kill -9 during compaction, 5 times: every acknowledged event exactly onc
 /** audience_compaction_lag_records from /metrics (-1 when the server did not answer). */
 async function compactionLag(url: string): Promise<number> {
   try {
-    const text = await (await fetch(`${url}/metrics`, { signal: AbortSignal.timeout(2_000) })).text();
+    const text = await scrapeMetrics(url, { signal: AbortSignal.timeout(2_000) });
     const match = /^audience_compaction_lag_records (\d+)/m.exec(text);
     return match ? Number(match[1]) : -1;
   } catch {

@@ -20,7 +20,7 @@ const queries = [
 
 t.test('every metric the alerts and the dashboard use is exported', async (t) => {
   const h = await startTestApp(t);
-  const text = (await h.app.inject({ url: '/metrics' })).body;
+  const text = await h.metrics();
   const exported = new Set<string>();
   for (const [, name, type] of text.matchAll(/^# TYPE (\w+) (\w+)$/gm)) {
     exported.add(name!);
@@ -35,8 +35,10 @@ t.test('every metric the alerts and the dashboard use is exported', async (t) =>
 });
 
 t.test('Prometheus scrapes every Audience process of compose.yaml', async (t) => {
-  const compose = parse(read('compose.yaml'), { merge: true }) as { services: Record<string, { build?: unknown }> };
-  const processes = Object.entries(compose.services).filter(([, s]) => s.build !== undefined).map(([name]) => `${name}:8080`);
+  const compose = parse(read('compose.yaml'), { merge: true }) as { services: Record<string, { build?: unknown; environment?: Record<string, string> }> };
+  const audience = Object.entries(compose.services).filter(([, s]) => s.build !== undefined);
+  const processes = audience.map(([name, s]) => `${name}:${s.environment?.METRICS_PORT}`);
+  t.ok(audience.every(([, s]) => /^\d+$/.test(s.environment?.METRICS_PORT ?? '')), 'each serves /metrics on METRICS_PORT, where no key is asked for');
   const prometheus = parse(read('deploy/prometheus/prometheus.yml')) as { scrape_configs: Array<{ static_configs: Array<{ targets: string[] }> }> };
   const targets = prometheus.scrape_configs.flatMap((c) => c.static_configs.flatMap((s) => s.targets));
   t.same(targets.sort(), processes.sort());

@@ -24,6 +24,8 @@ export interface TestApp {
   db(org?: string): Database;
   /** Waits until everything appended so far is compacted into DuckDB and its profiles refreshed. */
   compacted(): Promise<void>;
+  /** GET /metrics as Prometheus scrapes it on PORT (with the admin key): the text. */
+  metrics(): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -98,6 +100,11 @@ export async function startTestApp(t: Tap, options: StartOptions = {}): Promise<
     db: (org = 'acme') => storageOf(app).orgs.org(org),
     collect: (body) => post('/http/v1/collect', body),
     batch: (body) => post('/http/v1/batch', body),
+    async metrics() {
+      const res = await app.inject({ url: '/metrics', headers: adminHeaders });
+      if (res.statusCode !== 200) throw new Error(`/metrics: ${res.statusCode} ${res.body}`);
+      return res.body;
+    },
     async compacted() {
       await storageOf(app).compaction!.whenCompacted(await app.eventLog!.headSeq());
       await app.storageRole!.refresher.settled();

@@ -112,6 +112,13 @@ async function healthy(url: string): Promise<boolean> {
 
 export { freePort };
 
+/** GET /metrics of a service on PORT, as Prometheus scrapes it there: with the admin key. */
+export async function scrapeMetrics(url: string, init: { signal?: AbortSignal } = {}): Promise<string> {
+  const res = await fetch(`${url}/metrics`, { ...init, headers: { authorization: `Bearer ${ADMIN_KEY}` } });
+  if (!res.ok) throw new Error(`${url}/metrics: ${res.status} ${await res.text()}`);
+  return res.text();
+}
+
 /** An admin API call over HTTP; throws on an answer of 300 or more. */
 export async function adminCall(url: string, method: string, path: string, body?: unknown): Promise<Record<string, unknown>> {
   const res = await fetch(`${url}${path}`, {

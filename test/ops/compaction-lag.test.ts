@@ -8,7 +8,7 @@ import { customEvent, startTestApp, type TestApp } from '../helpers/app.js';
 import { hasNatsServerBinary, startNatsServer } from '../helpers/nats-server.js';
 
 const readyz = (h: TestApp) => h.app.inject({ url: '/readyz' });
-const gauge = async (h: TestApp, name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec((await h.app.inject({ url: '/metrics' })).body)?.[1]);
+const gauge = async (h: TestApp, name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(await h.metrics())?.[1]);
 
 async function lagNoteAndClear(t: Test, options: { dataDir: string; natsUrl?: string }): Promise<void> {
   const clock = new ManualClock();

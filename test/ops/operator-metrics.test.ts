@@ -10,7 +10,7 @@ t.test('request durations are labelled by route pattern and status, never by the
   await h.admin('GET', '/admin/v1/orgs/acme');
   await h.admin('GET', '/admin/v1/orgs/ghost');
   await h.app.inject({ url: '/probe-7f3a/../etc/passwd?x=1' });
-  const metrics = (await h.app.inject({ url: '/metrics' })).body;
+  const metrics = await h.metrics();
   t.match(metrics, /audience_http_request_duration_seconds_count\{method="POST",route="\/http\/v1\/collect",status="200"\} 1/);
   t.match(metrics, /audience_http_request_duration_seconds_count\{method="POST",route="\/http\/v1\/collect",status="401"\} 1/);
   t.match(metrics, /audience_http_request_duration_seconds_count\{method="GET",route="\/admin\/v1\/orgs\/:slug",status="200"\} 1/);
@@ -24,7 +24,7 @@ t.test('scrape-time gauges: profiles held, log size, free space, pending sends, 
   const cred = await h.createOrg('acme');
   for (const email of ['a@example.com', 'b@example.com']) await h.collect(customEvent(cred.production, { traits: { email } }));
   await h.compacted();
-  const metrics = (await h.app.inject({ url: '/metrics' })).body;
+  const metrics = await h.metrics();
   t.match(metrics, /^audience_profile_index_entries 2$/m);
   t.match(metrics, /^audience_ready 1$/m);
   const logBytes = Number(/^audience_log_bytes (\d+)$/m.exec(metrics)?.[1]);

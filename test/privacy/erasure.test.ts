@@ -115,7 +115,7 @@ t.test('an erasure removes every row of the contact and its profile; another con
   t.same(decisions, [], 'no decision of ada');
   const list = (await h.admin('GET', '/admin/v1/orgs/acme/erasures')).json().erasures as Array<{ id: string }>;
   t.same(list.map((e) => e.id), [done.id]);
-  t.match((await h.app.inject({ url: '/metrics' })).body, /audience_erasures_total\{suppress="false"\} 1/);
+  t.match(await h.metrics(), /audience_erasures_total\{suppress="false"\} 1/);
 });
 
 t.test('events acknowledged before the request never come back; after it, a contact that was not suppressed returns', async (t) => {
@@ -170,7 +170,7 @@ t.test("an erased contact's events still in the log are kept out when the log is
   t.same(await rowsOf(h, ADA), { events: 0, identities: 0, activity: 0, orders: 0, contacts: 0, consent: 0, sends: 0, decisions: 0, quarantine: 0, erasures: 0 }, 'nothing of ada came back');
   t.equal((await h.db().all('SELECT 1 FROM events WHERE email = $1', [BOB])).length, 4, "bob's events once each (the replayed ones are repeats)");
   t.equal(h.app.profiles.find('acme', 'email', ADA), undefined);
-  t.match((await h.app.inject({ url: '/metrics' })).body, /audience_events_kept_out_total\{reason="erased"\} [1-9]/);
+  t.match(await h.metrics(), /audience_events_kept_out_total\{reason="erased"\} [1-9]/);
 });
 
 t.test('suppress: future events are kept out, imports leave it out, and no flow messages it, transactional included', async (t) => {
@@ -183,7 +183,7 @@ t.test('suppress: future events are kept out, imports leave it out, and no flow 
   await h.compacted();
   t.equal((await rowsOf(h, ADA)).events, 0, 'kept out');
   t.equal((await h.db().all("SELECT 1 FROM identify_mappings WHERE client_id = 'new-device'")).length, 0, 'its identify maps nothing');
-  t.match((await h.app.inject({ url: '/metrics' })).body, /audience_events_kept_out_total\{reason="suppressed"\} [2-9]/);
+  t.match(await h.metrics(), /audience_events_kept_out_total\{reason="suppressed"\} [2-9]/);
   const csv = `email_address,first_name\n${ADA},Ada\ncarol@example.com,Carol\n`;
   await h.app.inject({ method: 'POST', url: '/admin/v1/orgs/acme/contacts/import', headers: { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'text/csv' }, payload: csv });
   t.equal((await rowsOf(h, ADA)).contacts, 0, 'an import leaves it out');
@@ -196,7 +196,7 @@ t.test('suppress: future events are kept out, imports leave it out, and no flow 
   const run = await runFlow(h, 'receipts');
   t.same(run.decisions.map((d) => [d.outcome, d.email]), [['suppressed', ADA]]);
   t.equal((await h.db().all('SELECT 1 FROM flow_sends WHERE email = $1', [ADA])).length, 0, 'nothing sent');
-  t.match((await h.app.inject({ url: '/metrics' })).body, /audience_flow_decisions_total\{outcome="suppressed"\} 1/);
+  t.match(await h.metrics(), /audience_flow_decisions_total\{outcome="suppressed"\} 1/);
 });
 
 t.test('an erasure left pending by a stopped process is finished at the next start', async (t) => {

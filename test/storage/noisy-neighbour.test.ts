@@ -12,7 +12,7 @@
  * - B's trigger save is never recorded invalid because of A: it is live, or 503 and then live.
  */
 import t from 'tap';
-import { ADMIN_KEY, type Credential, createOrgOverHttp, spawnServer, waitForCompaction } from '../helpers/server-process.js';
+import { ADMIN_KEY, type Credential, createOrgOverHttp, scrapeMetrics, spawnServer, waitForCompaction } from '../helpers/server-process.js';
 import { asClientRetries } from '../helpers/capacity.js';
 
 const TIMEOUT_MS = 1000;
@@ -151,6 +151,6 @@ t.test("one org's uninterruptible SQL does not slow another org's collect, looku
   const list = (await (await fetch(`${url}/admin/v1/orgs/quiet/triggers`, { headers: admin })).json()) as { triggers: Array<{ name: string; status: string }> };
   t.match(list.triggers, [{ name: 'booking', status: 'live' }], "B's trigger is live, never recorded invalid");
 
-  const metrics = await (await fetch(`${url}/metrics`)).text();
+  const metrics = await scrapeMetrics(url);
   t.match(metrics, /audience_storage_restarts_total\{cause="query_killed"\} [1-9]/, 'the storage process was replaced to stop the query');
 });

@@ -44,7 +44,7 @@ t.test('expired events go, profile aggregates stay, recent rows and other orgs a
   await h.app.storageRole!.materializer.refreshOrg('acme');
   t.match(h.app.profiles.find('acme', 'email', 'ada@example.com'), { order_count: 2, total_lifetime_value: 141.5, first_name: 'Ada' }, 'recomputed from the database, the profile keeps its aggregates');
 
-  const metrics = (await h.app.inject({ url: '/metrics' })).body;
+  const metrics = await h.metrics();
   t.match(metrics, /audience_retention_deleted_rows_total\{table="events"\} 3/);
   t.match(metrics, /audience_retention_deleted_rows_total\{table="quarantine"\} 1/);
 });

@@ -8,7 +8,7 @@ import { ManualClock } from '../../../src/core/context.js';
 import { customEvent, startTestApp, STORAGE_PROCESS, type TestApp } from '../../helpers/app.js';
 import { hasNatsServerBinary, startNatsServer } from '../../helpers/nats-server.js';
 
-const scrape = async (h: TestApp) => (await h.app.inject({ url: '/metrics' })).body;
+const scrape = async (h: TestApp) => h.metrics();
 const series = (metrics: string, name: string): number => {
   const match = new RegExp(`^${name.replace(/[{}+."]/g, (c) => `\\${c}`)} (\\S+)$`, 'm').exec(metrics);
   if (!match) throw new Error(`${name} not in /metrics`);

@@ -7,7 +7,7 @@ import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import t from 'tap';
 import { LocalDatabase } from '../../../src/db/database.js';
-import { type Credential, createOrgOverHttp, spawnServer, waitForCompaction } from '../../helpers/server-process.js';
+import { type Credential, createOrgOverHttp, scrapeMetrics, spawnServer, waitForCompaction } from '../../helpers/server-process.js';
 import { scaled } from '../../helpers/deadline.js';
 
 const MB = 1024 * 1024;
@@ -67,7 +67,7 @@ t.test('30 MB of events through 1 MB segments with LOG_RETENTION_HOURS=0 leave a
   t.comment(`${(sentBytes / MB).toFixed(1)} MB in ${events} events; at most ${mostSegments} segments seen while sending; after compaction ${now.segments} segments, ${(now.bytes / MB).toFixed(2)} MB`);
   t.ok(now.segments <= 3, `a few segments left (${now.segments})`);
   t.ok(now.bytes <= 3 * MB, `the log holds at most 3 MB (${now.bytes} bytes)`);
-  const metrics = await (await fetch(`${server.url}/metrics`)).text();
+  const metrics = await scrapeMetrics(server.url);
   t.match(metrics, new RegExp(`^audience_log_segments ${now.segments}$`, 'm'), 'audience_log_segments says so');
 
   // The trimmed log reopens, numbering goes on, and compaction takes up where it was.

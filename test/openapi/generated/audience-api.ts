@@ -50,7 +50,7 @@ export interface paths {
         };
         /**
          * Prometheus metrics (on METRICS_PORT instead when set)
-         * @description Prometheus metrics (on METRICS_PORT instead when set)
+         * @description On PORT it asks for the admin key (`Authorization: Bearer`; Prometheus: `authorization: { credentials_file: …/admin.key }`), with the admin API's limit on failed attempts. With METRICS_PORT set it is served there only, without a key: keep that port private.
          */
         get: operations["getMetrics"];
         put?: never;
@@ -2487,6 +2487,24 @@ export interface operations {
                 };
                 content: {
                     "text/plain": string;
+                };
+            };
+            /** @description [`invalid_admin_key`](/problems/invalid_admin_key): Missing or wrong admin key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`rate_limited`](/problems/rate_limited): Too many requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description [`internal_error`](/problems/internal_error): Internal error */

@@ -75,7 +75,7 @@ t.test('every marketing e-mail carries one-click unsubscribe; the POST a mail cl
   t.equal(smtp.mails.length, 1, 'no second mail');
   const [decision] = (await h.admin('GET', '/admin/v1/orgs/acme/flows/mail/decisions?identity=email:ada@example.com')).json().decisions;
   t.match(decision, { eventId: 'e2', outcome: 'unsubscribed', reason: 'the contact is unsubscribed from topic news (link)' });
-  const metrics = (await h.app.inject({ url: '/metrics' })).body;
+  const metrics = await h.metrics();
   t.match(metrics, /audience_consent_changes_total\{source="link",status="unsubscribed"\} 2/);
   t.match(metrics, /audience_flow_decisions_total\{outcome="unsubscribed"\} 1/);
 });

@@ -120,7 +120,7 @@ t.test('entries inside quiet hours wait for their end, in each contact\'s zone, 
   const ids = await outboxIds(h);
   t.equal(ids.length, 2, 'two messages in all');
   t.equal(new Set(ids).size, 2, 'each once');
-  t.match((await h.app.inject({ url: '/metrics' })).body, /audience_flow_decisions_total\{outcome="deferred_quiet_hours"\} 2/);
+  t.match(await h.metrics(), /audience_flow_decisions_total\{outcome="deferred_quiet_hours"\} 2/);
 });
 
 t.test('a flow\'s own quiet hours replace the org\'s; caps are checked again at release; bad settings refused', async (t) => {

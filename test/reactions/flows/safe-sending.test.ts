@@ -123,7 +123,7 @@ t.test('the org cap holds across flows and concurrent runs; transactional flows 
   const capped = (await decisions(h, 'f2', 'email:c0@example.com')).concat(await decisions(h, 'f1', 'email:c0@example.com')).filter((d) => d.outcome === 'frequency_capped');
   t.ok(capped.length >= 1);
   t.match(capped[0]!.reason, /frequencyCaps: 1 any-channel sends within 86400 s reached/);
-  const metrics = (await h.app.inject({ url: '/metrics' })).body;
+  const metrics = await h.metrics();
   t.match(metrics, /audience_flow_decisions_total\{outcome="frequency_capped"\} 7/);
 });
 

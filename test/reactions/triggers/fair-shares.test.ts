@@ -13,7 +13,7 @@
  * The suite runs on a loaded 2-core machine: no bound here is a number of milliseconds.
  */
 import t, { type Test } from 'tap';
-import { ADMIN_KEY, type Credential, createOrgOverHttp, spawnServer, waitForCompaction } from '../../helpers/server-process.js';
+import { ADMIN_KEY, type Credential, createOrgOverHttp, scrapeMetrics, spawnServer, waitForCompaction } from '../../helpers/server-process.js';
 import { storagePid } from '../../helpers/storage-pid.js';
 import { scaled } from '../../helpers/deadline.js';
 import { UNTRUSTED_LIMITS } from '../../../src/storage/untrusted-gate.js';
@@ -151,7 +151,7 @@ t.test("a kill of the storage process for one org's query: another org's preview
   stopped = true;
   await Promise.all([...loops, stop()]);
 
-  const metrics = await (await fetch(`${server.url}/metrics`)).text();
+  const metrics = await scrapeMetrics(server.url);
   t.match(metrics, /audience_storage_restarts_total\{cause="query_killed"\} [1-9]/, "the storage process was killed to stop A's query");
   t.ok(noisy.some((a) => a.code === 'sandbox_paused'), 'A is paused after it');
   t.ok(quiet.length >= 6, `B previewed throughout: ${quiet.length}`);
@@ -183,7 +183,7 @@ t.test('the storage process ended by a crash or an operator: previews in flight 
   while (quiet.length < after && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
   stopped = true;
   await Promise.all(loops);
-  const metrics = await (await fetch(`${server.url}/metrics`)).text();
+  const metrics = await scrapeMetrics(server.url);
   t.match(metrics, /audience_storage_restarts_total\{cause="[a-z_]+"\} [1-9]/, 'the storage process was started again');
   t.same(quiet.filter((a) => a.status !== 200).map((a) => [a.status, a.code, Math.round(a.ms)]), [], "every preview answered 200, those in flight at the kills included");
 });

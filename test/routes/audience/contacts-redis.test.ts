@@ -30,7 +30,7 @@ const lookups = (h: TestApp, token: string, count: number) =>
   Promise.all(Array.from({ length: count }, () => h.app.inject({ url: LOOKUP, headers: { authorization: `Bearer ${token}` } })));
 
 async function metric(h: TestApp, line: RegExp): Promise<number> {
-  const match = line.exec((await h.app.inject({ url: '/metrics' })).body);
+  const match = line.exec(await h.metrics());
   return match ? Number(match[1]) : 0;
 }
 const shared = (h: TestApp) => metric(h, /^audience_rate_limit_shared (\d+)$/m);

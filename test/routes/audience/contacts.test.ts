@@ -143,7 +143,7 @@ t.test('rate limit: tokens of one org share one budget; another org is unaffecte
   t.equal((await lookup(h, globex, 'identity=email:ada@example.com')).statusCode, 404, 'globex has its own budget');
   clock.advance(1000);
   t.equal((await lookup(h, token, 'identity=email:ada@example.com')).statusCode, 200, 'refilled after 1 s');
-  const metrics = (await h.app.inject({ url: '/metrics' })).body;
+  const metrics = await h.metrics();
   t.match(metrics, /audience_rate_limited_total\{policy="org"\} 150/);
   t.match(metrics, /audience_lookups_total\{status="429"\} 150/);
   t.match(metrics, /audience_lookups_total\{status="200"\} 51/);
