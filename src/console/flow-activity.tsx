@@ -40,6 +40,11 @@ export function FlowActivitySection({ org, id, round, live }: { org: string; id:
           <p className="muted" data-flow-totals>
             {data.funnel.entered} trigger rows entered, {data.funnel.sent} messages sent and {data.funnel.delivered} delivered in the range.
           </p>
+          <p className="muted" data-counts-what>
+            These count trigger rows as runs decided them: a contact with three bookings is three rows, and a row a segment, cap or consent
+            skipped counts under its reason. Results below count contacts instead, each once per variant, and only those the flow entered
+            (sent, holdout, or deferred by quiet hours): the two differ on purpose.
+          </p>
           <div className="charts">
             {data.sends.length > 0 ? (
               <TimeChart

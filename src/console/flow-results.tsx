@@ -74,6 +74,7 @@ export function FlowResultsSection({ org, id, round }: { org: string; id: string
               'No goal: edit the flow and set a conversion goal to compare its variants.'
             )}{' '}
             Entries {data.range.from ? `from ${data.range.from.slice(0, 10)}` : '(none yet)'} until {data.range.to.slice(0, 16).replace('T', ' ')} UTC.
+            Each contact counts once per variant (the activity above counts trigger rows).
           </p>
           {data.goal ? <Charts results={data} /> : null}
           <table data-results>

@@ -281,6 +281,7 @@ t.test('from sample events to a saved trigger in the console', async (t) => {
   t.match(await page.locator('[data-send="ada@example.com"]').textContent(), /^ada@example.com(A|B)/, 'each in a variant');
   // The flow's activity: the funnel and the sends per status, read again while the flow is live.
   await page.locator('[data-flow-totals]').filter({ hasText: '3 trigger rows entered, 2 messages sent and 2 delivered' }).waitFor();
+  t.match(await page.locator('[data-counts-what]').textContent(), /count trigger rows.*Results below count contacts/s, 'the page says why the funnel and the results differ');
   t.match(await page.locator('[data-chart="funnel"] svg[aria-description]').getAttribute('aria-description'), /^entered \(trigger rows\): 3; decided to message: 2; messages sent: 2; delivered: 2$/, 'the funnel');
   t.match(await page.locator('[data-skipped]').textContent(), /^excluded_by_segment\s*1$/, 'bob, not messaged, by reason');
   t.match(await page.locator('[data-chart="sends-per-status"] svg[aria-description]').getAttribute('aria-description'), /totals delivered: 2$/, 'sends per status');
