@@ -178,7 +178,8 @@ export function FunnelChart({ funnel }: { funnel: Funnel }): ReactNode {
       width: Math.min(width, 720),
       height: 40 + 34 * rows.length,
       marginLeft: 150,
-      x: { label: 'count', grid: true, ticks: Math.min(5, Math.max(1, funnel.entered, funnel.sent)), tickFormat: 'd' },
+      // From 0, at least to 1: a funnel of zeros is empty bars, not bars across a domain of nothing.
+      x: { label: 'count', grid: true, domain: [0, Math.max(1, ...rows.map((r) => r.count))], nice: true, ticks: Math.min(5, Math.max(1, funnel.entered, funnel.sent)), tickFormat: 'd' },
       y: { label: null, domain: rows.map((r) => r.stage) },
       marks: [
         Plot.barX(rows, { y: 'stage', x: 'count', fill: '#4e79a7', title: (r: (typeof rows)[number]) => `${r.stage}: ${r.count}` }),

@@ -2,7 +2,6 @@
  * A triggered flow's branches on its form: the first branch whose condition holds sends its own message.
  */
 import type { ReactNode } from 'react';
-import type { FlowDefinition } from '../generated/flow';
 import type { Branch, Condition } from '../generated/message';
 import { type MessageDraft, messageOf } from './message-fields';
 import { templateTextOf } from './message-template';
@@ -28,11 +27,23 @@ function condition(branch: BranchDraft): Condition {
   return { field: branch.field, op: branch.op, value };
 }
 
-export function branchDraftsOf(initial: FlowDefinition | undefined): BranchDraft[] {
-  return (initial?.branches ?? []).map((b) => ({
+/** A condition's value as the field shows it: text as itself unless it would read back as JSON ("3", "true") or holds a line break, then quoted. */
+function valueText(value: Condition['value']): string {
+  if (value === undefined) return '';
+  if (typeof value !== 'string' || /[\r\n]/.test(value)) return JSON.stringify(value);
+  try {
+    JSON.parse(value);
+    return JSON.stringify(value);
+  } catch {
+    return value;
+  }
+}
+
+export function branchDraftsOf(branches: Branch[] | undefined): BranchDraft[] {
+  return (branches ?? []).map((b) => ({
     field: b.when.field,
     op: b.when.op,
-    value: b.when.value === undefined ? '' : typeof b.when.value === 'string' ? b.when.value : JSON.stringify(b.when.value),
+    value: valueText(b.when.value),
     template: templateTextOf(b.message),
   }));
 }
@@ -41,12 +52,14 @@ export function branchesOf(branches: BranchDraft[], draft: MessageDraft): Branch
   return branches.map((b) => ({ when: condition(b), message: messageOf(draft, b.template) }));
 }
 
-export function BranchFields({ branches, onChange, template }: { branches: BranchDraft[]; onChange: (branches: BranchDraft[]) => void; template: string }): ReactNode {
+const FLOW_NOTE = "The first branch whose condition holds sends its own message (a variant's own message comes first); otherwise the message above.";
+
+export function BranchFields({ branches, onChange, template, note = FLOW_NOTE }: { branches: BranchDraft[]; onChange: (branches: BranchDraft[]) => void; template: string; note?: string }): ReactNode {
   const setBranch = (i: number, change: Partial<BranchDraft>) => onChange(branches.map((b, j) => (j === i ? { ...b, ...change } : b)));
   return (
     <fieldset>
       <legend>Branches</legend>
-      <p className="muted">The first branch whose condition holds sends its own message (a variant's own message comes first); otherwise the message above.</p>
+      <p className="muted">{note}</p>
       {branches.map((branch, i) => (
         <div className="row" key={i}>
           <label className="inline">

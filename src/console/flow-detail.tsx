@@ -116,7 +116,7 @@ export function FlowDetail({ org, id }: { org: string; id: string }): ReactNode 
           {ran ? <p role="status" data-said>{ran}</p> : null}
           <ErrorBox error={error} />
           {definition.steps ? <FlowStepsSection org={org} id={id} definition={definition} round={round} /> : null}
-          {triggered ? <SimulateContact org={org} id={id} /> : <Occurrences org={org} id={id} round={round} />}
+          {triggered ? <SimulateContact org={org} id={id} definition={definition} /> : <Occurrences org={org} id={id} round={round} />}
           <FlowActivitySection org={org} id={id} round={round} live={live} />
           <FlowResultsSection org={org} id={id} round={round} />
           <Sends org={org} id={id} round={round} />

@@ -31,7 +31,7 @@ export function FlowForm({ org, trigger, segments, initial }: { org: string; tri
   const [segment, setSegment] = useState(initial?.segmentFilter?.segment ?? '');
   const [mode, setMode] = useState<'exclude' | 'include'>(initial?.segmentFilter?.mode ?? 'exclude');
   const [variants, setVariants] = useState(() => variantDraftsOf(initial));
-  const [branches, setBranches] = useState(() => branchDraftsOf(initial));
+  const [branches, setBranches] = useState(() => branchDraftsOf(initial?.branches));
   const [draft, setDraft] = useState(() => draftOf(initial?.message, { subject: 'Your {{ event.event_type }}', template: DEFAULT_TEMPLATE }));
   const [settings, setSettings] = useState(() => settingsOf(initial));
   const changeSettings = (change: Partial<FlowSettings>) => setSettings((s) => ({ ...s, ...change }));

@@ -1,11 +1,24 @@
 /**
  * "Test with a contact" on a flow's page (POST …/flows/{id}/simulate): what the flow would do now for one
  * contact — each trigger row of the last day, the decision and its reason, the variant, and the message as
- * it would be sent. Nothing is sent or recorded.
+ * it would be sent; for a flow with steps, the journey an entry would take (the preview). Nothing is sent
+ * or recorded.
  */
 import { type FormEvent, type ReactNode, useState } from 'react';
+import type { FlowDefinition } from '../generated/flow';
 import { api, type ApiError, seg } from './api';
+import { stepText } from './flow-steps';
 import { asApiError, ErrorBox } from './ui';
+
+interface JourneyStep {
+  step: number;
+  kind: 'wait' | 'waitUntil' | 'message';
+  at: string;
+  until: string | null;
+  event: string | null;
+  branch: number | null;
+  branchIfEvent: number | null;
+}
 
 interface Simulation {
   window: { from: string; to: string };
@@ -19,6 +32,7 @@ interface Simulation {
     message: { channel: string; content: Record<string, unknown> } | null;
     branch: number | null;
     waitsIn: { step: number; kind: string; until: string | null; dueAt: string; messagesBefore: number } | null;
+    journey: JourneyStep[] | null;
   }>;
 }
 
@@ -35,7 +49,41 @@ function waitText(w: NonNullable<Simulation['decisions'][number]['waitsIn']>): s
   return `enters the steps: ${before}waits in step ${w.step + 1} until ${new Date(w.dueAt).toLocaleString()}${w.until ? ` or ${w.until}` : ''}`;
 }
 
-export function SimulateContact({ org, id }: { org: string; id: string }): ReactNode {
+/** Which message a step would send: its own, or branch n (with its condition). */
+function branchText(definition: FlowDefinition, j: JourneyStep, branch: number | null): string {
+  const step = definition.steps?.[j.step];
+  const when = branch === null || !step || !('message' in step) ? undefined : step.branches?.[branch]?.when;
+  if (!when) return 'its own message';
+  return `branch ${branch! + 1} (${when.field} ${when.op}${when.value === undefined ? '' : ` ${JSON.stringify(when.value)}`})`;
+}
+
+/** The journey preview: each step of an entry made now, the latest it is reached and what it would do. */
+function Journey({ definition, decision }: { definition: FlowDefinition; decision: { eventId: string | null; journey: JourneyStep[] } }): ReactNode {
+  const at = (iso: string) => new Date(iso).toLocaleString();
+  return (
+    <ol className="journey" aria-label={`Journey of event ${decision.eventId ?? ''}`}>
+      {decision.journey.map((j) => {
+        const step = definition.steps?.[j.step];
+        return (
+          <li key={j.step} data-journey={j.kind}>
+            <span className="muted">{j.step === 0 ? 'now' : `by ${at(j.at)}`}</span> — {step ? stepText(step) : j.kind}
+            {j.kind === 'message' ? (
+              <>
+                : {branchText(definition, j, j.branch)}
+                {j.branchIfEvent !== null && j.branchIfEvent !== j.branch ? <>; {branchText(definition, j, j.branchIfEvent)} if the event came</> : null}
+              </>
+            ) : (
+              <> until {at(j.until!)}</>
+            )}
+          </li>
+        );
+      })}
+      {definition.exit ? <li className="muted">at any step: {definition.exit.event} ends the entry</li> : null}
+    </ol>
+  );
+}
+
+export function SimulateContact({ org, id, definition }: { org: string; id: string; definition: FlowDefinition }): ReactNode {
   const [identity, setIdentity] = useState('');
   const [result, setResult] = useState<Simulation>();
   const [error, setError] = useState<ApiError>();
@@ -93,6 +141,7 @@ export function SimulateContact({ org, id }: { org: string; id: string }): React
                   <td>
                     {d.branch !== null ? `branch ${d.branch + 1} · ` : ''}
                     {d.message ? messageText(d.message) : d.waitsIn ? waitText(d.waitsIn) : (d.reason ?? '—')}
+                    {d.journey ? <Journey definition={definition} decision={{ eventId: d.eventId, journey: d.journey }} /> : null}
                   </td>
                 </tr>
               ))}

@@ -1,5 +1,5 @@
 /**
- * A flow's steps: written as JSON on a form (a new flow with steps, or editing one), and on its page what
+ * A flow's steps: built in the step editor (a new flow with steps, or editing one), and on its page what
  * each step does and the entries still in them (GET …/flows/{id}/waits), of the whole flow or of one
  * contact — where each is, what it waits for and until when.
  */
@@ -7,6 +7,8 @@ import { type FormEvent, type ReactNode, useState } from 'react';
 import type { FlowDefinition, Step } from '../generated/flow';
 import { api, ApiError, seg } from './api';
 import { saveFlow } from './flow-save';
+import { draftInForms, NOT_IN_FORMS, stepsOf } from './step-drafts';
+import { StepsEditor, type StepsEditing } from './step-editor';
 import { asApiError, ErrorBox, Status, Time, useRequest } from './ui';
 
 interface Waits {
@@ -20,7 +22,8 @@ export function stepText(step: Step): string {
   if ('waitUntil' in step) return `wait until ${step.waitUntil.event} (at most ${duration(step.waitUntil.timeoutSeconds)}); if it comes: ${step.then}`;
   const { message } = step;
   const what = message.channel === 'email' ? `email “${message.template.subject}”` : message.channel === 'webhook' ? `webhook to ${message.url}` : 'an outbox message';
-  return `send ${what}${step.branches?.length ? ` (${step.branches.length} branches)` : ''}`;
+  const branches = step.branches?.length ?? 0;
+  return `send ${what}${branches === 0 ? '' : ` (${branches} branch${branches === 1 ? '' : 'es'})`}`;
 }
 
 function duration(seconds: number): string {
@@ -105,7 +108,7 @@ export function FlowStepsSection({ org, id, definition, round }: { org: string; 
 }
 
 /** What a new flow's steps start as: wait an hour unless a stored event comes, then a message. */
-function stepsTemplate(): { steps: Step[]; exit?: { event: string } } {
+function stepsTemplate(): Pick<FlowDefinition, 'steps' | 'exit'> {
   return {
     steps: [
       { waitUntil: { event: 'custom_order_completed', timeoutSeconds: 3600 }, then: 'exit' },
@@ -114,29 +117,42 @@ function stepsTemplate(): { steps: Step[]; exit?: { event: string } } {
   };
 }
 
+/** The steps and exit being edited, as the definition takes them: the JSON as written, or the forms' drafts. */
+function stepsMembers(editing: StepsEditing): { ok: true; members: object } | { ok: false; error: string } {
+  if (editing.view === 'forms') return { ok: true, members: stepsOf(editing.draft) };
+  try {
+    return { ok: true, members: JSON.parse(editing.json) as object };
+  } catch (e) {
+    return { ok: false, error: `The steps are not JSON: ${(e as Error).message}` };
+  }
+}
+
 /**
- * A flow with steps, as JSON (`steps` and the optional `exit`; docs/data-engineers.md, "Steps"), with its
- * name: created (POST) or, given `initial`, saved (PUT). The service checks it and says what is wrong where.
+ * A flow with steps (`steps` and the optional `exit`; docs/data-engineers.md, "Steps"), built in the step
+ * editor, with its name: created (POST) or, given `initial`, saved (PUT). The service checks it and says
+ * what is wrong where.
  */
 export function StepsForm({ org, trigger, initial }: { org: string; trigger: string; initial?: FlowDefinition }): ReactNode {
   const [name, setName] = useState(initial?.name ?? `${trigger.replaceAll('_', ' ')} journey`);
   const [id, setId] = useState(initial?.id ?? `${trigger.replaceAll('_', '-')}-journey`.slice(0, 64));
-  const [json, setJson] = useState(JSON.stringify(initial?.steps ? { steps: initial.steps, ...(initial.exit ? { exit: initial.exit } : {}) } : stepsTemplate(), null, 2));
+  const [editing, setEditing] = useState<StepsEditing>(() => {
+    const members = initial?.steps ? { steps: initial.steps, ...(initial.exit ? { exit: initial.exit } : {}) } : stepsTemplate();
+    const draft = draftInForms(members);
+    return draft ? { view: 'forms', draft } : { view: 'json', json: JSON.stringify(members, null, 2), error: NOT_IN_FORMS };
+  });
   const [realTime, setRealTime] = useState(initial?.realTime ?? true);
   const [error, setError] = useState<ApiError>();
   const [busy, setBusy] = useState(false);
   const save = async (event: FormEvent) => {
     event.preventDefault();
     setError(undefined);
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(json);
-    } catch (e) {
-      setError(new ApiError(0, 'invalid_json', `The steps are not JSON: ${(e as Error).message}`));
+    const read = stepsMembers(editing);
+    if (!read.ok) {
+      setError(new ApiError(0, 'invalid_json', read.error));
       return;
     }
     const { message: _message, branches: _branches, steps: _steps, exit: _exit, ...rest } = initial ?? ({} as Partial<FlowDefinition>);
-    const definition = { ...rest, id, name, category: 'triggered', entry: 'when_contact_triggers_event', trigger, realTime, ...(parsed as object) };
+    const definition = { ...rest, id, name, category: 'triggered', entry: 'when_contact_triggers_event', trigger, realTime, ...read.members };
     setBusy(true);
     try {
       await saveFlow(org, initial?.id, definition);
@@ -159,10 +175,7 @@ export function StepsForm({ org, trigger, initial }: { org: string; trigger: str
           <input value={id} onChange={(e) => setId(e.target.value)} required pattern="[A-Za-z0-9_\-]{1,64}" readOnly={initial !== undefined} />
         </label>
       </div>
-      <label>
-        Steps and exit (JSON: wait, waitUntil, message; see “Steps” in docs/data-engineers.md)
-        <textarea className="code" rows={16} value={json} onChange={(e) => setJson(e.target.value)} spellCheck={false} />
-      </label>
+      <StepsEditor org={org} value={editing} onChange={setEditing} />
       <RealTimeField value={realTime} onChange={setRealTime} />
       <ErrorBox error={error} />
       <button type="submit" disabled={busy}>

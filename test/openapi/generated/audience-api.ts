@@ -9281,6 +9281,25 @@ export interface operations {
                                 dueAt: string;
                                 messagesBefore: number;
                             } | null;
+                            /** @description entered (a flow with steps): the path the entry would take from now, each step projected on the contact as stored now (the journey preview); null otherwise */
+                            journey: {
+                                step: number;
+                                /** @enum {unknown} */
+                                kind: "wait" | "waitUntil" | "message";
+                                /**
+                                 * Format: date-time
+                                 * @description The latest the entry reaches the step: every wait before it runs out
+                                 */
+                                at: string;
+                                /** @description A wait's end; a waitUntil's timeout */
+                                until: string | null;
+                                /** @description A waitUntil: the event that ends it early */
+                                event: string | null;
+                                /** @description A message step: the index of its branch that holds on the contact now (null: the step's own message) */
+                                branch: number | null;
+                                /** @description A message step after a waitUntil with then: continue: the branch if that event came */
+                                branchIfEvent: number | null;
+                            }[] | null;
                         }[];
                     };
                 };

@@ -126,6 +126,55 @@ t.test('cart abandonment: wait 1 h unless bought, send, wait 1 day, send a remin
   t.match(results.variants, [{ variant: null, entered: 3, sent: 2 }], 'results: three contacts entered, two were sent a message');
 });
 
+t.test('the journey preview (simulate): each step at its latest, the branch that holds, and the run then takes that path', async (t) => {
+  const { h, clock, event, pass } = await setUp(t, [
+    { waitUntil: { event: 'order_completed', timeoutSeconds: 3600 }, then: 'continue' },
+    {
+      message: outbox('Your cart'),
+      branches: [
+        { when: { field: 'wait.outcome', op: 'eq', value: 'event' }, message: outbox('Thanks for your order') },
+        { when: { field: 'event.properties.sku', op: 'eq', value: 'A1' }, message: outbox('About A1') },
+      ],
+    },
+    { wait: { seconds: 86_400 } },
+    { message: outbox('Still there?'), branches: [{ when: { field: 'contact.email_address', op: 'eq', value: 'ada@example.com' }, message: outbox('Still there, Ada?') }] },
+  ]);
+  const start = clock.now();
+  await event('ada@example.com', 'cart_updated', 'cart-ada');
+  await event('bob@example.com', 'cart_updated', 'cart-bob');
+  await h.compacted();
+  const iso = (ms: number) => new Date(ms).toISOString();
+  const journey = async (email: string) => {
+    const res = await h.admin('POST', '/admin/v1/orgs/acme/flows/cart/simulate', { identity: `email:${email}` });
+    t.equal(res.statusCode, 200, res.body);
+    return res.json().decisions[0].journey;
+  };
+  const path = (last: number | null) => [
+    { step: 0, kind: 'waitUntil', at: iso(start), until: iso(start + HOUR), event: 'order_completed', branch: null, branchIfEvent: null },
+    { step: 1, kind: 'message', at: iso(start + HOUR), until: null, event: null, branch: 1, branchIfEvent: 0 },
+    { step: 2, kind: 'wait', at: iso(start + HOUR), until: iso(start + HOUR + 86_400_000), event: null, branch: null, branchIfEvent: null },
+    { step: 3, kind: 'message', at: iso(start + HOUR + 86_400_000), until: null, event: null, branch: last, branchIfEvent: last },
+  ];
+  t.same(await journey('ada@example.com'), path(0), "ada: at the timeout the sku branch, if she ordered the thanks; then her own reminder");
+  t.same(await journey('bob@example.com'), path(null), "bob: the last step's own message");
+  const sim = await h.admin('POST', '/admin/v1/orgs/acme/flows/cart/simulate', { identity: 'email:ada@example.com' });
+  t.match(sim.json().decisions[0].waitsIn, { step: 0, kind: 'waitUntil', until: 'order_completed', dueAt: iso(start + HOUR), messagesBefore: 0 }, 'waitsIn is the journey\'s first wait');
+
+  // The run takes the path the preview showed.
+  await runFlow(h, 'cart');
+  await pass();
+  clock.set(start + HOUR);
+  await pass();
+  clock.set(start + HOUR + 86_400_000);
+  await pass();
+  t.same(sent(h).sort(), [
+    ['ada@example.com', 'About A1'],
+    ['ada@example.com', 'Still there, Ada?'],
+    ['bob@example.com', 'About A1'],
+    ['bob@example.com', 'Still there?'],
+  ]);
+});
+
 t.test('waitUntil then continue: the next step knows whether the event came (wait.outcome) or the timeout passed', async (t) => {
   const { h, clock, event, pass } = await setUp(t, [
     { waitUntil: { event: 'order_completed', timeoutSeconds: 600 }, then: 'continue' },

@@ -16,6 +16,7 @@ import { dateTime, object, operationSchema } from '../../../../openapi/route-sch
 import type { TriggerRuns } from '../../../../reactions/flows/run/trigger-runs.js';
 import type { FlowStore } from '../../../../reactions/flows/store/flow-store.js';
 import type { RenderedDecision } from '../../../../reactions/flows/rules/decision.js';
+import { journeyOf, type JourneyStep } from '../../../../reactions/flows/rules/journey.js';
 import { jsonRow } from '../../../../reactions/triggers/json-row.js';
 import { QueryFailed } from '../../../../reactions/triggers/sandbox.js';
 import { failedProblem, refusedProblem } from '../../../../reactions/triggers/query-problems.js';
@@ -58,8 +59,29 @@ const decision = object(
       ],
       description: 'entered (a flow with steps): the first step the entry would wait in, until when at the latest, and how many message steps come before it; null when it would not wait',
     },
+    journey: {
+      anyOf: [
+        {
+          type: 'array',
+          items: object(
+            {
+              step: { type: 'integer' },
+              kind: { enum: ['wait', 'waitUntil', 'message'] },
+              at: { ...dateTime, description: 'The latest the entry reaches the step: every wait before it runs out' },
+              until: { anyOf: [dateTime, { type: 'null' }], description: "A wait's end; a waitUntil's timeout" },
+              event: { type: ['string', 'null'], description: 'A waitUntil: the event that ends it early' },
+              branch: { type: ['integer', 'null'], description: "A message step: the index of its branch that holds on the contact now (null: the step's own message)" },
+              branchIfEvent: { type: ['integer', 'null'], description: 'A message step after a waitUntil with then: continue: the branch if that event came' },
+            },
+            ['step', 'kind', 'at', 'until', 'event', 'branch', 'branchIfEvent'],
+          ),
+        },
+        { type: 'null' },
+      ],
+      description: "entered (a flow with steps): the path the entry would take from now, each step projected on the contact as stored now (the journey preview); null otherwise",
+    },
   },
-  ['eventId', 'outcome', 'reason', 'variant', 'dueAt', 'message', 'branch', 'waitsIn'],
+  ['eventId', 'outcome', 'reason', 'variant', 'dueAt', 'message', 'branch', 'waitsIn', 'journey'],
 );
 
 const schema = operationSchema({
@@ -127,11 +149,12 @@ export function registerFlowSimulateRoute(
       // A row the flow's cursor has passed is in no run to come: decided then (a duplicate now), or before the flow went live.
       const cursor = body.definition === undefined ? saved.cursor : null;
       const passed = (row: Record<string, unknown>) => cursor !== null && row.ts instanceof Date && BigInt(row.ts.getTime()) * 1000n <= cursor;
+      const contact = { ...(deps.profiles.find(org.slug, 'email', email) ?? { email_address: email }) };
       return {
         window: { from: microsToIso(window.start), to: microsToIso(simulation.end) },
         email,
         rows: simulation.rows.map(jsonRow),
-        decisions: simulation.decisions.map((d, i) => (passed(simulation.rows[i]!) && d.outcome !== 'duplicate' ? notInAWindow(d, cursor!) : { ...toApi(d, definition, deps.now()), branch: simulation.branches[i] ?? null })),
+        decisions: simulation.decisions.map((d, i) => (passed(simulation.rows[i]!) && d.outcome !== 'duplicate' ? notInAWindow(d, cursor!) : { ...toApi(d, definition, deps.now(), contact), branch: simulation.branches[i] ?? null })),
       };
     } catch (error) {
       if (error instanceof QueryFailed) throw failedProblem(error);
@@ -175,11 +198,12 @@ async function windowOf(storage: OrgStorage, org: string, body: Body): Promise<{
 /** A row at or before the cursor that no run decided: it became visible before the flow went live. */
 function notInAWindow(d: RenderedDecision, cursor: bigint) {
   const reason = `the event became visible before the flow went live (its runs read after ${microsToIso(cursor)}): no run will decide it`;
-  return { eventId: d.eventId, outcome: 'not_in_a_window', reason, variant: null, dueAt: null, message: null, branch: null, waitsIn: null };
+  return { eventId: d.eventId, outcome: 'not_in_a_window', reason, variant: null, dueAt: null, message: null, branch: null, waitsIn: null, journey: null };
 }
 
-function toApi(d: RenderedDecision, flow: FlowDefinition, now: number) {
+function toApi(d: RenderedDecision, flow: FlowDefinition, now: number, contact: Record<string, unknown>) {
   const message = d.outcome === 'sent' || d.outcome === 'deferred_quiet_hours' ? d.message : null;
+  const journey = d.outcome === 'entered' ? journeyOf(flow, d.data, contact, now) : null;
   return {
     eventId: d.eventId,
     outcome: d.outcome,
@@ -187,22 +211,14 @@ function toApi(d: RenderedDecision, flow: FlowDefinition, now: number) {
     variant: d.variant,
     dueAt: d.outcome === 'deferred_quiet_hours' ? new Date(d.dueAt).toISOString() : null,
     message,
-    waitsIn: d.outcome === 'entered' ? firstWait(flow, now) : null,
+    waitsIn: journey ? firstWait(journey) : null,
+    journey,
   };
 }
 
-/** The first wait of a flow's steps, entered now. */
-function firstWait(flow: FlowDefinition, now: number) {
-  const steps = flow.steps ?? [];
-  const step = steps.findIndex((s) => !('message' in s));
-  const wait = steps[step];
-  if (wait === undefined || 'message' in wait) return null;
-  const seconds = 'wait' in wait ? wait.wait.seconds : wait.waitUntil.timeoutSeconds;
-  return {
-    step,
-    kind: 'wait' in wait ? ('wait' as const) : ('waitUntil' as const),
-    until: 'waitUntil' in wait ? wait.waitUntil.event : null,
-    dueAt: new Date(now + seconds * 1000).toISOString(),
-    messagesBefore: step,
-  };
+/** Where the journey waits first: the step, what ends it, when at the latest, and how many message steps come before. */
+function firstWait(journey: JourneyStep[]) {
+  const wait = journey.find((s) => s.kind !== 'message');
+  if (wait === undefined || wait.kind === 'message') return null;
+  return { step: wait.step, kind: wait.kind, until: wait.event, dueAt: wait.until!, messagesBefore: wait.step };
 }
