@@ -1,9 +1,12 @@
 /**
- * The guides compose (issue 40): the shell blocks of README.md, docs/partners.md, docs/audience-api.md and
- * docs/cli.md run one after another, as written, in one bash session in a fresh directory, against a
- * running service — as a new user following them in order would. Left out are only the lines that start
- * the service or the suite (`npm ci`, `npm start`, `npm test`) and those that write into the home
- * directory (`completion … > ~/…`). `npx audiencectl` is the checkout's CLI, as npx finds it there.
+ * The guides compose (issue 40): the shell blocks of README.md, docs/partners.md, docs/audience-api.md,
+ * docs/cli.md and docs/data-engineers.md (those in its numbered lists too) run one after another, as
+ * written, in one bash session in a directory holding the checkout's docs, against a running service — as
+ * a new user following them in order would. Left out are only the lines that start the service or the
+ * suite (`npm ci`, `npm start`, `npm test`, `WEBHOOK_ALLOW_PRIVATE=true npm start &`: the service here is
+ * started so) and those that write into the home directory (`completion … > ~/…`). `npx audiencectl` is the
+ * checkout's CLI, as npx finds it there. What a guide starts in the background (the webhook receiver) is
+ * stopped when the session ends. docs/operators.md has no block to run (its blocks are log lines).
  * Then the same README block once more: `org create --save` refuses to touch the file holding the secrets.
  */
 import { spawn } from 'node:child_process';
@@ -13,16 +16,17 @@ import t from 'tap';
 import { ADMIN_KEY, startTestApp, waitFor } from './helpers/app.js';
 import { ROOT } from './helpers/paths.js';
 
-const GUIDES = ['README.md', 'docs/partners.md', 'docs/audience-api.md', 'docs/cli.md'];
+const GUIDES = ['README.md', 'docs/partners.md', 'docs/audience-api.md', 'docs/cli.md', 'docs/data-engineers.md'];
 /** Lines not run: they start the service or the suite, or write outside the directory. */
-const NOT_RUN = [/^npm (ci|start|test)\b/, /completion (bash|zsh|fish) >/];
+const NOT_RUN = [/^([A-Z_]+=\S+ )?npm (ci|start|test)\b/, /completion (bash|zsh|fish) >/];
 
-/** The `sh` blocks of a guide, in order, without the lines NOT_RUN. */
+/** The `sh` blocks of a guide, in order (indented ones in lists too, unindented), without the lines NOT_RUN. */
 function shellBlocks(file: string): string[] {
   const text = readFileSync(join(ROOT, file), 'utf8');
-  return [...text.matchAll(/^```sh\n([\s\S]*?)^```/gm)].map((m) =>
-    m[1]!
+  return [...text.matchAll(/^( *)```sh\n([\s\S]*?)^\1```/gm)].map((m) =>
+    m[2]!
       .split('\n')
+      .map((line) => (line.startsWith(m[1]!) ? line.slice(m[1]!.length) : line))
       .filter((line) => !NOT_RUN.some((re) => re.test(line)))
       .join('\n'),
   );
@@ -38,16 +42,19 @@ function bash(script: string, cwd: string, env: Record<string, string>): Promise
   });
 }
 
-t.test('README, partners, Audience API and CLI guides, run in order in one shell', async (t) => {
+t.test('README, partners, Audience API, CLI and data engineers guides, run in order in one shell', async (t) => {
   const dir = t.testdir();
   // The directory a user runs them in: the checkout's packages, and data/admin.key where the service keeps it.
   symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
+  symlinkSync(join(ROOT, 'docs'), join(dir, 'docs'));
   mkdirSync(join(dir, 'data'));
   writeFileSync(join(dir, 'data', 'admin.key'), ADMIN_KEY, { mode: 0o600 });
-  const h = await startTestApp(t, { dataDir: join(dir, 'service'), config: { queriesDir: join(dir, 'queries') } });
+  const h = await startTestApp(t, { dataDir: join(dir, 'service'), config: { queriesDir: join(dir, 'queries'), webhookAllowPrivate: true } });
   const url = await h.app.listen({ port: 0, host: '127.0.0.1' });
   const prelude = [
     'set -eo pipefail',
+    // What a guide starts in the background ends with the session.
+    "trap 'kill $(jobs -p) 2>/dev/null' EXIT",
     // npx finds the checkout's own audiencectl when run in it; here it is the same file.
     `npx() { if [ "$1" = audiencectl ]; then shift; node ${JSON.stringify(join(ROOT, 'dist/src/cli.js'))} "$@"; else command npx "$@"; fi; }`,
   ].join('\n');
@@ -68,6 +75,12 @@ t.test('README, partners, Audience API and CLI guides, run in order in one shell
     return listed.length > 0 ? listed : undefined;
   }, { what: "the CLI guide's flow sending for its second booking", timeoutMs: 20_000 });
   t.equal(sends.length, 1, "the CLI guide's flow sent for the booking after it started, not the one before");
+
+  const flows = ((await h.admin('GET', '/admin/v1/orgs/acme/flows')).json().flows as Array<{ definition: { id: string }; status: string }>).map((f) => `${f.definition.id}:${f.status}`);
+  t.same(flows.filter((f) => /^(203850|stay|december-news):/.test(f)).sort(), ['203850:live', 'december-news:live', 'stay:live'], "the data engineers guide's flows, started");
+  t.match(run.output, /ok acme\/booking_completed: 4 rows/, 'its trigger test passed');
+  const problems = [...run.output.slice(run.output.indexOf('=== docs/data-engineers.md')).matchAll(/"code":"(\w+)"/g)].map((m) => m[1]);
+  t.same(problems, [], 'no command of the data engineers guide was refused');
 
   // The README's first block again: refused before anything is created, and acme.json keeps its secrets.
   const before = readFileSync(join(dir, 'acme.json'), 'utf8');
