@@ -1,7 +1,7 @@
 /**
  * Shell completion for bash, zsh and fish, made from the command table: `audiencectl completion bash`
  * prints a script to source (docs/cli.md says where each shell keeps them). Commands, then their
- * options; in bash and zsh an org's slug, and its flows, triggers, segments or topics, from the service
+ * options; then an org's slug, and its flows, triggers, segments or topics, from the service
  * (`audiencectl __complete`, at most 2 s); files for everything else.
  */
 import type { AdminClient } from './client.js';
@@ -128,7 +128,45 @@ function fish(commands: Command[]): string {
     const condition = words.map((w) => `__fish_seen_subcommand_from ${w}`).join('; and ');
     for (const option of [...(command.options ?? []), ...GLOBAL_OPTIONS]) lines.push(`complete -c ${PROGRAM} -n '${condition}' -l ${option}`);
   }
-  return `${lines.join('\n')}\n`;
+  return `${lines.join('\n')}\n${fishNames(commands)}`;
+}
+
+/** fish: an org's slug, then its flows, triggers, segments or topics, from the service (as bash's). */
+function fishNames(commands: Command[]): string {
+  const named = commands.filter((c) => argumentKinds(c).some(Boolean));
+  const cases = (two: boolean) =>
+    named
+      .filter((c) => c.name.includes(' ') === two)
+      .map((c) => `        case '${c.name}'\n            set at ${c.name.split(' ').length}; set kinds ${argumentKinds(c).map((k) => k || '-').join(' ')}`)
+      .join('\n');
+  return `# The kind of name the word being typed is, and the org's slug before it; nothing (status 1) for other words.
+function __${PROGRAM}_kind
+    set -l words (commandline -opc)
+    string match -q -- '-*' (commandline -ct); and return 1
+    set -l at 0
+    set -l kinds
+    switch "$words[2] $words[3]"
+${cases(true)}
+    end
+    if test $at -eq 0
+        switch "$words[2]"
+${cases(false).replaceAll('\n        ', '\n            ').replace(/^ {8}/, '            ')}
+        end
+    end
+    test $at -gt 0; or return 1
+    set -l i (math (count $words) - $at)
+    test $i -ge 1 -a $i -le (count $kinds); or return 1
+    test "$kinds[$i]" != -; or return 1
+    echo $kinds[$i]
+    echo $words[(math $at + 2)]
+end
+function __${PROGRAM}_names
+    set -l found (__${PROGRAM}_kind); or return
+    set -l words (commandline -opc)
+    $words[1] __complete $found[1] $found[2] 2>/dev/null
+end
+complete -c ${PROGRAM} -f -n '__${PROGRAM}_kind >/dev/null' -a '(__${PROGRAM}_names)'
+`;
 }
 
 export function completionScript(shell: Shell, commands: Command[]): string {

@@ -5,7 +5,7 @@
  */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import t, { type Test } from 'tap';
 import { ADMIN_KEY, startTestApp } from '../helpers/app.js';
 import { type CliRun, runCli } from '../helpers/cli.js';
@@ -312,4 +312,21 @@ t.test('api: any call with the admin key; completion names the orgs and flows th
   t.same(await complete(['quarantine', 'a']), ['acme'], 'a one-word command');
   t.same(await complete(['flow', 'get', 'beta', '']), [], 'another org: its own flows only');
   t.same(await complete(['flow', 'get', ''], { AUDIENCE_URL: 'http://127.0.0.1:9', ADMIN_KEY }), [], 'no service: nothing, and no error');
+
+  // fish: the same names, through fish's own completion (`complete -C`) of the same program.
+  t.ok(existsSync('/usr/bin/fish'), 'fish is installed (apt-get install -y fish; .ci/run installs it)');
+  const fishScript = `${program}.fish`; // beside the program (a second t.testdir() would empty the folder)
+  writeFileSync(fishScript, (await cli(url, ['completion', 'fish'])).stdout);
+  const fish = async (line: string, env: Record<string, string> = { AUDIENCE_URL: url, ADMIN_KEY }): Promise<string[]> => {
+    const run = await execFileAsync('fish', ['--no-config', '-c', `source ${fishScript}; complete -C ${JSON.stringify(`${program} ${line}`)}`], { encoding: 'utf8', env: { ...process.env, ...env } });
+    return run.stdout.split('\n').filter(Boolean).map((l) => l.split('\t')[0]!).sort();
+  };
+  t.same(await fish('flow get '), ['acme', 'beta'], "fish: an org's slug");
+  t.same(await fish('flow get acme w'), ['welcome'], 'fish: then its flows');
+  t.same(await fish('trigger get acme '), ['booking_completed'], 'fish: its triggers');
+  t.same(await fish('topic delete acme '), ['all', 'news', 'offers'], 'fish: its topics');
+  t.same(await fish('quarantine a'), ['acme'], 'fish: a one-word command');
+  t.same(await fish('flow get beta '), [], 'fish: another org: its own flows only');
+  t.ok((await fish('flow sends acme welcome --s')).includes('--status'), 'fish: options still');
+  t.same(await fish('flow get ', { AUDIENCE_URL: 'http://127.0.0.1:9', ADMIN_KEY }), [], 'fish: no service: nothing, and no error');
 });
