@@ -1,12 +1,13 @@
 /**
  * An org's settings (Audience API, rate limit, currency, content fields, not-found status), then its
- * credentials (settings-credentials.tsx).
+ * credentials (settings-credentials.tsx) and its subscription topics (settings-topics.tsx).
  */
 import { type FormEvent, type ReactNode, useState } from 'react';
 import { DEFAULT_PROFILE_FIELDS } from '../core/profile-fields';
 import { QuietHoursFields } from './quiet-hours-fields';
 import { api, type ApiError, seg } from './api';
 import { attempt, Rotation, Tokens, WriteKeys } from './settings-credentials';
+import { Topics } from './settings-topics';
 import { ErrorBox, Status, useRequest } from './ui';
 import type { FrequencyCaps, Org, OrgPatch } from '../generated/org';
 
@@ -19,6 +20,7 @@ export function SettingsPage({ org }: { org: string }): ReactNode {
       <Rotation org={org} />
       <WriteKeys org={org} />
       <Tokens org={org} />
+      <Topics org={org} />
     </>
   );
 }
