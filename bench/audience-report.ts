@@ -1,11 +1,11 @@
 /** bench/results/audience.json and the printed table of the Audience API benchmark (bench/audience.ts). */
-import { type AudienceOutcome, mb } from './audience.js';
+import { type AudienceOutcome, BATCH_SIZE, mb } from './audience.js';
 import { IDENTITY_MIX } from './contacts.js';
 import { latencyAndCpuColumns, loadSummary, type Measured, table } from './harness.js';
 import { printSummary, type ProfileSummary } from './profile-summary.js';
 
 /** The issue's targets (and SPEC 6.1's freshness bound). */
-export const AUDIENCE_TARGETS = { ratioToBare: 0.85, p99Ms: 3, underCollectRatioToBare: 0.7, freshnessP99Ms: 1000 };
+export const AUDIENCE_TARGETS = { ratioToBare: 0.85, p99Ms: 3, underCollectRatioToBare: 0.7, freshnessP99Ms: 1000, batchCpuToOne: 3 };
 
 const ratio = (a: number, b: number) => (b ? Math.round((a / b) * 1000) / 1000 : null);
 const per100k = (bytes: number, contacts: number) => mb((bytes * 100_000) / contacts);
@@ -33,7 +33,11 @@ function buildReport(o: AudienceOutcome, machine: Record<string, unknown>) {
   const underRatio = ratio(under.reqPerSec, bare.reqPerSec);
   const { before, afterImportNoGc, afterImport, afterLoad } = o.memory;
   const f = o.freshness;
-  const non2xx = { bare: bad(o.bare), audience: bad(o.audience), underCollect: bad(o.underCollect.audience), collect: collect.non2xx + collect.errors };
+  const non2xx = { bare: bad(o.bare), audience: bad(o.audience), underCollect: bad(o.underCollect.audience), collect: collect.non2xx + collect.errors, batch: bad(o.batch) };
+  const batch = loadSummary(o.batch);
+  // CPU of the service per request: a batch of BATCH_SIZE against one lookup (issue 41: at most 3×).
+  const cpuPerRequest = (s: ReturnType<typeof loadSummary>) => (s.reqPerSec ? s.cpu.server / s.reqPerSec : 0);
+  const batchCpuToOne = ratio(cpuPerRequest(batch), cpuPerRequest(audience));
 
   const report = {
     date: new Date().toISOString(),
@@ -67,6 +71,7 @@ function buildReport(o: AudienceOutcome, machine: Record<string, unknown>) {
       collectAcceptedPerSec: Math.round(accepted / under.seconds),
       collectLoad: { reqPerSec: collect.reqPerSec, seconds: collect.seconds, p50: collect.latency.p50, p99: collect.latency.p99, non2xx: collect.non2xx, errors: collect.errors },
     },
+    batch: { ...batch, size: BATCH_SIZE, identitiesPerSec: batch.reqPerSec * BATCH_SIZE, cpuUsPerRequest: Math.round(cpuPerRequest(batch) * 1e6), cpuToOneLookup: batchCpuToOne },
     collectMaxMeasured: o.collectMax.measured ? loadSummary(o.collectMax.measured) : null,
     freshness: f,
     memory: {
@@ -88,6 +93,7 @@ function buildReport(o: AudienceOutcome, machine: Record<string, unknown>) {
         met: underRatio !== null && underRatio >= AUDIENCE_TARGETS.underCollectRatioToBare,
       },
       freshnessP99Ms: { target: AUDIENCE_TARGETS.freshnessP99Ms, source: 'SPEC 6.1', value: f.p99, met: f.missing === 0 && f.failed === 0 && f.p99 <= AUDIENCE_TARGETS.freshnessP99Ms },
+      batchCpuToOneLookup: { target: AUDIENCE_TARGETS.batchCpuToOne, source: 'issue 41', value: batchCpuToOne, met: batchCpuToOne !== null && batchCpuToOne <= AUDIENCE_TARGETS.batchCpuToOne },
       all2xx: { value: non2xx, met: Object.values(non2xx).every((n) => n === 0) },
     },
     ...(o.profile ? { profile: o.profile } : {}),
@@ -106,6 +112,7 @@ function print(r: AudienceReport, o: AudienceOutcome): void {
   const rows = [
     row('bare GET', r.bare, `${o.connections} conns, ${r.bare.responseBytes} B answers`),
     row('audience', r.audience, `${r.audience.ratioToBare} × bare (turns ${Math.min(...o.turnRatios)}–${Math.max(...o.turnRatios)}), ${r.audience.responseBytes} B answers`),
+    row(`batch of ${BATCH_SIZE}`, r.batch, `${r.batch.identitiesPerSec} identities/s; CPU per request ${r.batch.cpuToOneLookup} × one lookup's (${r.batch.cpuUsPerRequest} µs)`),
     row('audience + collect', r.underCollect, `${r.underCollect.ratioToBare} × bare; collect ${r.underCollect.collectAcceptedPerSec}/s of ${r.underCollect.collectRate}/s asked`),
     {
       phase: 'collect (background)',

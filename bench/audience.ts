@@ -14,7 +14,7 @@ import { readdirSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
 import { measureAlternating } from './alternate.js';
 import { BodyTemplate, type Credentials } from './bodies.js';
-import { type Contact, contactsCsv, emailHash, IdentityPaths, syntheticContacts } from './contacts.js';
+import { BatchBodies, type Contact, contactsCsv, emailHash, IdentityPaths, syntheticContacts } from './contacts.js';
 import { type Freshness, measureFreshness } from './freshness.js';
 import { admin, type Bench, measure, type Measured, metric, ORG, profileArgs, say, type Service, startService, type Target } from './harness.js';
 import { collectGarbage, INSPECT_ON_SIGNAL } from './inspector-gc.js';
@@ -25,6 +25,8 @@ import { summarizeProfile, type ProfileSummary } from './profile-summary.js';
 /** SPEC 3: rateLimit is at most 100,000/s; raised so the limiter never answers 429 in the benchmark. */
 const RATE_LIMIT = 100_000;
 const CONTACTS = 100_000;
+/** Identities per batch lookup (its maximum). */
+export const BATCH_SIZE = 100;
 const IMPORT_CHUNK = 20_000;
 const FRESHNESS = { events: 200, perSecond: 20, pollMs: 5, timeoutMs: 10_000 };
 /** When collect's maximum comes from this phase: a short measurement (the collect phase does the long one). */
@@ -68,6 +70,8 @@ export interface AudienceOutcome {
   freshness: Freshness;
   collectMax: { reqPerSec: number; source: 'collect phase' | 'measured here'; measured?: Measured };
   underCollect: { audience: Measured; collect: LoadResult; collectRate: number };
+  /** POST …/contacts/batch of BATCH_SIZE random contacts, after the turns, alone. */
+  batch: Measured;
   profile?: Profiles;
 }
 
@@ -160,6 +164,9 @@ async function againstService(
   );
   await bare.child.stop();
 
+  // A batch of 100 (issue 41): its CPU per request against one lookup's (the report's ratio).
+  const batch = await measure(bench, `audience batch of ${BATCH_SIZE}`, { ...target, path: '/audience/v2/contacts/batch' }, { method: 'POST', headers: headers(token), bodies: new BatchBodies(contacts, BATCH_SIZE) }, connections);
+
   say(`audience: freshness, ${FRESHNESS.events} identify events at ${FRESHNESS.perSecond}/s, polling every ${FRESHNESS.pollMs} ms`);
   const freshness = await guard(measureFreshness({ url: service.url, token, credentials, contacts, ...FRESHNESS, tag: bench.runTag }));
   say(`audience: freshness p50 ${freshness.p50} ms, p99 ${freshness.p99} ms, max ${freshness.max} ms (n ${freshness.n}, missing ${freshness.missing}, failed ${freshness.failed})`);
@@ -217,6 +224,7 @@ async function againstService(
     freshness,
     collectMax,
     underCollect: { audience: underCollect, collect, collectRate },
+    batch,
   };
 }
 

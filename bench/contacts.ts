@@ -137,3 +137,31 @@ export class IdentityPaths {
     return `${this.prefix}?identity=${encodeURIComponent(identity)}`;
   }
 }
+
+/**
+ * Bodies of POST /audience/v2/contacts/batch: `size` identities each, drawn as IdentityPaths draws them
+ * (random contacts, the same identity mix), a pool made up front and sent in turn.
+ */
+export class BatchBodies {
+  /** A batch is one request, not events. */
+  readonly events = 1;
+  private readonly pool: Buffer[];
+  private sent = 0;
+
+  constructor(contacts: Contact[], size: number, seed = 4, poolSize = 256) {
+    const paths = new IdentityPaths(contacts, '', seed);
+    this.pool = Array.from({ length: poolSize }, () => {
+      const identities = new Set<string>();
+      while (identities.size < size) identities.add(decodeURIComponent(paths.next().slice('?identity='.length)));
+      return Buffer.from(JSON.stringify({ identities: [...identities] }));
+    });
+  }
+
+  get bytes(): number {
+    return this.pool[0]!.length;
+  }
+
+  next(): Buffer {
+    return this.pool[this.sent++ % this.pool.length]!;
+  }
+}

@@ -15,7 +15,7 @@ export interface RequestSpec {
   /** Sent with every request (a POST also gets content-type: application/json). */
   headers?: Record<string, string>;
   /** A body per request (POST). */
-  bodies?: BodyTemplate;
+  bodies?: Pick<BodyTemplate, 'next' | 'events' | 'bytes'>;
   /** A path per request (e.g. varied query strings); default: LoadOptions.path for every request. */
   paths?: { next(): string };
 }

@@ -61,10 +61,18 @@ export function toAppError(error: FastifyError | Error): AppError {
   return new AppError('internal_error', undefined, {}, { cause: error });
 }
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** A route whose body limit is part of its contract: over it, 400 invalid_request with this detail (not 413). */
+    bodyTooLarge?: string;
+  }
+}
+
 export function registerProblemHandlers(app: FastifyInstance, clock: Clock = systemClock): void {
   const capacity = new CapacityLog(clock);
   app.setErrorHandler((error: FastifyError, request, reply) => {
-    const appError = toAppError(error);
+    const tooLarge = error.code === 'FST_ERR_CTP_BODY_TOO_LARGE' ? request.routeOptions.config?.bodyTooLarge : undefined;
+    const appError = tooLarge ? new AppError('invalid_request', tooLarge) : toAppError(error);
     if (appError.status === 503 && error instanceof AppError) {
       // A capacity answer the docs promise (retry later), not a failure: see capacity-log.ts.
       const line = capacity.answered(appError, orgOf(request));

@@ -22,19 +22,19 @@ export class FallbackLimiter implements RateLimiter {
 
   constructor(private readonly deps: FallbackLimiterDeps) {}
 
-  consume(key: string, policy: RatePolicy, nowMs: number): Promise<RateDecision> {
-    return this.decide('consume', key, policy, nowMs);
+  consume(key: string, policy: RatePolicy, nowMs: number, cost = 1): Promise<RateDecision> {
+    return this.decide('consume', key, policy, nowMs, cost);
   }
 
   peek(key: string, policy: RatePolicy, nowMs: number): Promise<RateDecision> {
     return this.decide('peek', key, policy, nowMs);
   }
 
-  private async decide(op: 'consume' | 'peek', key: string, policy: RatePolicy, nowMs: number): Promise<RateDecision> {
+  private async decide(op: 'consume' | 'peek', key: string, policy: RatePolicy, nowMs: number, cost = 1): Promise<RateDecision> {
     const { shared, availability } = this.deps;
     if (availability.shouldAsk(nowMs)) {
       try {
-        const decision = await shared[op](key, policy, nowMs);
+        const decision = op === 'consume' ? await shared.consume(key, policy, nowMs, cost) : await shared.peek(key, policy, nowMs);
         availability.succeeded();
         return decision;
       } catch (error) {
@@ -42,7 +42,8 @@ export class FallbackLimiter implements RateLimiter {
       }
     }
     this.deps.onLocalDecision();
-    return this.local[op](key, processShare(policy, this.deps.liveApiProcesses()), nowMs);
+    const share = processShare(policy, this.deps.liveApiProcesses());
+    return op === 'consume' ? this.local.consume(key, share, nowMs, Math.min(cost, share.burst)) : this.local.peek(key, share, nowMs);
   }
 }
 

@@ -2,7 +2,8 @@
  * In-memory GCRA (generic cell rate algorithm), one number per key: its TAT, the time at which the key
  * would be fully idle again if requests arrived exactly at the sustained rate. With emission interval
  * T = 1000 / rate ms and burst tolerance tau = (burst - 1) * T, a request at `now` is allowed when
- * TAT - tau <= now, and then moves TAT to max(TAT, now) + T. A key whose TAT is in the past is
+ * TAT - tau <= now, and then moves TAT to max(TAT, now) + T; `cost` requests at once when
+ * TAT + (cost - 1) * T - tau <= now, moving TAT by cost * T. A key whose TAT is in the past is
  * indistinguishable from an unknown key, which is what makes eviction safe.
  */
 import type { RateDecision, RateLimiter, RatePolicy } from './types.js';
@@ -33,11 +34,11 @@ export class GcraLimiter implements RateLimiter {
     this.maxKeys = options.maxKeys ?? 100_000;
   }
 
-  consume(key: string, policy: RatePolicy, nowMs: number): RateDecision {
+  consume(key: string, policy: RatePolicy, nowMs: number, cost = 1): RateDecision {
     this.maybeSweep(nowMs);
-    const { interval, tau, tat, denial } = this.state(key, policy, nowMs);
+    const { interval, tau, tat, denial } = this.state(key, policy, nowMs, cost);
     if (denial) return denial;
-    const next = tat + interval;
+    const next = tat + cost * interval;
     this.tats.delete(key);
     this.tats.set(key, next);
     if (this.tats.size > this.maxKeys) this.evictOldest();
@@ -55,13 +56,14 @@ export class GcraLimiter implements RateLimiter {
     return { allowed: true, remaining: Math.floor((nowMs + tau - tat + EPSILON_MS) / interval) + 1, resetSeconds: (tat - nowMs) / 1000, retryAfterSeconds: 0 };
   }
 
-  private state(key: string, policy: RatePolicy, nowMs: number) {
+  private state(key: string, policy: RatePolicy, nowMs: number, cost = 1) {
     const interval = 1000 / policy.ratePerSecond;
     const tau = (Math.max(1, policy.burst) - 1) * interval;
     const tat = Math.max(this.tats.get(key) ?? nowMs, nowMs);
+    const last = tat + (cost - 1) * interval;
     const denial: RateDecision | undefined =
-      tat - tau > nowMs + EPSILON_MS
-        ? { allowed: false, remaining: 0, resetSeconds: (tat - nowMs) / 1000, retryAfterSeconds: (tat - tau - nowMs) / 1000 }
+      last - tau > nowMs + EPSILON_MS
+        ? { allowed: false, remaining: 0, resetSeconds: (tat - nowMs) / 1000, retryAfterSeconds: (last - tau - nowMs) / 1000 }
         : undefined;
     return { interval, tau, tat, denial };
   }

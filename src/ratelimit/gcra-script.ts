@@ -3,8 +3,8 @@
  * API process sharing the Redis. `now` is Redis `TIME`: processes with skewed clocks still agree, and
  * Redis 5+ replicates a script's effects, not the script, so calling TIME before a write is allowed.
  *
- * KEYS[1]: the limited thing. ARGV: ratePerSecond, burst (as JavaScript prints them), and '1' to peek
- * (decide without moving the TAT: GcraLimiter.peek). Returns { allowed (0|1), remaining, resetMs,
+ * KEYS[1]: the limited thing. ARGV: ratePerSecond, burst (as JavaScript prints them), '1' to peek
+ * (decide without moving the TAT: GcraLimiter.peek) or '0', and the cost (requests at once; default 1). Returns { allowed (0|1), remaining, resetMs,
  * retryAfterMs, nowMs }; the times are strings because Redis turns a Lua number into an integer reply,
  * and `%.17g` prints a double so that it reads back as the same double. nowMs, the Redis time the decision was made at, lets tests replay it on the in-memory limiter.
  */
@@ -17,13 +17,15 @@ local now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
 local interval = 1000 / tonumber(ARGV[1])
 local tau = (math.max(1, tonumber(ARGV[2])) - 1) * interval
 local tat = math.max(tonumber(redis.call('GET', KEYS[1])) or now, now)
-if tat - tau > now + epsilon then
-  return { 0, 0, string.format('%.17g', tat - now), string.format('%.17g', tat - tau - now), string.format('%.17g', now) }
+local cost = tonumber(ARGV[4]) or 1
+local last = tat + (cost - 1) * interval
+if last - tau > now + epsilon then
+  return { 0, 0, string.format('%.17g', tat - now), string.format('%.17g', last - tau - now), string.format('%.17g', now) }
 end
 if ARGV[3] == '1' then
   return { 1, math.floor((now + tau - tat + epsilon) / interval) + 1, string.format('%.17g', tat - now), '0', string.format('%.17g', now) }
 end
-local nextTat = tat + interval
+local nextTat = tat + cost * interval
 redis.call('SET', KEYS[1], string.format('%.17g', nextTat), 'PX', math.max(1, math.ceil(nextTat - now)))
 local remaining = math.max(0, math.floor((now + tau - nextTat + epsilon) / interval) + 1)
 return { 1, remaining, string.format('%.17g', nextTat - now), '0', string.format('%.17g', now) }
@@ -32,7 +34,7 @@ return { 1, remaining, string.format('%.17g', nextTat - now), '0', string.format
 export type GcraReply = [allowed: 0 | 1, remaining: number, resetMs: string, retryAfterMs: string, nowMs: string];
 
 export interface GcraRedis extends Redis {
-  audienceGcra(key: string, ratePerSecond: string, burst: string, peek?: '1'): Promise<GcraReply>;
+  audienceGcra(key: string, ratePerSecond: string, burst: string, peek?: '0' | '1', cost?: string): Promise<GcraReply>;
 }
 
 /**

@@ -20,8 +20,8 @@ export class RedisGcraLimiter implements RateLimiter {
     this.redis = withGcraCommand(redis);
   }
 
-  async consume(key: string, policy: RatePolicy): Promise<RateDecision> {
-    const reply = this.redis.audienceGcra(this.keyPrefix + key, String(policy.ratePerSecond), String(policy.burst));
+  async consume(key: string, policy: RatePolicy, _nowMs?: number, cost = 1): Promise<RateDecision> {
+    const reply = cost === 1 ? this.redis.audienceGcra(this.keyPrefix + key, String(policy.ratePerSecond), String(policy.burst)) : this.redis.audienceGcra(this.keyPrefix + key, String(policy.ratePerSecond), String(policy.burst), '0', String(cost));
     return decisionOf(await answeredWithin(reply, this.timeoutMs));
   }
 

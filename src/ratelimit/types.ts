@@ -24,8 +24,11 @@ export interface RateDecision {
 }
 
 export interface RateLimiter {
-  /** Counts one request for `key` at `nowMs` (epoch ms, from the Context clock) and decides it. */
-  consume(key: string, policy: RatePolicy, nowMs: number): RateDecision | Promise<RateDecision>;
+  /**
+   * Counts one request for `key` at `nowMs` (epoch ms, from the Context clock) and decides it; `cost`
+   * requests at once (a batch lookup: one per 10 identities), allowed only if all of them are.
+   */
+  consume(key: string, policy: RatePolicy, nowMs: number, cost?: number): RateDecision | Promise<RateDecision>;
   /**
    * Decides a request for `key` at `nowMs` as `consume` would, counting nothing (`remaining` is how many
    * would be allowed now). For budgets that only failures draw on (admin authentication): a request

@@ -28,6 +28,7 @@ import { registerUnsubscribeRoutes } from '../routes/unsubscribe.js';
 import { registerTokenRoutes } from '../routes/admin/orgs/tokens.js';
 import { registerTriggerRoutes } from '../routes/admin/orgs/triggers.js';
 import { audienceAuth } from '../routes/audience/auth.js';
+import { registerBatchRoute } from '../routes/audience/batch.js';
 import { registerContactsRoute } from '../routes/audience/contacts.js';
 import { registerConsoleRoutes } from '../routes/console.js';
 import { UnsubscribeLinks } from '../reactions/consent/unsubscribe-link.js';
@@ -63,6 +64,7 @@ export const apiRole = fp(
       audience.decorateRequest('audienceOrg', null);
       audience.addHook('onRequest', audienceAuth(audienceDeps));
       registerContactsRoute(audience, audienceDeps);
+      registerBatchRoute(audience, audienceDeps);
     });
     registerConsoleRoutes(app);
     if (feed && !(storage && config.shard.count === 1)) {

@@ -27,6 +27,7 @@ import { registerTriggerRoutes } from './admin/orgs/triggers.js';
 import { registerTopicRoutes } from './admin/orgs/topics.js';
 import { registerErasureRoutes } from './admin/orgs/erasures.js';
 import { registerUnsubscribeRoutes } from './unsubscribe.js';
+import { registerBatchRoute } from './audience/batch.js';
 import { registerContactsRoute } from './audience/contacts.js';
 import { registerCollectRoutes } from './http/collect.js';
 import { registerAnalyticsJsRoutes } from './http/analytics-js.js';
@@ -102,6 +103,7 @@ export async function buildOpenApiDocument(): Promise<Record<string, unknown>> {
     registerTrackingRoutes(app, { ctx: createContext() } as never, none);
     registerAnalyticsJsRoutes(app, none, none);
     registerContactsRoute(app, none);
+    registerBatchRoute(app, none);
     await app.register(async (admin) => {
       registerOrgRoutes(admin, none, none);
       registerTokenRoutes(admin, none);

@@ -71,6 +71,7 @@ t.test('schema-driven requests: no 500, every answer as documented', async (t) =
     collectEvent: { body: event(1) },
     collectBatch: { body: { partnerId, partnerSecret, batch: [{ ...member, messageId: 'fuzz-b1' }, { ...member, messageId: 'fuzz-b2' }] } },
     getAudienceContact: { query: { identity: 'email:ada@example.com' } },
+    getAudienceContactsBatch: { body: { identities: ['email:ada@example.com', 'user_id:nobody', 'bad'] } },
     getOrgContact: { query: { identity: 'email:ada@example.com' } },
     getSegment: { params: { name: 'vip' } },
     saveTrigger: { body: { sql: BOOKING_TRIGGER } },

@@ -1,4 +1,5 @@
 /** GCRA limiter and rate-limit headers (SPEC 6.2), on a fixed clock. */
+import fc from 'fast-check';
 import t from 'tap';
 import { GcraLimiter } from '../../src/ratelimit/gcra-limiter.js';
 import { rateLimitHeaders } from '../../src/ratelimit/headers.js';
@@ -128,4 +129,33 @@ t.test('headers are exact', async (t) => {
   const error = rateLimitedError(rateLimitHeaders(ORG_POLICY_NAME, policy, denied));
   t.match(error, { code: 'rate_limited', status: 429 });
   t.equal(error.extra.headers?.['Retry-After'], '1');
+});
+
+t.test('a cost of n (a batch lookup) is allowed exactly when n requests would be, and then counts as n', async (t) => {
+  let checked = 0;
+  fc.assert(
+    fc.property(
+      fc.constantFrom(orgRatePolicy({ rateLimit: 50 }), orgRatePolicy({ rateLimit: 3 }), { ratePerSecond: 7, burst: 20 }, { ratePerSecond: 100, burst: 10 }),
+      fc.array(fc.record({ cost: fc.integer({ min: 1, max: 10 }), afterMs: fc.integer({ min: 0, max: 400 }) }), { minLength: 1, maxLength: 60 }),
+      (policy, requests) => {
+        const limiter = new GcraLimiter();
+        let now = T0;
+        for (const { cost, afterMs } of requests) {
+          now += afterMs;
+          const before = limiter.peek('k', policy, now);
+          const decision = limiter.consume('k', policy, now, cost);
+          // peek's `remaining` is how many single requests would be allowed now.
+          const expected = before.allowed && before.remaining >= cost;
+          if (decision.allowed !== expected) throw new Error(`cost ${cost} with ${before.remaining} available: allowed ${decision.allowed}`);
+          const after = limiter.peek('k', policy, now);
+          if (decision.allowed && before.remaining - cost !== (after.allowed ? after.remaining : 0)) throw new Error(`${before.remaining} available, cost ${cost}: ${after.remaining} left`);
+          if (!decision.allowed && JSON.stringify(after) !== JSON.stringify(before)) throw new Error('a refused cost counted');
+          if (!decision.allowed && !(decision.retryAfterSeconds > 0)) throw new Error('a refusal says when to retry');
+        }
+        checked++;
+      },
+    ),
+    { numRuns: 300 },
+  );
+  t.equal(checked, 300, 'generated request sequences, each decision checked against single requests');
 });

@@ -19,8 +19,8 @@ import { inspectRedis, redisUrl, redisUrlIfReachable, uniquePrefix } from '../he
 interface Scenario {
   name: string;
   policy: RatePolicy;
-  /** Each step sleeps, then sends its requests at once. */
-  steps: Array<{ sleepMs: number; requests: number }>;
+  /** Each step sleeps, then sends its requests at once; `cost`: each counts as that many (a batch lookup). */
+  steps: Array<{ sleepMs: number; requests: number; cost?: number }>;
 }
 
 const scenarios: Scenario[] = [
@@ -29,6 +29,7 @@ const scenarios: Scenario[] = [
   { name: 'slow (0.5/s, burst 1): seconds round up to 2', policy: { ratePerSecond: 0.5, burst: 1 }, steps: [{ sleepMs: 0, requests: 1 }, { sleepMs: 500, requests: 2 }] },
   { name: 'auth policy (10/s)', policy: AUTH_FAILURE_POLICY, steps: [{ sleepMs: 0, requests: 12 }, { sleepMs: 150, requests: 3 }] },
   { name: 'a burst below 1 counts as 1', policy: { ratePerSecond: 5, burst: 0 }, steps: [{ sleepMs: 0, requests: 2 }, { sleepMs: 210, requests: 2 }] },
+  { name: 'costs (batches): 10 at 50/s, 5 fit, then singles and a 3 after 70 ms', policy: orgRatePolicy({ rateLimit: 50 }), steps: [{ sleepMs: 0, requests: 6, cost: 10 }, { sleepMs: 70, requests: 2, cost: 3 }, { sleepMs: 0, requests: 2 }] },
 ];
 
 /** Redis TIME as epoch ms, computed as the script computes it. */
@@ -42,9 +43,10 @@ if (url === undefined) {
   const redis = withGcraCommand(inspectRedis(t, url));
   const prefix = uniquePrefix();
 
-  async function bracketed(key: string, policy: RatePolicy, peek = false): Promise<{ decision: RateDecision; nowMs: number; beforeMs: number; afterMs: number }> {
+  async function bracketed(key: string, policy: RatePolicy, peek = false, cost = 1): Promise<{ decision: RateDecision; nowMs: number; beforeMs: number; afterMs: number }> {
     const multi = redis.multi().time() as unknown as { audienceGcra(...args: string[]): { time(): typeof multi }; exec(): Promise<Array<[Error | null, unknown]>> };
-    const results = await multi.audienceGcra(key, String(policy.ratePerSecond), String(policy.burst), ...(peek ? ['1'] : [])).time().exec();
+    const extra = peek ? ['1'] : cost === 1 ? [] : ['0', String(cost)];
+    const results = await multi.audienceGcra(key, String(policy.ratePerSecond), String(policy.burst), ...extra).time().exec();
     const [before, reply, after] = results.map(([error, value]) => {
       if (error) throw error;
       return value;
@@ -62,9 +64,9 @@ if (url === undefined) {
       for (const [s, step] of scenario.steps.entries()) {
         await sleep(step.sleepMs);
         // Sent at once on one connection: Redis runs them in this order, as a burst.
-        const burst = await Promise.all(Array.from({ length: step.requests }, () => bracketed(key, scenario.policy)));
+        const burst = await Promise.all(Array.from({ length: step.requests }, () => bracketed(key, scenario.policy, false, step.cost)));
         for (const [i, { decision, nowMs, beforeMs, afterMs }] of burst.entries()) {
-          const expected = memory.consume(key, scenario.policy, nowMs);
+          const expected = memory.consume(key, scenario.policy, nowMs, step.cost);
           const same =
             JSON.stringify(decision) === JSON.stringify(expected) &&
             JSON.stringify(rateLimitHeaders('org', scenario.policy, decision)) === JSON.stringify(rateLimitHeaders('org', scenario.policy, expected));

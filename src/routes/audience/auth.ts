@@ -13,7 +13,7 @@ import type { OrgStore } from '../../control/org-store.js';
 import type { Org } from '../../generated/org.js';
 import { policyHeader, rateLimitHeaders, remainingHeader } from '../../ratelimit/headers.js';
 import { AUTH_FAILURE_POLICY, AUTH_FAILURE_POLICY_NAME, ORG_POLICY_NAME, orgRatePolicy, rateLimitedError } from '../../ratelimit/policies.js';
-import type { RateLimiter } from '../../ratelimit/types.js';
+import type { RateDecision, RateLimiter } from '../../ratelimit/types.js';
 import type { TokenStore } from '../../control/token-store.js';
 
 
@@ -63,16 +63,29 @@ export function audienceAuth(deps: AudienceAuthDeps) {
           `(or PATCH /admin/v1/orgs/${org.slug} with {"audienceApi": true}).`,
       );
     }
-    const policy = orgRatePolicy(org);
-    const consumed = deps.orgLimiter.consume(`org:${org.slug}`, policy, now);
     // The in-memory limiter decides at once: no await (a microtask per lookup) unless Redis is asked.
-    const decision = consumed instanceof Promise ? await consumed : consumed;
+    const charged = chargeOrg(deps, org, reply, now, 1);
+    if (charged) await charged;
+    request.audienceOrg = org;
+  };
+}
+
+/**
+ * Draws `cost` units (at most the org's burst, so a request is never impossible) from the org's budget:
+ * 429 `rate_limited` when they are not there, the RateLimit headers of what is left otherwise. Returns a
+ * promise only when the limiter answers with one (Redis).
+ */
+export function chargeOrg(deps: Pick<AudienceAuthDeps, 'orgLimiter' | 'metrics'>, org: Org, reply: FastifyReply, now: number, cost: number): Promise<void> | undefined {
+  const policy = orgRatePolicy(org);
+  const settle = (decision: RateDecision): undefined => {
     if (!decision.allowed) {
-      metrics.rateLimited.inc({ policy: ORG_POLICY_NAME });
+      deps.metrics.rateLimited.inc({ policy: ORG_POLICY_NAME });
       throw rateLimitedError(rateLimitHeaders(ORG_POLICY_NAME, policy, decision));
     }
     reply.header('RateLimit-Policy', policyHeader(ORG_POLICY_NAME, policy));
     reply.header('RateLimit', remainingHeader(ORG_POLICY_NAME, decision));
-    request.audienceOrg = org;
+    return undefined;
   };
+  const consumed = deps.orgLimiter.consume(`org:${org.slug}`, policy, now, Math.min(cost, Math.max(1, policy.burst)));
+  return consumed instanceof Promise ? consumed.then(settle) : settle(consumed);
 }

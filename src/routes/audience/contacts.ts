@@ -27,7 +27,7 @@ interface Query {
 
 export const IDENTITY_DESCRIPTION = 'email:<address>, email-hash:<sha256 hex> or user_id:<id>';
 
-const RATE_LIMIT_HEADERS = {
+export const RATE_LIMIT_HEADERS = {
   RateLimit: { description: 'The org\'s budget left: `"org";r=<remaining>;t=<seconds to full>`', schema: { type: 'string' } },
   'RateLimit-Policy': { description: 'The org\'s rate policy: `"org";q=<burst>;w=<window seconds>`', schema: { type: 'string' } },
 };
@@ -87,15 +87,22 @@ export function registerContactsRoute(app: FastifyInstance, deps: ContactsRouteD
       throw new AppError('contact_not_found', 'no contact with this identity', { status: org.notFoundStatus });
     }
     reply.type('application/json; charset=utf-8');
-    return responseBody(contact, fields);
+    return answerJson(contact, fields);
   });
+}
+
+const ANSWER_START = '{"status":"success","contact":';
+
+/** The contact's content fields as JSON (an entry of a batch): a slice of its one-contact answer. */
+export function contactJson(contact: IndexedProfile, fields: readonly string[]): string {
+  return answerJson(contact, fields).slice(ANSWER_START.length, -1);
 }
 
 /**
  * Each contact's answer is serialized once and reused while the same fields are asked for: the org's
  * content fields are one array until the org changes, so the usual check is one comparison.
  */
-function responseBody(contact: IndexedProfile, fields: readonly string[]): string {
+function answerJson(contact: IndexedProfile, fields: readonly string[]): string {
   const cached = contact.answer;
   if (cached !== undefined && (cached.fields === fields || sameFields(cached.fields, fields))) return cached.json;
   const body: Record<string, unknown> = Object.create(null);
@@ -105,7 +112,7 @@ function responseBody(contact: IndexedProfile, fields: readonly string[]): strin
     const value = Object.hasOwn(contact.profile, field) ? contact.profile[field] : undefined;
     body[field] = value === undefined ? (ARRAY_FIELDS.has(field) ? [] : null) : value;
   }
-  const json = JSON.stringify({ status: 'success', contact: body });
+  const json = `${ANSWER_START}${JSON.stringify(body)}}`;
   contact.answer = { fields, json };
   return json;
 }
@@ -122,7 +129,11 @@ function selectFields(contentFields: string[], requested: string | string[] | un
   if (typeof requested !== 'string') {
     throw new AppError('invalid_fields', 'fields was given more than once; pass one comma-separated list, e.g. fields=email_address,first_name');
   }
-  const wanted = requested.split(',').map((f) => f.trim());
+  return fieldsOf(contentFields, requested.split(',').map((f) => f.trim()));
+}
+
+/** `wanted`, each a content field of the org, in the org's order: else 400 invalid_fields naming the others. */
+export function fieldsOf(contentFields: string[], wanted: string[]): string[] {
   const unknown = wanted.filter((f) => !contentFields.includes(f));
   if (wanted.length === 0 || unknown.length > 0 || wanted.some((f) => f === '')) {
     throw new AppError('invalid_fields', `not content fields of this org: ${unknown.join(', ') || '(empty)'}`);

@@ -221,6 +221,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/audience/v2/contacts/batch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Several contacts' profiles at once (1 to 100)
+         * @description Each identity is answered in the order asked: `found` with the content fields (as one contact is), `not_found`, or `invalid` with why. It costs one unit of the org's rate budget per 10 identities, rounded up (at most the org's burst). An empty list, more than 100 identities, the same identity twice, or a body over 64 KB is a 400 `invalid_request` saying the limit.
+         */
+        post: operations["getAudienceContactsBatch"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/track": {
         parameters: {
             query?: never;
@@ -2938,6 +2958,127 @@ export interface operations {
             };
             /** @description [`contact_not_found`](/problems/contact_not_found): No such contact */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`not_acceptable`](/problems/not_acceptable): JSON is not an acceptable response type */
+            406: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`rate_limited`](/problems/rate_limited): Too many requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`internal_error`](/problems/internal_error): Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`org_unavailable`](/problems/org_unavailable): The org's database cannot be opened */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getAudienceContactsBatch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @example [
+                     *       "email:ada@example.com",
+                     *       "user_id:42"
+                     *     ]
+                     */
+                    identities: string[];
+                    /** @description content fields to return (default: all of the org's content fields) */
+                    fields?: string[];
+                };
+            };
+        };
+        responses: {
+            /** @description One entry per identity, in the order asked */
+            200: {
+                headers: {
+                    /** @description The org's budget left: `"org";r=<remaining>;t=<seconds to full>` */
+                    RateLimit?: unknown;
+                    /** @description The org's rate policy: `"org";q=<burst>;w=<window seconds>` */
+                    "RateLimit-Policy"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {unknown} */
+                        status: "success";
+                        contacts: ({
+                            identity: string;
+                            /** @enum {unknown} */
+                            status: "found";
+                            contact: {
+                                [key: string]: unknown;
+                            };
+                        } | {
+                            identity: string;
+                            /** @enum {unknown} */
+                            status: "not_found";
+                        } | {
+                            identity: string;
+                            /** @enum {unknown} */
+                            status: "invalid";
+                            detail: string;
+                        })[];
+                    };
+                };
+            };
+            /** @description [`invalid_request`](/problems/invalid_request): Request is invalid; [`invalid_json`](/problems/invalid_json): Body is not valid JSON; [`invalid_fields`](/problems/invalid_fields): Unknown or non-content fields requested */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`invalid_token`](/problems/invalid_token): Missing, malformed, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`audience_api_not_enabled`](/problems/audience_api_not_enabled): The Audience API is not enabled for this org */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -1,0 +1,111 @@
+/**
+ * POST /audience/v2/contacts/batch (issue 41): up to 100 contacts' profiles in one request, for a page
+ * that shows several people (a household, recommendations' owners). Each identity is answered in the order
+ * asked — found with its content fields, not found, or invalid with why — from the same serving index and
+ * the same cached answers as one contact. The token, org access and a first unit of the org's rate budget
+ * are the routes' hook (auth.ts); a batch costs one unit per 10 identities (rounded up, at most the org's
+ * burst), the rest drawn here once the body is read. Another org's contacts are simply not found: the
+ * index is asked for the token's org only.
+ */
+import type { FastifyInstance } from 'fastify';
+import { AppError } from '../../core/errors.js';
+import { OrgUnavailable } from '../../core/unavailable.js';
+import { parseIdentity } from '../../events/profiles/parse-identity.js';
+import type { ProfileIndex } from '../../events/profiles/profile-index.js';
+import { acceptsJson } from '../../http/accepts-json.js';
+import { object, operationSchema } from '../../openapi/route-schema.js';
+import { orgRatePolicy } from '../../ratelimit/policies.js';
+import type { RateLimiter } from '../../ratelimit/types.js';
+import type { Context } from '../../core/context.js';
+import type { Metrics } from '../../ops/metrics.js';
+import { chargeOrg } from './auth.js';
+import { contactJson, fieldsOf, IDENTITY_DESCRIPTION, RATE_LIMIT_HEADERS } from './contacts.js';
+
+export const BATCH_MAX_IDENTITIES = 100;
+export const BATCH_MAX_BYTES = 64 * 1024;
+/** Identities per unit of the org's rate budget. */
+export const IDENTITIES_PER_UNIT = 10;
+
+interface Body {
+  identities: string[];
+  fields?: string[];
+}
+
+const entry = {
+  oneOf: [
+    object({ identity: { type: 'string' }, status: { const: 'found' }, contact: { type: 'object', additionalProperties: true } }, ['identity', 'status', 'contact']),
+    object({ identity: { type: 'string' }, status: { const: 'not_found' } }, ['identity', 'status']),
+    object({ identity: { type: 'string' }, status: { const: 'invalid' }, detail: { type: 'string' } }, ['identity', 'status', 'detail']),
+  ],
+};
+
+const schema = operationSchema({
+  tag: 'Audience API',
+  summary: "Several contacts' profiles at once (1 to 100)",
+  description:
+    'Each identity is answered in the order asked: `found` with the content fields (as one contact is), `not_found`, or `invalid` with why. ' +
+    `It costs one unit of the org's rate budget per ${IDENTITIES_PER_UNIT} identities, rounded up (at most the org's burst). ` +
+    `An empty list, more than ${BATCH_MAX_IDENTITIES} identities, the same identity twice, or a body over 64 KB is a 400 \`invalid_request\` saying the limit.`,
+  operationId: 'getAudienceContactsBatch',
+  auth: 'audienceToken',
+  body: object(
+    {
+      identities: { type: 'array', minItems: 1, maxItems: BATCH_MAX_IDENTITIES, uniqueItems: true, items: { type: 'string', maxLength: 512, description: IDENTITY_DESCRIPTION }, examples: [['email:ada@example.com', 'user_id:42']] },
+      fields: { type: 'array', minItems: 1, maxItems: 200, items: { type: 'string', maxLength: 200 }, description: "content fields to return (default: all of the org's content fields)" },
+    },
+    ['identities'],
+    { additionalProperties: false },
+  ),
+  ok: {
+    status: 200,
+    description: 'One entry per identity, in the order asked',
+    headers: RATE_LIMIT_HEADERS,
+    schema: object({ status: { const: 'success' }, contacts: { type: 'array', items: entry } }, ['status', 'contacts']),
+  },
+  errors: ['invalid_token', 'audience_api_not_enabled', 'rate_limited', 'not_acceptable', 'invalid_request', 'invalid_json', 'invalid_fields', 'org_unavailable'],
+});
+
+export interface BatchRouteDeps {
+  ctx: Context;
+  profiles: ProfileIndex;
+  orgLimiter: RateLimiter;
+  metrics: Metrics;
+}
+
+export function registerBatchRoute(app: FastifyInstance, deps: BatchRouteDeps): void {
+  const { profiles } = deps;
+  const tooLarge = `a batch body is at most ${BATCH_MAX_BYTES} bytes (64 KB): send at most ${BATCH_MAX_IDENTITIES} identities, without padding`;
+  app.post<{ Body: Body }>('/audience/v2/contacts/batch', { schema, bodyLimit: BATCH_MAX_BYTES, config: { bodyTooLarge: tooLarge } }, async (request, reply) => {
+    const org = request.audienceOrg;
+    if (!org) throw new Error('the Audience API routes were registered without their audienceAuth hook');
+    if (!acceptsJson(request.headers.accept)) throw new AppError('not_acceptable', 'this API answers application/json only');
+    const { identities } = request.body;
+    const fields = request.body.fields === undefined ? org.contentFields : fieldsOf(org.contentFields, request.body.fields);
+    // The hook drew one unit; the rest of the batch's cost now that its size is known (in all at most the burst).
+    const rest = Math.min(Math.ceil(identities.length / IDENTITIES_PER_UNIT), orgRatePolicy(org).burst) - 1;
+    if (rest > 0) {
+      const charged = chargeOrg(deps, org, reply, deps.ctx.clock.now(), rest);
+      if (charged) await charged;
+    }
+    const entries: string[] = [];
+    let missing = false;
+    for (const raw of identities) {
+      const identity = parseIdentity(raw);
+      const quoted = JSON.stringify(raw);
+      if (!identity) {
+        entries.push(`{"identity":${quoted},"status":"invalid","detail":"identity must be email:<address>, email-hash:<sha256 hex> or user_id:<id>"}`);
+        continue;
+      }
+      const contact = profiles.lookup(org.slug, identity.type, identity.value);
+      if (contact) entries.push(`{"identity":${quoted},"status":"found","contact":${contactJson(contact, fields)}}`);
+      else {
+        missing = true;
+        entries.push(`{"identity":${quoted},"status":"not_found"}`);
+      }
+    }
+    // Its profiles could not be loaded: "not found" would be a lie.
+    if (missing && profiles.isUnavailable(org.slug)) throw new OrgUnavailable(org.slug, 'its profiles could not be loaded');
+    reply.type('application/json; charset=utf-8');
+    return `{"status":"success","contacts":[${entries.join(',')}]}`;
+  });
+}
