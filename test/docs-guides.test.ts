@@ -1,13 +1,14 @@
 /**
  * The guides compose (issue 40): the shell blocks of README.md, docs/partners.md, docs/audience-api.md,
- * docs/cli.md and docs/data-engineers.md (those in its numbered lists too) run one after another, as
- * written, in one bash session in a directory holding the checkout's docs, against a running service — as
- * a new user following them in order would. Left out are only the lines that start the service or the
- * suite (`npm ci`, `npm start`, `npm test`, `WEBHOOK_ALLOW_PRIVATE=true npm start &`: the service here is
- * started so) and those that write into the home directory (`completion … > ~/…`). `npx audiencectl` is the
- * checkout's CLI, as npx finds it there. What a guide starts in the background (the webhook receiver) is
- * stopped when the session ends. docs/operators.md has no block to run (its blocks are log lines).
- * Then the same README block once more: `org create --save` refuses to touch the file holding the secrets.
+ * docs/cli.md, docs/data-engineers.md (those in its numbered lists too) and docs/api-reference.md run one
+ * after another, as written, in one bash session in a directory holding the checkout's docs, against a
+ * running service — as a new user following them in order would. Left out are only the lines that start
+ * the service or the suite (`npm ci`, `npm start`, `npm test`, `WEBHOOK_ALLOW_PRIVATE=true npm start &`:
+ * the service here is started so) and those that write into the home directory (`completion … > ~/…`).
+ * `npx audiencectl` is the checkout's CLI, as npx finds it there. What a guide starts in the background
+ * (the webhook receiver) is stopped when the session ends. docs/operators.md has no block to run (its
+ * blocks are log lines). Then the same README block once more: `org create --save` refuses to touch the
+ * file holding the secrets.
  */
 import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -16,7 +17,7 @@ import t from 'tap';
 import { ADMIN_KEY, startTestApp, waitFor } from './helpers/app.js';
 import { ROOT } from './helpers/paths.js';
 
-const GUIDES = ['README.md', 'docs/partners.md', 'docs/audience-api.md', 'docs/cli.md', 'docs/data-engineers.md'];
+const GUIDES = ['README.md', 'docs/partners.md', 'docs/audience-api.md', 'docs/cli.md', 'docs/data-engineers.md', 'docs/api-reference.md'];
 /** Lines not run: they start the service or the suite, or write outside the directory. */
 const NOT_RUN = [/^([A-Z_]+=\S+ )?npm (ci|start|test)\b/, /completion (bash|zsh|fish) >/];
 
@@ -79,6 +80,7 @@ t.test('README, partners, Audience API, CLI and data engineers guides, run in or
   const flows = ((await h.admin('GET', '/admin/v1/orgs/acme/flows')).json().flows as Array<{ definition: { id: string }; status: string }>).map((f) => `${f.definition.id}:${f.status}`);
   t.same(flows.filter((f) => /^(203850|stay|december-news):/.test(f)).sort(), ['203850:live', 'december-news:live', 'stay:live'], "the data engineers guide's flows, started");
   t.match(run.output, /ok acme\/booking_completed: 4 rows/, 'its trigger test passed');
+  t.match(JSON.parse(readFileSync(join(dir, 'audience-openapi.json'), 'utf8')), { openapi: /^3\./ }, "the API reference guide's OpenAPI document");
   const problems = [...run.output.slice(run.output.indexOf('=== docs/data-engineers.md')).matchAll(/"code":"(\w+)"/g)].map((m) => m[1]);
   t.same(problems, [], 'no command of the data engineers guide was refused');
 
