@@ -120,21 +120,24 @@ export class IdentityPaths {
   }
 
   next(): string {
+    return `${this.prefix}?identity=${encodeURIComponent(this.nextIdentity())}`;
+  }
+
+  /** The identity alone (`<type>:<value>`), drawn as for a path. */
+  nextIdentity(): string {
     const i = Math.floor(this.random() * this.contacts.length);
     const draw = this.random();
     const c = this.contacts[i]!;
-    let identity: string;
     if (draw < IDENTITY_MIX.email) {
       this.issued.email++;
-      identity = `email:${c.email}`;
-    } else if (draw < IDENTITY_MIX.email + IDENTITY_MIX['email-hash']) {
-      this.issued['email-hash']++;
-      identity = `email-hash:${this.hashes[i]}`;
-    } else {
-      this.issued.user_id++;
-      identity = `user_id:${c.userId}`;
+      return `email:${c.email}`;
     }
-    return `${this.prefix}?identity=${encodeURIComponent(identity)}`;
+    if (draw < IDENTITY_MIX.email + IDENTITY_MIX['email-hash']) {
+      this.issued['email-hash']++;
+      return `email-hash:${this.hashes[i]}`;
+    }
+    this.issued.user_id++;
+    return `user_id:${c.userId}`;
   }
 }
 
@@ -152,7 +155,7 @@ export class BatchBodies {
     const paths = new IdentityPaths(contacts, '', seed);
     this.pool = Array.from({ length: poolSize }, () => {
       const identities = new Set<string>();
-      while (identities.size < size) identities.add(decodeURIComponent(paths.next().slice('?identity='.length)));
+      while (identities.size < size) identities.add(paths.nextIdentity());
       return Buffer.from(JSON.stringify({ identities: [...identities] }));
     });
   }

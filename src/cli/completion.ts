@@ -134,10 +134,10 @@ function fish(commands: Command[]): string {
 /** fish: an org's slug, then its flows, triggers, segments or topics, from the service (as bash's). */
 function fishNames(commands: Command[]): string {
   const named = commands.filter((c) => argumentKinds(c).some(Boolean));
-  const cases = (two: boolean) =>
+  const cases = (two: boolean, indent: string) =>
     named
       .filter((c) => c.name.includes(' ') === two)
-      .map((c) => `        case '${c.name}'\n            set at ${c.name.split(' ').length}; set kinds ${argumentKinds(c).map((k) => k || '-').join(' ')}`)
+      .map((c) => `${indent}case '${c.name}'\n${indent}    set at ${c.name.split(' ').length}; set kinds ${argumentKinds(c).map((k) => k || '-').join(' ')}`)
       .join('\n');
   return `# The kind of name the word being typed is, and the org's slug before it; nothing (status 1) for other words.
 function __${PROGRAM}_kind
@@ -146,11 +146,11 @@ function __${PROGRAM}_kind
     set -l at 0
     set -l kinds
     switch "$words[2] $words[3]"
-${cases(true)}
+${cases(true, '        ')}
     end
     if test $at -eq 0
         switch "$words[2]"
-${cases(false).replaceAll('\n        ', '\n            ').replace(/^ {8}/, '            ')}
+${cases(false, '            ')}
         end
     end
     test $at -gt 0; or return 1

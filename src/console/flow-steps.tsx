@@ -7,7 +7,7 @@ import { type FormEvent, type ReactNode, useState } from 'react';
 import type { FlowDefinition, Step } from '../generated/flow';
 import { api, ApiError, seg } from './api';
 import { saveFlow } from './flow-save';
-import { draftInForms, NOT_IN_FORMS, stepsOf } from './step-drafts';
+import { draftInForms, NOT_IN_FORMS, readStepsJson, stepsOf } from './step-drafts';
 import { StepsEditor, type StepsEditing } from './step-editor';
 import { asApiError, ErrorBox, Status, Time, useRequest } from './ui';
 
@@ -118,13 +118,8 @@ function stepsTemplate(): Pick<FlowDefinition, 'steps' | 'exit'> {
 }
 
 /** The steps and exit being edited, as the definition takes them: the JSON as written, or the forms' drafts. */
-function stepsMembers(editing: StepsEditing): { ok: true; members: object } | { ok: false; error: string } {
-  if (editing.view === 'forms') return { ok: true, members: stepsOf(editing.draft) };
-  try {
-    return { ok: true, members: JSON.parse(editing.json) as object };
-  } catch (e) {
-    return { ok: false, error: `The steps are not JSON: ${(e as Error).message}` };
-  }
+function stepsMembers(editing: StepsEditing): { ok: true; value: unknown } | { ok: false; error: string } {
+  return editing.view === 'forms' ? { ok: true, value: stepsOf(editing.draft) } : readStepsJson(editing.json);
 }
 
 /**
@@ -152,7 +147,7 @@ export function StepsForm({ org, trigger, initial }: { org: string; trigger: str
       return;
     }
     const { message: _message, branches: _branches, steps: _steps, exit: _exit, ...rest } = initial ?? ({} as Partial<FlowDefinition>);
-    const definition = { ...rest, id, name, category: 'triggered', entry: 'when_contact_triggers_event', trigger, realTime, ...read.members };
+    const definition = { ...rest, id, name, category: 'triggered', entry: 'when_contact_triggers_event', trigger, realTime, ...(read.value as object) };
     setBusy(true);
     try {
       await saveFlow(org, initial?.id, definition);

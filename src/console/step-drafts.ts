@@ -86,14 +86,20 @@ export function draftInForms(members: Pick<FlowDefinition, 'steps' | 'exit'>): S
   return same ? draft : undefined;
 }
 
-/** JSON the advanced view shows, read back: the steps and exit, or why it cannot be read. */
-export function parseStepsJson(json: string): { ok: true; draft: StepsDraft } | { ok: false; error: string } {
-  let parsed: unknown;
+/** The advanced view's text parsed, or why it does not parse. */
+export function readStepsJson(json: string): { ok: true; value: unknown } | { ok: false; error: string } {
   try {
-    parsed = JSON.parse(json);
+    return { ok: true, value: JSON.parse(json) };
   } catch (e) {
     return { ok: false, error: `The steps are not JSON: ${(e as Error).message}` };
   }
+}
+
+/** JSON the advanced view shows, read back: the steps and exit, or why it cannot be read. */
+export function parseStepsJson(json: string): { ok: true; draft: StepsDraft } | { ok: false; error: string } {
+  const read = readStepsJson(json);
+  if (!read.ok) return read;
+  const parsed = read.value;
   if (!parsed || typeof parsed !== 'object' || !Array.isArray((parsed as { steps?: unknown }).steps)) return { ok: false, error: 'The JSON must be an object with a steps array (and, if any, exit: {"event": …}).' };
   const { steps, exit } = parsed as { steps: unknown[]; exit?: { event?: unknown } };
   const known = steps.every((s) => s !== null && typeof s === 'object' && ('wait' in s || 'waitUntil' in s || 'message' in s));

@@ -23,18 +23,20 @@ export class FallbackLimiter implements RateLimiter {
   constructor(private readonly deps: FallbackLimiterDeps) {}
 
   consume(key: string, policy: RatePolicy, nowMs: number, cost = 1): Promise<RateDecision> {
-    return this.decide('consume', key, policy, nowMs, cost);
+    // A process's share may have a smaller burst than the cost the whole policy allows: at most all of it.
+    return this.decide(policy, nowMs, (limiter, p) => limiter.consume(key, p, nowMs, Math.min(cost, p.burst)));
   }
 
   peek(key: string, policy: RatePolicy, nowMs: number): Promise<RateDecision> {
-    return this.decide('peek', key, policy, nowMs);
+    return this.decide(policy, nowMs, (limiter, p) => limiter.peek(key, p, nowMs));
   }
 
-  private async decide(op: 'consume' | 'peek', key: string, policy: RatePolicy, nowMs: number, cost = 1): Promise<RateDecision> {
+  /** `ask` of the shared limiter with the policy, or of the local one with this process's share of it. */
+  private async decide(policy: RatePolicy, nowMs: number, ask: (limiter: RateLimiter, policy: RatePolicy) => RateDecision | Promise<RateDecision>): Promise<RateDecision> {
     const { shared, availability } = this.deps;
     if (availability.shouldAsk(nowMs)) {
       try {
-        const decision = op === 'consume' ? await shared.consume(key, policy, nowMs, cost) : await shared.peek(key, policy, nowMs);
+        const decision = await ask(shared, policy);
         availability.succeeded();
         return decision;
       } catch (error) {
@@ -42,8 +44,7 @@ export class FallbackLimiter implements RateLimiter {
       }
     }
     this.deps.onLocalDecision();
-    const share = processShare(policy, this.deps.liveApiProcesses());
-    return op === 'consume' ? this.local.consume(key, share, nowMs, Math.min(cost, share.burst)) : this.local.peek(key, share, nowMs);
+    return ask(this.local, processShare(policy, this.deps.liveApiProcesses()));
   }
 }
 

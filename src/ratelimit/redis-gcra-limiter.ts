@@ -21,7 +21,7 @@ export class RedisGcraLimiter implements RateLimiter {
   }
 
   async consume(key: string, policy: RatePolicy, _nowMs?: number, cost = 1): Promise<RateDecision> {
-    const reply = cost === 1 ? this.redis.audienceGcra(this.keyPrefix + key, String(policy.ratePerSecond), String(policy.burst)) : this.redis.audienceGcra(this.keyPrefix + key, String(policy.ratePerSecond), String(policy.burst), '0', String(cost));
+    const reply = this.redis.audienceGcra(this.keyPrefix + key, String(policy.ratePerSecond), String(policy.burst), '0', String(cost));
     return decisionOf(await answeredWithin(reply, this.timeoutMs));
   }
 

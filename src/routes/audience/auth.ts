@@ -71,8 +71,8 @@ export function audienceAuth(deps: AudienceAuthDeps) {
 }
 
 /**
- * Draws `cost` units (at most the org's burst, so a request is never impossible) from the org's budget:
- * 429 `rate_limited` when they are not there, the RateLimit headers of what is left otherwise. Returns a
+ * Draws `cost` units (at most the org's burst: the caller's to keep) from the org's budget: 429
+ * `rate_limited` when they are not there, the RateLimit headers of what is left otherwise. Returns a
  * promise only when the limiter answers with one (Redis).
  */
 export function chargeOrg(deps: Pick<AudienceAuthDeps, 'orgLimiter' | 'metrics'>, org: Org, reply: FastifyReply, now: number, cost: number): Promise<void> | undefined {
@@ -86,6 +86,6 @@ export function chargeOrg(deps: Pick<AudienceAuthDeps, 'orgLimiter' | 'metrics'>
     reply.header('RateLimit', remainingHeader(ORG_POLICY_NAME, decision));
     return undefined;
   };
-  const consumed = deps.orgLimiter.consume(`org:${org.slug}`, policy, now, Math.min(cost, Math.max(1, policy.burst)));
+  const consumed = deps.orgLimiter.consume(`org:${org.slug}`, policy, now, cost);
   return consumed instanceof Promise ? consumed.then(settle) : settle(consumed);
 }

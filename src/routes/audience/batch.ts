@@ -19,12 +19,13 @@ import type { RateLimiter } from '../../ratelimit/types.js';
 import type { Context } from '../../core/context.js';
 import type { Metrics } from '../../ops/metrics.js';
 import { chargeOrg } from './auth.js';
-import { contactJson, fieldsOf, IDENTITY_DESCRIPTION, RATE_LIMIT_HEADERS } from './contacts.js';
+import { contactJson, fieldsOf, IDENTITY_DESCRIPTION, INVALID_IDENTITY, RATE_LIMIT_HEADERS } from './contacts.js';
 
 export const BATCH_MAX_IDENTITIES = 100;
 export const BATCH_MAX_BYTES = 64 * 1024;
 /** Identities per unit of the org's rate budget. */
 export const IDENTITIES_PER_UNIT = 10;
+const INVALID_DETAIL = JSON.stringify(INVALID_IDENTITY);
 
 interface Body {
   identities: string[];
@@ -93,7 +94,7 @@ export function registerBatchRoute(app: FastifyInstance, deps: BatchRouteDeps): 
       const identity = parseIdentity(raw);
       const quoted = JSON.stringify(raw);
       if (!identity) {
-        entries.push(`{"identity":${quoted},"status":"invalid","detail":"identity must be email:<address>, email-hash:<sha256 hex> or user_id:<id>"}`);
+        entries.push(`{"identity":${quoted},"status":"invalid","detail":${INVALID_DETAIL}}`);
         continue;
       }
       const contact = profiles.lookup(org.slug, identity.type, identity.value);

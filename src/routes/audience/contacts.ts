@@ -26,6 +26,8 @@ interface Query {
 }
 
 export const IDENTITY_DESCRIPTION = 'email:<address>, email-hash:<sha256 hex> or user_id:<id>';
+/** Why an identity was refused (one contact: 400 invalid_identity; a batch: its entry's detail). */
+export const INVALID_IDENTITY = `identity must be ${IDENTITY_DESCRIPTION}`;
 
 export const RATE_LIMIT_HEADERS = {
   RateLimit: { description: 'The org\'s budget left: `"org";r=<remaining>;t=<seconds to full>`', schema: { type: 'string' } },
@@ -76,7 +78,7 @@ export function registerContactsRoute(app: FastifyInstance, deps: ContactsRouteD
     }
     const identity = parseIdentity(request.query.identity);
     if (!identity) {
-      throw new AppError('invalid_identity', 'identity must be email:<address>, email-hash:<sha256 hex> or user_id:<id>');
+      throw new AppError('invalid_identity', INVALID_IDENTITY);
     }
     const fields = selectFields(org.contentFields, request.query.fields);
 
