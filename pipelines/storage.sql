@@ -155,6 +155,12 @@ CREATE TABLE IF NOT EXISTS contacts (
   PRIMARY KEY (org, email)
 );
 
+-- The custom columns imports brought (keys of contacts.custom): each is a column of the view profiles
+-- that trigger and segment SQL reads, as text (src/events/profiles/profiles-view.ts). Added to by imports.
+CREATE TABLE IF NOT EXISTS profile_columns (
+  name  VARCHAR PRIMARY KEY
+);
+
 -- Trigger and segment SQL, one row per version seen in QUERIES_DIR or written by PUT (SPEC 7).
 -- status: valid or invalid (refused, error says why). The live version is the newest valid one.
 CREATE TABLE IF NOT EXISTS trigger_versions (

@@ -18,12 +18,19 @@ interface Subscription {
   changedAt: string | null;
 }
 
+/** How fresh the answer is (docs/audience-api.md "How fresh is an answer"). */
+interface Meta {
+  eventsThrough: string | null;
+  computedAt: string;
+  lagMs: number;
+}
+
 export function ProfilesPage({ org }: { org: string }): ReactNode {
   const [type, setType] = useState<IdentityType>('email');
   const [value, setValue] = useState('');
   const [asked, setAsked] = useState<string>();
   const found = useRequest(
-    () => (asked === undefined ? Promise.resolve(undefined) : api<{ contact: Record<string, unknown>; contentFields: string[]; subscriptions: Subscription[] }>('GET', `/admin/v1/orgs/${seg(org)}/contacts?identity=${encodeURIComponent(asked)}`)),
+    () => (asked === undefined ? Promise.resolve(undefined) : api<{ contact: Record<string, unknown>; contentFields: string[]; meta: Meta; subscriptions: Subscription[] }>('GET', `/admin/v1/orgs/${seg(org)}/contacts?identity=${encodeURIComponent(asked)}`)),
     [org, asked],
   );
   const submit = (event: FormEvent) => {
@@ -56,6 +63,7 @@ export function ProfilesPage({ org }: { org: string }): ReactNode {
         <button type="submit">Look up</button>
       </form>
       {asked !== undefined ? <Status request={found} what="the profile" /> : null}
+      {contact && found.data ? <Freshness meta={found.data.meta} /> : null}
       {contact ? (
         <table className="profile">
           <caption>As the Audience API returns it, then the fields that are not content fields of this org (greyed out)</caption>
@@ -101,6 +109,16 @@ export function ProfilesPage({ org }: { org: string }): ReactNode {
       {contact ? <EraseContact org={org} email={String(contact.email_address)} key={String(contact.email_address)} /> : null}
       <ContactImport org={org} />
     </section>
+  );
+}
+
+/** The answer's meta in words: the contact's newest event in it, when it was built, how far the org's profiles are behind. */
+function Freshness({ meta }: { meta: Meta }): ReactNode {
+  return (
+    <p className="freshness" data-lag={meta.lagMs}>
+      Newest event in this profile: {meta.eventsThrough ?? 'none (imported only)'} · answered at {meta.computedAt} ·{' '}
+      {meta.lagMs === 0 ? "every acknowledged event of the org is in its profiles" : `the org's profiles are ${meta.lagMs} ms behind its newest acknowledged event`}
+    </p>
   );
 }
 

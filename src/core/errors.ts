@@ -32,6 +32,7 @@ export const errorCatalog = {
   invalid_identity: { status: 400, title: 'Identity missing, malformed or unsupported' },
   invalid_fields: { status: 400, title: 'Unknown or non-content fields requested' },
   contact_not_found: { status: 404, title: 'No such contact' },
+  profile_not_current: { status: 409, title: 'The profile does not reflect that event yet' },
   not_acceptable: { status: 406, title: 'JSON is not an acceptable response type' },
   invalid_trigger: { status: 422, title: 'Trigger or segment SQL refused' },
   trigger_not_found: { status: 404, title: 'No such trigger or segment' },

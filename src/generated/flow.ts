@@ -135,6 +135,10 @@ export interface FlowDefinition {
   };
   goal?: Goal;
   /**
+   * A triggered flow: true lets an Audience API token of the org ask what a run would decide for one contact now (GET /audience/v2/contacts/eligibility). Default: false (that lookup answers 404 flow_not_found)
+   */
+  exposeEligibility?: boolean;
+  /**
    * Default: every_event
    */
   reentry?:

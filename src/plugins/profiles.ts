@@ -6,12 +6,15 @@ import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { ProfileFeed } from '../events/profiles/profile-feed.js';
 import { ProfileIndex } from '../events/profiles/profile-index.js';
+import { Freshness } from '../events/profiles/freshness.js';
 import { natsSecurity } from '../nats/nats-client.js';
 import { hasStorageRole } from './service.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
     profiles: ProfileIndex;
+    /** How far behind each org's profiles are, and whether an event is reflected yet (read-your-writes). */
+    freshness: Freshness;
     /** NATS mode, api or storage role: profiles published by the storage shards, followed by the api processes. */
     profileFeed: ProfileFeed | undefined;
   }
@@ -20,7 +23,9 @@ declare module 'fastify' {
 /** The serving index (in memory; the control plane removes a deleted org's profiles from it). */
 export const profilesPlugin = fp(
   async (app: FastifyInstance) => {
-    app.decorate('profiles', new ProfileIndex());
+    const profiles = new ProfileIndex();
+    app.decorate('profiles', profiles);
+    app.decorate('freshness', new Freshness(profiles));
   },
   { name: 'audience-profiles', dependencies: ['audience-service'] },
 );

@@ -30,6 +30,7 @@ import { registerTriggerRoutes } from '../routes/admin/orgs/triggers.js';
 import { audienceAuth } from '../routes/audience/auth.js';
 import { registerBatchRoute } from '../routes/audience/batch.js';
 import { registerContactsRoute } from '../routes/audience/contacts.js';
+import { registerEligibilityRoute } from '../routes/audience/eligibility.js';
 import { registerConsoleRoutes } from '../routes/console.js';
 import { UnsubscribeLinks } from '../reactions/consent/unsubscribe-link.js';
 import { runSteps } from './run-steps.js';
@@ -59,12 +60,13 @@ export const apiRole = fp(
     app.addHook('onClose', () => runSteps([() => presence?.close(), () => rateLimiters.close()]));
     app.decorate('rateLimiters', rateLimiters);
     // The Audience API's routes, behind their authentication hook (routes/audience/auth.ts).
-    const audienceDeps = { ctx, tokens: app.tokens, orgs: app.orgs, profiles: app.profiles, orgLimiter: rateLimiters.org, authLimiter: rateLimiters.auth, metrics };
+    const audienceDeps = { ctx, tokens: app.tokens, orgs: app.orgs, profiles: app.profiles, freshness: app.freshness, orgLimiter: rateLimiters.org, authLimiter: rateLimiters.auth, metrics };
     await app.register(async (audience) => {
       audience.decorateRequest('audienceOrg', null);
       audience.addHook('onRequest', audienceAuth(audienceDeps));
       registerContactsRoute(audience, audienceDeps);
       registerBatchRoute(audience, audienceDeps);
+      registerEligibilityRoute(audience, { ...audienceDeps, flows: storage?.flows, runner: app.flowsRole?.runner, storage: app.orgStorage?.orgs });
     });
     registerConsoleRoutes(app);
     if (feed && !(storage && config.shard.count === 1)) {
@@ -111,7 +113,7 @@ export const adminApi = fp(
       if (relay) admin.addHook('onRequest', relayOrgAdmin({ nc: relay, isLocal: storage.owns, orgExists }));
       registerInspectRoutes(admin, { storage: orgStorage.orgs, orgs, now: () => ctx.clock.now() });
       registerImportRoutes(admin, { orgs, contacts: storage.contacts, materializer: storage.materializer });
-      registerContactRoute(admin, { orgs, profiles: app.profiles, consent: storage.consent });
+      registerContactRoute(admin, { orgs, profiles: app.profiles, consent: storage.consent, freshness: app.freshness, now: () => ctx.clock.now() });
       registerTopicRoutes(admin, { orgs, consent: storage.consent, flows: storage.flows, profiles: app.profiles, ctx, metrics: app.metrics });
       registerErasureRoutes(admin, { orgs, erasures: storage.erasures, profiles: app.profiles });
       registerTriggerRoutes(admin, { storage: orgStorage.orgs, ctx, orgs, triggers: storage.triggers, flows: storage.flows, timeoutMs: config.triggerTimeoutMs });

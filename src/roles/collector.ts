@@ -20,7 +20,14 @@ declare module 'fastify' {
 export const collectorRole = fp(
   async (app: FastifyInstance) => {
     const { metrics } = app;
-    const committer = new GroupCommitter(app.eventLog!, { onWrite: (seconds) => metrics.logAppendSeconds.observe(seconds) });
+    const { freshness } = app;
+    const committer = new GroupCommitter(app.eventLog!, {
+      onWrite: (seconds, entries) => {
+        metrics.logAppendSeconds.observe(seconds);
+        // How far the org's profiles are behind what it was told is stored (freshness.ts).
+        for (const entry of entries) if (entry.kind === 'event') freshness.acknowledged(entry.org, entry.receivedAt);
+      },
+    });
     // Pending appends are flushed before the log closes.
     app.addHook('onClose', () => committer.flush());
     const deps = { ctx: app.ctx, registry: app.partners, log: committer, metrics };
@@ -31,5 +38,5 @@ export const collectorRole = fp(
     registerAnalyticsJsRoutes(app, deps, urls);
     app.decorate('committer', committer);
   },
-  { name: 'audience-collector-role', dependencies: ['audience-control', 'audience-event-log'] },
+  { name: 'audience-collector-role', dependencies: ['audience-control', 'audience-event-log', 'audience-profiles'] },
 );

@@ -85,13 +85,20 @@ export const storageRole = fp(
       feed ? (org, hash) => feed.remove(org, hash) : undefined,
     );
     const refresher = new ProfileRefresher(materializer, (err) => logger.error({ err }, 'profile refresh failed'));
-    app.storageEvents.onCompacted((report) =>
+    const { freshness } = app;
+    app.storageEvents.onCompacted((report) => {
       refresher.enqueue(report.touched, {
         backlog: report.backlog,
-        // Lookups see these events now: their receipt → profile delay (docs/operations/metrics.md).
-        refreshed: () => metrics.profileDelay.observeBatch(delaysAt(report.received, ctx.clock.now())),
-      }),
-    );
+        refreshed: () => {
+          // Lookups see these events now: their receipt → profile delay (docs/operations/metrics.md).
+          metrics.profileDelay.observeBatch(delaysAt(report.received, ctx.clock.now()));
+          for (const [org, receivedAt] of report.newest) freshness.refreshed(org, receivedAt);
+        },
+      });
+      // After the enqueue: a reader told of the commit and waiting for its refresh waits for this one.
+      freshness.committed(report.newest.map(([org]) => org));
+    });
+    if (storage.compaction) freshness.reflectWith({ compaction: storage.compaction, refresher, owns });
     const flows = new FlowStore(orgData, ctx);
     // Checker processes start with the first check.
     const share = orgMemoryShare(config);
@@ -102,6 +109,7 @@ export const storageRole = fp(
       orgExists: (slug) => owns(slug) && orgs.cached(slug) !== undefined,
       timeoutMs: config.triggerTimeoutMs,
       checker,
+      customColumns: (slug) => [...profiles.customFields(slug)],
     });
 
     const policy: RetentionPolicy = {

@@ -29,6 +29,7 @@ import { registerErasureRoutes } from './admin/orgs/erasures.js';
 import { registerUnsubscribeRoutes } from './unsubscribe.js';
 import { registerBatchRoute } from './audience/batch.js';
 import { registerContactsRoute } from './audience/contacts.js';
+import { registerEligibilityRoute } from './audience/eligibility.js';
 import { registerCollectRoutes } from './http/collect.js';
 import { registerAnalyticsJsRoutes } from './http/analytics-js.js';
 import { registerTrackingRoutes } from './http/tracking.js';
@@ -104,6 +105,7 @@ export async function buildOpenApiDocument(): Promise<Record<string, unknown>> {
     registerAnalyticsJsRoutes(app, none, none);
     registerContactsRoute(app, none);
     registerBatchRoute(app, none);
+    registerEligibilityRoute(app, none);
     await app.register(async (admin) => {
       registerOrgRoutes(admin, none, none);
       registerTokenRoutes(admin, none);

@@ -9,6 +9,7 @@ import { pipelinesDir } from '../core/paths.js';
 import { foldContactActivity } from '../events/compaction/fold-contact-activity.js';
 import { foldEventTypes } from '../events/compaction/fold-event-types.js';
 import type { Database } from '../db/sql.js';
+import { makeProfilesView } from '../events/profiles/profiles-view.js';
 
 /** The statements of an org's database schema, in order: tables, then the macros and views over them. */
 export function orgSchemaSql(): string[] {
@@ -24,6 +25,7 @@ export interface OrgSettings {
 export async function applyOrgSchema(db: Database): Promise<void> {
   await db.transaction(async (c) => {
     for (const sql of orgSchemaSql()) await c.run(sql);
+    await makeProfilesView(c);
     // Whatever is not folded yet (a store from before the aggregates, events loaded in bulk) is folded
     // now, so the first profile computations and event type lists after opening do not each read it.
     await foldContactActivity(c);

@@ -47,6 +47,10 @@ export class ProcessCompaction implements Compaction {
     return this.waiters.wait(seq, this.cursor);
   }
 
+  holds(org: string, messageId: string): Promise<boolean> {
+    return this.storage.call<boolean>({ op: 'compactor.holds', org, messageId });
+  }
+
   async reload(org: string): Promise<void> {
     await this.storage.call({ op: 'compactor.reload', org });
   }

@@ -164,6 +164,8 @@ async function handle(call: Call, { data, pool, orgs, tail }: Open): Promise<unk
       await compactor.start();
       return { seq: compactor.compactedSeq, retainFromSeq: compactor.retainFromSeq };
     }
+    case 'compactor.holds':
+      return compactor?.holds(call.org, call.messageId) ?? false;
     case 'compactor.reload':
       return compactor?.reload(call.org);
     case 'compactor.stop':

@@ -47,6 +47,7 @@ export type Call =
   | { op: 'compactor.start' }
   | { op: 'compactor.stop' }
   | { op: 'compactor.reload'; org: string }
+  | { op: 'compactor.holds'; org: string; messageId: string }
   | { op: 'close' }
   /** Answered at once by the process's event loop, DuckDB untouched (health: the process is alive). */
   | { op: 'ping' };

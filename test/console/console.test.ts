@@ -368,6 +368,7 @@ t.test('from sample events to a saved trigger in the console', async (t) => {
   t.match(membership, inVariant, `flow_variant_membership names the flow and the variant: ${membership}`);
   t.same(await page.locator('tr.not-content').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-field'))), ['timezone'], 'every field of a default profile is a content field by default, but timezone (optional: quiet hours read it)');
   t.match(await page.locator('[data-topic="all"]').textContent(), /allsubscribeddefault/, "the contact's consent to the topic every org has");
+  t.match(await page.locator('.freshness').textContent(), /^Newest event in this profile: \d{4}-\d\d-\d\dT[\d:.]+Z · answered at \d{4}-/, 'how fresh the profile is (its meta)');
   await shot('profile-variant');
 
   // Contacts imported from a file: the refused lines said, an imported column shown greyed (not a content field).
@@ -381,6 +382,7 @@ t.test('from sample events to a saved trigger in the console', async (t) => {
   await page.getByRole('button', { name: 'Look up' }).click();
   await page.locator('tr.not-content[data-field="loyalty_tier"]').waitFor();
   t.match(await page.locator('[data-field="loyalty_tier"]').textContent(), /"gold"/, 'the imported column, greyed out: not a content field');
+  t.match(await page.locator('.freshness').textContent(), /none \(imported only\)/, 'no event in an imported-only profile');
   await shot('profile');
 
   // Erasing the contact shown: the receipt once done, and the contact is found no more.

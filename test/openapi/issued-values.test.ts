@@ -169,7 +169,7 @@ async function walk(h: TestApp, v: Values, operations: Map<string, Operation>, w
 
   // Flows: the longest id and name, the topic, trigger and segment above; started before the events they take.
   const message = { channel: 'outbox', template: { text: 'hi', link: '{{ unsubscribe_url }}' } };
-  const triggered = { id: v.flow, name: v.name, category: 'triggered', entry: 'when_contact_triggers_event', trigger: v.trigger, topic: v.topic, segmentFilter: { segment: v.segment, mode: 'include' }, scheduleSeconds: 3600, realTime: false, message };
+  const triggered = { id: v.flow, name: v.name, category: 'triggered', entry: 'when_contact_triggers_event', trigger: v.trigger, topic: v.topic, segmentFilter: { segment: v.segment, mode: 'include' }, scheduleSeconds: 3600, realTime: false, exposeEligibility: true, message };
   const flow = { ...slug, id: v.flow };
   await call('createFlow', { params: slug, body: triggered, expect: [201] });
   await call('replaceFlow', { params: flow, body: triggered, expect: [200] });
@@ -245,6 +245,7 @@ async function walk(h: TestApp, v: Values, operations: Map<string, Operation>, w
   const issued = (await call('createToken', { params: slug, body: { createdBy: v.creator, label: v.name.slice(0, 100) }, expect: [201] })).json() as { id: string; token: string };
   await call('listTokens', { params: slug, expect: [200] });
   await call('getAudienceContact', { query: { identity }, headers: { authorization: `Bearer ${issued.token}` }, expect: [200] });
+  await call('getAudienceEligibility', { query: { identity, flow: v.flow }, headers: { authorization: `Bearer ${issued.token}` }, expect: [200] });
   await call('revokeToken', { params: { ...slug, id: issued.id }, expect: [200] });
   await call('createToken', { params: slug, body: { createdBy: v.creator }, expect: [201] });
   await call('revokeTokensBySelector', { params: slug, body: { createdBy: v.creator }, expect: [200] });

@@ -20,6 +20,8 @@ export interface CommitReport {
   backlog: boolean;
   /** When its events were received (profile-delays.ts): their delay is observed once their profiles are refreshed. */
   received: Observations;
+  /** Per org of the batch, the receipt time of its newest event: profiles hold it once refreshed (freshness.ts). */
+  newest: Array<[org: string, receivedAt: number]>;
 }
 
 /** The metrics the compactor moves; in the storage worker they are forwarded to the main thread's registry. */
@@ -39,6 +41,12 @@ export interface Compaction {
   readonly retainFromSeq: number;
   /** Resolves once every record up to `seq` is in DuckDB and its touched profiles were queued for refresh. */
   whenCompacted(seq: number): Promise<void>;
+  /**
+   * Whether the org stored an event with this messageId (in either environment) within the dedupe
+   * window: answered once the batch being committed is, and its touched profiles were queued for
+   * refresh (so a refresh waited for after a true answer holds the event).
+   */
+  holds(org: string, messageId: string): Promise<boolean>;
   start(): Promise<void>;
   /** Finishes the batch in progress, then stops (graceful shutdown). */
   stop(): Promise<void>;

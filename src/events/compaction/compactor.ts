@@ -17,7 +17,7 @@ import type { CommitReport, Compaction, CompactorDeps } from './compaction.js';
 import { type OrgState, SWEEP_INTERVAL_MS, decrementPending, foldOrg, loadOrgState, replayPoint, sweepDue } from './org-state.js';
 import { receiptTimes } from './profile-delays.js';
 import { type SeqEntry, entriesByOrg, planEntries } from './plan-batch.js';
-import { type ReadAccount, accountRead, lostAbove } from './read-accounting.js';
+import { ReadHole, accountRead, lostAbove } from './read-accounting.js';
 import { HeldOrgs } from './held-orgs.js';
 import { SeqWaiters } from './seq-waiters.js';
 import { writeBatch } from './write-batch.js';
@@ -31,14 +31,6 @@ const IDLE_WAIT_MS = 250;
 const RETRY_AFTER_FAILURE_MS = 1000;
 
 const LOST_MESSAGE = 'log records were removed before compaction read them: the events in them are lost (docs/operators.md "Records removed before compaction")';
-
-/** A read stepped over positions it neither returned nor explained: the batch is read again, never committed. */
-class ReadHole extends Error {
-  override name = 'ReadHole';
-  constructor({ from, to, reason }: Extract<ReadAccount, { kind: 'hole' }>) {
-    super(`the log read positions ${from}..${to} ${reason}`);
-  }
-}
 
 export class Compactor implements Compaction {
   private readonly orgStates = new Map<string, Promise<OrgState>>();
@@ -87,6 +79,12 @@ export class Compactor implements Compaction {
 
   whenCompacted(seq: number): Promise<void> {
     return this.waiters.wait(seq, this.compactedSeq);
+  }
+
+  async holds(org: string, messageId: string): Promise<boolean> {
+    // The batch being read or committed now records its ids before its commit: wait for its end.
+    await this.whenCompacted(this.reader?.position ?? this.cursor);
+    return (await this.stateOf(org)).plan.dedupe.holdsMessage(org, messageId, this.deps.ctx.clock.now());
   }
 
   async reload(org: string): Promise<void> {
@@ -161,6 +159,7 @@ export class Compactor implements Compaction {
     }
     const touched: CommitReport['touched'] = [];
     const received: Array<Observations[number]> = [];
+    const newest: Array<[string, number]> = [];
     const written: string[] = [];
     const recovered: string[] = [];
     let replayFrom = Infinity;
@@ -171,6 +170,7 @@ export class Compactor implements Compaction {
           const outcome = await this.commitOrg(org, byOrg.get(org) ?? [], lastSeq, now);
           touched.push(...outcome.touched);
           received.push(...outcome.received);
+          if (outcome.received.length > 0) newest.push([org, Math.max(...outcome.received.map(([at]) => at))]);
           if (outcome.events > 0) written.push(org);
         }
         else if (performance.now() >= held.retryAt) {
@@ -192,7 +192,7 @@ export class Compactor implements Compaction {
     }
     for (const org of recovered) this.held.delete(org);
     this.cursor = lastSeq;
-    if (touched.length > 0 || written.length > 0 || received.length > 0) await this.runAfterCommit({ touched, orgs: written, backlog: this.pacing.behind, received });
+    if (touched.length > 0 || written.length > 0 || received.length > 0) await this.runAfterCommit({ touched, orgs: written, backlog: this.pacing.behind, received, newest });
     this.notifyWaiters();
     if (recovered.length > 0) await this.replayFrom(replayFrom);
   }

@@ -14,6 +14,8 @@
  * to 7; with one per hour, 25 lookups made a check 1.7 µs against the Map's 1.1), and pruning drops whole
  * generations once the newest time they can hold is 24 h old.
  */
+import { ENVIRONMENTS } from '../../core/domain.js';
+
 export const DEDUPE_WINDOW_MS = 24 * 60 * 60 * 1000;
 /** Receipt times a generation spans: a lookup asks each (up to 7), and a generation is dropped whole. */
 export const DEDUPE_GENERATION_MS = 4 * 60 * 60 * 1000;
@@ -29,17 +31,29 @@ export class DedupeWindow {
 
   /** True when the key was recorded within 24 h before `receivedAt` (or after it); records it otherwise. */
   checkAndRecord(key: string, receivedAt: number): boolean {
+    if (this.has(key, receivedAt)) return true;
     const print = this.print;
-    fingerprint(key, print);
-    for (const table of this.generations.values()) {
-      const at = table.timeOf(print);
-      if (at !== undefined && receivedAt - at < DEDUPE_WINDOW_MS) return true;
-    }
     const generation = Math.floor(receivedAt / DEDUPE_GENERATION_MS);
     let table = this.generations.get(generation);
     if (!table) this.generations.set(generation, (table = new FingerprintTable()));
     table.set(print, receivedAt);
     return false;
+  }
+
+  /** True when the key was recorded within 24 h before `at` (or after it); records nothing. */
+  has(key: string, at: number): boolean {
+    const print = this.print;
+    fingerprint(key, print);
+    for (const table of this.generations.values()) {
+      const seen = table.timeOf(print);
+      if (seen !== undefined && at - seen < DEDUPE_WINDOW_MS) return true;
+    }
+    return false;
+  }
+
+  /** Whether the org's event with this messageId was recorded within 24 h before `at`, in either environment. */
+  holdsMessage(org: string, messageId: string, at: number): boolean {
+    return ENVIRONMENTS.some((environment) => this.has(dedupeKey(org, environment, messageId), at));
   }
 
   /** Drops the generations whose every time is 24 h or more before `now`. */

@@ -12,6 +12,14 @@ export type ReadAccount =
   | { kind: 'hole'; from: number; to: number; reason: string };
 
 /** `from`: the reader's position before the read; `through`: after it. */
+/** A read stepped over positions it neither returned nor explained: the batch is read again, never committed. */
+export class ReadHole extends Error {
+  override name = 'ReadHole';
+  constructor({ from, to, reason }: Extract<ReadAccount, { kind: 'hole' }>) {
+    super(`the log read positions ${from}..${to} ${reason}`);
+  }
+}
+
 export function accountRead(from: number, records: readonly StoredRecord[], skipped: readonly EmptyRange[], through: number): ReadAccount {
   const spans = [...records.map((r) => ({ from: r.seq, to: r.seq })), ...skipped].sort((a, b) => a.from - b.from);
   let next = from + 1;

@@ -19,8 +19,8 @@ interface Pending {
 }
 
 export interface CommitObserver {
-  /** Called once per durable write with its duration and the number of entries it carried. */
-  onWrite(seconds: number, entries: number): void;
+  /** Called once per durable write with its duration and the entries it carried (acknowledged next). */
+  onWrite(seconds: number, entries: readonly LogEntry[]): void;
 }
 
 /**
@@ -76,7 +76,7 @@ export class GroupCommitter {
       const started = process.hrtime.bigint();
       try {
         await this.backend.write(randomUUID(), encodeRecord(entries), queue.org || undefined);
-        this.observer.onWrite(Number(process.hrtime.bigint() - started) / 1e9, entries.length);
+        this.observer.onWrite(Number(process.hrtime.bigint() - started) / 1e9, entries);
         for (const p of group) p.resolve();
       } catch (error) {
         for (const p of group) p.reject(error);

@@ -9,6 +9,7 @@ import type { OrgStorage } from '../../db/org-storage.js';
 import type { Sql } from '../../db/sql.js';
 import { SUPPRESSED_HASHES } from '../compaction/tombstones.js';
 import { CONTACT_COLUMNS, type ContactRow } from './parse-contacts.js';
+import { addProfileColumns } from './profiles-view.js';
 
 export class ContactStore {
   constructor(
@@ -41,6 +42,8 @@ export class ContactStore {
            custom = json_merge_patch(contacts.custom, excluded.custom), updated_at = excluded.updated_at`,
       );
       await c.run('DROP TABLE contact_import');
+      // Each custom column is a column of `profiles` in trigger and segment SQL.
+      await addProfileColumns(c, [...new Set(rows.flatMap((r) => Object.keys(r.custom)))]);
     });
   }
 

@@ -12,8 +12,8 @@ export type Profile = Readonly<Record<string, unknown>>;
 export type IdentityType = 'email' | 'email-hash' | 'user_id';
 
 /**
- * One contact in the index. A refresh replaces the entry, so `answer` (the Audience API's JSON for
- * this profile, kept by contacts-route.ts on first lookup) never outlives the profile it was built from;
+ * One contact in the index. A refresh replaces the entry, so `answer` (the Audience API's JSON of
+ * this profile's content fields, kept by routes/audience/contacts.ts on first lookup) never outlives the profile it was built from;
  * keeping it here costs the lookup one property read instead of a second hash lookup.
  */
 export class IndexedProfile {
@@ -27,6 +27,8 @@ interface OrgProfiles {
   emailByHash: Map<string, string>;
   emailByUserId: Map<string, string>;
   customFields: Set<string>;
+  /** The newest `last_seen_at` of its profiles (epoch ms; -Infinity: none has an event). */
+  newestSeen: number;
 }
 
 
@@ -53,6 +55,8 @@ export class ProfileIndex {
     if (previous?.user_id && previous.user_id !== profile.user_id) profiles.emailByUserId.delete(previous.user_id as string);
     if (typeof profile.user_id === 'string') profiles.emailByUserId.set(profile.user_id, email);
     for (const name of customFieldNames) profiles.customFields.add(name);
+    const seen = typeof profile.last_seen_at === 'string' ? Date.parse(profile.last_seen_at) : Number.NaN;
+    if (seen > profiles.newestSeen) profiles.newestSeen = seen;
     profiles.byEmail.set(email, new IndexedProfile(profile));
   }
 
@@ -98,6 +102,11 @@ export class ProfileIndex {
     return this.orgs.get(org)?.customFields ?? new Set();
   }
 
+  /** Receipt time (epoch ms) of the newest event folded into any of the org's profiles; -Infinity when none. */
+  newestSeen(org: string): number {
+    return this.orgs.get(org)?.newestSeen ?? Number.NEGATIVE_INFINITY;
+  }
+
   /** Profiles held, every org together. */
   totalSize(): number {
     let total = 0;
@@ -112,7 +121,7 @@ export class ProfileIndex {
   private orgProfiles(org: string): OrgProfiles {
     let profiles = this.orgs.get(org);
     if (!profiles) {
-      profiles = { byEmail: new Map(), emailByHash: new Map(), emailByUserId: new Map(), customFields: new Set() };
+      profiles = { byEmail: new Map(), emailByHash: new Map(), emailByUserId: new Map(), customFields: new Set(), newestSeen: Number.NEGATIVE_INFINITY };
       this.orgs.set(org, profiles);
     }
     return profiles;

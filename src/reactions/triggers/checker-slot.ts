@@ -11,7 +11,9 @@ export interface Request extends StarvedRequest {
   org: string;
   kind: QueryKind;
   source: string;
-  /** The same org, kind and SQL: what a starved check's outcome is kept under. */
+  /** The org's custom columns of `profiles`. */
+  columns: string[];
+  /** The same org, kind, SQL and columns: what a starved check's outcome is kept under. */
   key: string;
   /** When it was asked (Date.now): its deadline counts from here, waiting for a checker included. */
   asked: number;

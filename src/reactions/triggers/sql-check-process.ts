@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { LocalDatabase, tsParam } from '../../db/database.js';
 import { pipelinesDir } from '../../core/paths.js';
 import { orgSchemaSql } from '../../storage/migrate.js';
+import { makeProfilesView } from '../../events/profiles/profiles-view.js';
 import type { Sql } from '../../db/sql.js';
 import { OUT_OF_MEMORY, QueryFailed, runSandboxed, windowOf } from './sandbox.js';
 import { type CheckedSql, checkSql, SqlRefused } from './sql-guard.js';
@@ -39,12 +40,12 @@ const attached: string[] = [];
 const post = (reply: CheckerReply): void => void process.send!(reply);
 
 async function checkFor(request: Extract<CheckerRequest, { type: 'check' }>): Promise<CheckerReply> {
-  const { id, org, kind, source } = request;
+  const { id, org, kind, source, columns } = request;
   try {
     const checked = await db!.exclusive(async (c) => {
       current = c;
       try {
-        await useOrg(c, org);
+        await useOrg(c, org, columns);
         const checked = await checkSql(c, source, org, kind);
         await runOnSample(c, checked);
         return checked;
@@ -70,13 +71,17 @@ async function runOnSample(c: Sql, checked: CheckedSql): Promise<void> {
   }
 }
 
-/** Makes the org's relations (sample rows only) the connection's default catalog, named after the org as in its own database. */
-async function useOrg(c: Sql, org: string): Promise<void> {
+/**
+ * Makes the org's relations (sample rows only) the connection's default catalog, named after the org as
+ * in its own database, its `profiles` with the org's custom columns.
+ */
+async function useOrg(c: Sql, org: string, columns: readonly string[]): Promise<void> {
   const at = attached.indexOf(org);
   if (at !== -1) {
     attached.splice(at, 1);
     attached.push(org);
     await c.run(`USE ${quoted(org)}`);
+    await withColumns(c, org, columns);
     return;
   }
   if (attached.length >= ORGS_KEPT) await detach(c, attached.shift()!);
@@ -86,6 +91,7 @@ async function useOrg(c: Sql, org: string): Promise<void> {
     for (const sql of orgSchemaSql()) await c.run(sql);
     const now = tsParam(Date.now());
     for (const sql of SAMPLE_ROWS) await c.run(sql, sql.includes('$now') ? { org, now } : { org });
+    await withColumns(c, org, columns);
   } catch (error) {
     // Half made (out of memory, say): gone, so the next check of this org starts clean.
     await detach(c, org).catch(() => undefined);
@@ -94,7 +100,18 @@ async function useOrg(c: Sql, org: string): Promise<void> {
   attached.push(org);
 }
 
+/** The custom columns each attached org's `profiles` has now. */
+const columnsOf = new Map<string, string>();
+
+async function withColumns(c: Sql, org: string, columns: readonly string[]): Promise<void> {
+  const key = columns.join(',');
+  if ((columnsOf.get(org) ?? '') === key) return;
+  await makeProfilesView(c, columns);
+  columnsOf.set(org, key);
+}
+
 async function detach(c: Sql, org: string): Promise<void> {
+  columnsOf.delete(org);
   await c.run(`USE ${quoted(HOME_CATALOG)}`);
   await c.run(`DETACH DATABASE IF EXISTS ${quoted(org)}`);
 }

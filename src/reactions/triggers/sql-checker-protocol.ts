@@ -3,7 +3,8 @@ import type { CheckedSql, QueryBudget, QueryKind } from './sql-guard.js';
 
 export type CheckerRequest =
   | { type: 'init'; memoryLimit: string }
-  | { type: 'check'; id: number; org: string; kind: QueryKind; source: string }
+  /** `columns`: the org's custom columns, each a column of its `profiles` (events/profiles/profiles-view.ts). */
+  | { type: 'check'; id: number; org: string; kind: QueryKind; source: string; columns: string[] }
   /** Stops the check running now (DuckDB stops between vectors; a folded constant may not stop). */
   | { type: 'interrupt' };
 

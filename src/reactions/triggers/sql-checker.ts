@@ -61,16 +61,19 @@ export class SqlChecker {
 
   constructor(private readonly options: SqlCheckerOptions) {}
 
-  /** Checks `source` for `org` within `timeoutMs` (waiting included). Throws SqlRefused or SandboxBusy. */
-  check(source: string, org: string, kind: QueryKind, timeoutMs: number): Promise<CheckedSql> {
+  /**
+   * Checks `source` for `org` within `timeoutMs` (waiting included), `columns` being the org's custom
+   * columns of `profiles`. Throws SqlRefused or SandboxBusy.
+   */
+  check(source: string, org: string, kind: QueryKind, timeoutMs: number, columns: readonly string[] = []): Promise<CheckedSql> {
     if (this.closed) return Promise.reject(new SandboxBusy('The service is shutting down; nothing was checked.'));
-    const key = JSON.stringify([org, kind, source]);
+    const key = JSON.stringify([org, kind, source, columns]);
     const starved = this.starved.outcome(key, timeoutMs);
     if (starved) return starved;
     // The first check starts every checker: the next org's check finds one started.
     for (const slot of this.slots) slot.checker ??= this.spawn(slot);
     return new Promise<CheckedSql>((resolve, reject) => {
-      const request: Request = { org, kind, source, key, asked: Date.now(), timeoutMs, resolve, reject };
+      const request: Request = { org, kind, source, columns: [...columns], key, asked: Date.now(), timeoutMs, resolve, reject };
       request.waitTimer = setTimeout(() => {
         this.queue.splice(this.queue.indexOf(request), 1);
         reject(new SandboxBusy('No SQL checker this org may use was free before its deadline (TRIGGER_TIMEOUT_MS); nothing was checked or recorded. Try again in a second.'));
@@ -157,7 +160,7 @@ export class SqlChecker {
       return;
     }
     if (slot.running !== running) return; // its checker ended while starting, which ended this check
-    checker.send({ type: 'check', id: running.id, org: request.org, kind: request.kind, source: request.source });
+    checker.send({ type: 'check', id: running.id, org: request.org, kind: request.kind, source: request.source, columns: request.columns });
     running.unwatch = watchCheck(checker, budget, request.timeoutMs, {
       heavy: () => {
         running.heavy = true;

@@ -61,6 +61,8 @@ export class TriggerStore {
       timeoutMs: number;
       /** Where checks run (checker processes, sql-checker.ts). */
       checker: Pick<SqlChecker, 'check'>;
+      /** The org's custom columns (its profiles' custom fields), columns of its `profiles` (profiles-view.ts). */
+      customColumns?: (org: string) => readonly string[];
     },
   ) {
     this.files = new QueryFiles(options.queriesDir, options.logger);
@@ -222,11 +224,15 @@ export class TriggerStore {
     return result;
   }
 
-  /** Checks, records and (when valid) makes live one version; an unchanged hash is not a new version. Runs in its turn. */
+  /**
+   * Checks, records and (when valid) makes live one version; an unchanged hash is not a new version,
+   * unless that version was refused: the same SQL is checked again, as what it reads may have changed
+   * since (a custom column an import brought). Runs in its turn.
+   */
   private async commitNow(org: string, kind: QueryKind, name: string, sql: string): Promise<QueryVersion> {
     const hash = sha256Hex(sql);
     const existing = this.states.get(key(org, kind, name));
-    if (existing?.latest.hash === hash) return existing.latest;
+    if (existing?.latest.hash === hash && existing.latest.status !== 'invalid') return existing.latest;
     let checked: CheckedSql | undefined;
     let error: string | null = null;
     try {
@@ -258,7 +264,8 @@ export class TriggerStore {
    * SandboxBusy (no capacity now: not a verdict, nothing may be recorded).
    */
   check(sql: string, org: string, kind: QueryKind): Promise<CheckedSql> {
-    return this.options.checker.check(sql, org, kind, this.options.timeoutMs);
+    // The org's custom columns are columns of its `profiles` (profiles-view.ts): the check knows them too.
+    return this.options.checker.check(sql, org, kind, this.options.timeoutMs, this.options.customColumns?.(org) ?? []);
   }
 
   /** A check that waits out busy checkers (loading at start, when every live version must be had). */

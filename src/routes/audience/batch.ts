@@ -8,9 +8,10 @@
  * index is asked for the token's org only.
  */
 import type { FastifyInstance } from 'fastify';
+import type { FastifySchemaCompiler } from 'fastify';
 import { AppError } from '../../core/errors.js';
+import { compileRouteSchema } from '../../core/schemas.js';
 import { OrgUnavailable } from '../../core/unavailable.js';
-import { parseIdentity } from '../../events/profiles/parse-identity.js';
 import type { ProfileIndex } from '../../events/profiles/profile-index.js';
 import { acceptsJson } from '../../http/accepts-json.js';
 import { object, operationSchema } from '../../openapi/route-schema.js';
@@ -19,7 +20,9 @@ import type { RateLimiter } from '../../ratelimit/types.js';
 import type { Context } from '../../core/context.js';
 import type { Metrics } from '../../ops/metrics.js';
 import { chargeOrg } from './auth.js';
-import { contactJson, fieldsOf, IDENTITY_DESCRIPTION, INVALID_IDENTITY, RATE_LIMIT_HEADERS } from './contacts.js';
+import type { Freshness } from '../../events/profiles/freshness.js';
+import { AFTER_DESCRIPTION, MAX_WAIT_MS, META_SCHEMA, metaJson, metaTail, WAIT_DESCRIPTION, waitForAfter } from './fresh.js';
+import { contactJson, fieldsOf, findContact, IDENTITY_DESCRIPTION, INVALID_IDENTITY, RATE_LIMIT_HEADERS } from './contacts.js';
 
 export const BATCH_MAX_IDENTITIES = 100;
 export const BATCH_MAX_BYTES = 64 * 1024;
@@ -30,11 +33,13 @@ const INVALID_DETAIL = JSON.stringify(INVALID_IDENTITY);
 interface Body {
   identities: string[];
   fields?: string[];
+  after?: string;
+  wait?: number;
 }
 
 const entry = {
   oneOf: [
-    object({ identity: { type: 'string' }, status: { const: 'found' }, contact: { type: 'object', additionalProperties: true } }, ['identity', 'status', 'contact']),
+    object({ identity: { type: 'string' }, status: { const: 'found' }, contact: { type: 'object', additionalProperties: true }, meta: META_SCHEMA }, ['identity', 'status', 'contact', 'meta']),
     object({ identity: { type: 'string' }, status: { const: 'not_found' } }, ['identity', 'status']),
     object({ identity: { type: 'string' }, status: { const: 'invalid' }, detail: { type: 'string' } }, ['identity', 'status', 'detail']),
   ],
@@ -53,6 +58,8 @@ const schema = operationSchema({
     {
       identities: { type: 'array', minItems: 1, maxItems: BATCH_MAX_IDENTITIES, uniqueItems: true, items: { type: 'string', maxLength: 512, description: IDENTITY_DESCRIPTION }, examples: [['email:ada@example.com', 'user_id:42']] },
       fields: { type: 'array', minItems: 1, maxItems: 200, items: { type: 'string', maxLength: 200 }, description: "content fields to return (default: all of the org's content fields)" },
+      after: { type: 'string', minLength: 1, maxLength: 512, description: AFTER_DESCRIPTION },
+      wait: { type: 'integer', minimum: 0, maximum: MAX_WAIT_MS, description: WAIT_DESCRIPTION },
     },
     ['identities'],
     { additionalProperties: false },
@@ -63,20 +70,58 @@ const schema = operationSchema({
     headers: RATE_LIMIT_HEADERS,
     schema: object({ status: { const: 'success' }, contacts: { type: 'array', items: entry } }, ['status', 'contacts']),
   },
-  errors: ['invalid_token', 'audience_api_not_enabled', 'rate_limited', 'not_acceptable', 'invalid_request', 'invalid_json', 'invalid_fields', 'org_unavailable'],
+  errors: ['invalid_token', 'audience_api_not_enabled', 'rate_limited', 'not_acceptable', 'invalid_request', 'invalid_json', 'invalid_fields', 'profile_not_current', 'org_unavailable'],
 });
 
 export interface BatchRouteDeps {
   ctx: Context;
   profiles: ProfileIndex;
+  freshness: Freshness;
   orgLimiter: RateLimiter;
   metrics: Metrics;
 }
 
+/**
+ * The body's schema, checked in one pass over a plain body (the common case: ajv's generated check of
+ * 100 identities cost as much as answering them), and by the schema itself otherwise, so a refusal
+ * reads as every other route's.
+ */
+const plainFirst: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
+  const full = compileRouteSchema(schema as object);
+  if (httpPart !== 'body') return full;
+  const validate = (body: unknown) => {
+    if (isPlainBody(body)) return true;
+    const valid = full(body);
+    validate.errors = full.errors;
+    return valid;
+  };
+  validate.errors = full.errors;
+  return validate;
+};
+
+function isPlainBody(body: unknown): body is Body {
+  if (typeof body !== 'object' || body === null) return false;
+  let members = 0;
+  for (const key in body) if (Object.hasOwn(body, key)) members++;
+  const { identities, fields, after, wait } = body as Partial<Body>;
+  if (members !== 1 + Number(fields !== undefined) + Number(after !== undefined) + Number(wait !== undefined)) return false;
+  // With after or wait: the schema itself (a read-your-writes batch waits anyway).
+  if (after !== undefined || wait !== undefined) return false;
+  if (!stringsWithin(identities, BATCH_MAX_IDENTITIES, 512) || new Set(identities).size !== identities.length) return false;
+  return fields === undefined || stringsWithin(fields, 200, 200);
+}
+
+/** 1 to `max` strings, none longer than `maxLength` UTF-16 units (so no more code points either). */
+function stringsWithin(list: unknown, max: number, maxLength: number): list is string[] {
+  if (!Array.isArray(list) || list.length === 0 || list.length > max) return false;
+  for (const item of list) if (typeof item !== 'string' || item.length > maxLength) return false;
+  return true;
+}
+
 export function registerBatchRoute(app: FastifyInstance, deps: BatchRouteDeps): void {
-  const { profiles } = deps;
+  const { profiles, freshness } = deps;
   const tooLarge = `a batch body is at most ${BATCH_MAX_BYTES} bytes (64 KB): send at most ${BATCH_MAX_IDENTITIES} identities, without padding`;
-  app.post<{ Body: Body }>('/audience/v2/contacts/batch', { schema, bodyLimit: BATCH_MAX_BYTES, config: { bodyTooLarge: tooLarge } }, async (request, reply) => {
+  app.post<{ Body: Body }>('/audience/v2/contacts/batch', { schema, validatorCompiler: plainFirst, bodyLimit: BATCH_MAX_BYTES, config: { bodyTooLarge: tooLarge } }, async (request, reply) => {
     const org = request.audienceOrg;
     if (!org) throw new Error('the Audience API routes were registered without their audienceAuth hook');
     if (!acceptsJson(request.headers.accept)) throw new AppError('not_acceptable', 'this API answers application/json only');
@@ -88,17 +133,16 @@ export function registerBatchRoute(app: FastifyInstance, deps: BatchRouteDeps): 
       const charged = chargeOrg(deps, org, reply, deps.ctx.clock.now(), rest);
       if (charged) await charged;
     }
+    const { after, wait } = request.body;
+    if (after !== undefined || wait !== undefined) await waitForAfter(freshness, org.slug, after, wait);
+    const tail = metaTail(new Date(deps.ctx.clock.now()).toISOString(), freshness.lagMs(org.slug));
     const entries: string[] = [];
     let missing = false;
     for (const raw of identities) {
-      const identity = parseIdentity(raw);
+      const contact = findContact(profiles, org.slug, raw);
       const quoted = JSON.stringify(raw);
-      if (!identity) {
-        entries.push(`{"identity":${quoted},"status":"invalid","detail":${INVALID_DETAIL}}`);
-        continue;
-      }
-      const contact = profiles.lookup(org.slug, identity.type, identity.value);
-      if (contact) entries.push(`{"identity":${quoted},"status":"found","contact":${contactJson(contact, fields)}}`);
+      if (contact === null) entries.push(`{"identity":${quoted},"status":"invalid","detail":${INVALID_DETAIL}}`);
+      else if (contact) entries.push(`{"identity":${quoted},"status":"found","contact":${contactJson(contact, fields)},"meta":${metaJson(contact, tail)}}`);
       else {
         missing = true;
         entries.push(`{"identity":${quoted},"status":"not_found"}`);

@@ -11,11 +11,17 @@ import { OrgUnavailable } from '../../core/unavailable.js';
 import { type Metrics, seriesBy } from '../../ops/metrics.js';
 import type { IndexedProfile, ProfileIndex } from '../../events/profiles/profile-index.js';
 import { acceptsJson } from '../../http/accepts-json.js';
+import { normalizeEmail } from '../../core/domain.js';
 import { parseIdentity } from '../../events/profiles/parse-identity.js';
 import { object, operationSchema, validatedAs } from '../../openapi/route-schema.js';
+import type { Context } from '../../core/context.js';
+import type { Freshness } from '../../events/profiles/freshness.js';
+import { AFTER_DESCRIPTION, DEFAULT_WAIT_MS, MAX_WAIT_MS, META_SCHEMA, metaJson, metaTail, WAIT_DESCRIPTION, waitForAfter } from './fresh.js';
 
 export interface ContactsRouteDeps {
+  ctx: Context;
   profiles: ProfileIndex;
+  freshness: Freshness;
   metrics: Metrics;
 }
 
@@ -23,6 +29,8 @@ export interface ContactsRouteDeps {
 interface Query {
   identity?: string | string[];
   fields?: string | string[];
+  after?: string | string[];
+  wait?: string | string[];
 }
 
 export const IDENTITY_DESCRIPTION = 'email:<address>, email-hash:<sha256 hex> or user_id:<id>';
@@ -49,19 +57,21 @@ const schema = operationSchema({
     properties: {
       identity: { type: 'string', minLength: 3, description: IDENTITY_DESCRIPTION },
       fields: { type: 'string', description: 'comma-separated content fields to return (default: all of the org’s content fields)' },
+      after: { type: 'string', maxLength: 512, description: AFTER_DESCRIPTION },
+      wait: { type: 'integer', minimum: 0, maximum: MAX_WAIT_MS, default: DEFAULT_WAIT_MS, description: WAIT_DESCRIPTION },
     },
   },
   ok: {
     status: 200,
     description: 'The contact: each content field asked for, null (or [] for a list field) when the contact has none',
     headers: RATE_LIMIT_HEADERS,
-    schema: object({ status: { const: 'success' }, contact: { type: 'object', additionalProperties: true } }),
+    schema: object({ status: { const: 'success' }, contact: { type: 'object', additionalProperties: true }, meta: META_SCHEMA }, ['status', 'contact', 'meta']),
   },
-  errors: ['invalid_token', 'audience_api_not_enabled', 'rate_limited', 'not_acceptable', 'invalid_identity', 'invalid_fields', 'contact_not_found', 'org_unavailable'],
+  errors: ['invalid_token', 'audience_api_not_enabled', 'rate_limited', 'not_acceptable', 'invalid_request', 'invalid_identity', 'invalid_fields', 'contact_not_found', 'profile_not_current', 'org_unavailable'],
 });
 
 export function registerContactsRoute(app: FastifyInstance, deps: ContactsRouteDeps): void {
-  const { profiles, metrics } = deps;
+  const { profiles, freshness, metrics } = deps;
   const answered = seriesBy((status) => metrics.lookups.labels(status));
   const onResponse = (_request: unknown, reply: FastifyReply, done: () => void) => {
     answered(String(reply.statusCode)).inc();
@@ -76,35 +86,48 @@ export function registerContactsRoute(app: FastifyInstance, deps: ContactsRouteD
     if (Array.isArray(request.query.identity)) {
       throw new AppError('invalid_identity', 'identity was given more than once; pass exactly one identity=<type>:<value>');
     }
-    const identity = parseIdentity(request.query.identity);
-    if (!identity) {
-      throw new AppError('invalid_identity', INVALID_IDENTITY);
-    }
+    const identity = request.query.identity;
+    const { after, wait } = request.query;
+    let contact = findContact(profiles, org.slug, identity);
+    if (contact === null) throw new AppError('invalid_identity', INVALID_IDENTITY);
     const fields = selectFields(org.contentFields, request.query.fields);
-
-    const contact = profiles.lookup(org.slug, identity.type, identity.value);
+    if (after !== undefined || wait !== undefined) {
+      await waitForAfter(freshness, org.slug, after, wait);
+      // Found again: the refresh waited for replaced the entry (or made it).
+      contact = findContact(profiles, org.slug, identity);
+    }
     if (!contact) {
       // Its profiles could not be loaded: "no such contact" would be a lie.
       if (profiles.isUnavailable(org.slug)) throw new OrgUnavailable(org.slug, 'its profiles could not be loaded');
       throw new AppError('contact_not_found', 'no contact with this identity', { status: org.notFoundStatus });
     }
     reply.type('application/json; charset=utf-8');
-    return answerJson(contact, fields);
+    const meta = metaJson(contact, metaTail(new Date(deps.ctx.clock.now()).toISOString(), freshness.lagMs(org.slug)));
+    return `${ANSWER_START}${contactJson(contact, fields)},"meta":${meta}}`;
   });
+}
+
+/**
+ * The contact `raw` names: undefined when there is none, null when `raw` is not an identity. An e-mail
+ * the index holds is looked up before its address is checked (the check cost more than the lookup): a
+ * key of the index is a checked, normalized address, so finding it is the check.
+ */
+export function findContact(profiles: ProfileIndex, org: string, raw: string | undefined): IndexedProfile | undefined | null {
+  if (raw?.startsWith('email:')) {
+    const found = profiles.lookup(org, 'email', normalizeEmail(raw.slice('email:'.length)));
+    if (found) return found;
+  }
+  const identity = parseIdentity(raw);
+  return identity ? profiles.lookup(org, identity.type, identity.value) : null;
 }
 
 const ANSWER_START = '{"status":"success","contact":';
 
-/** The contact's content fields as JSON (an entry of a batch): a slice of its one-contact answer. */
-export function contactJson(contact: IndexedProfile, fields: readonly string[]): string {
-  return answerJson(contact, fields).slice(ANSWER_START.length, -1);
-}
-
 /**
- * Each contact's answer is serialized once and reused while the same fields are asked for: the org's
- * content fields are one array until the org changes, so the usual check is one comparison.
+ * The contact's content fields as JSON, serialized once and reused while the same fields are asked for:
+ * the org's content fields are one array until the org changes, so the usual check is one comparison.
  */
-function answerJson(contact: IndexedProfile, fields: readonly string[]): string {
+export function contactJson(contact: IndexedProfile, fields: readonly string[]): string {
   const cached = contact.answer;
   if (cached !== undefined && (cached.fields === fields || sameFields(cached.fields, fields))) return cached.json;
   const body: Record<string, unknown> = Object.create(null);
@@ -114,7 +137,7 @@ function answerJson(contact: IndexedProfile, fields: readonly string[]): string 
     const value = Object.hasOwn(contact.profile, field) ? contact.profile[field] : undefined;
     body[field] = value === undefined ? (ARRAY_FIELDS.has(field) ? [] : null) : value;
   }
-  const json = `${ANSWER_START}${JSON.stringify(body)}}`;
+  const json = JSON.stringify(body);
   contact.answer = { fields, json };
   return json;
 }

@@ -241,6 +241,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/audience/v2/contacts/eligibility": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * What a flow would decide for one contact now (flows with exposeEligibility)
+         * @description The decision a run of the flow would record for this contact if its trigger fired now — the same rules in the same order (suppression, consent, segment, re-entry, experiment, caps, quiet hours) — and the variant a real send records (assignment is deterministic per contact and flow). `eligible` is true when the outcome messages the contact (`sent`, `deferred_quiet_hours`, or `entered` for a flow with steps). Nothing is recorded or counted. Only flows whose definition has `"exposeEligibility": true`; any other id is 404 `flow_not_found`.
+         */
+        get: operations["getAudienceEligibility"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/track": {
         parameters: {
             query?: never;
@@ -1586,7 +1606,7 @@ export interface components {
             /** @description What went wrong and how to fix it */
             detail?: string;
             /** @enum {string} */
-            code: "invalid_json" | "invalid_request" | "invalid_cursor" | "json_too_deep" | "invalid_credentials" | "invalid_admin_key" | "not_found" | "org_not_found" | "org_exists" | "schema_violation" | "message_rejected" | "payload_too_large" | "unsupported_media_type" | "internal_error" | "log_unavailable" | "not_ready" | "unhealthy" | "log_outcome_unknown" | "control_unavailable" | "invalid_token" | "audience_api_not_enabled" | "rate_limited" | "token_pool_full" | "token_ambiguous" | "token_not_found" | "invalid_identity" | "invalid_fields" | "contact_not_found" | "not_acceptable" | "invalid_trigger" | "trigger_not_found" | "trigger_query_failed" | "query_budget_exceeded" | "query_file_refused" | "invalid_flow" | "flow_not_found" | "flow_exists" | "flow_archived" | "trigger_in_use" | "flow_not_triggered" | "topic_not_found" | "topic_in_use" | "contact_suppressed" | "unsubscribe_link_invalid" | "erasure_not_found" | "shard_unavailable" | "shard_answer_too_large" | "compaction_behind" | "backup_in_progress" | "no_org_databases" | "sandbox_busy" | "sandbox_paused" | "storage_unavailable" | "profiles_behind" | "org_unavailable" | "method_not_allowed" | "request_timeout" | "uri_too_long" | "headers_too_large" | "backup_file_refused";
+            code: "invalid_json" | "invalid_request" | "invalid_cursor" | "json_too_deep" | "invalid_credentials" | "invalid_admin_key" | "not_found" | "org_not_found" | "org_exists" | "schema_violation" | "message_rejected" | "payload_too_large" | "unsupported_media_type" | "internal_error" | "log_unavailable" | "not_ready" | "unhealthy" | "log_outcome_unknown" | "control_unavailable" | "invalid_token" | "audience_api_not_enabled" | "rate_limited" | "token_pool_full" | "token_ambiguous" | "token_not_found" | "invalid_identity" | "invalid_fields" | "contact_not_found" | "profile_not_current" | "not_acceptable" | "invalid_trigger" | "trigger_not_found" | "trigger_query_failed" | "query_budget_exceeded" | "query_file_refused" | "invalid_flow" | "flow_not_found" | "flow_exists" | "flow_archived" | "trigger_in_use" | "flow_not_triggered" | "topic_not_found" | "topic_in_use" | "contact_suppressed" | "unsubscribe_link_invalid" | "erasure_not_found" | "shard_unavailable" | "shard_answer_too_large" | "compaction_behind" | "backup_in_progress" | "no_org_databases" | "sandbox_busy" | "sandbox_paused" | "storage_unavailable" | "profiles_behind" | "org_unavailable" | "method_not_allowed" | "request_timeout" | "uri_too_long" | "headers_too_large" | "backup_file_refused";
             /** @description The Request-Id of the response */
             requestId?: string;
             errors?: {
@@ -2035,6 +2055,8 @@ export interface components {
                 event: components["schemas"]["flow.EventRef"];
             };
             goal?: components["schemas"]["flow.Goal"];
+            /** @description A triggered flow: true lets an Audience API token of the org ask what a run would decide for one contact now (GET /audience/v2/contacts/eligibility). Default: false (that lookup answers 404 flow_not_found) */
+            exposeEligibility?: boolean;
             /** @description Default: every_event */
             reentry?: ("every_event" | "once") | {
                 afterSeconds: number;
@@ -2903,6 +2925,10 @@ export interface operations {
                 identity: string;
                 /** @description comma-separated content fields to return (default: all of the org’s content fields) */
                 fields?: string;
+                /** @description Read your writes: answer only once the event with this messageId (acknowledged by this org) is reflected, waiting up to `wait` ms; else 409 `profile_not_current` with Retry-After (an unknown messageId is answered the same) */
+                after?: string;
+                /** @description With `after`: how long to wait for it, in ms (default 1000, at most 5000) */
+                wait?: number;
             };
             header?: never;
             path?: never;
@@ -2926,10 +2952,21 @@ export interface operations {
                         contact: {
                             [key: string]: unknown;
                         };
+                        meta: {
+                            /** @description Receipt time of this contact's newest event folded into the answer (null: none) */
+                            eventsThrough: string | null;
+                            /**
+                             * Format: date-time
+                             * @description When the answer was built
+                             */
+                            computedAt: string;
+                            /** @description Receipt time of the org's newest acknowledged event less that of its newest event folded into profiles, at answer time */
+                            lagMs: number;
+                        };
                     };
                 };
             };
-            /** @description [`invalid_identity`](/problems/invalid_identity): Identity missing, malformed or unsupported; [`invalid_fields`](/problems/invalid_fields): Unknown or non-content fields requested */
+            /** @description [`invalid_request`](/problems/invalid_request): Request is invalid; [`invalid_identity`](/problems/invalid_identity): Identity missing, malformed or unsupported; [`invalid_fields`](/problems/invalid_fields): Unknown or non-content fields requested */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2967,6 +3004,15 @@ export interface operations {
             };
             /** @description [`not_acceptable`](/problems/not_acceptable): JSON is not an acceptable response type */
             406: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`profile_not_current`](/problems/profile_not_current): The profile does not reflect that event yet */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3022,6 +3068,10 @@ export interface operations {
                     identities: string[];
                     /** @description content fields to return (default: all of the org's content fields) */
                     fields?: string[];
+                    /** @description Read your writes: answer only once the event with this messageId (acknowledged by this org) is reflected, waiting up to `wait` ms; else 409 `profile_not_current` with Retry-After (an unknown messageId is answered the same) */
+                    after?: string;
+                    /** @description With `after`: how long to wait for it, in ms (default 1000, at most 5000) */
+                    wait?: number;
                 };
             };
         };
@@ -3045,6 +3095,17 @@ export interface operations {
                             status: "found";
                             contact: {
                                 [key: string]: unknown;
+                            };
+                            meta: {
+                                /** @description Receipt time of this contact's newest event folded into the answer (null: none) */
+                                eventsThrough: string | null;
+                                /**
+                                 * Format: date-time
+                                 * @description When the answer was built
+                                 */
+                                computedAt: string;
+                                /** @description Receipt time of the org's newest acknowledged event less that of its newest event folded into profiles, at answer time */
+                                lagMs: number;
                             };
                         } | {
                             identity: string;
@@ -3095,6 +3156,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description [`profile_not_current`](/problems/profile_not_current): The profile does not reflect that event yet */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description [`rate_limited`](/problems/rate_limited): Too many requests */
             429: {
                 headers: {
@@ -3114,6 +3184,137 @@ export interface operations {
                 };
             };
             /** @description [`org_unavailable`](/problems/org_unavailable): The org's database cannot be opened */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getAudienceEligibility: {
+        parameters: {
+            query: {
+                /** @description email:<address>, email-hash:<sha256 hex> or user_id:<id> */
+                identity: string;
+                /** @description The flow id */
+                flow: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description What a run would decide now */
+            200: {
+                headers: {
+                    /** @description The org's budget left: `"org";r=<remaining>;t=<seconds to full>` */
+                    RateLimit?: unknown;
+                    /** @description The org's rate policy: `"org";q=<burst>;w=<window seconds>` */
+                    "RateLimit-Policy"?: unknown;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {unknown} */
+                        status: "success";
+                        flow: string;
+                        eligible: boolean;
+                        /** @enum {unknown} */
+                        outcome: "sent" | "deferred_quiet_hours" | "holdout" | "entered" | "suppressed" | "unsubscribed" | "excluded_by_segment" | "reentry_blocked" | "frequency_capped";
+                        reason: string | null;
+                        /** @description The experiment variant's label (a holdout's too); null without an experiment or when no variant is drawn */
+                        variant: string | null;
+                        meta: {
+                            /** @description Receipt time of this contact's newest event folded into the answer (null: none) */
+                            eventsThrough: string | null;
+                            /**
+                             * Format: date-time
+                             * @description When the answer was built
+                             */
+                            computedAt: string;
+                            /** @description Receipt time of the org's newest acknowledged event less that of its newest event folded into profiles, at answer time */
+                            lagMs: number;
+                        };
+                    };
+                };
+            };
+            /** @description [`invalid_identity`](/problems/invalid_identity): Identity missing, malformed or unsupported; [`invalid_request`](/problems/invalid_request): Request is invalid */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`invalid_token`](/problems/invalid_token): Missing, malformed, unknown, revoked or expired token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`audience_api_not_enabled`](/problems/audience_api_not_enabled): The Audience API is not enabled for this org */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`contact_not_found`](/problems/contact_not_found): No such contact; [`flow_not_found`](/problems/flow_not_found): No such flow */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`not_acceptable`](/problems/not_acceptable): JSON is not an acceptable response type */
+            406: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`trigger_query_failed`](/problems/trigger_query_failed): The query failed while running */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`rate_limited`](/problems/rate_limited): Too many requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`internal_error`](/problems/internal_error): Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`profiles_behind`](/problems/profiles_behind): Profiles are behind the events acknowledged before this decision; [`org_unavailable`](/problems/org_unavailable): The org's database cannot be opened */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -6425,6 +6626,17 @@ export interface operations {
                             [key: string]: unknown;
                         };
                         contentFields: string[];
+                        meta: {
+                            /** @description Receipt time of this contact's newest event folded into the answer (null: none) */
+                            eventsThrough: string | null;
+                            /**
+                             * Format: date-time
+                             * @description When the answer was built
+                             */
+                            computedAt: string;
+                            /** @description Receipt time of the org's newest acknowledged event less that of its newest event folded into profiles, at answer time */
+                            lagMs: number;
+                        };
                         /** @description The contact's consent to each topic of the org: a change (admin, link, event) or the topic's default */
                         subscriptions: {
                             topic: string;

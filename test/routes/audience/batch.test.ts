@@ -51,7 +51,7 @@ t.test('entries in the order asked: each found with what one lookup answers, not
     if (res.statusCode === 400 && res.json().code === 'invalid_identity') return { status: 'invalid', detail: 'identity must be email:<address>, email-hash:<sha256 hex> or user_id:<id>' };
     if (res.statusCode === 404) return { status: 'not_found' };
     if (res.statusCode !== 200) throw new Error(`one lookup of ${identity}: ${res.statusCode} ${res.body}`);
-    return { status: 'found', contact: res.json().contact };
+    return { status: 'found', contact: res.json().contact, meta: res.json().meta };
   };
   const identity = fc.oneof(
     fc.constantFrom(...PEOPLE).map((p) => `email:${p}@example.com`),
@@ -82,7 +82,7 @@ t.test('entries in the order asked: each found with what one lookup answers, not
   t.same(fixed.json(), {
     status: 'success',
     contacts: [
-      { identity: 'user_id:acme-1', status: 'found', contact: { email_address: 'grace@example.com', first_name: 'Grace' } },
+      { identity: 'user_id:acme-1', status: 'found', contact: { email_address: 'grace@example.com', first_name: 'Grace' }, meta: { eventsThrough: null, computedAt: '2026-06-10T12:00:00.000Z', lagMs: 0 } },
       { identity: 'email:mallory@example.com', status: 'not_found' },
       { identity: 'nope', status: 'invalid', detail: 'identity must be email:<address>, email-hash:<sha256 hex> or user_id:<id>' },
     ],

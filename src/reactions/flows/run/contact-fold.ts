@@ -23,7 +23,7 @@ export interface FoldProgress {
 }
 
 /** The four sources of decisions, and a person's simulation of one (the metrics' `source` label). */
-export type DecisionSource = 'trigger' | 'step' | 'scheduled' | 'deferred' | 'simulate';
+export type DecisionSource = 'trigger' | 'step' | 'scheduled' | 'deferred' | 'simulate' | 'eligibility';
 
 export interface FoldMetrics {
   flowFoldWaitSeconds: { observe(labels: { source: DecisionSource }, seconds: number): void };
@@ -47,7 +47,7 @@ export class FoldBehind extends AppError {
     readonly waitedMs: number,
   ) {
     // An answer only where a person waits for the decision (a simulation): 503 profiles_behind.
-    const then = source === 'simulate' ? 'simulate again after Retry-After' : 'it is decided again shortly';
+    const then = source === 'simulate' || source === 'eligibility' ? 'ask again after Retry-After' : 'it is decided again shortly';
     super('profiles_behind', `events acknowledged before this ${source} decision were not folded into profiles within ${waitedMs} ms; ${then}`, {
       headers: { 'Retry-After': '5' },
     });
@@ -85,7 +85,8 @@ export class ContactFold {
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), this.maxWaitMs)));
     const folded = (async () => {
-      if (source !== 'trigger') await progress.whenCompacted(await progress.headSeq());
+      // An eligibility lookup answers as a run would now, on the profiles as they stand (its meta says how fresh).
+      if (source !== 'trigger' && source !== 'eligibility') await progress.whenCompacted(await progress.headSeq());
       await progress.whenRefreshed(org);
       return 'folded' as const;
     })();

@@ -31,6 +31,7 @@ import { DueRuns } from './due-runs.js';
 import type { OrgTurns } from './org-turns.js';
 import { runsOnCommit } from './run-schedule.js';
 import { simulate, type Simulation } from './simulate.js';
+import { eligibility, type Eligibility } from './eligibility.js';
 import { decideWindow, readWindow, type WindowDeps } from './trigger-window.js';
 
 export type { Simulation } from './simulate.js';
@@ -171,6 +172,11 @@ export class TriggerRuns {
     } finally {
       stopTimer();
     }
+  }
+
+  /** What a run would decide now for one contact if the flow's trigger fired for it (eligibility.ts). */
+  eligibility(org: string, flow: FlowDefinition, email: string, window: () => Promise<{ start: bigint; end: bigint }>): Promise<Eligibility> {
+    return eligibility(this.deps, org, flow, email, window);
   }
 
   /** What the flow would do now for one contact (simulate.ts); `flow` may be a draft. */

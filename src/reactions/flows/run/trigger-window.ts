@@ -66,10 +66,15 @@ export async function readWindow(deps: WindowDeps, org: string, trigger: LiveQue
   }
   stopQueryTimer();
   if (!segment) return { rows: page.rows, end: upTo };
-  const segmentLimit = maxRows * SEGMENT_ROWS_PER_TRIGGER_ROW;
-  const members = await withSandbox(db, timeoutMs, (c) => runSandboxed(c, segment.checked, windowOf(start, upTo), segmentLimit));
+  return { rows: page.rows, end: upTo, segment: await readSegment(deps, org, segment, start, upTo) };
+}
+
+/** The e-mails of a segment's members over the window (start, end]. */
+export async function readSegment(deps: WindowDeps, org: string, segment: LiveQuery, start: bigint, end: bigint): Promise<Set<string>> {
+  const segmentLimit = deps.maxRows * SEGMENT_ROWS_PER_TRIGGER_ROW;
+  const members = await withSandbox(deps.orgs.org(org), deps.timeoutMs, (c) => runSandboxed(c, segment.checked, windowOf(start, end), segmentLimit));
   if (members.truncated) throw new QueryFailed(`the segment returns more than ${segmentLimit} rows (${SEGMENT_ROWS_PER_TRIGGER_ROW} × TRIGGER_MAX_ROWS)`);
-  return { rows: page.rows, end: upTo, segment: new Set(members.rows.map((r) => normalizeEmail(String(r.email ?? '')))) };
+  return new Set(members.rows.map((r) => normalizeEmail(String(r.email ?? ''))));
 }
 
 /** A commit (visible_at) of the org strictly inside (start, end): the latest in the first half, else the first one. */

@@ -1,0 +1,47 @@
+/**
+ * The view `profiles` that trigger and segment SQL reads (pipelines/org_relations.sql), with each custom
+ * column an import brought (`tier`) as a column of its own, as text: `WHERE tier = 'platinum'` runs, as
+ * the profile served by the Audience API has it as a field. The names are kept in the org's table
+ * profile_columns (added to by each import), so opening an org reads a few names, not its contacts; the
+ * SQL checker is given them with each check (they are the serving index's custom fields of the org). A
+ * name that is already a column of the profile (`timezone`, `order_count`) keeps the profile's own.
+ */
+import { listValue } from '@duckdb/node-api';
+import type { Sql } from '../../db/sql.js';
+
+/** Custom column names as imports accept them (parse-contacts.ts): safe as identifiers, quoted all the same. */
+const COLUMN_NAME = /^[a-z][a-z0-9_]{0,63}$/;
+
+/**
+ * Makes `profiles` with these custom columns (default: the org's, from profile_columns), leaving out any
+ * that is a column of the profile already.
+ */
+export async function makeProfilesView(c: Sql, names?: readonly string[]): Promise<void> {
+  const own = new Set(
+    (await c.all<{ column_name: string }>('SELECT column_name FROM (DESCRIBE SELECT * FROM profiles_for(NULL::VARCHAR, NULL::VARCHAR[], NULL::TIMESTAMPTZ))')).map(
+      (r) => r.column_name,
+    ),
+  );
+  const columns = [...new Set(names ?? (await storedNames(c)))].filter((name) => COLUMN_NAME.test(name) && !own.has(name)).sort();
+  const extra = columns.map((name) => `, json_extract_string(custom_fields, '$."${name}"') AS "${name}"`).join('');
+  await c.run(`CREATE OR REPLACE VIEW profiles AS SELECT * EXCLUDE (org)${extra} FROM profiles_for(NULL::VARCHAR, NULL::VARCHAR[], folded_through())`);
+}
+
+/** Records an import's custom column names; the view is made again when one is new. */
+export async function addProfileColumns(c: Sql, names: readonly string[]): Promise<void> {
+  if (names.length === 0) return;
+  const count = async () => (await c.all<{ n: bigint }>('SELECT count(*) AS n FROM profile_columns'))[0]!.n;
+  const before = await count();
+  await c.run('INSERT OR IGNORE INTO profile_columns SELECT unnest($1::VARCHAR[])', [listValue([...names])]);
+  if ((await count()) !== before) await makeProfilesView(c);
+}
+
+/** The org's names; a database from before the table gets every key its contacts hold, once. */
+async function storedNames(c: Sql): Promise<string[]> {
+  await c.run(
+    `INSERT OR IGNORE INTO profile_columns
+     SELECT DISTINCT unnest(json_keys(custom)) FROM contacts
+      WHERE custom::VARCHAR <> '{}' AND NOT EXISTS (SELECT 1 FROM profile_columns)`,
+  );
+  return (await c.all<{ name: string }>('SELECT name FROM profile_columns')).map((r) => r.name);
+}
