@@ -13,11 +13,11 @@ export type IdentityType = 'email' | 'email-hash' | 'user_id';
 
 /**
  * One contact in the index. A refresh replaces the entry, so `answer` (the Audience API's JSON of
- * this profile's content fields, kept by routes/audience/contacts.ts on first lookup) never outlives the profile it was built from;
+ * this profile's content fields, and of a batch entry's middle, kept by routes/audience/ on first lookup) never outlives the profile it was built from;
  * keeping it here costs the lookup one property read instead of a second hash lookup.
  */
 export class IndexedProfile {
-  answer: { fields: readonly string[]; json: string } | undefined;
+  answer: { fields: readonly string[]; json: string; found?: string } | undefined;
 
   constructor(readonly profile: Profile) {}
 }
@@ -82,19 +82,13 @@ export class ProfileIndex {
 
   lookup(org: string, type: IdentityType, value: string): IndexedProfile | undefined {
     const profiles = this.orgs.get(org);
-    if (!profiles) return undefined;
-    switch (type) {
-      case 'email':
-        return profiles.byEmail.get(value);
-      case 'email-hash': {
-        const email = profiles.emailByHash.get(value);
-        return email === undefined ? undefined : profiles.byEmail.get(email);
-      }
-      case 'user_id': {
-        const email = profiles.emailByUserId.get(value);
-        return email === undefined ? undefined : profiles.byEmail.get(email);
-      }
-    }
+    return profiles ? lookupIn(profiles, type, value) : undefined;
+  }
+
+  /** `lookup` for one org, its maps found once (a batch looks up 100 contacts of one org). */
+  finder(org: string): (type: IdentityType, value: string) => IndexedProfile | undefined {
+    const profiles = this.orgs.get(org);
+    return profiles ? (type, value) => lookupIn(profiles, type, value) : () => undefined;
   }
 
   /** Names of imported custom columns seen for the org (valid content fields besides the defaults). */
@@ -125,5 +119,20 @@ export class ProfileIndex {
       this.orgs.set(org, profiles);
     }
     return profiles;
+  }
+}
+
+function lookupIn(profiles: OrgProfiles, type: IdentityType, value: string): IndexedProfile | undefined {
+  switch (type) {
+    case 'email':
+      return profiles.byEmail.get(value);
+    case 'email-hash': {
+      const email = profiles.emailByHash.get(value);
+      return email === undefined ? undefined : profiles.byEmail.get(email);
+    }
+    case 'user_id': {
+      const email = profiles.emailByUserId.get(value);
+      return email === undefined ? undefined : profiles.byEmail.get(email);
+    }
   }
 }

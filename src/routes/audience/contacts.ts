@@ -88,13 +88,14 @@ export function registerContactsRoute(app: FastifyInstance, deps: ContactsRouteD
     }
     const identity = request.query.identity;
     const { after, wait } = request.query;
-    let contact = findContact(profiles, org.slug, identity);
+    const find = profiles.finder(org.slug);
+    let contact = findContact(find, identity);
     if (contact === null) throw new AppError('invalid_identity', INVALID_IDENTITY);
     const fields = selectFields(org.contentFields, request.query.fields);
     if (after !== undefined || wait !== undefined) {
       await waitForAfter(freshness, org.slug, after, wait);
       // Found again: the refresh waited for replaced the entry (or made it).
-      contact = findContact(profiles, org.slug, identity);
+      contact = findContact(profiles.finder(org.slug), identity);
     }
     if (!contact) {
       // Its profiles could not be loaded: "no such contact" would be a lie.
@@ -112,13 +113,13 @@ export function registerContactsRoute(app: FastifyInstance, deps: ContactsRouteD
  * the index holds is looked up before its address is checked (the check cost more than the lookup): a
  * key of the index is a checked, normalized address, so finding it is the check.
  */
-export function findContact(profiles: ProfileIndex, org: string, raw: string | undefined): IndexedProfile | undefined | null {
+export function findContact(find: ReturnType<ProfileIndex['finder']>, raw: string | undefined): IndexedProfile | undefined | null {
   if (raw?.startsWith('email:')) {
-    const found = profiles.lookup(org, 'email', normalizeEmail(raw.slice('email:'.length)));
+    const found = find('email', normalizeEmail(raw.slice('email:'.length)));
     if (found) return found;
   }
   const identity = parseIdentity(raw);
-  return identity ? profiles.lookup(org, identity.type, identity.value) : null;
+  return identity ? find(identity.type, identity.value) : null;
 }
 
 const ANSWER_START = '{"status":"success","contact":';

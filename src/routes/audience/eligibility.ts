@@ -89,7 +89,7 @@ export function registerEligibilityRoute(app: FastifyInstance, deps: Eligibility
     const { identity, flow: flowId } = request.query;
     if (typeof identity !== 'string') throw new AppError('invalid_identity', `pass exactly one identity=<type>:<value>: ${INVALID_IDENTITY}`);
     if (typeof flowId !== 'string' || flowId.length === 0) throw new AppError('invalid_request', 'pass exactly one flow=<flow id>');
-    const contact = findContact(profiles, org.slug, identity);
+    const contact = findContact(profiles.finder(org.slug), identity);
     if (contact === null) throw new AppError('invalid_identity', INVALID_IDENTITY);
     const { flows, runner, storage } = deps;
     if (!flows || !runner || !storage) throw new AppError('flow_not_found', 'this process does not run flows (ROLES has no flows): ask a process that does');

@@ -67,8 +67,13 @@ export function metaTail(computedAt: string, lagMs: number): string {
   return `,"computedAt":"${computedAt}","lagMs":${lagMs}}`;
 }
 
-/** `metaOf` as JSON, written out: a batch writes 100 of them. */
-export function metaJson(contact: IndexedProfile, tail: string): string {
+/** The start of `metaOf` as JSON, what is the contact's own: `metaHead(contact) + metaTail(…)` is the whole. */
+export function metaHead(contact: IndexedProfile): string {
   const through = contact.profile.last_seen_at;
-  return `{"eventsThrough":${typeof through === 'string' ? JSON.stringify(through) : 'null'}${tail}`;
+  return `{"eventsThrough":${typeof through === 'string' ? JSON.stringify(through) : 'null'}`;
+}
+
+/** `metaOf` as JSON, written out. */
+export function metaJson(contact: IndexedProfile, tail: string): string {
+  return metaHead(contact) + tail;
 }
