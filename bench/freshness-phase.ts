@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { setUp, importContacts, waitCaughtUp } from './audience.js';
 import { BodyTemplate } from './bodies.js';
 import { syntheticContacts } from './contacts.js';
-import { type Freshness, measureFreshness } from './freshness.js';
+import { type Freshness, measureFreshness, measureReadYourWrites, type ReadYourWrites } from './freshness.js';
 import { ADMIN_KEY, type Bench, measure, type Measured, say, type Service, startService } from './harness.js';
 import { metricsText } from './server-metrics.js';
 import { type LoadResult, runLoad } from './load.js';
@@ -45,6 +45,8 @@ export interface FreshnessPhaseOutcome {
   background: Pick<LoadResult, 'reqPerSec' | 'non2xx' | 'errors'> & { p99Ms: number };
   /** Client side: collect request sent → first lookup answer showing the change (ms). */
   freshness: Freshness;
+  /** The same load: identify → `after=` lookup pairs (issue 41: none stale; lagMs near the delay). */
+  readYourWrites: ReadYourWrites;
   /** Server side, over the probes' window: audience_profile_delay_seconds by bucket (le → events). */
   serverDelay: { events: number; meanMs: number; buckets: Record<string, number> };
   target: { p99Ms: number; met: boolean };
@@ -96,6 +98,7 @@ async function againstService(bench: Bench, service: Service, options: Freshness
   // Awaited below; if the probes fail first, theirs is the failure to report.
   background.catch(() => undefined);
   let freshness: Freshness;
+  let readYourWrites: ReadYourWrites;
   let before: Histogram;
   let after: Histogram;
   try {
@@ -104,6 +107,8 @@ async function againstService(bench: Bench, service: Service, options: Freshness
     say(`freshness: ${PROBES.events} identify events at ${PROBES.perSecond}/s, polling every ${PROBES.pollMs} ms`);
     freshness = await guard(measureFreshness({ url: service.url, token, credentials, contacts, ...PROBES, tag: bench.runTag }));
     after = await guard(delayHistogram(service));
+    say(`freshness: read your writes, ${PROBES.events} identify → after= lookup pairs at ${PROBES.perSecond}/s`);
+    readYourWrites = await guard(measureReadYourWrites({ url: service.url, token, credentials, contacts, ...PROBES, tag: bench.runTag }));
   } finally {
     stopCollect();
   }
@@ -114,11 +119,13 @@ async function againstService(bench: Bench, service: Service, options: Freshness
       `failed ${freshness.failed}); background collect ${load.reqPerSec} req/s, p99 ${load.latency.p99} ms, non-2xx ${load.non2xx}; ` +
       `server side: ${serverDelay.events} events, mean ${serverDelay.meanMs} ms, by bucket ${JSON.stringify(serverDelay.buckets)}`,
   );
+  say(`freshness: read your writes ${JSON.stringify(readYourWrites)}`);
   return {
     collectMax,
     rate,
     background: { reqPerSec: load.reqPerSec, non2xx: load.non2xx, errors: load.errors, p99Ms: load.latency.p99 },
     freshness,
+    readYourWrites,
     serverDelay,
     target: { p99Ms: FRESHNESS_TARGET_P99_MS, met: freshness.missing === 0 && freshness.failed === 0 && freshness.p99 <= FRESHNESS_TARGET_P99_MS },
   };

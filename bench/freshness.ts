@@ -125,3 +125,72 @@ export async function measureFreshness(o: FreshnessOptions): Promise<Freshness> 
     pollsPerProbe: round(polls / (targets.length || 1)),
   };
 }
+
+export interface ReadYourWrites {
+  /** Identify → `after=` lookup pairs answered 200 with the identify's name. */
+  n: number;
+  /** Answered 200 without the name (a stale profile: the promise broken). */
+  stale: number;
+  /** Answered 409 profile_not_current (the wait ran out), or anything but 200. */
+  notCurrent: number;
+  failed: number;
+  /** The identify's 200 → the `after=` answer (ms). */
+  delay: { p50: number; p99: number; max: number };
+  /** |meta.lagMs − that delay| (ms): how well the answer's lag says what the pair waited. */
+  lagError: { p50: number; p99: number; max: number };
+}
+
+/**
+ * Read your writes (issue 41): identify events as measureFreshness sends them, each followed at once by
+ * one lookup with `after=<its messageId>&wait=5000`: it must answer with the identify's name, and its
+ * meta.lagMs is compared with the delay the pair measured.
+ */
+export async function measureReadYourWrites(o: FreshnessOptions): Promise<ReadYourWrites> {
+  const random = seededRandom(11);
+  const picked = new Set<number>();
+  while (picked.size < Math.min(o.events, o.contacts.length)) picked.add(Math.floor(random() * o.contacts.length));
+  const targets = [...picked].map((i) => o.contacts[i]!);
+  let stale = 0;
+  let notCurrent = 0;
+  let failed = 0;
+  const delays: number[] = [];
+  const lagErrors: number[] = [];
+  const pair = async (contact: Contact, i: number): Promise<void> => {
+    const firstName = `Ryw${o.tag}${i}`;
+    const res = await fetch(`${o.url}/http/v1/collect`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ partnerId: o.credentials.partnerId, partnerSecret: o.credentials.partnerSecret, clientId: `ryw-${o.tag}-${i}`, sentAt: Date.now(), type: 'identify', traits: { email: contact.email, firstName } }),
+    });
+    const acked = performance.now();
+    const { messageId } = (await res.json()) as { messageId?: string };
+    if (res.status !== 200 || !messageId) {
+      failed++;
+      return;
+    }
+    const lookup = `${o.apiUrl ?? o.url}/audience/v2/contacts?identity=${encodeURIComponent(`email:${contact.email}`)}&fields=first_name&after=${encodeURIComponent(messageId)}&wait=5000`;
+    const answer = await fetch(lookup, { headers: { authorization: `Bearer ${o.token}`, accept: 'application/json' } });
+    const body = (await answer.json()) as { contact?: { first_name?: unknown }; meta?: { lagMs?: number } };
+    const delay = performance.now() - acked;
+    if (answer.status !== 200) notCurrent++;
+    else if (body.contact?.first_name !== firstName) stale++;
+    else {
+      delays.push(delay);
+      lagErrors.push(Math.abs((body.meta?.lagMs ?? Number.NaN) - delay));
+    }
+  };
+  const started = performance.now();
+  const running: Array<Promise<void>> = [];
+  for (let i = 0; i < targets.length; i++) {
+    const wait = started + (i * 1000) / o.perSecond - performance.now();
+    if (wait > 0) await sleep(wait);
+    running.push(pair(targets[i]!, i));
+  }
+  await Promise.all(running);
+  const spread = (values: number[]) => {
+    values.sort((a, b) => a - b);
+    const at = (q: number) => (values.length ? values[Math.min(values.length - 1, Math.ceil(q * values.length) - 1)]! : Number.NaN);
+    return { p50: round(at(0.5)), p99: round(at(0.99)), max: round(values.at(-1) ?? Number.NaN) };
+  };
+  return { n: delays.length, stale, notCurrent, failed, delay: spread(delays), lagError: spread(lagErrors) };
+}
