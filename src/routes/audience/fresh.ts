@@ -41,6 +41,14 @@ export async function waitForAfter(freshness: Freshness, org: string, after: unk
   if (!Number.isInteger(waitMs) || waitMs < 0 || waitMs > MAX_WAIT_MS) {
     throw new AppError('invalid_request', `wait must be a whole number of milliseconds from 0 to ${MAX_WAIT_MS}`);
   }
+  if (!freshness.canReflect(org)) {
+    // A process without the org's compactor (an `api` process beside separate storage shards) cannot tell.
+    throw new AppError(
+      'profile_not_current',
+      'this process keeps no compactor for this org, so it cannot tell whether an event is in the profiles: send lookups with after= to a process whose ROLES include compactor (docs/operators.md "Running many processes")',
+      { headers: { 'Retry-After': '1' } },
+    );
+  }
   if (await freshness.reflects(org, after, waitMs)) return;
   const retryAfter = Math.max(1, Math.ceil(freshness.lagMs(org) / 1000));
   throw new AppError(

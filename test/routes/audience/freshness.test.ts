@@ -4,13 +4,17 @@
  * your writes — `after=<messageId>` answers only once that event is in the profile, else 409
  * profile_not_current after `wait`, an unknown or another org's messageId alike. Generated identifies
  * (addresses up to 254 characters, names in any script), sent concurrently through the storage process
- * as in production, each looked up at once with its messageId: none may miss its traits.
+ * as in production, each looked up at once with its messageId: none may miss its traits. The same on
+ * JetStream; a process without the org's compactor says so at once.
  */
 import fc from 'fast-check';
 import t, { type Test } from 'tap';
 import { ManualClock } from '../../../src/core/context.js';
 import { isEmailAddress } from '../../../src/core/domain.js';
-import { MAX_WAIT_MS } from '../../../src/routes/audience/fresh.js';
+import { Freshness } from '../../../src/events/profiles/freshness.js';
+import { ProfileIndex } from '../../../src/events/profiles/profile-index.js';
+import { MAX_WAIT_MS, waitForAfter } from '../../../src/routes/audience/fresh.js';
+import { hasNatsServerBinary, startNatsServer } from '../../helpers/nats-server.js';
 import { ADMIN_KEY, startTestApp, STORAGE_PROCESS, type TestApp } from '../../helpers/app.js';
 
 const T0 = Date.UTC(2026, 5, 10, 12);
@@ -190,4 +194,29 @@ t.test('many lookups waiting on ids that never come leave nothing behind, and ot
   const answers = await Promise.all(waiting);
   t.same(new Set(answers.map((a) => a.statusCode)), new Set([409]));
   t.equal((h.app.freshness as unknown as { waiting: Map<string, unknown> }).waiting.size, 0, 'no waiter is kept');
+});
+
+t.test('a process without the org\'s compactor says at once that it cannot tell', async (t) => {
+  const freshness = new Freshness(new ProfileIndex());
+  const started = performance.now();
+  const error = await waitForAfter(freshness, 'acme', 'some-id', '5000').then(() => undefined, (e: unknown) => e);
+  t.match(error, { code: 'profile_not_current', detail: /keeps no compactor for this org.*ROLES include compactor/ });
+  t.ok(performance.now() - started < MAX_WAIT_MS, 'without waiting out the wait');
+  t.equal(freshness.lagMs('acme'), 0, 'no acknowledgement seen here: no lag it could tell');
+});
+
+const natsTest = hasNatsServerBinary() ? t.test : t.skip;
+natsTest('read your writes on JetStream, one process', async (t) => {
+  // DATA_DIR first: startNatsServer puts its store inside the test dir, a later t.testdir() would wipe it.
+  const dataDir = t.testdir();
+  const nats = await startNatsServer(t);
+  const h = await startTestApp(t, { dataDir, natsUrl: nats.url });
+  const { creds, acme } = await withOrgs(h);
+  for (let i = 0; i < 10; i++) {
+    const sent = await identify(h, creds.acme.production, `j${i}@example.com`, `Jet${i}`);
+    t.equal(sent.statusCode, 200);
+    const res = await lookup(h, acme, `identity=email:j${i}@example.com&after=${sent.json().messageId}&wait=${MAX_WAIT_MS}`);
+    t.equal(res.statusCode, 200, res.body);
+    t.equal(res.json().contact.first_name, `Jet${i}`);
+  }
 });
