@@ -36,7 +36,7 @@ export class Freshness {
     this.reflection = reflection;
   }
 
-  /** Whether `reflects` can answer for the org here (false: it always waits out and says no). */
+  /** Whether `reflects` can answer for the org here (false: this process keeps no compactor for it). */
   canReflect(org: string): boolean {
     return this.reflection?.owns(org) ?? false;
   }

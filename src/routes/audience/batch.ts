@@ -7,8 +7,7 @@
  * burst), the rest drawn here once the body is read. Another org's contacts are simply not found: the
  * index is asked for the token's org only.
  */
-import type { FastifyInstance } from 'fastify';
-import type { FastifySchemaCompiler } from 'fastify';
+import type { FastifyInstance, FastifySchemaCompiler } from 'fastify';
 import { AppError } from '../../core/errors.js';
 import { compileRouteSchema } from '../../core/schemas.js';
 import { OrgUnavailable } from '../../core/unavailable.js';

@@ -81,7 +81,7 @@ t.test('generated names and values: each column reads back what was imported, as
       }
       checked++;
     }),
-    { numRuns: Number(process.env.RUNS ?? 15) },
+    { numRuns: Number(process.env.RUNS ?? 8) },
   );
   t.ok(checked > 0, `${checked} imports, each column read back`);
 });
