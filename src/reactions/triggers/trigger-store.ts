@@ -225,14 +225,15 @@ export class TriggerStore {
   }
 
   /**
-   * Checks, records and (when valid) makes live one version; an unchanged hash is not a new version,
-   * unless that version was refused: the same SQL is checked again, as what it reads may have changed
-   * since (a custom column an import brought). Runs in its turn.
+   * Checks, records and (when valid) makes live one version; an unchanged hash is not a new version.
+   * When that version was refused, the same SQL is checked again, as what it reads may have changed
+   * since (a custom column an import brought): a new version only if it passes now. Runs in its turn.
    */
   private async commitNow(org: string, kind: QueryKind, name: string, sql: string): Promise<QueryVersion> {
     const hash = sha256Hex(sql);
     const existing = this.states.get(key(org, kind, name));
-    if (existing?.latest.hash === hash && existing.latest.status !== 'invalid') return existing.latest;
+    const unchanged = existing?.latest.hash === hash;
+    if (unchanged && existing.latest.status !== 'invalid') return existing.latest;
     let checked: CheckedSql | undefined;
     let error: string | null = null;
     try {
@@ -241,6 +242,7 @@ export class TriggerStore {
       if (!(e instanceof SqlRefused)) throw e;
       error = e.reason;
     }
+    if (unchanged && !checked) return existing.latest;
     const version: QueryVersion = {
       version: (existing?.latest.version ?? 0) + 1,
       hash,
