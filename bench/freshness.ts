@@ -47,12 +47,28 @@ export interface Freshness {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const round = (x: number) => Math.round(x * 10) / 10;
 
-export async function measureFreshness(o: FreshnessOptions): Promise<Freshness> {
-  const random = seededRandom(7);
-  // Distinct contacts, so two probes in flight never race on the same profile.
+/** `o.events` distinct contacts, so two probes in flight never race on the same profile. */
+function distinctContacts(o: Pick<FreshnessOptions, 'events' | 'contacts'>, seed: number): Contact[] {
+  const random = seededRandom(seed);
   const picked = new Set<number>();
   while (picked.size < Math.min(o.events, o.contacts.length)) picked.add(Math.floor(random() * o.contacts.length));
-  const targets = [...picked].map((i) => o.contacts[i]!);
+  return [...picked].map((i) => o.contacts[i]!);
+}
+
+/** `probe` for each target, started one every 1000/perSecond ms whatever the earlier ones are doing; resolves once all end. */
+async function paced(targets: Contact[], perSecond: number, probe: (contact: Contact, i: number) => Promise<void>): Promise<void> {
+  const started = performance.now();
+  const running: Array<Promise<void>> = [];
+  for (let i = 0; i < targets.length; i++) {
+    const wait = started + (i * 1000) / perSecond - performance.now();
+    if (wait > 0) await sleep(wait);
+    running.push(probe(targets[i]!, i));
+  }
+  await Promise.all(running);
+}
+
+export async function measureFreshness(o: FreshnessOptions): Promise<Freshness> {
+  const targets = distinctContacts(o, 7);
 
   let failed = 0;
   let missing = 0;
@@ -98,15 +114,7 @@ export async function measureFreshness(o: FreshnessOptions): Promise<Freshness> 
     }
   };
 
-  const started = performance.now();
-  const running: Array<Promise<void>> = [];
-  for (let i = 0; i < targets.length; i++) {
-    const due = started + (i * 1000) / o.perSecond;
-    const wait = due - performance.now();
-    if (wait > 0) await sleep(wait);
-    running.push(probe(targets[i]!, i));
-  }
-  await Promise.all(running);
+  await paced(targets, o.perSecond, probe);
 
   samples.sort((a, b) => a - b);
   const at = (q: number) => (samples.length ? samples[Math.min(samples.length - 1, Math.ceil(q * samples.length) - 1)]! : NaN);
@@ -146,10 +154,7 @@ export interface ReadYourWrites {
  * meta.lagMs is compared with the delay the pair measured.
  */
 export async function measureReadYourWrites(o: FreshnessOptions): Promise<ReadYourWrites> {
-  const random = seededRandom(11);
-  const picked = new Set<number>();
-  while (picked.size < Math.min(o.events, o.contacts.length)) picked.add(Math.floor(random() * o.contacts.length));
-  const targets = [...picked].map((i) => o.contacts[i]!);
+  const targets = distinctContacts(o, 11);
   let stale = 0;
   let notCurrent = 0;
   let failed = 0;
@@ -179,14 +184,7 @@ export async function measureReadYourWrites(o: FreshnessOptions): Promise<ReadYo
       lagErrors.push(Math.abs((body.meta?.lagMs ?? Number.NaN) - delay));
     }
   };
-  const started = performance.now();
-  const running: Array<Promise<void>> = [];
-  for (let i = 0; i < targets.length; i++) {
-    const wait = started + (i * 1000) / o.perSecond - performance.now();
-    if (wait > 0) await sleep(wait);
-    running.push(pair(targets[i]!, i));
-  }
-  await Promise.all(running);
+  await paced(targets, o.perSecond, pair);
   const spread = (values: number[]) => {
     values.sort((a, b) => a - b);
     const at = (q: number) => (values.length ? values[Math.min(values.length - 1, Math.ceil(q * values.length) - 1)]! : Number.NaN);

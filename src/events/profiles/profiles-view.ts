@@ -30,10 +30,9 @@ export async function makeProfilesView(c: Sql, names?: readonly string[]): Promi
 /** Records an import's custom column names; the view is made again when one is new. */
 export async function addProfileColumns(c: Sql, names: readonly string[]): Promise<void> {
   if (names.length === 0) return;
-  const count = async () => (await c.all<{ n: bigint }>('SELECT count(*) AS n FROM profile_columns'))[0]!.n;
-  const before = await count();
-  await c.run('INSERT OR IGNORE INTO profile_columns SELECT unnest($1::VARCHAR[])', [listValue([...names])]);
-  if ((await count()) !== before) await makeProfilesView(c);
+  // RETURNING gives the rows inserted, not those ignored: the new names.
+  const added = await c.all('INSERT OR IGNORE INTO profile_columns SELECT unnest($1::VARCHAR[]) RETURNING name', [listValue([...names])]);
+  if (added.length > 0) await makeProfilesView(c);
 }
 
 /** The org's names; a database from before the table gets every key its contacts hold, once. */

@@ -64,10 +64,15 @@ export interface Meta {
   lagMs: number;
 }
 
+/** The receipt time of the contact's newest event in the profile (`last_seen_at`), or null. */
+function eventsThrough(profile: Profile): string | null {
+  const through = profile.last_seen_at;
+  return typeof through === 'string' ? through : null;
+}
+
 /** The answer's `meta`. */
 export function metaOf(profile: Profile, computedAt: string, lagMs: number): Meta {
-  const through = profile.last_seen_at;
-  return { eventsThrough: typeof through === 'string' ? through : null, computedAt, lagMs };
+  return { eventsThrough: eventsThrough(profile), computedAt, lagMs };
 }
 
 /** What every `meta` of one answer shares (a batch's entries too), as the end of its JSON. */
@@ -77,8 +82,7 @@ export function metaTail(computedAt: string, lagMs: number): string {
 
 /** The start of `metaOf` as JSON, what is the contact's own: `metaHead(contact) + metaTail(…)` is the whole. */
 export function metaHead(contact: IndexedProfile): string {
-  const through = contact.profile.last_seen_at;
-  return `{"eventsThrough":${typeof through === 'string' ? JSON.stringify(through) : 'null'}`;
+  return `{"eventsThrough":${JSON.stringify(eventsThrough(contact.profile))}`;
 }
 
 /** `metaOf` as JSON, written out. */

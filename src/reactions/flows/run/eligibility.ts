@@ -8,11 +8,10 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { FlowDefinition } from '../../../generated/flow.js';
-import { QueryFailed } from '../../triggers/sandbox.js';
 import type { Decision } from '../rules/decision.js';
 import { decide } from '../rules/decide.js';
 import type { SimulateDeps } from './simulate.js';
-import { readSegment } from './trigger-window.js';
+import { liveSegment, readSegment } from './trigger-window.js';
 
 /** The outcomes after which the contact is messaged: now, at the end of quiet hours, or by the flow's steps. */
 const MESSAGED: ReadonlySet<Decision['outcome']> = new Set(['sent', 'deferred_quiet_hours', 'entered']);
@@ -26,12 +25,13 @@ export interface Eligibility {
 
 /** `window`: the segment's window (read only for a flow with a segment filter), as its next run would read it. */
 export async function eligibility(deps: SimulateDeps, org: string, flow: FlowDefinition, email: string, window: () => Promise<{ start: bigint; end: bigint }>): Promise<Eligibility> {
-  const segmentName = flow.segmentFilter?.segment;
-  const segment = segmentName === undefined ? undefined : deps.triggers.live(org, 'segment', segmentName);
-  if (segmentName !== undefined && !segment) throw new QueryFailed(`segment ${segmentName} has no valid version`);
+  const segment = liveSegment(deps.triggers, org, flow);
   const folded = await deps.pipeline.folded('eligibility', org);
-  const segmentWindow = segment ? await window() : undefined;
-  const members = segment && segmentWindow ? await readSegment(deps, org, segment, segmentWindow.start, segmentWindow.end) : undefined;
+  let members: Set<string> | undefined;
+  if (segment) {
+    const { start, end } = await window();
+    members = await readSegment(deps, org, segment, start, end);
+  }
   const now = new Date(folded.at);
   // A new event id: no send key holds it, no stored event times it.
   const row = { identity: email, identity_type: 'email', event_id: `eligibility-${randomUUID()}`, ts: now, event_time: now, received_at: now };

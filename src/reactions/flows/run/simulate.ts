@@ -12,7 +12,7 @@ import { matches } from '../rules/condition.js';
 import type { Decision, RenderedDecision, RunState, ToDefer, ToRender } from '../rules/decision.js';
 import { resolveEmail, textOf } from '../rules/decide.js';
 import type { DecisionPipeline } from './decision-pipeline.js';
-import { decideWindow, readWindow, type WindowDeps } from './trigger-window.js';
+import { decideWindow, liveSegment, readWindow, type WindowDeps } from './trigger-window.js';
 
 /** What a simulation found: the contact's trigger rows and what a run would decide for each, rendered. */
 export interface Simulation {
@@ -33,9 +33,7 @@ export interface SimulateDeps extends WindowDeps {
 export async function simulate(deps: SimulateDeps, org: string, flow: FlowDefinition, email: string, window: { start: bigint; end: bigint }, trigger?: LiveQuery): Promise<Simulation> {
   const query = trigger ?? (flow.trigger === undefined ? undefined : deps.triggers.live(org, 'trigger', flow.trigger));
   if (!query) throw new QueryFailed(flow.trigger === undefined ? `a ${flow.category} flow has no trigger` : `trigger ${flow.trigger} has no valid version`);
-  const segmentName = flow.segmentFilter?.segment;
-  const segment = segmentName === undefined ? undefined : deps.triggers.live(org, 'segment', segmentName);
-  if (segmentName !== undefined && !segment) throw new QueryFailed(`segment ${segmentName} has no valid version`);
+  const segment = liveSegment(deps.triggers, org, flow);
   // A person asks about now: every event acknowledged before the question is folded first, and its rows
   // are in the window read after (contact-fold.ts); a run reads only compacted rows and needs less.
   const folded = await deps.pipeline.folded('simulate', org);

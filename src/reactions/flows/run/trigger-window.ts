@@ -13,7 +13,7 @@ import type { ProfileIndex } from '../../../events/profiles/profile-index.js';
 import { eventTimes } from '../../../events/compaction/event-times.js';
 import { YIELD_EVERY, yieldNow } from '../../../db/yield-now.js';
 import { QueryFailed, runSandboxed, windowOf, withSandbox } from '../../triggers/sandbox.js';
-import type { LiveQuery } from '../../triggers/trigger-store.js';
+import type { LiveQuery, TriggerStore } from '../../triggers/trigger-store.js';
 import type { FlowDefinition } from '../../../generated/flow.js';
 import type { Decision, RenderedDecision, RunState } from '../rules/decision.js';
 import { decide, resolveEmail, textOf } from '../rules/decide.js';
@@ -67,6 +67,15 @@ export async function readWindow(deps: WindowDeps, org: string, trigger: LiveQue
   stopQueryTimer();
   if (!segment) return { rows: page.rows, end: upTo };
   return { rows: page.rows, end: upTo, segment: await readSegment(deps, org, segment, start, upTo) };
+}
+
+/** The live version of the flow's segment filter, if it has one (QueryFailed when that segment has none). */
+export function liveSegment(triggers: Pick<TriggerStore, 'live'>, org: string, flow: FlowDefinition): LiveQuery | undefined {
+  const name = flow.segmentFilter?.segment;
+  if (name === undefined) return undefined;
+  const segment = triggers.live(org, 'segment', name);
+  if (!segment) throw new QueryFailed(`segment ${name} has no valid version`);
+  return segment;
 }
 
 /** The e-mails of a segment's members over the window (start, end]. */
