@@ -3,7 +3,8 @@
 -- contacts that changed after each compaction batch, so a lookup never scans events.
 -- Sources: imported contacts, identify and registration traits (per field, the latest observation
 -- wins), complete_transaction events, flow sends (delivered sends are campaigns received, and delivered
--- and holdout sends give flow_variant_membership). Only production events shape profiles.
+-- and holdout sends give flow_variant_membership), traits written in SQL (contact_traits, as custom
+-- fields). Only production events shape profiles.
 -- Events reach profiles through per-contact aggregates (tables contact_activity and contact_orders)
 -- combined with the few events not folded into them yet, so computing a profile reads rows of its
 -- contact and the newest events, never all the events of the org.
@@ -110,6 +111,12 @@ sends AS (
              AND (org_slug IS NULL OR org = org_slug) AND (emails IS NULL OR email IN (SELECT unnest(emails))))
    GROUP BY org, email
 ),
+traits AS (
+  SELECT org, email, json_group_object(name, value) AS traits
+    FROM contact_traits
+   WHERE (org_slug IS NULL OR org = org_slug) AND (emails IS NULL OR email IN (SELECT unnest(emails)))
+   GROUP BY org, email
+),
 contact_keys AS (
   SELECT org, email FROM scoped_contacts
   UNION
@@ -133,11 +140,13 @@ SELECT k.org,
        a.last_seen_at,
        -- Not a default content field: quiet hours read it (an org may serve it as a content field).
        latest_value(json_extract_string(c.custom, '$.timezone'), c.updated_at, a.timezone, a.timezone_at) AS timezone,
-       c.custom AS custom_fields
+       -- Traits written in SQL are custom fields too, over an imported column of the same name.
+       CASE WHEN t.traits IS NULL THEN c.custom ELSE json_merge_patch(coalesce(c.custom, '{}'), t.traits) END AS custom_fields
   FROM contact_keys k
   JOIN org_settings org ON org.org = k.org
   LEFT JOIN scoped_contacts c ON c.org = k.org AND c.email = k.email
   LEFT JOIN scoped_activity a ON a.org = k.org AND a.email = k.email
   LEFT JOIN orders o ON o.org = k.org AND o.email = k.email
-  LEFT JOIN sends s ON s.org = k.org AND s.email = k.email;
+  LEFT JOIN sends s ON s.org = k.org AND s.email = k.email
+  LEFT JOIN traits t ON t.org = k.org AND t.email = k.email;
 

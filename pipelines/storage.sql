@@ -161,6 +161,21 @@ CREATE TABLE IF NOT EXISTS profile_columns (
   name  VARCHAR PRIMARY KEY
 );
 
+-- Values of traits written in SQL (src/reactions/traits/trait-values.ts writes them): per contact and
+-- trait its value as JSON, merged into the profile's custom fields (profiles.sql), so the Audience API
+-- serves it and the view profiles has it as a column (of the type trait_types records). No key: a
+-- recompute deletes and inserts the rows of the contacts whose value changed.
+CREATE TABLE IF NOT EXISTS contact_traits (
+  org    VARCHAR NOT NULL,
+  email  VARCHAR NOT NULL,
+  name   VARCHAR NOT NULL,
+  value  JSON NOT NULL
+);
+CREATE TABLE IF NOT EXISTS trait_types (
+  name  VARCHAR PRIMARY KEY,
+  type  VARCHAR NOT NULL
+);
+
 -- Trigger and segment SQL, one row per version seen in QUERIES_DIR or written by PUT (SPEC 7).
 -- status: valid or invalid (refused, error says why). The live version is the newest valid one.
 CREATE TABLE IF NOT EXISTS trigger_versions (

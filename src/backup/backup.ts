@@ -21,6 +21,7 @@ import { copyRegularFile, FileRefused, lstatOrUndefined } from '../core/regular-
 import { orgDatabaseFile, ORGS_DIR } from '../storage/org-files.js';
 import type { OrgStorage } from '../db/org-storage.js';
 import { listQueryFiles, type QueryRoot, readQueryFile } from '../reactions/triggers/query-files.js';
+import { QUERY_KINDS } from '../reactions/triggers/sql-guard.js';
 
 export const BACKUP_FORMAT = 'audience-backup';
 export const MANIFEST_FILE = 'manifest.json';
@@ -143,15 +144,15 @@ export async function copyDatabaseFile(source: string, target: string, shown: st
 }
 
 /**
- * An org's trigger and segment files, as the service reads them (query-files.ts): a refused file (a link,
+ * An org's trigger, segment and trait files, as the service reads them (query-files.ts): a refused file (a link,
  * a hard link, a FIFO, too large…) is left out, as it never reached the org's database. Returns how many.
  */
 async function copyQueryFiles(root: QueryRoot, org: string, to: string): Promise<number> {
   let count = 0;
-  for (const kind of ['trigger', 'segment'] as const) {
+  for (const kind of QUERY_KINDS) {
     const listing = listQueryFiles(root, org, kind);
     if (listing.kind !== 'listed') continue;
-    const into = kind === 'trigger' ? to : join(to, 'segments');
+    const into = kind === 'trigger' ? to : join(to, `${kind}s`);
     for (const name of listing.names) {
       const file = readQueryFile(root, org, kind, name);
       if (file.kind !== 'sql') continue;

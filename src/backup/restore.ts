@@ -28,7 +28,7 @@ import { copyRegularFile, FileRefused, lstatOrUndefined, notRegular } from '../c
 import { CHECKPOINT_FILE, LogCheckpoint } from '../storage/checkpoint.js';
 import { isSlug, orgDatabaseFile, ORGS_DIR } from '../storage/org-files.js';
 import { listQueryFiles, type QueryRoot, readQueryFile, unwritable, writeQueryFile } from '../reactions/triggers/query-files.js';
-import type { QueryKind } from '../reactions/triggers/sql-guard.js';
+import { QUERY_KINDS, type QueryKind } from '../reactions/triggers/sql-guard.js';
 import { BACKUP_FORMAT, type BackupManifest, CONTROL_FILE, copyDatabaseFile, MANIFEST_FILE, QUERIES_DIR, WEBHOOK_KEY_FILE } from './backup.js';
 import { ArchiveRefused, unpackBackup } from './unpack.js';
 
@@ -149,7 +149,7 @@ function readBackupQueries(from: string, orgs: string[]): { queries: BackupQuery
   const warnings: string[] = [];
   if (!existsSync(root.dir)) return { queries, warnings };
   for (const org of orgs) {
-    for (const kind of ['trigger', 'segment'] as const) {
+    for (const kind of QUERY_KINDS) {
       const listing = listQueryFiles(root, org, kind);
       if (listing.kind === 'refused') warnings.push(listing.reason);
       if (listing.kind !== 'listed') continue;

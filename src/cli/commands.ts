@@ -28,6 +28,7 @@ export const COMMANDS: Command[] = [
   ...TOPIC_COMMANDS,
   ...TRIGGER_COMMANDS,
   ...queryCommands('segment'),
+  ...queryCommands('trait'),
   ...FLOW_COMMANDS,
   ...BACKUP_COMMANDS,
   ...API_COMMANDS,

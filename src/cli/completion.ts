@@ -1,7 +1,7 @@
 /**
  * Shell completion for bash, zsh and fish, made from the command table: `audiencectl completion bash`
  * prints a script to source (docs/cli.md says where each shell keeps them). Commands, then their
- * options; then an org's slug, and its flows, triggers, segments or topics, from the service
+ * options; then an org's slug, and its flows, triggers, segments, traits or topics, from the service
  * (`audiencectl __complete`, at most 2 s); files for everything else.
  */
 import type { AdminClient } from './client.js';
@@ -25,14 +25,14 @@ function groups(commands: Command[]): Map<string, string[]> {
 }
 
 /** What the service can list, for the positional arguments that name it. */
-export const NAMED = ['orgs', 'flows', 'triggers', 'segments', 'topics'] as const;
+export const NAMED = ['orgs', 'flows', 'triggers', 'segments', 'traits', 'topics'] as const;
 type Named = (typeof NAMED)[number];
 
 /** What each positional argument of the command names ('' for anything else). */
 function argumentKinds(command: Command): string[] {
   const group = command.name.split(' ')[0];
   const kindOf = (arg: string): Named | '' =>
-    arg === '<slug>' ? 'orgs' : arg === '<flow-id>' ? 'flows' : arg === '<topic>' ? 'topics' : arg === '<name>' && (group === 'trigger' || group === 'segment') ? `${group}s` : '';
+    arg === '<slug>' ? 'orgs' : arg === '<flow-id>' ? 'flows' : arg === '<topic>' ? 'topics' : arg === '<name>' && (group === 'trigger' || group === 'segment' || group === 'trait') ? `${group}s` : '';
   return command.args.map(kindOf);
 }
 
@@ -83,7 +83,7 @@ ${options.filter((o) => !/^ {4}"[^"]* /.test(o)).join('\n')}
     COMPREPLY=($(compgen -W "$words" -- "$cur"))
     return
   fi
-  # An org, then its flow, trigger, segment or topic: from the service (nothing when it does not answer).
+  # An org, then its flow, trigger, segment, trait or topic: from the service (nothing when it does not answer).
   local at=0 kinds=""
   case "\${COMP_WORDS[1]} \${COMP_WORDS[2]}" in
 ${named.filter((o) => /^ {4}"[^"]* /.test(o)).join('\n')}
@@ -131,7 +131,7 @@ function fish(commands: Command[]): string {
   return `${lines.join('\n')}\n${fishNames(commands)}`;
 }
 
-/** fish: an org's slug, then its flows, triggers, segments or topics, from the service (as bash's). */
+/** fish: an org's slug, then its flows, triggers, segments, traits or topics, from the service (as bash's). */
 function fishNames(commands: Command[]): string {
   const named = commands.filter((c) => argumentKinds(c).some(Boolean));
   const cases = (two: boolean, indent: string) =>

@@ -22,6 +22,7 @@ export const ORG_DATABASE_SECTIONS: ReadonlySet<string> = new Set([
   'contacts',
   'triggers',
   'segments',
+  'traits',
   'flows',
   'webhook-secret',
   'topics',

@@ -1,4 +1,4 @@
-/** The console: sign-in with the admin key, then orgs and, per org, its events, triggers and segments. */
+/** The console: sign-in with the admin key, then orgs and, per org, its events, triggers, segments and traits. */
 import { type FormEvent, type ReactNode, StrictMode, useEffect, useState } from 'react';
 import { createRoot } from 'react-dom/client';
 import { api, type ApiError, session } from './api';
@@ -55,7 +55,7 @@ function Page(): ReactNode {
         <h1>
           <code>{slug}</code>
         </h1>
-        {(['events', 'triggers', 'segments', 'flows', 'profiles', 'settings'] as const).map((item) => (
+        {(['events', 'triggers', 'segments', 'traits', 'flows', 'profiles', 'settings'] as const).map((item) => (
           <a key={item} href={href('orgs', slug, item)} aria-current={tab === item || (!tab && item === 'events') ? 'page' : undefined}>
             {item[0]!.toUpperCase() + item.slice(1)}
           </a>
@@ -75,7 +75,7 @@ function Page(): ReactNode {
         ) : (
           <FlowsPage org={slug} />
         )
-      ) : tab === 'triggers' || tab === 'segments' ? (
+      ) : tab === 'triggers' || tab === 'segments' || tab === 'traits' ? (
         name ? (
           <QueryEditor key={`${tab}/${name}`} org={slug} kind={tab} name={name} eventType={query.get('eventType')} />
         ) : (

@@ -5,22 +5,23 @@
 import { type FormEvent, type ReactNode, useState } from 'react';
 import { DEFAULT_PROFILE_FIELDS } from '../core/profile-fields';
 import { api, type ApiError, seg } from './api';
-import { EVENT_TRIGGER_COLUMNS, nameFor, type QueryKind, type QueryStatus, referenceQuery, STATUS_TEXT } from './query-kind';
+import { EVENT_TRIGGER_COLUMNS, nameFor, NOUN, type QueryKind, type QueryStatus, referenceQuery, STARTER_SQL, STATUS_TEXT } from './query-kind';
 import { type ContactDiff, DiffPanel, type Preview, PreviewTable, Versions } from './query-results';
 import { go, href, useUnsavedChanges } from './route';
 import { SqlEditor } from './sql-editor';
+import { ValuesOf } from './triggers-page';
 import { asApiError, ErrorBox, Status, useRequest } from './ui';
 
 export function QueryEditor({ org, kind, name, eventType }: { org: string; kind: QueryKind; name: string; eventType: string | null }): ReactNode {
   const isNew = name === 'new';
-  const noun = kind === 'triggers' ? 'trigger' : 'segment';
+  const noun = NOUN[kind];
   const existing = useRequest(
     () => (isNew ? Promise.resolve(undefined) : api<QueryStatus & { sql: string }>('GET', `/admin/v1/orgs/${seg(org)}/${kind}/${seg(name)}`)),
     [org, kind, name],
   );
   const [draftName, setDraftName] = useState(isNew && eventType ? nameFor(eventType) : '');
   const [initialSql] = useState<string | undefined>(
-    isNew ? (eventType ? referenceQuery(eventType) : kind === 'segments' ? "SELECT email_address AS email FROM profiles WHERE first_name = 'Ada'" : referenceQuery('custom_')) : undefined,
+    isNew ? (eventType ? referenceQuery(eventType) : kind === 'triggers' ? referenceQuery('custom_') : STARTER_SQL[kind]) : undefined,
   );
   const [sql, setSqlText] = useState<string | undefined>(initialSql);
   const text = sql ?? existing.data?.sql ?? '';
@@ -119,12 +120,18 @@ export function QueryEditor({ org, kind, name, eventType }: { org: string; kind:
           <span className={`badge ${existing.data.status}`}>{STATUS_TEXT[existing.data.status]}</span>{' '}
           {existing.data.liveVersion !== null ? `v${existing.data.liveVersion} live, hash ${existing.data.liveHash?.slice(0, 12)}` : 'no live version'}
           {existing.data.error ? <span className="muted"> · {existing.data.status === 'file_refused' ? 'file not read' : 'latest refused'}: {existing.data.error}</span> : null}
+          {kind === 'traits' ? (
+            <span className="values">
+              {' '}
+              · values: <ValuesOf values={existing.data.values ?? null} />
+            </span>
+          ) : null}
         </p>
       ) : null}
       {isNew ? (
         <label>
           Name
-          <input value={draftName} onChange={(e) => setDraftName(e.target.value)} required pattern="[a-z][a-z0-9_]{0,63}" placeholder={kind === 'segments' ? 'vip' : 'booking_completed'} />
+          <input value={draftName} onChange={(e) => setDraftName(e.target.value)} required pattern="[a-z][a-z0-9_]{0,63}" placeholder={{ triggers: 'booking_completed', segments: 'vip', traits: 'lifetime_bookings' }[kind]} />
         </label>
       ) : null}
       <div className="editor-grid">
@@ -134,9 +141,14 @@ export function QueryEditor({ org, kind, name, eventType }: { org: string; kind:
             <p className="muted">
               <code>{'{cursor_start_time}'}</code> and <code>{'{cursor_end_time}'}</code> are the window each run reads (<code>ts</code> in it).
             </p>
-          ) : (
+          ) : kind === 'segments' ? (
             <p className="muted">
               A segment returns one column, <code>email</code>: the contacts in it (<code>email_address AS email</code> from <code>profiles</code>).
+            </p>
+          ) : (
+            <p className="muted">
+              A trait returns <code>email, value</code>, one row per contact: the value is the profile field <code>{target || 'name'}</code> and a column of{' '}
+              <code>profiles</code>, recomputed within seconds of new events.
             </p>
           )}
         </div>

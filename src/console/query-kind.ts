@@ -1,9 +1,25 @@
 /**
- * Triggers and segments alike: named SQL queries with versions. Their status as the list and the editor
- * show it, and the SQL a new trigger starts from.
+ * Triggers, segments and traits alike: named SQL queries with versions. Their status as the list and the
+ * editor show it, and the SQL a new one starts from.
  */
 
-export type QueryKind = 'triggers' | 'segments';
+export type QueryKind = 'triggers' | 'segments' | 'traits';
+
+export const NOUN: Record<QueryKind, string> = { triggers: 'trigger', segments: 'segment', traits: 'trait' };
+
+/** What a new one starts from (a trigger: from an event type, referenceQuery). */
+export const STARTER_SQL: Record<Exclude<QueryKind, 'triggers'>, string> = {
+  segments: "SELECT email_address AS email FROM profiles WHERE first_name = 'Ada'",
+  traits: "SELECT identity AS email, count(*) AS value\nFROM event_triggers\nWHERE event_type = 'custom_booking_completed'\nGROUP BY identity",
+};
+
+/** A trait's values as last computed (GET …/traits). */
+export interface TraitValues {
+  version: number | null;
+  computedAt: string | null;
+  contacts: number;
+  error: string | null;
+}
 
 export interface QueryStatus {
   name: string;
@@ -14,6 +30,7 @@ export interface QueryStatus {
   latestVersion: number | null;
   error: string | null;
   committedAt: string | null;
+  values?: TraitValues | null;
 }
 
 export const STATUS_TEXT: Record<QueryStatus['status'], string> = {

@@ -116,7 +116,7 @@ export const adminApi = fp(
       registerContactRoute(admin, { orgs, profiles: app.profiles, consent: storage.consent, freshness: app.freshness, now: () => ctx.clock.now() });
       registerTopicRoutes(admin, { orgs, consent: storage.consent, flows: storage.flows, profiles: app.profiles, ctx, metrics: app.metrics });
       registerErasureRoutes(admin, { orgs, erasures: storage.erasures, profiles: app.profiles });
-      registerTriggerRoutes(admin, { storage: orgStorage.orgs, ctx, orgs, triggers: storage.triggers, flows: storage.flows, timeoutMs: config.triggerTimeoutMs });
+      registerTriggerRoutes(admin, { storage: orgStorage.orgs, ctx, orgs, triggers: storage.triggers, flows: storage.flows, traits: storage.traits, timeoutMs: config.triggerTimeoutMs });
       registerFlowRoutes(admin, {
         storage: orgStorage.orgs,
         orgs,

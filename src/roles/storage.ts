@@ -25,6 +25,9 @@ import { WaitStore } from '../reactions/flows/store/wait-store.js';
 import { SendReports } from '../reactions/flows/reports/send-reports.js';
 import { SqlChecker } from '../reactions/triggers/sql-checker.js';
 import { TriggerStore } from '../reactions/triggers/trigger-store.js';
+import { TraitValues } from '../reactions/triggers/trait-values.js';
+import { SEGMENT_ROWS_PER_TRIGGER_ROW } from '../reactions/flows/run/trigger-window.js';
+import { profileColumns } from '../events/profiles/profiles-view.js';
 import { writeOrgSettings } from '../storage/migrate.js';
 import { orgMemoryShare } from '../storage/open-storage.js';
 import { Erasures } from '../privacy/erasure.js';
@@ -38,6 +41,8 @@ const RETENTION_SWEEP_INTERVAL_MS = 60 * 60 * 1000;
  * files): a restored file's org is loaded again (its triggers and flows) within about this long.
  */
 const RECOVERY_CHECK_MS = 1_000;
+/** How often orgs are looked at for traits to compute (a commit or a new version since; each org at most once a second). */
+const TRAIT_CHECK_MS = 250;
 /** How often compacted segments of the embedded log are looked for (a comparison of numbers, then unlinks). */
 const LOG_RELEASE_INTERVAL_MS = 5_000;
 
@@ -48,6 +53,8 @@ export interface StorageRole {
   refresher: ProfileRefresher;
   contacts: ContactStore;
   triggers: TriggerStore;
+  /** Values of the traits written in SQL (computed after commits; `changed` after a PUT or DELETE). */
+  traits: TraitValues;
   flows: FlowStore;
   /** The flows' other tables, one owner each (reactions/flows/store/), and what the admin API reads of sends and decisions. */
   flowTables: { sends: SendStore; waits: WaitStore; occurrences: OccurrenceStore; reports: SendReports };
@@ -97,20 +104,23 @@ export const storageRole = fp(
       });
       // After the enqueue: a reader told of the commit and waiting for its refresh waits for this one.
       freshness.committed(report.newest.map(([org]) => org));
+      for (const [org] of report.newest) traits.changed(org);
     });
     if (storage.compaction) freshness.reflectWith({ compaction: storage.compaction, refresher, owns });
     const flows = new FlowStore(orgData, ctx);
     // Checker processes start with the first check.
     const share = orgMemoryShare(config);
     const checker = new SqlChecker({ memoryLimit: share.limit, memoryLimitBytes: share.bytes });
-    const triggers = new TriggerStore(orgData, ctx, {
+    const triggers: TriggerStore = new TriggerStore(orgData, ctx, {
       queriesDir: config.queriesDir,
       logger,
       orgExists: (slug) => owns(slug) && orgs.cached(slug) !== undefined,
       timeoutMs: config.triggerTimeoutMs,
       checker,
-      customColumns: (slug) => [...profiles.customFields(slug)],
+      customColumns: (slug) => profileColumns(profiles.customFields(slug), traits.types(slug)),
     });
+    const traits: TraitValues = new TraitValues({ orgs: orgData, triggers, refresher, fields: (org, names) => profiles.addCustomFields(org, names), ctx, timeoutMs: config.triggerTimeoutMs, maxRows: config.triggerMaxRows * SEGMENT_ROWS_PER_TRIGGER_ROW });
+    const traitTask = new PeriodicTask(() => traits.computeDue(), (err) => logger.error({ err }, 'computing traits failed'));
 
     const policy: RetentionPolicy = {
       eventsDays: config.retentionEventsDays,
@@ -166,6 +176,7 @@ export const storageRole = fp(
         await writeOrgSettings(orgData.org(slug), org);
         await materializer.refreshOrg(slug);
         await triggers.load(slug);
+        traits.changed(slug);
         await flows.load(slug);
         profiles.setUnavailable(slug, false);
         if (unloaded.delete(slug)) {
@@ -197,6 +208,7 @@ export const storageRole = fp(
       flows.forget(slug);
       for (const listener of dropped) await listener(slug);
       triggers.forget(slug);
+      traits.forget(slug);
       unloaded.delete(slug);
       await orgData.drop(slug);
       if (log instanceof JetStreamLog) await log.purgeOrg(slug);
@@ -222,6 +234,7 @@ export const storageRole = fp(
       refresher,
       contacts: new ContactStore(orgData, ctx),
       triggers,
+      traits,
       flows,
       flowTables: { sends: new SendStore(orgData), waits: new WaitStore(orgData), occurrences: new OccurrenceStore(orgData), reports: new SendReports(orgData) },
       consent: new ConsentStore(orgData),
@@ -234,7 +247,7 @@ export const storageRole = fp(
     } satisfies StorageRole);
     // Stops recovery, then finishes the compaction batch and the profile refreshes it queued, and their publishing.
     app.addHook('onClose', () =>
-      runSteps([() => erasures.close(), () => recovery.stop(), () => retention.stop(), () => logRelease?.stop(), () => storage.compaction?.stop(), () => refresher.settled(), () => feed?.flushed(), () => checker.close()]),
+      runSteps([() => erasures.close(), () => recovery.stop(), () => traitTask.stop(), () => retention.stop(), () => logRelease?.stop(), () => storage.compaction?.stop(), () => refresher.settled(), () => feed?.flushed(), () => checker.close()]),
     );
 
     // Orgs created or changed from here on reach their database through the org store's watch.
@@ -254,6 +267,7 @@ export const storageRole = fp(
     for (const org of (await orgs.list()).filter((org) => owns(org.slug))) await loadOrg(org.slug);
     recovery.start(RECOVERY_CHECK_MS);
     await triggers.scan();
+    traitTask.start(TRAIT_CHECK_MS);
     await compaction?.start();
     // Erasures an earlier process left pending (their tombstones are in force already).
     await eachOrg(

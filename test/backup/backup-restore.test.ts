@@ -51,6 +51,8 @@ t.test('a backup under load restores into a fresh DATA_DIR with every event ackn
     }),
   });
   t.equal(trigger.status, 200, `a trigger saved (${trigger.status})`);
+  const trait = await fetch(`${server.url}/admin/v1/orgs/acme/traits/loads`, { method: 'PUT', headers: AUTH, body: JSON.stringify({ sql: 'SELECT identity AS email, count(*) AS value FROM event_triggers GROUP BY identity' }) });
+  t.equal(trait.status, 200, `a trait saved (${trait.status})`);
 
   // Two senders, one per org, each a batch of 50 at a time, until told to stop.
   const acked: Array<{ org: 'acme' | 'beta'; id: string; at: number }> = [];
@@ -82,7 +84,7 @@ t.test('a backup under load restores into a fresh DATA_DIR with every event ackn
   t.equal(backup.code, 0, `backup exit 0 ${backup.stderr}`);
   t.ok(during > 0, `events were acknowledged while the backup was taken (${during})`);
   const manifest = JSON.parse(backup.stdout) as { format: string; orgs: string[]; queryFiles: number; log: { kind: string } };
-  t.match(manifest, { format: BACKUP_FORMAT, orgs: ['acme', 'beta'], queryFiles: 1, log: { kind: 'embedded' } }, 'the manifest is printed');
+  t.match(manifest, { format: BACKUP_FORMAT, orgs: ['acme', 'beta'], queryFiles: 2, log: { kind: 'embedded' } }, 'the manifest is printed');
 
   t.equal(oneOrg.code, 0, `one org's backup exit 0 ${oneOrg.stderr}`);
   t.same(JSON.parse(oneOrg.stdout).orgs, ['beta']);
@@ -96,8 +98,9 @@ t.test('a backup under load restores into a fresh DATA_DIR with every event ackn
 
   const restore = await cli(['restore', backupDir], env(second));
   t.equal(restore.code, 0, `restore exit 0 ${restore.stderr}`);
-  t.match(JSON.parse(restore.stdout), { orgs: ['acme', 'beta'], logPositions: 'reset', webhookKey: true, queryFiles: 1 });
+  t.match(JSON.parse(restore.stdout), { orgs: ['acme', 'beta'], logPositions: 'reset', webhookKey: true, queryFiles: 2 });
   t.ok(existsSync(join(second, 'queries', 'acme', 'big_orders.sql')), 'the query file is back in QUERIES_DIR');
+  t.ok(existsSync(join(second, 'queries', 'acme', 'traits', 'loads.sql')), 'and the trait file');
   t.equal(readFileSync(join(second, 'data', 'webhook.key'), 'utf8'), readFileSync(join(first, 'data', 'webhook.key'), 'utf8'), 'webhook signatures keep their key');
 
   server = await spawnServer(t, env(second));

@@ -50,7 +50,7 @@ t.test('bash completion, run in bash: commands, then subcommands, then that comm
     const line = `source ${script}; COMP_WORDS=(${words.map((w) => `'${w}'`).join(' ')}); COMP_CWORD=${words.length - 1}; _audiencectl; printf '%s\\n' "\${COMPREPLY[@]}"`;
     return execFileSync('bash', ['-c', line], { encoding: 'utf8' }).split('\n').filter(Boolean).sort();
   };
-  t.same(complete(['audiencectl', 'tr']), ['trigger'], 'the first word');
+  t.same(complete(['audiencectl', 'tr']), ['trait', 'trigger'], 'the first word');
   t.same(complete(['audiencectl', 'trigger', '']), ['delete', 'diff', 'get', 'list', 'preview', 'put', 'test', 'validate', 'versions'], 'the trigger subcommands');
   t.same(complete(['audiencectl', 'flow', 'sends', 'acme', 'welcome', '--s']), ['--status'], "flow sends' options");
   t.same(complete(['audiencectl', 'quarantine', 'acme', '--']), ['--cursor', '--env', '--help', '--json', '--limit', '--table'], 'a one-word command');

@@ -211,6 +211,27 @@ t.test('from sample events to a saved trigger in the console', async (t) => {
   await page.getByRole('button', { name: 'Save' }).click();
   await page.getByRole('heading', { name: 'Segment already_booked' }).waitFor();
 
+  // A trait: each contact's bookings, counted in SQL; its values listed once computed.
+  await page.getByRole('link', { name: 'Traits' }).click();
+  await page.getByText(/^No trait yet\. A trait is a query that returns email, value/).waitFor();
+  await page.getByRole('link', { name: 'New trait' }).click();
+  t.match(await page.locator('form.editor').textContent(), /A trait returns email, value, one row per contact/, "a trait's editor explains a trait");
+  t.match(await page.locator('.cm-content').textContent(), /^SELECT identity AS email, count\(\*\) AS value/, 'a starting query that runs');
+  await page.getByLabel('Name').fill('lifetime_bookings');
+  await page.getByRole('button', { name: 'Save' }).click();
+  await page.getByRole('heading', { name: 'Trait lifetime_bookings' }).waitFor();
+  await page.getByRole('link', { name: 'Traits' }).click();
+  let values = '';
+  for (let tries = 0; tries < 50 && !/\d+ contacts · v1/.test(values); tries++) {
+    if (tries > 0) {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      await page.reload();
+    }
+    values = (await page.locator('[data-query="lifetime_bookings"] .values').textContent()) ?? '';
+  }
+  t.match(values, /^[1-9]\d* contacts · v1 · /, `the values, once computed: ${values}`);
+  await shot('traits');
+
   // A flow on the product's path: Triggered → When a contact triggers an event → Configure Event Trigger.
   await page.getByRole('link', { name: 'Flows' }).click();
   await page.locator('[data-empty]').getByText(/No flow yet\. A flow messages a contact/).waitFor();
@@ -366,7 +387,8 @@ t.test('from sample events to a saved trigger in the console', async (t) => {
     if (!inVariant.test(membership)) await new Promise((resolve) => setTimeout(resolve, 200));
   }
   t.match(membership, inVariant, `flow_variant_membership names the flow and the variant: ${membership}`);
-  t.same(await page.locator('tr.not-content').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-field'))), ['timezone'], 'every field of a default profile is a content field by default, but timezone (optional: quiet hours read it)');
+  t.same(await page.locator('tr.not-content').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-field'))), ['lifetime_bookings', 'timezone'], 'every field of a default profile is a content field by default, but timezone (optional: quiet hours read it); the trait is shown, not served until the org lists it');
+  t.match(await page.locator('[data-field="lifetime_bookings"]').textContent(), /lifetime_bookings\s*[1-9]/, "the trait's value in the profile");
   t.match(await page.locator('[data-topic="all"]').textContent(), /allsubscribeddefault/, "the contact's consent to the topic every org has");
   t.match(await page.locator('.freshness').textContent(), /^Newest event in this profile: \d{4}-\d\d-\d\dT[\d:.]+Z · answered at \d{4}-/, 'how fresh the profile is (its meta)');
   await shot('profile-variant');
@@ -502,6 +524,7 @@ async function narrow(page: Page, url: string, t: Test): Promise<void> {
     ['triggers', '#/orgs/acme/triggers', '[data-query="booking_completed"]'],
     ['trigger', '#/orgs/acme/triggers/booking_completed', '[data-version="1"]'],
     ['segments', '#/orgs/acme/segments', '[data-query="already_booked"]'],
+    ['traits', '#/orgs/acme/traits', '[data-query="lifetime_bookings"]'],
     ['flows', '#/orgs/acme/flows', 'table'],
     ['flow', '#/orgs/acme/flows/booking-completed-follow-up', '[data-chart="funnel"] svg[aria-description]'],
     ['flow-new', '#/orgs/acme/flows/new', 'button.category'],

@@ -27,6 +27,7 @@ interface Operation { method: string; path: string }
 type Call = { params?: Record<string, string>; query?: Record<string, string>; body?: unknown; headers?: Record<string, string>; expect: number[] };
 
 const SEGMENT_SQL = "SELECT email_address AS email FROM profiles WHERE email_address IS NOT NULL";
+const TRAIT_SQL = 'SELECT email_address AS email, order_count AS value FROM profiles';
 
 /** A flow or org name: up to 200 characters of any kind but controls (names are shown, never parsed). */
 const displayName = () => fc.string({ unit: 'grapheme', minLength: 1, maxLength: 200 }).map((s) => s.replace(/\p{Cc}/gu, '·')).filter((s) => s.trim().length > 0 && s.length <= 200);
@@ -151,10 +152,10 @@ async function walk(h: TestApp, v: Values, operations: Map<string, Operation>, w
   await call('getBackup', { query: { org: v.slug }, expect: [200] });
   await call('getWebhookSecret', { params: slug, expect: [200] });
 
-  // Topics, triggers, segments: names at their longest.
+  // Topics, triggers, segments, traits: names at their longest.
   await call('putTopic', { params: { ...slug, topic: v.topic }, body: { name: v.name, default: 'subscribed' }, expect: [200, 201] });
   await call('listTopics', { params: slug, expect: [200] });
-  for (const [kind, name, sql] of [['Trigger', v.trigger, BOOKING_TRIGGER], ['Segment', v.segment, SEGMENT_SQL]] as const) {
+  for (const [kind, name, sql] of [['Trigger', v.trigger, BOOKING_TRIGGER], ['Segment', v.segment, SEGMENT_SQL], ['Trait', v.segment, TRAIT_SQL]] as const) {
     const params = { ...slug, name };
     await call(`save${kind}`, { params, body: { sql }, expect: [200] });
     await call(`save${kind}`, { params, body: { sql: `${sql}\n-- v2` }, expect: [200] });
@@ -274,6 +275,7 @@ async function walk(h: TestApp, v: Values, operations: Map<string, Operation>, w
   await call('listFlows', { params: slug, query: { archived: 'true' }, expect: [200] });
   await call('deleteTrigger', { params: { ...slug, name: v.trigger }, expect: [200] });
   await call('deleteSegment', { params: { ...slug, name: v.segment }, expect: [200] });
+  await call('deleteTrait', { params: { ...slug, name: v.segment }, expect: [200] });
 
   // Erasure: its id, then the org goes.
   const erasure = (await call('eraseContact', { params: slug, body: { identity }, expect: [202] })).json() as { id: string };

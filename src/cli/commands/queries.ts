@@ -1,6 +1,6 @@
 /**
- * The commands triggers and segments share (list, get, put, validate, preview, versions): both are
- * named SQL queries with versions.
+ * The commands triggers, segments and traits share (list, get, put, delete, validate, preview, versions):
+ * each is a named SQL query with versions.
  */
 import { join } from 'node:path';
 import { type Command, type Context, get, limitOption, listed, orgPath, post, query, readInput, seg, windowBody } from './command.js';
@@ -10,11 +10,11 @@ export function sqlFile(opts: Context['opts'], slug: string, name: string): stri
   return opts.sql ?? join('queries', slug, `${name}.sql`);
 }
 
-/** list, get, put, versions, preview (and validate) for triggers and segments alike. */
-export function queryCommands(kind: 'trigger' | 'segment'): Command[] {
-  const Kind = kind === 'trigger' ? 'Trigger' : 'Segment';
+/** list, get, put, versions, preview (and validate) for triggers, segments and traits alike. */
+export function queryCommands(kind: 'trigger' | 'segment' | 'trait'): Command[] {
+  const Kind = `${kind[0]!.toUpperCase()}${kind.slice(1)}`;
   const plural = `${kind}s`;
-  const example = kind === 'trigger' ? 'booking_completed' : 'vip';
+  const example = { trigger: 'booking_completed', segment: 'vip', trait: 'lifetime_bookings' }[kind];
   const path = (slug: string, name: string) => `${orgPath(slug)}/${plural}/${seg(name)}`;
   return [
     {

@@ -60,6 +60,11 @@ export class ProfileIndex {
     profiles.byEmail.set(email, new IndexedProfile(profile));
   }
 
+  /** Custom fields the org's profiles may have before any has (a live trait's name): valid content fields. */
+  addCustomFields(org: string, names: Iterable<string>): void {
+    for (const name of names) this.orgProfiles(org).customFields.add(name);
+  }
+
   /** The contact whose e-mail hashes to `hash` was erased: its profile goes, under every identity. */
   removeHash(org: string, hash: string): void {
     const profiles = this.orgs.get(org);

@@ -2,6 +2,7 @@
  * The vocabulary of the SQL checker (sql-checker.ts): a check asked for, the check running in a
  * checker, and a slot holding a checker process.
  */
+import type { ProfileColumn } from '../../events/profiles/profiles-view.js';
 import type { CheckerProcess } from './checker-process.js';
 import type { CheckedSql, QueryKind } from './sql-guard.js';
 import type { StarvedRequest } from './starved-checks.js';
@@ -12,7 +13,7 @@ export interface Request extends StarvedRequest {
   kind: QueryKind;
   source: string;
   /** The org's custom columns of `profiles`. */
-  columns: string[];
+  columns: ProfileColumn[];
   /** The same org, kind, SQL and columns: what a starved check's outcome is kept under. */
   key: string;
   /** When it was asked (Date.now): its deadline counts from here, waiting for a checker included. */

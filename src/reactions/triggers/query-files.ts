@@ -1,6 +1,6 @@
 /**
- * Trigger and segment files (SPEC 7), the only file I/O on QUERIES_DIR: QUERIES_DIR/<org>/<name>.sql and
- * QUERIES_DIR/<org>/segments/<name>.sql. QUERIES_DIR is often a checkout of the data team's repository,
+ * Trigger, segment and trait files (SPEC 7), the only file I/O on QUERIES_DIR: QUERIES_DIR/<org>/<name>.sql,
+ * QUERIES_DIR/<org>/segments/<name>.sql and QUERIES_DIR/<org>/traits/<name>.sql. QUERIES_DIR is often a checkout of the data team's repository,
  * written by people and tools the service does not control, and git checks out symbolic links: a `.sql`
  * link to DATA_DIR/webhook.key once showed the signing key through the triggers API. So only regular
  * files inside the org's own folders are read or written, never through a link (regular-file.ts), and
@@ -110,14 +110,14 @@ export function removeQueryFile(root: QueryRoot, org: string, kind: QueryKind, n
 type QueryFolder = { kind: 'folder'; path: string; shown: string; real: string } | Exclude<FolderCheck, { kind: 'folder' }>;
 
 /**
- * The org's folder, then (segments) its `segments/`, each a real folder and not a link, checked before
+ * The org's folder, then (segments, traits) its `segments/` or `traits/`, each a real folder and not a link, checked before
  * the next is looked at (or created, with `create`: never inside a link).
  */
 function queryFolder(root: QueryRoot, org: string, kind: QueryKind, verb: Verb, create = false): QueryFolder {
   let path = root.dir;
   let shown = root.shown;
   let real = '';
-  for (const part of kind === 'trigger' ? [org] : [org, 'segments']) {
+  for (const part of kind === 'trigger' ? [org] : [org, `${kind}s`]) {
     path = join(path, part);
     shown = `${shown}/${part}`;
     if (create) makeFolder(path, shown);

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { LocalDatabase, tsParam } from '../../db/database.js';
 import { pipelinesDir } from '../../core/paths.js';
 import { orgSchemaSql } from '../../storage/migrate.js';
-import { makeProfilesView } from '../../events/profiles/profiles-view.js';
+import { makeProfilesView, type ProfileColumn } from '../../events/profiles/profiles-view.js';
 import type { Sql } from '../../db/sql.js';
 import { OUT_OF_MEMORY, QueryFailed, runSandboxed, windowOf } from './sandbox.js';
 import { type CheckedSql, checkSql, SqlRefused } from './sql-guard.js';
@@ -75,7 +75,7 @@ async function runOnSample(c: Sql, checked: CheckedSql): Promise<void> {
  * Makes the org's relations (sample rows only) the connection's default catalog, named after the org as
  * in its own database, its `profiles` with the org's custom columns.
  */
-async function useOrg(c: Sql, org: string, columns: readonly string[]): Promise<void> {
+async function useOrg(c: Sql, org: string, columns: readonly ProfileColumn[]): Promise<void> {
   const at = attached.indexOf(org);
   if (at !== -1) {
     attached.splice(at, 1);
@@ -103,9 +103,9 @@ async function useOrg(c: Sql, org: string, columns: readonly string[]): Promise<
 /** The custom columns each attached org's `profiles` has now. */
 const columnsOf = new Map<string, string>();
 
-async function withColumns(c: Sql, org: string, columns: readonly string[]): Promise<void> {
-  const key = columns.join(',');
-  if ((columnsOf.get(org) ?? '') === key) return;
+async function withColumns(c: Sql, org: string, columns: readonly ProfileColumn[]): Promise<void> {
+  const key = JSON.stringify(columns);
+  if ((columnsOf.get(org) ?? '[]') === key) return;
   await makeProfilesView(c, columns);
   columnsOf.set(org, key);
 }

@@ -1,10 +1,11 @@
 /** Messages between the service (sql-checker.ts) and a checker process (sql-check-process.ts). */
+import type { ProfileColumn } from '../../events/profiles/profiles-view.js';
 import type { CheckedSql, QueryBudget, QueryKind } from './sql-guard.js';
 
 export type CheckerRequest =
   | { type: 'init'; memoryLimit: string }
   /** `columns`: the org's custom columns, each a column of its `profiles` (events/profiles/profiles-view.ts). */
-  | { type: 'check'; id: number; org: string; kind: QueryKind; source: string; columns: string[] }
+  | { type: 'check'; id: number; org: string; kind: QueryKind; source: string; columns: ProfileColumn[] }
   /** Stops the check running now (DuckDB stops between vectors; a folded constant may not stop). */
   | { type: 'interrupt' };
 

@@ -28,6 +28,7 @@
  * start from nothing, so retries on a busy machine reach the verdict. Nothing is recorded for a
  * SandboxBusy.
  */
+import type { ProfileColumn } from '../../events/profiles/profiles-view.js';
 import { withDeadline } from '../../core/deadline.js';
 import { ABANDON_GRACE_MS, SandboxBusy } from '../../db/untrusted.js';
 import { CheckerProcess, HEAVY_NICE, LIGHT_NICE } from './checker-process.js';
@@ -65,7 +66,7 @@ export class SqlChecker {
    * Checks `source` for `org` within `timeoutMs` (waiting included), `columns` being the org's custom
    * columns of `profiles`. Throws SqlRefused or SandboxBusy.
    */
-  check(source: string, org: string, kind: QueryKind, timeoutMs: number, columns: readonly string[] = []): Promise<CheckedSql> {
+  check(source: string, org: string, kind: QueryKind, timeoutMs: number, columns: readonly ProfileColumn[] = []): Promise<CheckedSql> {
     if (this.closed) return Promise.reject(new SandboxBusy('The service is shutting down; nothing was checked.'));
     const key = JSON.stringify([org, kind, source, columns]);
     const starved = this.starved.outcome(key, timeoutMs);

@@ -15,6 +15,8 @@
  * plane, and its instance reads no files, loads no extensions and has its configuration locked.
  */
 import type { Sql } from '../../db/sql.js';
+import type { ColumnType } from '../../events/profiles/profiles-view.js';
+import { DEFAULT_PROFILE_FIELDS, OPTIONAL_PROFILE_FIELDS } from '../../core/profile-fields.js';
 import { functionRules } from './function-rules.js';
 import { parseStatement } from './parse-sql.js';
 import { bindPlaceholders, CURSOR_PARAMETERS } from './placeholders.js';
@@ -24,7 +26,11 @@ import { checkTree, type QueryBudget, SqlRefused } from './sql-tree.js';
 
 export { type QueryBudget, SqlRefused };
 
-export type QueryKind = 'trigger' | 'segment';
+export const QUERY_KINDS = ['trigger', 'segment', 'trait'] as const;
+export type QueryKind = (typeof QUERY_KINDS)[number];
+
+/** What a trait's value is, as a column of `profiles` (profiles-view.ts). */
+export type TraitType = ColumnType;
 
 /** The columns a trigger returns first, in this order (SPEC 7); more may follow. */
 export const TRIGGER_COLUMNS = ['identity', 'identity_type', 'ts', 'event_type', 'event_id', 'event_raw'] as const;
@@ -37,6 +43,8 @@ export interface CheckedSql {
   /** The cursor parameters it uses (named parameters must all be given, and only those). */
   parameters: string[];
   columns: string[];
+  /** A trait's: the type of its value column. */
+  valueType?: TraitType;
 }
 
 /** Checks untrusted SQL for `org` on an untrusted connection. Throws SqlRefused. */
@@ -55,9 +63,13 @@ export async function checkSql(connection: Sql, source: string, org: string, kin
         'e.g. WHERE ts > {cursor_start_time} AND ts <= {cursor_end_time}',
     );
   }
+  if (kind === 'trait' && parameters.length > 0) {
+    throw new SqlRefused('a trait is a value per contact now, not over a window: remove {cursor_start_time} and {cursor_end_time}');
+  }
   const columns = await prepareColumns(connection, sql, dialect);
   checkColumns(columns, kind);
-  return { sql, dialect, parameters, columns };
+  if (kind !== 'trait') return { sql, dialect, parameters, columns };
+  return { sql, dialect, parameters, columns, valueType: await traitType(connection, sql) };
 }
 
 async function prepareColumns(connection: Sql, sql: string, dialect: Dialect): Promise<string[]> {
@@ -85,5 +97,32 @@ function checkColumns(columns: string[], kind: QueryKind): void {
     case 'segment':
       if (!lower.includes('email')) throw new SqlRefused(`a segment returns a column named email; this one returns ${columns.join(', ')}`);
       return;
+    case 'trait':
+      if (lower.length !== 2 || !lower.includes('email') || !lower.includes('value')) {
+        throw new SqlRefused(`a trait returns two columns, email and value (one row per contact); this one returns ${columns.join(', ')}`);
+      }
+      return;
   }
+}
+
+/** Names a profile has already: a trait so named would be hidden by (or hide) the profile's own field. */
+const PROFILE_OWN = new Set<string>([...DEFAULT_PROFILE_FIELDS, ...OPTIONAL_PROFILE_FIELDS, 'email', 'custom_fields']);
+
+/** A trait is the profile field of its name: not one the profile has already. Throws SqlRefused. */
+export function checkTraitName(name: string): void {
+  if (PROFILE_OWN.has(name)) throw new SqlRefused(`${name} is a field every profile has; give the trait another name (e.g. computed_${name})`);
+}
+
+/**
+ * The column type of a trait's value: numbers are DOUBLE, times text (ISO 8601), nested values refused
+ * (a field of `profiles` compares as one value). The query is wrapped on lines of its own: a trailing
+ * line comment cannot swallow the closing parenthesis.
+ */
+async function traitType(connection: Sql, sql: string): Promise<TraitType> {
+  const [row] = await connection.all<{ column_type: string }>(`SELECT column_type FROM (DESCRIBE SELECT value FROM (\n${sql}\n) AS trait)`);
+  const type = row?.column_type ?? 'VARCHAR';
+  if (type === 'BOOLEAN') return 'BOOLEAN';
+  if (/^(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|FLOAT|DOUBLE|REAL|DECIMAL.*)$/.test(type)) return 'DOUBLE';
+  if (/^(VARCHAR|DATE|TIME.*|UUID|ENUM.*)$/.test(type)) return 'VARCHAR';
+  throw new SqlRefused(`a trait's value is text, a number, a boolean or a time; this one is ${type} (turn it into one, e.g. to_json(value)::VARCHAR)`);
 }

@@ -4,8 +4,9 @@
  * valid becomes the live version used from the next run of every live flow. An invalid version is
  * recorded with its reason and the previous live version stays live. DELETE removes the file and records
  * a version with status deleted (a tombstone: the history stays, and a later save goes on from its number).
- * Layout: QUERIES_DIR/<org>/<trigger>.sql and QUERIES_DIR/<org>/segments/<segment>.sql.
+ * Layout: QUERIES_DIR/<org>/<trigger>.sql, QUERIES_DIR/<org>/segments/<segment>.sql, QUERIES_DIR/<org>/traits/<trait>.sql.
  */
+import type { ProfileColumn } from '../../events/profiles/profiles-view.js';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Context } from '../../core/context.js';
 import type { OrgStorage } from '../../db/org-storage.js';
@@ -15,7 +16,7 @@ import { SandboxBusy } from '../../db/untrusted.js';
 import { OrgUnavailable } from '../../core/unavailable.js';
 import { QUERY_NAME, QueryFiles } from './query-files.js';
 import type { SqlChecker } from './sql-checker.js';
-import { type CheckedSql, type QueryKind, SqlRefused } from './sql-guard.js';
+import { checkTraitName, QUERY_KINDS, type CheckedSql, type QueryKind, SqlRefused } from './sql-guard.js';
 import { allVersions, fromRow, type QueryVersion, recordVersion, type VersionRow } from './trigger-versions.js';
 
 export { QUERY_NAME };
@@ -62,7 +63,7 @@ export class TriggerStore {
       /** Where checks run (checker processes, sql-checker.ts). */
       checker: Pick<SqlChecker, 'check'>;
       /** The org's custom columns (its profiles' custom fields), columns of its `profiles` (profiles-view.ts). */
-      customColumns?: (org: string) => readonly string[];
+      customColumns?: (org: string) => readonly ProfileColumn[];
     },
   ) {
     this.files = new QueryFiles(options.queriesDir, options.logger);
@@ -141,7 +142,7 @@ export class TriggerStore {
 
   /** One org's files now: what the admin list shows includes a file saved a moment ago. */
   async scanOrg(org: string): Promise<void> {
-    for (const kind of ['trigger', 'segment'] as const) {
+    for (const kind of QUERY_KINDS) {
       for (const name of this.files.names(org, kind)) {
         try {
           await this.refresh(org, kind, name);
@@ -237,6 +238,7 @@ export class TriggerStore {
     let checked: CheckedSql | undefined;
     let error: string | null = null;
     try {
+      if (kind === 'trait') checkTraitName(name);
       checked = await this.check(sql, org, kind);
     } catch (e) {
       if (!(e instanceof SqlRefused)) throw e;
@@ -290,9 +292,7 @@ export class TriggerStore {
   }
 }
 
-function deleted(state: QueryState): boolean {
-  return state.latest.status === 'deleted';
-}
+const deleted = (state: QueryState): boolean => state.latest.status === 'deleted';
 
 function key(org: string, kind: QueryKind, name: string): string {
   return `${org}/${kind}/${name}`;

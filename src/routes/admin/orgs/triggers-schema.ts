@@ -13,7 +13,7 @@ export const PREVIEW_DEFAULT_ROWS = 100;
 /** A preview answers in one HTTP response: at most this many rows, `truncated` when the window had more. */
 const PREVIEW_MAX_ROWS = 1000;
 
-export const KINDS: Record<string, QueryKind> = { triggers: 'trigger', segments: 'segment' };
+export const KINDS: Record<string, QueryKind> = { triggers: 'trigger', segments: 'segment', traits: 'trait' };
 export const VERSIONS_KEYSET: Keyset = { columns: [{ sql: 'version', kind: 'integer', desc: true }], rowid: 'rowid' };
 
 const nameParams = {
@@ -46,10 +46,17 @@ const diffBody = {
 
 export const versionsQuery = { type: 'object', properties: pageQuerySchema } as const;
 
-/** What the routes of `triggers` or `segments` declare for the document. */
+/** A trait's values as last computed (trait-values.ts). */
+const traitValues = nullable('object', {
+  description: 'Its values as last computed (null: not yet): the version, when, for how many contacts, and why the last computation failed (its values are then kept)',
+  ...object({ version: nullable('integer'), computedAt: nullable('string', { format: 'date-time' }), contacts: { type: 'integer', minimum: 0 }, error: nullable('string') }),
+  type: ['object', 'null'],
+});
+
+/** What the routes of `triggers`, `segments` or `traits` declare for the document. */
 export function schemasOf(plural: string, kind: QueryKind) {
-  const Kind = kind === 'trigger' ? 'Trigger' : 'Segment';
-  const Plural = kind === 'trigger' ? 'Triggers' : 'Segments';
+  const Kind = `${kind[0]!.toUpperCase()}${kind.slice(1)}`;
+  const Plural = `${Kind}s`;
   const tag = 'Admin: triggers and flows' as const;
   const params = { ...nameParams, properties: { slug: slugParam, name: { ...nameParams.properties.name, description: `The ${kind}'s name (its file name in QUERIES_DIR, without .sql)` } } };
   const described = object({
@@ -60,6 +67,7 @@ export function schemasOf(plural: string, kind: QueryKind) {
     latestVersion: nullable('integer'),
     error: nullable('string'),
     committedAt: nullable('string', { format: 'date-time' }),
+    ...(kind === 'trait' ? { values: traitValues } : {}),
   });
   const errors = [...ORG_DATA, 'trigger_not_found'] as const;
   return {

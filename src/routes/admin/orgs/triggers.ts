@@ -20,6 +20,7 @@ import { failedProblem, refusedProblem } from '../../../reactions/triggers/query
 import { type CheckedSql, type QueryKind, SqlRefused } from '../../../reactions/triggers/sql-guard.js';
 import { diffContacts } from '../../../reactions/triggers/trigger-diff.js';
 import type { QueryVersion, TriggerStore } from '../../../reactions/triggers/trigger-store.js';
+import type { TraitValues } from '../../../reactions/triggers/trait-values.js';
 import type { FlowStore } from '../../../reactions/flows/store/flow-store.js';
 import { validatedAs } from '../../../openapi/route-schema.js';
 import { KINDS, PREVIEW_DEFAULT_HOURS, PREVIEW_DEFAULT_ROWS, schemasOf, VERSIONS_KEYSET, versionsQuery } from './triggers-schema.js';
@@ -33,20 +34,25 @@ interface PreviewBody {
 
 export function registerTriggerRoutes(
   app: FastifyInstance,
-  deps: { storage: OrgStorage; ctx: Context; orgs: OrgStore; triggers: TriggerStore; flows: Pick<FlowStore, 'naming'>; timeoutMs: number },
+  deps: { storage: OrgStorage; ctx: Context; orgs: OrgStore; triggers: TriggerStore; flows: Pick<FlowStore, 'naming'>; traits: Pick<TraitValues, 'changed' | 'status'>; timeoutMs: number },
 ): void {
   const { storage, orgs, triggers } = deps;
   const sends = new SendStore(storage);
 
   for (const [plural, kind] of Object.entries(KINDS)) {
     const schemas = schemasOf(plural, kind);
+    // A trait's values are computed apart from its versions: when, for how many contacts, why not.
+    const describe = (org: string, name: string) => ({
+      ...describeQuery(triggers, org, kind, name),
+      ...(kind === 'trait' ? { values: deps.traits.status(org, name) ?? null } : {}),
+    });
     app.get<{ Params: { slug: string } }>(`/admin/v1/orgs/:slug/${plural}`, { schema: schemas.list }, async (request) => {
       const org = await orgs.get(request.params.slug);
       await triggers.scanOrg(org.slug);
       // Refused files with no recorded version are listed too: that is where a data engineer looks.
       const names = new Set([...triggers.list(org.slug, kind).map((s) => s.name), ...triggers.files.refusedNames(org.slug, kind)]);
       return {
-        [plural]: [...names].sort((a, b) => a.localeCompare(b)).map((name) => describeQuery(triggers, org.slug, kind, name)),
+        [plural]: [...names].sort((a, b) => a.localeCompare(b)).map((name) => describe(org.slug, name)),
         folderError: triggers.files.folderRefusal(org.slug, kind) ?? null,
       };
     });
@@ -56,7 +62,7 @@ export function registerTriggerRoutes(
       await triggers.refresh(org.slug, kind, request.params.name);
       const state = triggers.get(org.slug, kind, request.params.name);
       if (!state && !triggers.files.refusal(org.slug, kind, request.params.name)) throw new AppError('trigger_not_found', `no ${kind} "${request.params.name}"`);
-      return { ...describeQuery(triggers, org.slug, kind, request.params.name), sql: state?.live?.sql ?? state?.latest.sql ?? null };
+      return { ...describe(org.slug, request.params.name), sql: state?.live?.sql ?? state?.latest.sql ?? null };
     });
 
     // Every version, newest first, with what each fired: the trigger rows flows decided on, and the sends.
@@ -112,6 +118,7 @@ export function registerTriggerRoutes(
             members: { name: request.params.name, version: version.version, reason: version.error, liveVersion: triggers.live(org.slug, kind, request.params.name)?.version ?? null },
           });
         }
+        if (kind === 'trait') deps.traits.changed(org.slug);
         return { name: request.params.name, version: version.version, hash: version.hash, status: 'live' };
       },
     );
@@ -119,7 +126,7 @@ export function registerTriggerRoutes(
     app.delete<{ Params: { slug: string; name: string } }>(`/admin/v1/orgs/:slug/${plural}/:name`, { schema: schemas.delete }, async (request) => {
       const org = await orgs.get(request.params.slug);
       const { name } = request.params;
-      const naming = await deps.flows.naming(org.slug, { kind, name });
+      const naming = kind === 'trait' ? [] : await deps.flows.naming(org.slug, { kind, name });
       if (naming.length > 0) {
         throw new AppError('trigger_in_use', `flows name ${kind} ${name}: ${naming.join(', ')}; point them at another ${kind} or delete them (DELETE …/flows/{id}) first`, { members: { flows: naming } });
       }
@@ -131,6 +138,7 @@ export function registerTriggerRoutes(
         throw error;
       }
       if (!deleted) throw new AppError('trigger_not_found', `no ${kind} "${name}" in org ${org.slug} (GET /admin/v1/orgs/${org.slug}/${plural} lists them)`);
+      if (kind === 'trait') deps.traits.changed(org.slug);
       return { name, deleted: true as const, version: deleted.tombstone?.version ?? null };
     });
 

@@ -1,0 +1,208 @@
+/**
+ * Traits written in SQL (issue 41): each live trait of an org runs over the org's tables, sandboxed as a
+ * segment is, after the org's compaction commits and when its live version changes, at most once a
+ * second per org (longer when its traits take long). The values that changed are written to
+ * contact_traits (this class is that table's and trait_types' one owner) and those contacts' profiles
+ * refreshed: the value is a field of the served profile and a column of `profiles` within seconds of the
+ * events that change it. A trait that fails (a runtime error, its deadline, a duplicate e-mail) keeps its
+ * last values and says why in its status; a trait deleted, or without a valid version, has no values.
+ */
+import { listValue } from '@duckdb/node-api';
+import { normalizeEmail } from '../../core/domain.js';
+import type { Context } from '../../core/context.js';
+import { OrgUnavailable, StorageUnavailable } from '../../core/unavailable.js';
+import type { OrgStorage } from '../../db/org-storage.js';
+import type { Sql } from '../../db/sql.js';
+import { SandboxBusy, SandboxPaused } from '../../db/untrusted.js';
+import type { ProfileRefresher } from '../../events/profiles/profile-refresher.js';
+import { type ColumnType, makeProfilesView } from '../../events/profiles/profiles-view.js';
+import { jsonRow } from './json-row.js';
+import { QueryFailed, runSandboxed, withSandbox } from './sandbox.js';
+import type { TriggerStore } from './trigger-store.js';
+
+/** The shortest pause between two computations of one org's traits; longer when they take long. */
+const MIN_INTERVAL_MS = 1_000;
+const PAUSE_PER_RUN = 3;
+
+export interface TraitStatus {
+  /** The version whose values are stored (null: none computed yet). */
+  version: number | null;
+  computedAt: string | null;
+  /** Contacts with a value. */
+  contacts: number;
+  /** Why the last computation failed (its last values are kept), else null. */
+  error: string | null;
+}
+
+interface Trait {
+  hash: string;
+  version: number | null;
+  type: ColumnType;
+  /** email → value as JSON text. */
+  values: Map<string, string>;
+  status: TraitStatus;
+}
+
+interface OrgTraits {
+  /** Loaded from contact_traits once (`loaded`), then kept in step with it. */
+  traits: Map<string, Trait>;
+  loaded: boolean;
+  /** A commit came since the last computation. */
+  dirty: boolean;
+  dueAt: number;
+}
+
+export class TraitValues {
+  private readonly orgs = new Map<string, OrgTraits>();
+
+  constructor(
+    private readonly deps: {
+      orgs: OrgStorage;
+      triggers: Pick<TriggerStore, 'list'>;
+      refresher: Pick<ProfileRefresher, 'enqueue'>;
+      /** Told of the org's trait names as they become live: profile fields an org may serve from then. */
+      fields: (org: string, names: string[]) => void;
+      ctx: Context;
+      timeoutMs: number;
+      /** Rows a trait may return (TRIGGER_MAX_ROWS × 10, as a segment). */
+      maxRows: number;
+    },
+  ) {}
+
+  /** The org's events changed (a commit) or its traits did (a PUT, a DELETE, a load): compute when due. */
+  changed(org: string): void {
+    const known = this.orgs.get(org);
+    if (known) known.dirty = true;
+    else this.orgs.set(org, { traits: new Map(), loaded: false, dirty: true, dueAt: 0 });
+  }
+
+  forget(org: string): void {
+    this.orgs.delete(org);
+  }
+
+  status(org: string, name: string): TraitStatus | undefined {
+    return this.orgs.get(org)?.traits.get(name)?.status;
+  }
+
+  /** The type of each trait with values (a column of `profiles` of that type). */
+  types(org: string): Map<string, ColumnType> {
+    return new Map([...(this.orgs.get(org)?.traits ?? [])].map(([name, t]) => [name, t.type]));
+  }
+
+  /** One pass: every org whose traits are due (a commit since, or a live version changed) is computed. */
+  async computeDue(): Promise<void> {
+    // One org's failure is reported after the others had their turn.
+    let failed: unknown;
+    for (const [org, known] of [...this.orgs]) {
+      if (known.dueAt > performance.now()) continue;
+      // An org without traits costs a look at the trigger store per commit, no query.
+      const none = known.loaded && known.traits.size === 0 && this.deps.triggers.list(org, 'trait').every((s) => !s.live);
+      if (none || (!known.dirty && !this.versionsChanged(org, known))) continue;
+      known.dirty = false;
+      const started = performance.now();
+      try {
+        await this.compute(org, known);
+      } catch (error) {
+        // Nothing could run now (no sandbox capacity, the storage process restarting, the org unavailable): later.
+        known.dirty = true;
+        if (!(error instanceof SandboxBusy || error instanceof SandboxPaused || error instanceof StorageUnavailable || error instanceof OrgUnavailable)) failed ??= error;
+      } finally {
+        known.dueAt = performance.now() + Math.max(MIN_INTERVAL_MS, PAUSE_PER_RUN * (performance.now() - started));
+      }
+    }
+    if (failed !== undefined) throw failed;
+  }
+
+  private versionsChanged(org: string, known: OrgTraits): boolean {
+    const live = this.deps.triggers.list(org, 'trait').filter((s) => s.live);
+    return live.length !== known.traits.size || live.some((s) => known.traits.get(s.name)?.hash !== s.live!.hash);
+  }
+
+  private async compute(org: string, known: OrgTraits): Promise<void> {
+    if (!known.loaded) await this.load(org, known);
+    const live = new Map(this.deps.triggers.list(org, 'trait').flatMap((s) => (s.live ? [[s.name, s.live] as const] : [])));
+    this.deps.fields(org, [...live.keys()]);
+    const changes: Array<{ name: string; emails: string[]; values: Map<string, string> }> = [];
+    for (const [name, trait] of known.traits) {
+      if (live.has(name)) continue;
+      changes.push({ name, emails: [...trait.values.keys()], values: new Map() });
+      known.traits.delete(name);
+    }
+    for (const [name, version] of live) {
+      const trait = known.traits.get(name) ?? { hash: '', version: null, type: version.checked.valueType ?? 'VARCHAR', values: new Map(), status: emptyStatus() };
+      known.traits.set(name, trait);
+      let values: Map<string, string>;
+      try {
+        values = await this.run(org, version.checked);
+      } catch (error) {
+        if (!(error instanceof QueryFailed)) throw error;
+        trait.status = { ...trait.status, error: error.reason };
+        continue;
+      }
+      const emails = [...new Set([...trait.values.keys(), ...values.keys()])].filter((e) => trait.values.get(e) !== values.get(e));
+      if (emails.length > 0) changes.push({ name, emails, values });
+      Object.assign(trait, { hash: version.hash, version: version.version, type: version.checked.valueType ?? 'VARCHAR', values });
+      trait.status = { version: version.version, computedAt: new Date(this.deps.ctx.clock.now()).toISOString(), contacts: values.size, error: null };
+    }
+    await this.write(org, changes, this.types(org));
+    const touched = new Set(changes.flatMap((c) => c.emails));
+    this.deps.refresher.enqueue([...touched].map((email) => ({ org, email })));
+  }
+
+  /** The trait's value per contact; an e-mail twice is the trait's error (which value would it be?). */
+  private async run(org: string, checked: Parameters<typeof runSandboxed>[1]): Promise<Map<string, string>> {
+    const page = await withSandbox(this.deps.orgs.org(org), this.deps.timeoutMs, (c) => runSandboxed(c, checked, { cursor_start_time: null, cursor_end_time: null }, this.deps.maxRows));
+    if (page.truncated) throw new QueryFailed(`the trait returns more than ${this.deps.maxRows} rows (10 × TRIGGER_MAX_ROWS)`);
+    const values = new Map<string, string>();
+    for (const row of page.rows) {
+      const { email, value } = jsonRow(row);
+      if (typeof email !== 'string' || value === null || value === undefined) continue;
+      const key = normalizeEmail(email);
+      if (values.has(key)) throw new QueryFailed(`the trait returns ${key} more than once; return one row per contact (GROUP BY email)`);
+      values.set(key, JSON.stringify(value));
+    }
+    return values;
+  }
+
+  /** What contact_traits holds: the values a previous process computed, so only changes are written. */
+  private async load(org: string, known: OrgTraits): Promise<void> {
+    const rows = await this.deps.orgs.org(org).all<{ name: string; email: string; value: string; type: ColumnType | null }>(
+      'SELECT t.name, t.email, t.value::VARCHAR AS value, y.type FROM contact_traits t LEFT JOIN trait_types y USING (name) WHERE t.org = $1',
+      [org],
+    );
+    for (const row of rows) {
+      let trait = known.traits.get(row.name);
+      if (!trait) known.traits.set(row.name, (trait = { hash: '', version: null, type: row.type ?? 'VARCHAR', values: new Map(), status: emptyStatus() }));
+      trait.values.set(row.email, row.value);
+    }
+    known.loaded = true;
+  }
+
+  /** The changed rows in one transaction; `profiles` made again when a trait's column came, went or changed type. */
+  private async write(org: string, changes: ReadonlyArray<{ name: string; emails: string[]; values: Map<string, string> }>, types: Map<string, ColumnType>): Promise<void> {
+    await this.deps.orgs.org(org).transaction(async (c) => {
+      // (An empty list cannot be a parameter: its item type would be unknown.)
+      for (const { name, emails, values } of changes) {
+        if (emails.length === 0) continue;
+        await c.run('DELETE FROM contact_traits WHERE org = $1 AND name = $2 AND email IN (SELECT unnest($3::VARCHAR[]))', [org, name, listValue(emails)]);
+        const kept = emails.filter((e) => values.has(e));
+        if (kept.length === 0) continue;
+        await c.run('INSERT INTO contact_traits SELECT $1, unnest($2::VARCHAR[]), $3, unnest($4::VARCHAR[])::JSON', [org, listValue(kept), name, listValue(kept.map((e) => values.get(e)!))]);
+      }
+      if (await this.writeTypes(c, types)) await makeProfilesView(c);
+    });
+  }
+
+  private async writeTypes(c: Sql, types: Map<string, ColumnType>): Promise<boolean> {
+    const stored = new Map((await c.all<{ name: string; type: ColumnType }>('SELECT name, type FROM trait_types')).map((r) => [r.name, r.type]));
+    const same = stored.size === types.size && [...types].every(([name, type]) => stored.get(name) === type);
+    if (same) return false;
+    await c.run('DELETE FROM trait_types');
+    if (types.size > 0) await c.run('INSERT INTO trait_types SELECT unnest($1::VARCHAR[]), unnest($2::VARCHAR[])', [listValue([...types.keys()]), listValue([...types.values()])]);
+    return true;
+  }
+}
+
+function emptyStatus(): TraitStatus {
+  return { version: null, computedAt: null, contacts: 0, error: null };
+}
