@@ -37,7 +37,6 @@ export interface TraitStatus {
 interface Trait {
   hash: string;
   version: number | null;
-  type: ColumnType;
   /** email → value as JSON text. */
   values: Map<string, string>;
   status: TraitStatus;
@@ -84,9 +83,9 @@ export class TraitValues {
     return this.orgs.get(org)?.traits.get(name)?.status;
   }
 
-  /** The type of each trait with values (a column of `profiles` of that type). */
+  /** The type of each live trait's value (a column of `profiles` of that type), known from the moment it is checked. */
   types(org: string): Map<string, ColumnType> {
-    return new Map([...(this.orgs.get(org)?.traits ?? [])].map(([name, t]) => [name, t.type]));
+    return new Map(this.deps.triggers.list(org, 'trait').flatMap((s) => (s.live ? [[s.name, s.live.checked.valueType ?? 'VARCHAR'] as const] : [])));
   }
 
   /** One pass: every org whose traits are due (a commit since, or a live version changed) is computed. */
@@ -129,7 +128,7 @@ export class TraitValues {
       known.traits.delete(name);
     }
     for (const [name, version] of live) {
-      const trait = known.traits.get(name) ?? { hash: '', version: null, type: version.checked.valueType ?? 'VARCHAR', values: new Map(), status: emptyStatus() };
+      const trait = known.traits.get(name) ?? { hash: '', version: null, values: new Map(), status: emptyStatus() };
       known.traits.set(name, trait);
       let values: Map<string, string>;
       try {
@@ -141,7 +140,7 @@ export class TraitValues {
       }
       const emails = [...new Set([...trait.values.keys(), ...values.keys()])].filter((e) => trait.values.get(e) !== values.get(e));
       if (emails.length > 0) changes.push({ name, emails, values });
-      Object.assign(trait, { hash: version.hash, version: version.version, type: version.checked.valueType ?? 'VARCHAR', values });
+      Object.assign(trait, { hash: version.hash, version: version.version, values });
       trait.status = { version: version.version, computedAt: new Date(this.deps.ctx.clock.now()).toISOString(), contacts: values.size, error: null };
     }
     await this.write(org, changes, this.types(org));
@@ -166,13 +165,10 @@ export class TraitValues {
 
   /** What contact_traits holds: the values a previous process computed, so only changes are written. */
   private async load(org: string, known: OrgTraits): Promise<void> {
-    const rows = await this.deps.orgs.org(org).all<{ name: string; email: string; value: string; type: ColumnType | null }>(
-      'SELECT t.name, t.email, t.value::VARCHAR AS value, y.type FROM contact_traits t LEFT JOIN trait_types y USING (name) WHERE t.org = $1',
-      [org],
-    );
+    const rows = await this.deps.orgs.org(org).all<{ name: string; email: string; value: string }>('SELECT name, email, value::VARCHAR AS value FROM contact_traits WHERE org = $1', [org]);
     for (const row of rows) {
       let trait = known.traits.get(row.name);
-      if (!trait) known.traits.set(row.name, (trait = { hash: '', version: null, type: row.type ?? 'VARCHAR', values: new Map(), status: emptyStatus() }));
+      if (!trait) known.traits.set(row.name, (trait = { hash: '', version: null, values: new Map(), status: emptyStatus() }));
       trait.values.set(row.email, row.value);
     }
     known.loaded = true;

@@ -165,3 +165,37 @@ t.test('generated values and addresses read back exactly, served and as a column
   );
   t.ok(runs > 0, `${runs} values read back`);
 });
+
+t.test('decimals, big integers and times as JSON; values, types and columns survive a restart', async (t) => {
+  const dataDir = t.testdir();
+  let h = await startTestApp(t, { dataDir });
+  const { acme } = await withOrgs(h);
+  t.equal((await importContacts(h, 'text/csv', 'email_address\nada@example.com\n')).statusCode, 200);
+  const traits: Record<string, [string, unknown]> = {
+    price: ['12.50::DECIMAL(10,2)', 12.5],
+    big: ['9007199254740993::BIGINT', '9007199254740993'],
+    since: ["TIMESTAMPTZ '2026-01-02 03:04:05.678+00'", '2026-01-02T03:04:05.678Z'],
+    vip: ['true', true],
+  };
+  for (const [name, [literal]] of Object.entries(traits)) {
+    const res = await h.admin('PUT', `/admin/v1/orgs/acme/traits/${name}`, { sql: `SELECT email_address AS email, ${literal} AS value FROM profiles` });
+    t.equal(res.statusCode, 200, `${name}: ${res.body}`);
+    await serve(h, name);
+  }
+  const expected = Object.fromEntries(Object.entries(traits).map(([name, [, value]]) => [name, value]));
+  const served = async () => {
+    const contact = (await profile(h, acme, 'ada@example.com')) ?? {};
+    return Object.fromEntries(Object.keys(traits).map((name) => [name, contact[name]]));
+  };
+  await waitFor(async () => JSON.stringify(await served()) === JSON.stringify(expected), { what: 'every value served' });
+  t.same(await served(), expected, 'a decimal is a number, a BIGINT past 2^53 its digits, a time ISO 8601, a boolean a boolean');
+  const where = 'price > 12 AND vip AND since < TIMESTAMPTZ \'2026-06-01\'::VARCHAR';
+  t.same(await members(h, `SELECT email_address AS email FROM profiles WHERE ${where}`), ['ada@example.com'], 'typed columns');
+
+  await h.close();
+  h = await startTestApp(t, { dataDir });
+  const { acme: token } = { acme: (await h.admin('POST', '/admin/v1/orgs/acme/tokens', { createdBy: 'ops@example.com' })).json().token as string };
+  const contact = (await profile(h, token, 'ada@example.com')) ?? {};
+  t.same(Object.fromEntries(Object.keys(traits).map((name) => [name, contact[name]])), expected, 'served at once after a restart');
+  t.same(await members(h, `SELECT email_address AS email FROM profiles WHERE ${where}`), ['ada@example.com'], 'the columns too');
+});
