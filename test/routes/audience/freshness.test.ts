@@ -5,7 +5,8 @@
  * profile_not_current after `wait`, an unknown or another org's messageId alike. Generated identifies
  * (addresses up to 254 characters, names in any script), sent concurrently through the storage process
  * as in production, each looked up at once with its messageId: none may miss its traits. The same on
- * JetStream; a process without the org's compactor says so at once.
+ * JetStream; a process without the org's compactor says so at once; the storage process killed while
+ * lookups wait: each answers, none 500 or hung.
  */
 import fc from 'fast-check';
 import t, { type Test } from 'tap';
@@ -15,7 +16,8 @@ import { Freshness } from '../../../src/events/profiles/freshness.js';
 import { ProfileIndex } from '../../../src/events/profiles/profile-index.js';
 import { MAX_WAIT_MS, waitForAfter } from '../../../src/routes/audience/fresh.js';
 import { hasNatsServerBinary, startNatsServer } from '../../helpers/nats-server.js';
-import { ADMIN_KEY, startTestApp, STORAGE_PROCESS, type TestApp } from '../../helpers/app.js';
+import { storagePid } from '../../helpers/storage-pid.js';
+import { ADMIN_KEY, startTestApp, STORAGE_PROCESS, type TestApp, waitFor } from '../../helpers/app.js';
 
 const T0 = Date.UTC(2026, 5, 10, 12);
 
@@ -219,4 +221,38 @@ natsTest('read your writes on JetStream, one process', async (t) => {
     t.equal(res.statusCode, 200, res.body);
     t.equal(res.json().contact.first_name, `Jet${i}`);
   }
+});
+
+t.test('the storage process killed while lookups wait with after=: each answers (200, 409 or 503), none 500 or hung; then it reads writes again', async (t) => {
+  const h = await startTestApp(t, { config: STORAGE_PROCESS });
+  const { creds, acme } = await withOrgs(h);
+  t.equal((await identify(h, creds.acme.production, 'ada@example.com', 'Ada')).statusCode, 200);
+  await h.compacted();
+  // Waiting lookups: on ids that never come, and on identifies just acknowledged.
+  const waiting: Array<Promise<{ statusCode: number; body: string }>> = [];
+  for (let i = 0; i < 20; i++) waiting.push(lookup(h, acme, `identity=email:ada@example.com&after=never-${i}&wait=${MAX_WAIT_MS}`));
+  for (let i = 0; i < 20; i++) {
+    const sent = await identify(h, creds.acme.production, `p${i}@example.com`, `P${i}`);
+    t.equal(sent.statusCode, 200);
+    waiting.push(lookup(h, acme, `identity=email:p${i}@example.com&after=${sent.json().messageId}&wait=${MAX_WAIT_MS}`));
+  }
+  const pid = storagePid(process.pid);
+  t.ok(pid, 'the storage process runs');
+  process.kill(pid!, 'SIGKILL');
+  const answers = await Promise.all(waiting);
+  const statuses = [...new Set(answers.map((a) => a.statusCode))].sort();
+  t.ok(statuses.every((s) => [200, 409, 503].includes(s)), `each answered 200, 409 or 503: ${statuses.join(', ')}`);
+  for (const a of answers.filter((a) => a.statusCode !== 200)) t.match(JSON.parse(a.body), { code: /^(profile_not_current|storage_unavailable|org_unavailable)$/ }, 'a problem with a code');
+  // The storage process comes back: an identify is read back with after= again.
+  await waitFor(() => storagePid(process.pid) !== undefined && storagePid(process.pid) !== pid, { what: 'a new storage process', timeoutMs: 30_000 });
+  const again = await waitFor(
+    async () => {
+      const sent = await identify(h, creds.acme.production, 'after@example.com', 'After');
+      if (sent.statusCode !== 200) return undefined;
+      const res = await lookup(h, acme, `identity=email:after@example.com&after=${sent.json().messageId}&wait=${MAX_WAIT_MS}`);
+      return res.statusCode === 200 ? res : undefined;
+    },
+    { what: 'read your writes after the restart', timeoutMs: 30_000 },
+  );
+  t.equal(again.json().contact.first_name, 'After');
 });
