@@ -135,6 +135,8 @@ export class TraitValues {
         values = await this.run(org, version.checked);
       } catch (error) {
         if (!(error instanceof QueryFailed)) throw error;
+        // Tried again after the next commit, not at every pass: the values kept are the last version's.
+        trait.hash = version.hash;
         trait.status = { ...trait.status, error: error.reason };
         continue;
       }

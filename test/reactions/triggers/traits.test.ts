@@ -161,7 +161,7 @@ t.test('generated values and addresses read back exactly, served and as a column
       if (found.length !== 1 || found[0] !== email) throw new Error(`${where}: ${JSON.stringify(found)}`);
       runs++;
     }),
-    { numRuns: Number(process.env.RUNS ?? 12), endOnFailure: true },
+    { numRuns: Number(process.env.RUNS ?? 8), endOnFailure: true },
   );
   t.ok(runs > 0, `${runs} values read back`);
 });
