@@ -13,6 +13,7 @@ import type { Context } from '../../core/context.js';
 import { OrgUnavailable, StorageUnavailable } from '../../core/unavailable.js';
 import type { OrgStorage } from '../../db/org-storage.js';
 import type { Sql } from '../../db/sql.js';
+import { YIELD_EVERY, yieldNow } from '../../db/yield-now.js';
 import { SandboxBusy, SandboxPaused } from '../../db/untrusted.js';
 import type { ProfileRefresher } from '../../events/profiles/profile-refresher.js';
 import { type ColumnType, makeProfilesView } from '../../events/profiles/profiles-view.js';
@@ -155,7 +156,9 @@ export class TraitValues {
     const page = await withSandbox(this.deps.orgs.org(org), this.deps.timeoutMs, (c) => runSandboxed(c, checked, { cursor_start_time: null, cursor_end_time: null }, this.deps.maxRows));
     if (page.truncated) throw new QueryFailed(`the trait returns more than ${this.deps.maxRows} rows (10 × TRIGGER_MAX_ROWS)`);
     const values = new Map<string, string>();
-    for (const row of page.rows) {
+    // Yielding now and then: an org of 50,000 contacts brings 50,000 rows, and collect and lookups share this thread.
+    for (const [i, row] of page.rows.entries()) {
+      if (i % YIELD_EVERY === YIELD_EVERY - 1) await yieldNow();
       const { email, value } = jsonRow(row);
       if (typeof email !== 'string' || value === null || value === undefined) continue;
       const key = normalizeEmail(email);
