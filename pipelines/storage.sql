@@ -161,7 +161,7 @@ CREATE TABLE IF NOT EXISTS profile_columns (
   name  VARCHAR PRIMARY KEY
 );
 
--- Values of traits written in SQL (src/reactions/traits/trait-values.ts writes them): per contact and
+-- Values of traits written in SQL (src/reactions/triggers/trait-values.ts writes them): per contact and
 -- trait its value as JSON, merged into the profile's custom fields (profiles.sql), so the Audience API
 -- serves it and the view profiles has it as a column (of the type trait_types records). No key: a
 -- recompute deletes and inserts the rows of the contacts whose value changed.

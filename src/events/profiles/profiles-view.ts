@@ -5,7 +5,7 @@
  * profile_columns (added to by each import), so opening an org reads a few names, not its contacts; the
  * SQL checker is given them with each check (they are the serving index's custom fields of the org). A
  * name that is already a column of the profile (`timezone`, `order_count`) keeps the profile's own.
- * A trait written in SQL (reactions/traits/) is a custom field too, and a column of its value's type
+ * A trait written in SQL (reactions/triggers/trait-values.ts) is a custom field too, and a column of its value's type
  * (trait_types), so `WHERE lifetime_orders > 3` compares numbers.
  */
 import { listValue } from '@duckdb/node-api';

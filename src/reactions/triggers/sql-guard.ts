@@ -29,8 +29,6 @@ export { type QueryBudget, SqlRefused };
 export const QUERY_KINDS = ['trigger', 'segment', 'trait'] as const;
 export type QueryKind = (typeof QUERY_KINDS)[number];
 
-/** What a trait's value is, as a column of `profiles` (profiles-view.ts). */
-export type TraitType = ColumnType;
 
 /** The columns a trigger returns first, in this order (SPEC 7); more may follow. */
 export const TRIGGER_COLUMNS = ['identity', 'identity_type', 'ts', 'event_type', 'event_id', 'event_raw'] as const;
@@ -43,8 +41,8 @@ export interface CheckedSql {
   /** The cursor parameters it uses (named parameters must all be given, and only those). */
   parameters: string[];
   columns: string[];
-  /** A trait's: the type of its value column. */
-  valueType?: TraitType;
+  /** A trait's: the type of its value, as a column of `profiles` (profiles-view.ts). */
+  valueType?: ColumnType;
 }
 
 /** Checks untrusted SQL for `org` on an untrusted connection. Throws SqlRefused. */
@@ -118,7 +116,7 @@ export function checkTraitName(name: string): void {
  * (a field of `profiles` compares as one value). The query is wrapped on lines of its own: a trailing
  * line comment cannot swallow the closing parenthesis.
  */
-async function traitType(connection: Sql, sql: string): Promise<TraitType> {
+async function traitType(connection: Sql, sql: string): Promise<ColumnType> {
   const [row] = await connection.all<{ column_type: string }>(`SELECT column_type FROM (DESCRIBE SELECT value FROM (\n${sql}\n) AS trait)`);
   const type = row?.column_type ?? 'VARCHAR';
   if (type === 'BOOLEAN') return 'BOOLEAN';

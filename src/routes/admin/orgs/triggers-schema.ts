@@ -47,11 +47,11 @@ const diffBody = {
 export const versionsQuery = { type: 'object', properties: pageQuerySchema } as const;
 
 /** A trait's values as last computed (trait-values.ts). */
-const traitValues = nullable('object', {
-  description: 'Its values as last computed (null: not yet): the version, when, for how many contacts, and why the last computation failed (its values are then kept)',
+const traitValues = {
   ...object({ version: nullable('integer'), computedAt: nullable('string', { format: 'date-time' }), contacts: { type: 'integer', minimum: 0 }, error: nullable('string') }),
   type: ['object', 'null'],
-});
+  description: 'Its values as last computed (null: not yet): the version, when, for how many contacts, and why the last computation failed (its values are then kept)',
+};
 
 /** What the routes of `triggers`, `segments` or `traits` declare for the document. */
 export function schemasOf(plural: string, kind: QueryKind) {
