@@ -119,7 +119,16 @@ export const storageRole = fp(
       checker,
       customColumns: (slug) => profileColumns(profiles.customFields(slug), traits.types(slug)),
     });
-    const traits: TraitValues = new TraitValues({ orgs: orgData, triggers, refresher, fields: (org, names) => profiles.addCustomFields(org, names), ctx, timeoutMs: config.triggerTimeoutMs, maxRows: config.triggerMaxRows * SEGMENT_ROWS_PER_TRIGGER_ROW });
+    const traits: TraitValues = new TraitValues({
+      orgs: orgData,
+      triggers,
+      refresher,
+      fields: (org, names) => profiles.addCustomFields(org, names),
+      ctx,
+      timeoutMs: config.triggerTimeoutMs,
+      maxRows: config.triggerMaxRows * SEGMENT_ROWS_PER_TRIGGER_ROW,
+      onError: (err, org) => logger.error({ err, org }, 'computing traits failed'),
+    });
     const traitTask = new PeriodicTask(() => traits.computeDue(), (err) => logger.error({ err }, 'computing traits failed'));
 
     const policy: RetentionPolicy = {
@@ -208,7 +217,7 @@ export const storageRole = fp(
       flows.forget(slug);
       for (const listener of dropped) await listener(slug);
       triggers.forget(slug);
-      traits.forget(slug);
+      await traits.forget(slug);
       unloaded.delete(slug);
       await orgData.drop(slug);
       if (log instanceof JetStreamLog) await log.purgeOrg(slug);
@@ -247,7 +256,7 @@ export const storageRole = fp(
     } satisfies StorageRole);
     // Stops recovery, then finishes the compaction batch and the profile refreshes it queued, and their publishing.
     app.addHook('onClose', () =>
-      runSteps([() => erasures.close(), () => recovery.stop(), () => traitTask.stop(), () => retention.stop(), () => logRelease?.stop(), () => storage.compaction?.stop(), () => refresher.settled(), () => feed?.flushed(), () => checker.close()]),
+      runSteps([() => erasures.close(), () => recovery.stop(), () => traitTask.stop(), () => traits.settled(), () => retention.stop(), () => logRelease?.stop(), () => storage.compaction?.stop(), () => refresher.settled(), () => feed?.flushed(), () => checker.close()]),
     );
 
     // Orgs created or changed from here on reach their database through the org store's watch.

@@ -49,6 +49,8 @@ interface OrgTraits {
   loaded: boolean;
   /** A commit came since the last computation. */
   dirty: boolean;
+  /** The computation under way. */
+  running?: Promise<void>;
   dueAt: number;
 }
 
@@ -66,6 +68,8 @@ export class TraitValues {
       timeoutMs: number;
       /** Rows a trait may return (TRIGGER_MAX_ROWS × 10, as a segment). */
       maxRows: number;
+      /** A computation failed otherwise than by its query (that is the trait's `values.error`). */
+      onError: (error: unknown, org: string) => void;
     },
   ) {}
 
@@ -76,8 +80,11 @@ export class TraitValues {
     else this.orgs.set(org, { traits: new Map(), loaded: false, dirty: true, dueAt: 0 });
   }
 
-  forget(org: string): void {
+  /** The org was deleted: resolves once a computation under way has ended (its database goes next). */
+  async forget(org: string): Promise<void> {
+    const known = this.orgs.get(org);
     this.orgs.delete(org);
+    await known?.running;
   }
 
   status(org: string, name: string): TraitStatus | undefined {
@@ -89,28 +96,39 @@ export class TraitValues {
     return new Map(this.deps.triggers.list(org, 'trait').flatMap((s) => (s.live ? [[s.name, s.live.checked.valueType ?? 'VARCHAR'] as const] : [])));
   }
 
-  /** One pass: every org whose traits are due (a commit since, or a live version changed) is computed. */
-  async computeDue(): Promise<void> {
-    // One org's failure is reported after the others had their turn.
-    let failed: unknown;
-    for (const [org, known] of [...this.orgs]) {
-      if (known.dueAt > performance.now()) continue;
+  /**
+   * One pass: each org whose traits are due (a commit since, or a live version changed) and not being
+   * computed is started, and not waited for: one org's slow traits (up to TRIGGER_TIMEOUT_MS each) never
+   * hold up another's. The sandbox bounds how many run at once (SandboxBusy: that org tries again later).
+   */
+  computeDue(): Promise<void> {
+    for (const [org, known] of this.orgs) {
+      if (known.running || known.dueAt > performance.now()) continue;
       // An org without traits costs a look at the trigger store per commit, no query.
       const none = known.loaded && known.traits.size === 0 && this.deps.triggers.list(org, 'trait').every((s) => !s.live);
       if (none || (!known.dirty && !this.versionsChanged(org, known))) continue;
       known.dirty = false;
-      const started = performance.now();
-      try {
-        await this.compute(org, known);
-      } catch (error) {
-        // Nothing could run now (no sandbox capacity, the storage process restarting, the org unavailable): later.
-        known.dirty = true;
-        if (!(error instanceof SandboxBusy || error instanceof SandboxPaused || error instanceof StorageUnavailable || error instanceof OrgUnavailable)) failed ??= error;
-      } finally {
-        known.dueAt = performance.now() + Math.max(MIN_INTERVAL_MS, PAUSE_PER_RUN * (performance.now() - started));
-      }
+      known.running = this.computeOrg(org, known).finally(() => (known.running = undefined));
     }
-    if (failed !== undefined) throw failed;
+    return Promise.resolve();
+  }
+
+  /** Resolves once no computation runs (the role's close, tests). */
+  async settled(): Promise<void> {
+    await Promise.all([...this.orgs.values()].map((known) => known.running));
+  }
+
+  private async computeOrg(org: string, known: OrgTraits): Promise<void> {
+    const started = performance.now();
+    try {
+      await this.compute(org, known);
+    } catch (error) {
+      known.dirty = true;
+      // Nothing could run now (no sandbox capacity, the storage process restarting, the org unavailable): later.
+      if (!(error instanceof SandboxBusy || error instanceof SandboxPaused || error instanceof StorageUnavailable || error instanceof OrgUnavailable)) this.deps.onError(error, org);
+    } finally {
+      known.dueAt = performance.now() + Math.max(MIN_INTERVAL_MS, PAUSE_PER_RUN * (performance.now() - started));
+    }
   }
 
   private versionsChanged(org: string, known: OrgTraits): boolean {

@@ -199,3 +199,22 @@ t.test('decimals, big integers and times as JSON; values, types and columns surv
   t.same(Object.fromEntries(Object.keys(traits).map((name) => [name, contact[name]])), expected, 'served at once after a restart');
   t.same(await members(h, `SELECT email_address AS email FROM profiles WHERE ${where}`), ['ada@example.com'], 'the columns too');
 });
+
+t.test("one org's trait running into its deadline does not hold up another org's traits", async (t) => {
+  const TIMEOUT_MS = 12_000;
+  const h = await startTestApp(t, { config: { triggerTimeoutMs: TIMEOUT_MS } });
+  const { creds, beta } = await withOrgs(h);
+  t.equal((await book(h, creds.acme.production, 'ada@example.com', 'acme-1')).statusCode, 200);
+  t.equal((await book(h, creds.beta.production, 'bob@example.com', 'beta-1')).statusCode, 200);
+  await h.compacted();
+  // Cheap on the check's sample row, endless on the org's rows: it runs until its deadline.
+  const slow = "SELECT identity AS email, count(*) AS value FROM event_triggers, range(CASE WHEN event_type = 'custom_sample_event' THEN 1 ELSE 100000000000 END) r WHERE r.range < 0 GROUP BY identity";
+  t.equal((await h.admin('PUT', '/admin/v1/orgs/acme/traits/slow', { sql: slow })).statusCode, 200);
+  t.equal((await h.admin('PUT', '/admin/v1/orgs/beta/traits/bookings', { sql: BOOKINGS })).statusCode, 200);
+  await serve(h, 'bookings', 'beta');
+  await waitFor(async () => (await profile(h, beta, 'bob@example.com'))?.bookings === 1, { what: "beta's value served" });
+  const acme = (await h.admin('GET', '/admin/v1/orgs/acme/traits/slow')).json().values;
+  t.match(acme, { computedAt: null, error: null }, "served while acme's trait still runs (it reports nothing until its deadline)");
+  const deadline = await waitFor(async () => (await h.admin('GET', '/admin/v1/orgs/acme/traits/slow')).json().values?.error ?? undefined, { what: "acme's deadline", timeoutMs: TIMEOUT_MS * 3 });
+  t.match(deadline, /longer than 12000 ms/, 'then its deadline, said');
+});
