@@ -3,8 +3,12 @@
  * value a field of the served profile (a content field once the org serves it) and a typed column of
  * `profiles` in segment and trigger SQL, recomputed after the commits that change it; checked like a
  * segment (the same escapes refused), versioned, previewable. A failing version keeps the last values and
- * says why; a deleted trait leaves no value behind; another org neither sees nor names them.
+ * says why; a deleted trait leaves no value behind; another org neither sees nor names them. Values and
+ * typed columns survive a restart; a file in QUERIES_DIR (Snowflake SQL too) is picked up, a link refused;
+ * one org's trait running into its deadline does not hold up another org's.
  */
+import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import fc from 'fast-check';
 import t from 'tap';
 import { book, importContacts, startTestApp, STORAGE_PROCESS, type TestApp, waitFor } from '../../helpers/app.js';
@@ -217,4 +221,23 @@ t.test("one org's trait running into its deadline does not hold up another org's
   t.match(acme, { computedAt: null, error: null }, "served while acme's trait still runs (it reports nothing until its deadline)");
   const deadline = await waitFor(async () => (await h.admin('GET', '/admin/v1/orgs/acme/traits/slow')).json().values?.error ?? undefined, { what: "acme's deadline", timeoutMs: TIMEOUT_MS * 3 });
   t.match(deadline, /longer than 12000 ms/, 'then its deadline, said');
+});
+
+t.test('a trait kept as a file in QUERIES_DIR, in Snowflake SQL, is picked up and served; a link in its place is refused', async (t) => {
+  const h = await startTestApp(t);
+  const { creds, acme } = await withOrgs(h);
+  for (let i = 0; i < 3; i++) t.equal((await book(h, creds.acme.production, 'ada@example.com', `file-${i}`)).statusCode, 200);
+  await h.compacted();
+  const dir = join(h.dataDir, 'queries', 'acme', 'traits');
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, 'stays.sql'), "-- dialect: snowflake\nSELECT identity AS email, IFF(COUNT(*) > 2, 'frequent', 'occasional') AS value\nFROM event_triggers GROUP BY identity\n");
+  await serve(h, 'stays');
+  await waitFor(async () => (await profile(h, acme, 'ada@example.com'))?.stays === 'frequent', { what: 'the file trait served' });
+  t.match((await h.admin('GET', '/admin/v1/orgs/acme/traits/stays')).json(), { status: 'live', liveVersion: 1, values: { contacts: 1 } });
+  // A link to a file outside the org's folder is never read.
+  const secret = join(h.dataDir, 'secret.sql');
+  writeFileSync(secret, 'SELECT 1');
+  symlinkSync(secret, join(dir, 'leak.sql'));
+  const listed = (await h.admin('GET', '/admin/v1/orgs/acme/traits')).json().traits as Array<{ name: string; status: string; error: string | null }>;
+  t.match(listed.find((q) => q.name === 'leak'), { status: 'file_refused', error: /symbolic link/ }, 'the link is refused, with why');
 });
