@@ -15,14 +15,17 @@ import { join } from 'node:path';
 import { setUp, importContacts, waitCaughtUp } from './audience.js';
 import { BodyTemplate } from './bodies.js';
 import { syntheticContacts } from './contacts.js';
-import { type Freshness, measureFreshness, measureReadYourWrites, type ReadYourWrites } from './freshness.js';
-import { ADMIN_KEY, type Bench, measure, type Measured, say, type Service, startService } from './harness.js';
+import { type Freshness, measureFreshness, measureReadYourWrites, measureTraitFreshness, PROBE_TRAIT, type ReadYourWrites } from './freshness.js';
+import { admin, ADMIN_KEY, type Bench, measure, type Measured, ORG, say, type Service, startService } from './harness.js';
 import { metricsText } from './server-metrics.js';
 import { type LoadResult, runLoad } from './load.js';
 
 const CONTACTS = 10_000;
 /** 20 probes/s beside the background collect: a load of its own small enough not to move the figure. */
 const PROBES = { events: 300, perSecond: 20, pollMs: 25, timeoutMs: 30_000 };
+/** Trait probes (issue 41: a trait is refreshed within 5 s of the events that change it). */
+const TRAIT_PROBES = { events: 100, perSecond: 10, pollMs: 25, timeoutMs: 30_000 };
+export const TRAIT_TARGET_MS = 5000;
 const QUICK_COLLECT = { warmup: 2, duration: 4 };
 /** Seconds of background collect before the probes start, so compaction and refreshes are in their steady state. */
 const SETTLE_SECONDS = 5;
@@ -47,6 +50,8 @@ export interface FreshnessPhaseOutcome {
   freshness: Freshness;
   /** The same load: identify → `after=` lookup pairs (issue 41: none stale; lagMs near the delay). */
   readYourWrites: ReadYourWrites;
+  /** The same load: an event → the trait it changes served (issue 41: within 5 s). */
+  traits: Freshness & { lastRunMs: number | null; target: { maxMs: number; met: boolean } };
   /** Server side, over the probes' window: audience_profile_delay_seconds by bucket (le → events). */
   serverDelay: { events: number; meanMs: number; buckets: Record<string, number> };
   target: { p99Ms: number; met: boolean };
@@ -99,6 +104,8 @@ async function againstService(bench: Bench, service: Service, options: Freshness
   background.catch(() => undefined);
   let freshness: Freshness;
   let readYourWrites: ReadYourWrites;
+  let traits: Freshness;
+  let lastRunMs: number | null = null;
   let before: Histogram;
   let after: Histogram;
   try {
@@ -109,6 +116,10 @@ async function againstService(bench: Bench, service: Service, options: Freshness
     after = await guard(delayHistogram(service));
     say(`freshness: read your writes, ${PROBES.events} identify → after= lookup pairs at ${PROBES.perSecond}/s`);
     readYourWrites = await guard(measureReadYourWrites({ url: service.url, token, credentials, contacts, ...PROBES, tag: bench.runTag }));
+    await guard(serveProbeTrait(service));
+    say(`freshness: a trait over every stored event, ${TRAIT_PROBES.events} events that change it at ${TRAIT_PROBES.perSecond}/s`);
+    traits = await guard(measureTraitFreshness({ url: service.url, token, credentials, contacts, ...TRAIT_PROBES, tag: bench.runTag }));
+    lastRunMs = (await guard(admin<{ values: { tookMs: number | null } | null }>(service, 'GET', `/admin/v1/orgs/${ORG}/traits/${PROBE_TRAIT.name}`))).json.values?.tookMs ?? null;
   } finally {
     stopCollect();
   }
@@ -120,15 +131,32 @@ async function againstService(bench: Bench, service: Service, options: Freshness
       `server side: ${serverDelay.events} events, mean ${serverDelay.meanMs} ms, by bucket ${JSON.stringify(serverDelay.buckets)}`,
   );
   say(`freshness: read your writes ${JSON.stringify(readYourWrites)}`);
+  say(`freshness: event → trait served p50 ${traits.p50} ms, p99 ${traits.p99} ms, max ${traits.max} ms (n ${traits.n}, missing ${traits.missing}, failed ${traits.failed}); the trait's last run ${lastRunMs} ms`);
   return {
     collectMax,
     rate,
     background: { reqPerSec: load.reqPerSec, non2xx: load.non2xx, errors: load.errors, p99Ms: load.latency.p99 },
     freshness,
     readYourWrites,
+    traits: { ...traits, lastRunMs, target: { maxMs: TRAIT_TARGET_MS, met: traits.missing === 0 && traits.failed === 0 && traits.max <= TRAIT_TARGET_MS } },
     serverDelay,
     target: { p99Ms: FRESHNESS_TARGET_P99_MS, met: freshness.missing === 0 && freshness.failed === 0 && freshness.p99 <= FRESHNESS_TARGET_P99_MS },
   };
+}
+
+/** PROBE_TRAIT saved, computed once, and among the org's content fields. */
+async function serveProbeTrait(service: Service): Promise<void> {
+  const saved = await admin(service, 'PUT', `/admin/v1/orgs/${ORG}/traits/${PROBE_TRAIT.name}`, { sql: PROBE_TRAIT.sql });
+  if (saved.status !== 200) throw new Error(`saving the probe trait: ${saved.status} ${JSON.stringify(saved.json)}`);
+  for (let tries = 0; ; tries++) {
+    const got = await admin<{ values: { computedAt: string | null } | null }>(service, 'GET', `/admin/v1/orgs/${ORG}/traits/${PROBE_TRAIT.name}`);
+    if (got.json.values?.computedAt) break;
+    if (tries > 300) throw new Error('the probe trait was not computed within 30 s');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const { json } = await admin<{ org: { contentFields: string[] } }>(service, 'GET', `/admin/v1/orgs/${ORG}`);
+  const patched = await admin(service, 'PATCH', `/admin/v1/orgs/${ORG}`, { contentFields: [...json.org.contentFields, PROBE_TRAIT.name] });
+  if (patched.status !== 200) throw new Error(`serving the probe trait: ${patched.status} ${JSON.stringify(patched.json)}`);
 }
 
 interface Histogram {

@@ -67,42 +67,47 @@ async function paced(targets: Contact[], perSecond: number, probe: (contact: Con
   await Promise.all(running);
 }
 
-export async function measureFreshness(o: FreshnessOptions): Promise<Freshness> {
-  const targets = distinctContacts(o, 7);
+export function measureFreshness(o: FreshnessOptions): Promise<Freshness> {
+  return pollProbes(o, 7, {
+    event: (contact, i) => ({ clientId: `fresh-${o.tag}-${i}`, type: 'identify', traits: { email: contact.email, firstName: `Fresh${o.tag}${i}` } }),
+    field: 'first_name',
+    expected: (i) => `Fresh${o.tag}${i}`,
+  });
+}
 
+/**
+ * One event per distinct contact (`event`'s body, with the credentials), paced; after each one's 200 the
+ * contact is polled through the Audience API until `field` is `expected`: the delays from each send.
+ */
+async function pollProbes(
+  o: FreshnessOptions,
+  seed: number,
+  probes: { event: (contact: Contact, i: number) => Record<string, unknown>; field: string; expected: (i: number) => unknown },
+): Promise<Freshness> {
+  const targets = distinctContacts(o, seed);
   let failed = 0;
   let missing = 0;
   let polls = 0;
   const samples: number[] = [];
-
   const probe = async (contact: Contact, i: number): Promise<void> => {
-    const firstName = `Fresh${o.tag}${i}`;
     const sent = performance.now();
     const res = await fetch(`${o.url}/http/v1/collect`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({
-        partnerId: o.credentials.partnerId,
-        partnerSecret: o.credentials.partnerSecret,
-        clientId: `fresh-${o.tag}-${i}`,
-        sentAt: Date.now(),
-        type: 'identify',
-        traits: { email: contact.email, firstName },
-      }),
+      body: JSON.stringify({ partnerId: o.credentials.partnerId, partnerSecret: o.credentials.partnerSecret, sentAt: Date.now(), ...probes.event(contact, i) }),
     });
     await res.arrayBuffer();
     if (res.status !== 200) {
       failed++;
       return;
     }
-    const lookup = `${o.apiUrl ?? o.url}/audience/v2/contacts?identity=${encodeURIComponent(`email:${contact.email}`)}&fields=first_name`;
+    const lookup = `${o.apiUrl ?? o.url}/audience/v2/contacts?identity=${encodeURIComponent(`email:${contact.email}`)}&fields=${probes.field}`;
     const headers = { authorization: `Bearer ${o.token}`, accept: 'application/json' };
     for (;;) {
-      const poll = await fetch(lookup, { headers });
-      const body = (await poll.json()) as { contact?: { first_name?: unknown } };
+      const body = (await (await fetch(lookup, { headers })).json()) as { contact?: Record<string, unknown> };
       const seen = performance.now();
       polls++;
-      if (body.contact?.first_name === firstName) {
+      if (body.contact?.[probes.field] === probes.expected(i)) {
         samples.push(seen - sent);
         return;
       }
@@ -113,9 +118,12 @@ export async function measureFreshness(o: FreshnessOptions): Promise<Freshness> 
       await sleep(o.pollMs);
     }
   };
-
   await paced(targets, o.perSecond, probe);
+  return summarized(o, samples, { failed, missing, polls, probes: targets.length });
+}
 
+/** The probes' delays as percentiles, with what failed or went missing. */
+function summarized(o: FreshnessOptions, samples: number[], counts: { failed: number; missing: number; polls: number; probes: number }): Freshness {
   samples.sort((a, b) => a - b);
   const at = (q: number) => (samples.length ? samples[Math.min(samples.length - 1, Math.ceil(q * samples.length) - 1)]! : NaN);
   return {
@@ -124,13 +132,13 @@ export async function measureFreshness(o: FreshnessOptions): Promise<Freshness> 
     p90: round(at(0.9)),
     p95: round(at(0.95)),
     p99: round(at(0.99)),
-    max: round(samples.length ? samples[samples.length - 1]! : NaN),
+    max: round(samples.at(-1) ?? NaN),
     mean: round(samples.reduce((a, b) => a + b, 0) / (samples.length || 1)),
-    failed,
-    missing,
+    failed: counts.failed,
+    missing: counts.missing,
     pollMs: o.pollMs,
     perSecond: o.perSecond,
-    pollsPerProbe: round(polls / (targets.length || 1)),
+    pollsPerProbe: round(counts.polls / (counts.probes || 1)),
   };
 }
 
@@ -191,4 +199,21 @@ export async function measureReadYourWrites(o: FreshnessOptions): Promise<ReadYo
     return { p50: round(at(0.5)), p99: round(at(0.99)), max: round(values.at(-1) ?? Number.NaN) };
   };
   return { n: delays.length, stale, notCurrent, failed, delay: spread(delays), lagError: spread(lagErrors) };
+}
+
+/** The trait the trait probes change: how many `trait_probe` events each contact sent. */
+export const PROBE_TRAIT = { name: 'probe_count', sql: "SELECT identity AS email, count(*) AS value FROM event_triggers WHERE event_type = 'custom_trait_probe' GROUP BY identity" };
+
+/**
+ * Event → trait served (issue 41, "refreshed within 5 s of the events that change it"): with PROBE_TRAIT
+ * live and served (the caller saved it), one `trait_probe` event per distinct contact, paced as
+ * measureFreshness's identifies, each contact polled until its probe_count is 1. The delay includes the
+ * log write, compaction, the trait's run over every stored event of the org, and the profile refresh.
+ */
+export function measureTraitFreshness(o: FreshnessOptions): Promise<Freshness> {
+  return pollProbes(o, 13, {
+    event: (contact, i) => ({ clientId: `trait-${o.tag}-${i}`, type: 'track', event: 'custom', properties: { eventName: 'trait_probe' }, traits: { email: contact.email } }),
+    field: PROBE_TRAIT.name,
+    expected: () => 1,
+  });
 }

@@ -18,6 +18,7 @@ export interface TraitValues {
   version: number | null;
   computedAt: string | null;
   contacts: number;
+  tookMs: number | null;
   error: string | null;
 }
 

@@ -97,7 +97,7 @@ export function ValuesOf({ values }: { values: TraitValues | null }): ReactNode 
   if (!values?.computedAt) return values?.error ? <span className="error">{values.error}</span> : <span className="muted">not computed yet</span>;
   return (
     <>
-      {values.contacts} contacts · v{values.version} · <Time iso={values.computedAt} />
+      {values.contacts} contacts · v{values.version} · <Time iso={values.computedAt} /> · {values.tookMs} ms
       {values.error ? <div className="error">last run failed (values kept): {values.error}</div> : null}
     </>
   );

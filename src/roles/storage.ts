@@ -41,8 +41,8 @@ const RETENTION_SWEEP_INTERVAL_MS = 60 * 60 * 1000;
  * files): a restored file's org is loaded again (its triggers and flows) within about this long.
  */
 const RECOVERY_CHECK_MS = 1_000;
-/** How often orgs are looked at for traits to compute (a commit or a new version since; each org at most once a second). */
-const TRAIT_CHECK_MS = 250;
+/** How often orgs are looked at for traits to compute (a commit or a new version since; trait-values.ts paces each org). */
+const TRAIT_CHECK_MS = 100;
 /** How often compacted segments of the embedded log are looked for (a comparison of numbers, then unlinks). */
 const LOG_RELEASE_INTERVAL_MS = 5_000;
 

@@ -8252,12 +8252,13 @@ export interface operations {
                             error: string | null;
                             /** Format: date-time */
                             committedAt: string | null;
-                            /** @description Its values as last computed (null: not yet): the version, when, for how many contacts, and why the last computation failed (its values are then kept) */
+                            /** @description Its values as last computed (null: not yet): the version, when, for how many contacts, how long the run took, and why the last computation failed (its values are then kept) */
                             values: {
                                 version: number | null;
                                 /** Format: date-time */
                                 computedAt: string | null;
                                 contacts: number;
+                                tookMs: number | null;
                                 error: string | null;
                             } | null;
                         }[];
@@ -8359,12 +8360,13 @@ export interface operations {
                         error: string | null;
                         /** Format: date-time */
                         committedAt: string | null;
-                        /** @description Its values as last computed (null: not yet): the version, when, for how many contacts, and why the last computation failed (its values are then kept) */
+                        /** @description Its values as last computed (null: not yet): the version, when, for how many contacts, how long the run took, and why the last computation failed (its values are then kept) */
                         values: {
                             version: number | null;
                             /** Format: date-time */
                             computedAt: string | null;
                             contacts: number;
+                            tookMs: number | null;
                             error: string | null;
                         } | null;
                         sql: string | null;

@@ -75,7 +75,7 @@ t.test('a trait is served, is a typed column of profiles, follows new events, an
 
   const listed = await h.admin('GET', '/admin/v1/orgs/acme/traits');
   t.equal(listed.statusCode, 200);
-  t.match(listed.json().traits, [{ name: 'bookings', status: 'live', liveVersion: 1, values: { version: 1, contacts: 2, error: null } }]);
+  t.match(listed.json().traits, [{ name: 'bookings', status: 'live', liveVersion: 1, values: { version: 1, contacts: 2, tookMs: Number, error: null } }]);
 
   // New events change it: grace books twice more.
   for (let i = 1; i <= 2; i++) await book(h, creds.acme.production, 'grace@example.com', `grace-more-${i}`);

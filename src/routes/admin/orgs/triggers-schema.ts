@@ -48,9 +48,9 @@ export const versionsQuery = { type: 'object', properties: pageQuerySchema } as 
 
 /** A trait's values as last computed (trait-values.ts). */
 const traitValues = {
-  ...object({ version: nullable('integer'), computedAt: nullable('string', { format: 'date-time' }), contacts: { type: 'integer', minimum: 0 }, error: nullable('string') }),
+  ...object({ version: nullable('integer'), computedAt: nullable('string', { format: 'date-time' }), contacts: { type: 'integer', minimum: 0 }, tookMs: nullable('integer'), error: nullable('string') }),
   type: ['object', 'null'],
-  description: 'Its values as last computed (null: not yet): the version, when, for how many contacts, and why the last computation failed (its values are then kept)',
+  description: 'Its values as last computed (null: not yet): the version, when, for how many contacts, how long the run took, and why the last computation failed (its values are then kept)',
 };
 
 /** What the routes of `triggers`, `segments` or `traits` declare for the document. */
