@@ -185,7 +185,7 @@ export const storageRole = fp(
         await writeOrgSettings(orgData.org(slug), org);
         await materializer.refreshOrg(slug);
         await triggers.load(slug);
-        traits.changed(slug);
+        await traits.load(slug);
         await flows.load(slug);
         profiles.setUnavailable(slug, false);
         if (unloaded.delete(slug)) {

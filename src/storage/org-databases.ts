@@ -151,16 +151,19 @@ export class OrgDatabases {
         await entry.closing;
         continue;
       }
-      if (this.entries.size < this.limits.maxOpen || (await this.evictOne())) {
-        if (this.entries.has(slug)) continue; // opened by another caller meanwhile
-        const opening = this.open(slug);
-        const created: Entry = { slug, opening, leases: 0, lastUsed: Date.now() };
-        this.entries.set(slug, created);
-        this.highWater = Math.max(this.highWater, this.entries.size);
-        opening.catch(() => this.entries.delete(slug));
+      if (this.entries.size >= this.limits.maxOpen) {
+        // Room made by closing the least recently used: looked at again, as another caller may have
+        // taken it while this one waited for the close (two took the same room: one over the limit).
+        if (await this.evictOne()) continue;
+        await new Promise<void>((resolve) => this.waiting.push(resolve));
         continue;
       }
-      await new Promise<void>((resolve) => this.waiting.push(resolve));
+      // Synchronous from the check above to here: nobody takes the room in between. The next turn leases it.
+      const opening = this.open(slug);
+      const created: Entry = { slug, opening, leases: 0, lastUsed: Date.now() };
+      this.entries.set(slug, created);
+      this.highWater = Math.max(this.highWater, this.entries.size);
+      opening.catch(() => this.entries.delete(slug));
     }
   }
 

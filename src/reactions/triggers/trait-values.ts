@@ -51,9 +51,8 @@ interface Trait {
 }
 
 interface OrgTraits {
-  /** Loaded from contact_traits once (`loaded`), then kept in step with it. */
+  /** Loaded from contact_traits once (load), then kept in step with it. */
   traits: Map<string, Trait>;
-  loaded: boolean;
   /** A commit came since the last computation. */
   dirty: boolean;
   /** The computation under way. */
@@ -80,11 +79,26 @@ export class TraitValues {
     },
   ) {}
 
-  /** The org's events changed (a commit) or its traits did (a PUT, a DELETE, a load): compute when due. */
+  /**
+   * The org's database is open (the role loads each org in turn): what contact_traits holds is read once,
+   * so a computation never opens the database of an org without traits.
+   */
+  async load(org: string): Promise<void> {
+    const known: OrgTraits = { traits: new Map(), dirty: true, dueAt: 0 };
+    const rows = await this.deps.orgs.org(org).all<{ name: string; email: string; value: string }>('SELECT name, email, value::VARCHAR AS value FROM contact_traits WHERE org = $1', [org]);
+    for (const row of rows) {
+      let trait = known.traits.get(row.name);
+      if (!trait) known.traits.set(row.name, (trait = { hash: '', version: null, values: new Map(), status: emptyStatus() }));
+      trait.values.set(row.email, row.value);
+    }
+    this.orgs.set(org, known);
+  }
+
+  /** The org's events changed (a commit) or its traits did (a PUT, a DELETE): compute when due. An org created since start has no values yet. */
   changed(org: string): void {
     const known = this.orgs.get(org);
     if (known) known.dirty = true;
-    else this.orgs.set(org, { traits: new Map(), loaded: false, dirty: true, dueAt: 0 });
+    else this.orgs.set(org, { traits: new Map(), dirty: true, dueAt: 0 });
   }
 
   /** The org was deleted: resolves once a computation under way has ended (its database goes next). */
@@ -112,7 +126,7 @@ export class TraitValues {
     for (const [org, known] of this.orgs) {
       if (known.running || known.dueAt > performance.now()) continue;
       // An org without traits costs a look at the trigger store per commit, no query.
-      const none = known.loaded && known.traits.size === 0 && this.deps.triggers.list(org, 'trait').every((s) => !s.live);
+      const none = known.traits.size === 0 && this.deps.triggers.list(org, 'trait').every((s) => !s.live);
       if (none || (!known.dirty && !this.versionsChanged(org, known))) continue;
       known.dirty = false;
       known.running = this.computeOrg(org, known).finally(() => (known.running = undefined));
@@ -144,7 +158,6 @@ export class TraitValues {
   }
 
   private async compute(org: string, known: OrgTraits): Promise<void> {
-    if (!known.loaded) await this.load(org, known);
     const live = new Map(this.deps.triggers.list(org, 'trait').flatMap((s) => (s.live ? [[s.name, s.live] as const] : [])));
     this.deps.fields(org, [...live.keys()]);
     const changes: Array<{ name: string; emails: string[]; values: Map<string, string> }> = [];
@@ -193,17 +206,6 @@ export class TraitValues {
       values.set(key, JSON.stringify(value));
     }
     return values;
-  }
-
-  /** What contact_traits holds: the values a previous process computed, so only changes are written. */
-  private async load(org: string, known: OrgTraits): Promise<void> {
-    const rows = await this.deps.orgs.org(org).all<{ name: string; email: string; value: string }>('SELECT name, email, value::VARCHAR AS value FROM contact_traits WHERE org = $1', [org]);
-    for (const row of rows) {
-      let trait = known.traits.get(row.name);
-      if (!trait) known.traits.set(row.name, (trait = { hash: '', version: null, values: new Map(), status: emptyStatus() }));
-      trait.values.set(row.email, row.value);
-    }
-    known.loaded = true;
   }
 
   /** The changed rows in one transaction; `profiles` made again when a trait's column came, went or changed type. */
