@@ -103,14 +103,17 @@ if (!hasNatsServerBinary()) {
       t.ok(await within(1000, async () => (await lookup(apis[1]!, org, 'nobody@example.com')).status === 404), 'the token works on both');
       await sleep(1100); // the probe above drew from the budget: let it refill
       const started = Date.now();
-      const answers = await Promise.all(Array.from({ length: 300 }, (_, i) => lookup(apis[i % 2]!, org, 'nobody@example.com')));
+      // One lookup through each process first (the budget is full: both are allowed, so both draw from
+      // it), then the rest at once: which process's requests reach Redis first is the machine's business.
+      const first = [await lookup(apis[0]!, org, 'nobody@example.com'), await lookup(apis[1]!, org, 'nobody@example.com')];
+      t.same(first.map((a) => a.status), [404, 404], 'both processes allowed some');
+      const answers = [...first, ...(await Promise.all(Array.from({ length: 298 }, (_, i) => lookup(apis[i % 2]!, org, 'nobody@example.com'))))];
       const seconds = (Date.now() - started) / 1000;
       const allowed = answers.filter((a) => a.status === 404).length;
       const limited = answers.filter((a) => a.status === 429).length;
       t.equal(allowed + limited, 300, 'every answer is a lookup or a 429');
       // One budget of `rate` (±10 %), plus what refills at `rate`/s while the burst is answered.
       t.ok(allowed >= rate * 0.9 && allowed <= rate * 1.1 + rate * seconds, `${allowed} of 300 allowed over ${seconds.toFixed(2)} s (one budget of ${rate}, not ${rate} per process)`);
-      t.ok(answers.some((a, i) => i % 2 === 0 && a.status === 404) && answers.some((a, i) => i % 2 === 1 && a.status === 404), 'both processes allowed some');
     });
 
     await t.test('events through both collectors for orgs on both shards are stored exactly once', async (t) => {
