@@ -30,7 +30,9 @@ async function withOrgs(h: TestApp) {
 
 /** Once the trait has values, the org may serve it: it is a profile field then. */
 async function serve(h: TestApp, name: string, org = 'acme'): Promise<void> {
-  await waitFor(async () => ((await h.admin('GET', `/admin/v1/orgs/${org}/traits/${name}`)).json().values?.contacts ?? 0) > 0, { what: `${name} computed` });
+  // A readiness wait, not the freshness promise (bench/freshness-phase.ts measures that): a file is polled,
+  // and a first check starts a checker process, which on a loaded machine takes seconds.
+  await waitFor(async () => ((await h.admin('GET', `/admin/v1/orgs/${org}/traits/${name}`)).json().values?.contacts ?? 0) > 0, { what: `${name} computed`, timeoutMs: 30_000 });
   const { org: current } = (await h.admin('GET', `/admin/v1/orgs/${org}`)).json();
   const patched = await h.admin('PATCH', `/admin/v1/orgs/${org}`, { contentFields: [...current.contentFields, name] });
   if (patched.statusCode !== 200) throw new Error(patched.body);
@@ -63,7 +65,7 @@ t.test('a trait is served, is a typed column of profiles, follows new events, an
   const saved = await h.admin('PUT', '/admin/v1/orgs/acme/traits/bookings', { sql: BOOKINGS });
   t.equal(saved.statusCode, 200, saved.body);
   await serve(h, 'bookings');
-  await waitFor(async () => (await profile(h, acme, 'ada@example.com'))?.bookings === 3, { what: 'ada has 3 bookings' });
+  await waitFor(async () => (await profile(h, acme, 'ada@example.com'))?.bookings === 3, { what: 'ada has 3 bookings', timeoutMs: 15_000 });
   t.equal((await profile(h, acme, 'grace@example.com'))?.bookings, 1, 'a number, as the query returned it');
   t.notOk('bookings' in ((await profile(h, beta, 'ada@example.com')) ?? {}), "beta's ada has no acme trait");
   t.equal((await h.admin('PATCH', '/admin/v1/orgs/beta', { contentFields: ['email_address', 'bookings'] })).statusCode, 400, "nor may beta serve it");
@@ -79,26 +81,26 @@ t.test('a trait is served, is a typed column of profiles, follows new events, an
 
   // New events change it: grace books twice more.
   for (let i = 1; i <= 2; i++) await book(h, creds.acme.production, 'grace@example.com', `grace-more-${i}`);
-  await waitFor(async () => (await profile(h, acme, 'grace@example.com'))?.bookings === 3, { what: 'grace has 3 bookings' });
+  await waitFor(async () => (await profile(h, acme, 'grace@example.com'))?.bookings === 3, { what: 'grace has 3 bookings', timeoutMs: 15_000 });
   t.same(await members(h, 'SELECT email_address AS email FROM profiles WHERE bookings >= 2'), ['ada@example.com', 'grace@example.com']);
 
   // A version that fails at run time keeps the last values and says why.
   const twice = await h.admin('PUT', '/admin/v1/orgs/acme/traits/bookings', { sql: `${BOOKINGS} UNION ALL SELECT 'ada@example.com', 7` });
   t.equal(twice.statusCode, 200, twice.body);
-  await waitFor(async () => (await h.admin('GET', '/admin/v1/orgs/acme/traits/bookings')).json().values.error !== null, { what: 'the duplicate reported' });
+  await waitFor(async () => (await h.admin('GET', '/admin/v1/orgs/acme/traits/bookings')).json().values.error !== null, { what: 'the duplicate reported', timeoutMs: 15_000 });
   const failed = (await h.admin('GET', '/admin/v1/orgs/acme/traits/bookings')).json();
   t.match(failed.values, { version: 1, contacts: 2, error: /ada@example.com more than once/ });
   t.equal((await profile(h, acme, 'ada@example.com'))?.bookings, 3, 'the last values are kept');
 
   // Text values, and a version that changes the type: the column follows.
   t.equal((await h.admin('PUT', '/admin/v1/orgs/acme/traits/bookings', { sql: "SELECT identity AS email, 'b' || count(*) AS value FROM event_triggers GROUP BY identity" })).statusCode, 200);
-  await waitFor(async () => (await profile(h, acme, 'ada@example.com'))?.bookings === 'b3', { what: 'text values' });
+  await waitFor(async () => (await profile(h, acme, 'ada@example.com'))?.bookings === 'b3', { what: 'text values', timeoutMs: 15_000 });
   t.same(await members(h, "SELECT email_address AS email FROM profiles WHERE bookings = 'b3'"), ['ada@example.com', 'grace@example.com']);
 
   const deleted = await h.admin('DELETE', '/admin/v1/orgs/acme/traits/bookings');
   t.equal(deleted.statusCode, 200, deleted.body);
   // A content field the profile lacks is served as null.
-  await waitFor(async () => (await profile(h, acme, 'ada@example.com'))?.bookings === null, { what: 'the value gone' });
+  await waitFor(async () => (await profile(h, acme, 'ada@example.com'))?.bookings === null, { what: 'the value gone', timeoutMs: 15_000 });
   t.same(await h.db('acme').all('SELECT * FROM contact_traits'), [], 'no row left');
   const gone = await h.admin('POST', '/admin/v1/orgs/acme/segments/chosen/preview', { sql: 'SELECT email_address AS email FROM profiles WHERE bookings >= 2' });
   t.equal(gone.statusCode, 422, 'no longer a column');
@@ -159,7 +161,7 @@ t.test('generated values and addresses read back exactly, served and as a column
       const sql = `SELECT email_address AS email, ${literal} AS value FROM profiles WHERE email_address = '${email}'`;
       const saved = await h.admin('PUT', '/admin/v1/orgs/acme/traits/score', { sql });
       if (saved.statusCode !== 200) throw new Error(`${saved.statusCode} ${saved.body}`);
-      await waitFor(async () => JSON.stringify((await profile(h, acme, email))?.score) === JSON.stringify(v), { what: `${email} has score ${JSON.stringify(v)}` });
+      await waitFor(async () => JSON.stringify((await profile(h, acme, email))?.score) === JSON.stringify(v), { what: `${email} has score ${JSON.stringify(v)}`, timeoutMs: 15_000 });
       const where = typeof v === 'number' ? `score = ${v}::DOUBLE` : typeof v === 'boolean' ? `score = ${v}` : `score = ${literal}`;
       const found = await members(h, `SELECT email_address AS email FROM profiles WHERE ${where}`);
       if (found.length !== 1 || found[0] !== email) throw new Error(`${where}: ${JSON.stringify(found)}`);
@@ -191,7 +193,7 @@ t.test('decimals, big integers and times as JSON; values, types and columns surv
     const contact = (await profile(h, acme, 'ada@example.com')) ?? {};
     return Object.fromEntries(Object.keys(traits).map((name) => [name, contact[name]]));
   };
-  await waitFor(async () => JSON.stringify(await served()) === JSON.stringify(expected), { what: 'every value served' });
+  await waitFor(async () => JSON.stringify(await served()) === JSON.stringify(expected), { what: 'every value served', timeoutMs: 15_000 });
   t.same(await served(), expected, 'a decimal is a number, a BIGINT past 2^53 its digits, a time ISO 8601, a boolean a boolean');
   const where = 'price > 12 AND vip AND since < TIMESTAMPTZ \'2026-06-01\'::VARCHAR';
   t.same(await members(h, `SELECT email_address AS email FROM profiles WHERE ${where}`), ['ada@example.com'], 'typed columns');
@@ -216,7 +218,7 @@ t.test("one org's trait running into its deadline does not hold up another org's
   t.equal((await h.admin('PUT', '/admin/v1/orgs/acme/traits/slow', { sql: slow })).statusCode, 200);
   t.equal((await h.admin('PUT', '/admin/v1/orgs/beta/traits/bookings', { sql: BOOKINGS })).statusCode, 200);
   await serve(h, 'bookings', 'beta');
-  await waitFor(async () => (await profile(h, beta, 'bob@example.com'))?.bookings === 1, { what: "beta's value served" });
+  await waitFor(async () => (await profile(h, beta, 'bob@example.com'))?.bookings === 1, { what: "beta's value served", timeoutMs: 15_000 });
   const acme = (await h.admin('GET', '/admin/v1/orgs/acme/traits/slow')).json().values;
   t.match(acme, { computedAt: null, error: null }, "served while acme's trait still runs (it reports nothing until its deadline)");
   const deadline = await waitFor(async () => (await h.admin('GET', '/admin/v1/orgs/acme/traits/slow')).json().values?.error ?? undefined, { what: "acme's deadline", timeoutMs: TIMEOUT_MS * 3 });
@@ -232,7 +234,7 @@ t.test('a trait kept as a file in QUERIES_DIR, in Snowflake SQL, is picked up an
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, 'stays.sql'), "-- dialect: snowflake\nSELECT identity AS email, IFF(COUNT(*) > 2, 'frequent', 'occasional') AS value\nFROM event_triggers GROUP BY identity\n");
   await serve(h, 'stays');
-  await waitFor(async () => (await profile(h, acme, 'ada@example.com'))?.stays === 'frequent', { what: 'the file trait served' });
+  await waitFor(async () => (await profile(h, acme, 'ada@example.com'))?.stays === 'frequent', { what: 'the file trait served', timeoutMs: 15_000 });
   t.match((await h.admin('GET', '/admin/v1/orgs/acme/traits/stays')).json(), { status: 'live', liveVersion: 1, values: { contacts: 1 } });
   // A link to a file outside the org's folder is never read.
   const secret = join(h.dataDir, 'secret.sql');
