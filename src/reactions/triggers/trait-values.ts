@@ -88,7 +88,7 @@ export class TraitValues {
     const rows = await this.deps.orgs.org(org).all<{ name: string; email: string; value: string }>('SELECT name, email, value::VARCHAR AS value FROM contact_traits WHERE org = $1', [org]);
     for (const row of rows) {
       let trait = known.traits.get(row.name);
-      if (!trait) known.traits.set(row.name, (trait = { hash: '', version: null, values: new Map(), status: emptyStatus() }));
+      if (!trait) known.traits.set(row.name, (trait = blankTrait()));
       trait.values.set(row.email, row.value);
     }
     this.orgs.set(org, known);
@@ -167,7 +167,7 @@ export class TraitValues {
       known.traits.delete(name);
     }
     for (const [name, version] of live) {
-      const trait = known.traits.get(name) ?? { hash: '', version: null, values: new Map(), status: emptyStatus() };
+      const trait = known.traits.get(name) ?? blankTrait();
       known.traits.set(name, trait);
       let values: Map<string, string>;
       const started = performance.now();
@@ -233,6 +233,7 @@ export class TraitValues {
   }
 }
 
-function emptyStatus(): TraitStatus {
-  return { version: null, computedAt: null, contacts: 0, tookMs: null, error: null };
+/** A trait with no values yet (or values read back from contact_traits), computed at the next pass. */
+function blankTrait(): Trait {
+  return { hash: '', version: null, values: new Map(), status: { version: null, computedAt: null, contacts: 0, tookMs: null, error: null } };
 }
