@@ -3,6 +3,7 @@
  * refresh at a time recomputes everything queued. Under load many batches share one refresh, so
  * profile recomputation no longer sits inside each compaction transaction's critical path.
  */
+import { StorageUnavailable } from '../../core/unavailable.js';
 import type { ContactKey, ProfileMaterializer } from './profile-materializer.js';
 
 /**
@@ -25,6 +26,13 @@ const MAX_PAUSE_MS = 250;
  * events/s without refreshes, 25k with refreshes paced as above, 15k with back-to-back refreshes).
  */
 const BACKLOG_INTERVAL_MS = 5_000;
+/**
+ * A refresh the storage process could not make (it ended under it, or is restarting) is made again, its
+ * waiters told only then: told at once, a read-your-writes lookup answered from profiles without its event
+ * (a 404 for a new contact), and the contacts stayed stale until their next event. Each try waits for the
+ * new process up to the storage client's call wait (10 s), so this many tries outlast any restart.
+ */
+const TRIES_WHILE_STORAGE_RESTARTS = 6;
 
 export class ProfileRefresher {
   private queued: ContactKey[] = [];
@@ -43,6 +51,8 @@ export class ProfileRefresher {
   private progress: Array<{ upTo: number; resolve: () => void }> = [];
   /** Per org, the latest enqueue with one of its contacts: an org's decisions wait for their own. */
   private readonly lastOf = new Map<string, number>();
+  /** Tries in a row that found the storage process away. */
+  private storageAway = 0;
 
   constructor(
     private readonly materializer: ProfileMaterializer,
@@ -109,18 +119,44 @@ export class ProfileRefresher {
         this.queued = [];
         this.waiting = [];
         const started = performance.now();
-        try {
-          await this.materializer.refresh(keys);
-        } catch (error) {
-          this.onError(error);
+        const again = await this.refreshEachOrg(keys);
+        if (again.length > 0 && ++this.storageAway < TRIES_WHILE_STORAGE_RESTARTS) {
+          this.queued = [...again, ...this.queued];
+          this.waiting = [...waiting, ...this.waiting];
+        } else {
+          if (again.length > 0) this.onError(new StorageUnavailable(`profiles of ${again.length} contacts not refreshed after ${this.storageAway} tries`));
+          this.storageAway = 0;
+          for (const refreshed of waiting) refreshed();
         }
-        for (const refreshed of waiting) refreshed();
         this.lastEnded = performance.now();
         this.lastTook = this.lastEnded - started;
       }
     } finally {
       this.running = undefined;
     }
+  }
+
+  /**
+   * Each org's contacts on their own: one org's failure (a damaged database) is logged and leaves the
+   * others refreshed. Answers the contacts to refresh again: those of orgs the storage process was away for.
+   */
+  private async refreshEachOrg(keys: ContactKey[]): Promise<ContactKey[]> {
+    const byOrg = new Map<string, ContactKey[]>();
+    for (const key of keys) {
+      const ofOrg = byOrg.get(key.org);
+      if (ofOrg) ofOrg.push(key);
+      else byOrg.set(key.org, [key]);
+    }
+    const again: ContactKey[] = [];
+    for (const orgKeys of byOrg.values()) {
+      try {
+        await this.materializer.refresh(orgKeys);
+      } catch (error) {
+        if (error instanceof StorageUnavailable) again.push(...orgKeys);
+        else this.onError(error);
+      }
+    }
+    return again;
   }
 
   private dueAt(): number {

@@ -8,6 +8,7 @@ import { LocalOrgStorage } from '../../../src/storage/org-storage.js';
 import { type ContactKey, ProfileMaterializer } from '../../../src/events/profiles/profile-materializer.js';
 import { ProfileIndex } from '../../../src/events/profiles/profile-index.js';
 import { ProfileRefresher } from '../../../src/events/profiles/profile-refresher.js';
+import { StorageUnavailable } from '../../../src/core/unavailable.js';
 import { waitFor } from '../../helpers/deadline.js';
 
 async function setup(t: Tap, backlogIntervalMs?: number) {
@@ -104,4 +105,43 @@ t.test('contacts enqueued as a refresh run ends are refreshed, not left until th
   t.same(refreshed, [['a@example.com'], ['b@example.com']], 'b refreshed without another enqueue');
   await refresher.settled();
   t.same(errors, []);
+});
+
+t.test('a refresh the storage process was away for is made again, its waiters told only then; one org failing leaves the others refreshed', async (t) => {
+  const { refresher, refreshed, errors } = await setup(t);
+  const materializer = (refresher as unknown as { materializer: { refresh(keys: ContactKey[]): Promise<void> } }).materializer;
+  const refresh = materializer.refresh.bind(materializer);
+  let away = 2;
+  const tries: string[] = [];
+  materializer.refresh = async (keys) => {
+    tries.push(keys.map((k) => k.email).join());
+    if (keys.some((k) => k.org === 'damaged')) throw new Error('damaged file');
+    if (away-- > 0) throw new StorageUnavailable('it was ended by SIGKILL');
+    await refresh(keys);
+  };
+  const told: string[] = [];
+  refresher.enqueue([key('a@example.com'), { org: 'damaged', email: 'd@example.com' }], { refreshed: () => told.push(`a after ${tries.length} tries`) });
+  const acme = refresher.whenRefreshed('acme').then(() => told.push('acme refreshed'));
+  await refresher.settled();
+  await acme;
+  t.same(tries, ['a@example.com', 'd@example.com', 'a@example.com', 'a@example.com'], 'acme tried until the storage process answered; the damaged org once');
+  t.same(refreshed, [['a@example.com']], 'and refreshed');
+  t.same(told, ['a after 4 tries', 'acme refreshed'], 'waiters told after the refresh that was made');
+  t.equal(errors.length, 1, 'the damaged org logged');
+  t.match(String(errors[0]), /damaged file/);
+});
+
+t.test('a storage process that stays away: the contacts are given up after a bounded number of tries, and said so', async (t) => {
+  const { refresher, errors } = await setup(t);
+  const materializer = (refresher as unknown as { materializer: { refresh(keys: ContactKey[]): Promise<void> } }).materializer;
+  let tries = 0;
+  materializer.refresh = async () => {
+    tries++;
+    throw new StorageUnavailable('the service is shutting down');
+  };
+  let told = false;
+  refresher.enqueue([key('a@example.com')], { refreshed: () => (told = true) });
+  await refresher.settled();
+  t.ok(told && tries > 1 && tries < 10, `gave up after ${tries} tries`);
+  t.match(String(errors.at(-1)), /profiles of 1 contacts not refreshed after/);
 });
