@@ -13,6 +13,7 @@ import { DataDirInUseError } from './core/data-dir-lock.js';
 import { LogBehindError, LogUnavailableError } from './events/log/types.js';
 import { ControlUnavailableError } from './control/types.js';
 import { listenMetrics } from './ops/metrics-server.js';
+import { stepsInProgress } from './roles/run-steps.js';
 import { SERVICE_THREAD_POOL_SIZE, threadPoolHasAtLeast } from './core/threadpool.js';
 
 async function main(): Promise<void> {
@@ -69,7 +70,7 @@ async function main(): Promise<void> {
       process.exit(code);
     };
     setTimeout(() => {
-      app.log.error({ timeoutMs: config.shutdownTimeoutMs }, 'shutdown took longer than SHUTDOWN_TIMEOUT_MS; exiting');
+      app.log.error({ timeoutMs: config.shutdownTimeoutMs, waitingFor: stepsInProgress() }, 'shutdown took longer than SHUTDOWN_TIMEOUT_MS; exiting');
       exit(1);
     }, config.shutdownTimeoutMs).unref();
     metricsServer?.close();

@@ -1,6 +1,7 @@
 /** Builds the real app on a fresh DATA_DIR (t.testdir) with a test admin key; closes it at teardown. */
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { buildApp } from '../../src/app.js';
+import { armHangReport, closeStarted } from './hang-report.js';
 import { type Config, readConfig } from '../../src/core/config.js';
 import { type Clock, createContext } from '../../src/core/context.js';
 import type { Database } from '../../src/db/sql.js';
@@ -50,6 +51,7 @@ export async function startTestApp(t: Tap, options: StartOptions = {}): Promise<
   // part of the service (the storage process) still writes into a directory being removed.
   let close = async (): Promise<void> => {};
   t.teardown(() => close());
+  armHangReport();
   const dataDir = options.dataDir ?? t.testdir();
   const config: Config = {
     ...readConfig({}),
@@ -74,7 +76,9 @@ export async function startTestApp(t: Tap, options: StartOptions = {}): Promise<
   close = async () => {
     if (closed) return;
     closed = true;
+    const ended = closeStarted('a test app');
     await app.close();
+    ended();
   };
 
   const post = (url: string, body: unknown) =>
