@@ -10,7 +10,7 @@ const RANKS = [
   ['ops'],
   ['ratelimit'],
   ['control'],
-  ['events/log'],
+  ['events/log', 'events/plans'],
   ['events/collect', 'events/compaction'],
   ['events/profiles'],
   ['storage'],

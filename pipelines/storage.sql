@@ -66,6 +66,18 @@ CREATE TABLE IF NOT EXISTS quarantine (
   raw          JSON NOT NULL
 );
 
+-- One row per event that broke the tracking plan for its name (issue 42), written by compaction: mode
+-- observe (the event is stored) or enforce (it is in quarantine, message_id is then its quarantine id).
+-- reasons: JSON array of '<pointer into its own properties> <keyword> <message>'. Kept as long as quarantine.
+CREATE TABLE IF NOT EXISTS plan_violations (
+  environment  VARCHAR NOT NULL,
+  event_name   VARCHAR NOT NULL,
+  message_id   VARCHAR NOT NULL,
+  mode         VARCHAR NOT NULL,
+  received_at  TIMESTAMPTZ NOT NULL,
+  reasons      JSON NOT NULL
+);
+
 -- One row per environment and event type, for GET …/events/types: events stored, the latest received,
 -- and the property keys seen with their JSON types (JSON {key: [types]}, at most 100 keys of at most 128
 -- characters, properties_truncated when a type had more). The compactor folds newly visible events in

@@ -14,6 +14,7 @@ import { ORG_COMMANDS } from './commands/orgs.js';
 import { queryCommands } from './commands/queries.js';
 import { TOKEN_COMMANDS } from './commands/tokens.js';
 import { TOPIC_COMMANDS } from './commands/topics.js';
+import { PLAN_COMMANDS } from './commands/plans.js';
 import { TRIGGER_COMMANDS } from './commands/triggers.js';
 
 export type { Command, Context } from './commands/command.js';
@@ -26,6 +27,7 @@ export const COMMANDS: Command[] = [
   ...CONTACT_COMMANDS,
   ...ERASURE_COMMANDS,
   ...TOPIC_COMMANDS,
+  ...PLAN_COMMANDS,
   ...TRIGGER_COMMANDS,
   ...queryCommands('segment'),
   ...queryCommands('trait'),

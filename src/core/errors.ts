@@ -40,6 +40,8 @@ export const errorCatalog = {
   query_budget_exceeded: { status: 422, title: 'The query used up its time or memory budget' },
   query_file_refused: { status: 409, title: 'The query file cannot be written where QUERIES_DIR has it' },
   invalid_flow: { status: 422, title: 'Flow definition refused' },
+  invalid_plan: { status: 422, title: 'Tracking plan refused' },
+  plan_not_found: { status: 404, title: 'No such tracking plan' },
   flow_not_found: { status: 404, title: 'No such flow' },
   flow_exists: { status: 409, title: 'A flow with this id already exists' },
   flow_archived: { status: 409, title: 'The flow was archived' },

@@ -10,6 +10,7 @@ import { OrgStore } from '../control/org-store.js';
 import { PartnerRegistry } from '../control/partner-registry.js';
 import { TokenStore } from '../control/token-store.js';
 import { type ControlDocuments, orgKey, tokensKey } from '../control/types.js';
+import { PLAN_KEY_PREFIX, PlanStore } from '../events/plans/plan-store.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -18,6 +19,8 @@ declare module 'fastify' {
     /** Partner credentials of every org, for collect. */
     partners: PartnerRegistry;
     tokens: TokenStore;
+    /** Tracking plans of every org, for collect and the admin API. */
+    plans: PlanStore;
     adminKey: AdminKey;
   }
 }
@@ -37,15 +40,19 @@ export const controlPlugin = fp(
     orgs.onDelete(async (slug) => profiles.removeOrg(slug));
     const tokens = new TokenStore(control, ctx, { onFlushError: (err) => app.log.warn({ err }, 'token lastUsedAt flush failed') });
     app.addHook('onClose', () => tokens.close());
+    const plans = new PlanStore(control, ctx, (org, eventName, detail) => app.log.error({ org, eventName, detail }, 'a stored tracking plan does not compile; it is not applied'));
+    orgs.onDelete(async (slug) => plans.forgetOrg(slug));
     await control.watch((entry) => {
       if (entry.key.startsWith(orgKey(''))) void orgs.apply(entry);
       else if (entry.key.startsWith(tokensKey(''))) tokens.apply(entry);
+      else if (entry.key.startsWith(PLAN_KEY_PREFIX) && !orgs.isDeleted((entry.value as { org?: string }).org ?? '')) plans.apply(entry);
     });
     tokens.start();
     app.decorate('control', control);
     app.decorate('orgs', orgs);
     app.decorate('partners', partners);
     app.decorate('tokens', tokens);
+    app.decorate('plans', plans);
   },
   { name: 'audience-control', dependencies: ['audience-service', 'audience-data-dir', 'audience-profiles'] },
 );

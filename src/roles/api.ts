@@ -23,6 +23,7 @@ import { registerImportRoutes } from '../routes/admin/orgs/contacts-import.js';
 import { registerInspectRoutes } from '../routes/admin/orgs/events.js';
 import { registerFlowRoutes } from '../routes/admin/orgs/flows/index.js';
 import { registerTopicRoutes } from '../routes/admin/orgs/topics.js';
+import { registerPlanRoutes } from '../routes/admin/orgs/plans.js';
 import { registerErasureRoutes } from '../routes/admin/orgs/erasures.js';
 import { registerUnsubscribeRoutes } from '../routes/unsubscribe.js';
 import { registerTokenRoutes } from '../routes/admin/orgs/tokens.js';
@@ -112,6 +113,7 @@ export const adminApi = fp(
       });
       if (relay) admin.addHook('onRequest', relayOrgAdmin({ nc: relay, isLocal: storage.owns, orgExists }));
       registerInspectRoutes(admin, { storage: orgStorage.orgs, orgs, now: () => ctx.clock.now() });
+      registerPlanRoutes(admin, { orgs, plans: app.plans, storage: orgStorage.orgs, files: storage.planFiles, now: () => ctx.clock.now() });
       registerImportRoutes(admin, { orgs, contacts: storage.contacts, materializer: storage.materializer });
       registerContactRoute(admin, { orgs, profiles: app.profiles, consent: storage.consent, freshness: app.freshness, now: () => ctx.clock.now() });
       registerTopicRoutes(admin, { orgs, consent: storage.consent, flows: storage.flows, profiles: app.profiles, ctx, metrics: app.metrics });

@@ -30,7 +30,7 @@ export const collectorRole = fp(
     });
     // Pending appends are flushed before the log closes.
     app.addHook('onClose', () => committer.flush());
-    const deps = { ctx: app.ctx, registry: app.partners, log: committer, metrics };
+    const deps = { ctx: app.ctx, registry: app.partners, log: committer, metrics, plans: app.plans };
     registerCollectRoutes(app, deps);
     const { publicUrl, host, port } = app.config;
     const urls = { publicUrl, listenUrl: `http://${host}:${port}` };

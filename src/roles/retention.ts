@@ -18,7 +18,7 @@ export interface RetentionPolicy {
   sendsContentDays: number;
 }
 
-export type RetainedTable = 'events' | 'quarantine' | 'flow_decisions' | 'flow_sends';
+export type RetainedTable = 'events' | 'quarantine' | 'plan_violations' | 'flow_decisions' | 'flow_sends';
 
 /** Rows per statement: a few milliseconds of DuckDB work. */
 export const RETENTION_BATCH_ROWS = 5_000;

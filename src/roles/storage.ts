@@ -9,6 +9,7 @@ import { UnsubscribeLinks } from '../reactions/consent/unsubscribe-link.js';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { PeriodicTask } from '../core/periodic-task.js';
+import { PlanFileSync } from '../reactions/triggers/plan-file-sync.js';
 import { ownsOrg } from '../core/shard.js';
 import { OrgUnavailable } from '../core/unavailable.js';
 import { EmbeddedLog } from '../events/log/embedded-log.js';
@@ -43,6 +44,8 @@ const RETENTION_SWEEP_INTERVAL_MS = 60 * 60 * 1000;
 const RECOVERY_CHECK_MS = 1_000;
 /** How often orgs are looked at for traits to compute (a commit or a new version since; trait-values.ts paces each org). */
 const TRAIT_CHECK_MS = 100;
+/** How often QUERIES_DIR's plans folders are read (as trigger files are: a second of delay is fine). */
+const PLAN_FILES_POLL_MS = 1000;
 /** How often compacted segments of the embedded log are looked for (a comparison of numbers, then unlinks). */
 const LOG_RELEASE_INTERVAL_MS = 5_000;
 
@@ -55,6 +58,8 @@ export interface StorageRole {
   triggers: TriggerStore;
   /** Values of the traits written in SQL (computed after commits; `changed` after a PUT or DELETE). */
   traits: TraitValues;
+  /** Tracking plans' files in QUERIES_DIR (issue 42): taken in when they change, written by PUT. */
+  planFiles: PlanFileSync;
   flows: FlowStore;
   /** The flows' other tables, one owner each (reactions/flows/store/), and what the admin API reads of sends and decisions. */
   flowTables: { sends: SendStore; waits: WaitStore; occurrences: OccurrenceStore; reports: SendReports };
@@ -130,6 +135,9 @@ export const storageRole = fp(
       onError: (err, org) => logger.error({ err, org }, 'computing traits failed'),
     });
     const traitTask = new PeriodicTask(() => traits.computeDue(), (err) => logger.error({ err }, 'computing traits failed'));
+    const planFiles = new PlanFileSync(config.queriesDir, { plans: app.plans, logger });
+    const ownedOrgs = async () => (await orgs.list()).map((org) => org.slug).filter(owns);
+    const planTask = new PeriodicTask(async () => planFiles.scan(await ownedOrgs()), (err) => logger.error({ err }, 'reading plan files failed'));
 
     const policy: RetentionPolicy = {
       eventsDays: config.retentionEventsDays,
@@ -244,6 +252,7 @@ export const storageRole = fp(
       contacts: new ContactStore(orgData, ctx),
       triggers,
       traits,
+      planFiles,
       flows,
       flowTables: { sends: new SendStore(orgData), waits: new WaitStore(orgData), occurrences: new OccurrenceStore(orgData), reports: new SendReports(orgData) },
       consent: new ConsentStore(orgData),
@@ -255,9 +264,8 @@ export const storageRole = fp(
       onOrgDropped: (listener) => void dropped.push(listener),
     } satisfies StorageRole);
     // Stops recovery, then finishes the compaction batch and the profile refreshes it queued, and their publishing.
-    app.addHook('onClose', () =>
-      runSteps([() => erasures.close(), () => recovery.stop(), () => traitTask.stop(), () => traits.settled(), () => retention.stop(), () => logRelease?.stop(), () => storage.compaction?.stop(), () => refresher.settled(), () => feed?.flushed(), () => checker.close()]),
-    );
+    const steps = [() => erasures.close(), () => recovery.stop(), () => traitTask.stop(), () => planTask.stop(), () => traits.settled(), () => retention.stop()];
+    app.addHook('onClose', () => runSteps([...steps, () => logRelease?.stop(), () => storage.compaction?.stop(), () => refresher.settled(), () => feed?.flushed(), () => checker.close()]));
 
     // Orgs created or changed from here on reach their database through the org store's watch.
     orgs.onChange(async (org, previous) => {
@@ -277,6 +285,8 @@ export const storageRole = fp(
     recovery.start(RECOVERY_CHECK_MS);
     await triggers.scan();
     traitTask.start(TRAIT_CHECK_MS);
+    await planFiles.scan(await ownedOrgs());
+    planTask.start(PLAN_FILES_POLL_MS);
     await compaction?.start();
     // Erasures an earlier process left pending (their tombstones are in force already).
     await eachOrg(

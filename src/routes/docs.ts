@@ -25,6 +25,7 @@ import { registerFlowRoutes } from './admin/orgs/flows/index.js';
 import { registerTokenRoutes } from './admin/orgs/tokens.js';
 import { registerTriggerRoutes } from './admin/orgs/triggers.js';
 import { registerTopicRoutes } from './admin/orgs/topics.js';
+import { registerPlanRoutes } from './admin/orgs/plans.js';
 import { registerErasureRoutes } from './admin/orgs/erasures.js';
 import { registerUnsubscribeRoutes } from './unsubscribe.js';
 import { registerBatchRoute } from './audience/batch.js';
@@ -116,6 +117,7 @@ export async function buildOpenApiDocument(): Promise<Record<string, unknown>> {
       registerTriggerRoutes(admin, none);
       registerFlowRoutes(admin, none);
       registerTopicRoutes(admin, none);
+      registerPlanRoutes(admin, none);
       registerErasureRoutes(admin, none);
     });
     registerUnsubscribeRoutes(app, none);

@@ -57,7 +57,7 @@ t.test('schema-driven requests: no 500, every answer as documented', async (t) =
   });
   if (create.statusCode !== 201 || (await h.admin('POST', '/admin/v1/orgs/acme/flows/once/start')).statusCode !== 200) throw new Error(create.body);
   await h.app.flowsRole!.scheduled.sendDue();
-  const known: Record<string, string> = { slug: 'acme', env: 'staging', name: 'booking_completed', id: 'welcome', code: 'schema_violation', writeKey: credentials.staging.writeKey, type: 'track' };
+  const known: Record<string, string> = { slug: 'acme', env: 'staging', name: 'booking_completed', id: 'welcome', code: 'schema_violation', writeKey: credentials.staging.writeKey, type: 'track', eventName: 'custom_booking_completed' };
   const tokenId = (await h.admin('POST', '/admin/v1/orgs/acme/tokens', { createdBy: 'revoke@example.com' })).json().id as string;
   const event = (i: number) => customEvent(credentials.production, { messageId: `fuzz-${i}`, traits: { email: 'ada@example.com' } });
   const { partnerId, partnerSecret, ...member } = event(0);
@@ -88,6 +88,7 @@ t.test('schema-driven requests: no 500, every answer as documented', async (t) =
     listFlowOccurrences: { params: { id: 'once' } },
     previewFlowMessage: { body: { trigger: 'booking_completed', message: { channel: 'outbox', template: { text: 'hi {{ contact.email_address }}' } } } },
     revokeToken: { params: { id: tokenId } },
+    putEventPlan: { body: { schema: { type: 'object', properties: { nights: { type: 'integer' } } }, mode: 'observe', environments: ['production'] } },
     // The tracking API: one message per Segment type, a batch, an import, Jitsu's paths.
     ...Object.fromEntries(
       Object.entries({ Track: { event: 'Clicked' }, Identify: { traits: { email: 'ada@example.com' } }, Page: { name: 'Home' }, Screen: { name: 'Main' }, Group: { groupId: 'g' }, Alias: { previousId: 'a0' } }).flatMap(

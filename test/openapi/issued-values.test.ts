@@ -200,6 +200,18 @@ async function walk(h: TestApp, v: Values, operations: Map<string, Operation>, w
   } while (cursor);
   const custom = types.find((x) => x === `custom_${v.event}`);
   if (!custom) throw new Error(`custom_${v.event} not among the event types ${JSON.stringify(types)}`);
+  // Its tracking plan, named by the event type as listed; an event that breaks it is counted.
+  const plan = { ...slug, eventName: custom };
+  await call('putEventPlan', { params: plan, body: { schema: { type: 'object', required: ['x'] }, mode: 'observe', environments: ['production'] }, expect: [200] });
+  const broke = await h.collect({ ...event('m3', v.email), properties: { eventName: v.event, properties: {} } });
+  if (broke.statusCode !== 200) throw new Error(`collect under observe: ${broke.statusCode} ${broke.body}`);
+  await h.compacted();
+  await call('getEventPlan', { params: plan, expect: [200] });
+  await call('listEventPlans', { params: slug, expect: [200] });
+  await call('listEventPlanVersions', { params: plan, expect: [200] });
+  const counted = (await call('listEventPlanViolations', { params: plan, query: { env: 'production' }, expect: [200] })).json() as { events: number };
+  if (counted.events !== 1) throw new Error(`violations of ${custom}: ${JSON.stringify(counted)}`);
+  await call('deleteEventPlan', { params: plan, expect: [200] });
   for (const type of types) {
     const samples = (await call('listEventSamples', { params: slug, query: { eventType: type, limit: '1' }, expect: [200] })).json() as { samples?: unknown[]; events?: unknown[] };
     if ((samples.samples ?? samples.events ?? []).length === 0) throw new Error(`no sample of ${type}: ${JSON.stringify(samples)}`);

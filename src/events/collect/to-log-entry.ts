@@ -5,6 +5,7 @@ import type { ProblemDetail } from '../../core/errors.js';
 import { eventFacts } from '../log/event-facts.js';
 import type { LogEntry } from '../log/types.js';
 import { tooDeep } from '../../http/json-body.js';
+import { PLAN_VIOLATION } from '../plans/plan-store.js';
 
 export type Body = Record<string, unknown>;
 
@@ -38,8 +39,11 @@ export function serialized(event: Body): string {
   }
 }
 
-/** `event`: the accepted event as parsed, whose stored JSON is `storedText`; its facts go with it (event-facts.ts). */
-export function acceptedEntry(event: Body, storedText: string, who: PartnerIdentity, messageId: string, receivedAt: number): LogEntry {
+/**
+ * `event`: the accepted event as parsed, whose stored JSON is `storedText`; its facts go with it (event-facts.ts).
+ * `planViolations`: it broke its observed tracking plan (plan-verdict.ts): stored all the same, the reasons counted.
+ */
+export function acceptedEntry(event: Body, storedText: string, who: PartnerIdentity, messageId: string, receivedAt: number, planViolations?: ProblemDetail[]): LogEntry {
   return {
     kind: 'event',
     org: who.org,
@@ -47,8 +51,8 @@ export function acceptedEntry(event: Body, storedText: string, who: PartnerIdent
     messageId,
     receivedAt,
     body: storedText,
-    code: null,
-    errors: null,
+    code: planViolations ? PLAN_VIOLATION : null,
+    errors: planViolations ? JSON.stringify(planViolations) : null,
     facts: eventFacts(event, receivedAt),
   };
 }

@@ -9,9 +9,14 @@ import { ok, type Outcome, quarantine, stop } from './outcome.js';
 import { schemaViolation } from './schema-violation.js';
 import { type Body, acceptedEntry, messageIdOf, rejectedEntry, storedBody } from './to-log-entry.js';
 import { validateBatch, validateBatchMember } from './validate-event.js';
+import { inBody, NO_PLANS, PLAN_VIOLATION, type Plans, type PlanVerdict, planVerdict } from './plan-verdict.js';
+import { PROPERTIES_IN_BODY } from './validate-event-step.js';
 
-/** `memberLimitBytes`: the most one member may take as stored, the limit of a single event (SPEC 4.1). */
-export function createValidateBatchStep(memberLimitBytes: number): (received: Received) => Outcome<Accepted> {
+/**
+ * `memberLimitBytes`: the most one member may take as stored, the limit of a single event (SPEC 4.1).
+ * A member that breaks an enforced tracking plan is invalid as one that breaks the schema.
+ */
+export function createValidateBatchStep(memberLimitBytes: number, plans: Plans = NO_PLANS): (received: Received) => Outcome<Accepted> {
   return function validateBatchStep({ body, who, receivedAt }) {
     const envelope = validateBatch(body);
     if (!envelope.ok) {
@@ -21,25 +26,27 @@ export function createValidateBatchStep(memberLimitBytes: number): (received: Re
     const members = batch.map((member) => {
       // Members carry no secret (the schema refuses one), so the stored event never holds it.
       const event: Body = { partnerId, ...(context ? { context } : {}), ...(member as Body) };
-      const result = validateBatchMember(member);
+      const checked = validateBatchMember(member);
+      const verdict: PlanVerdict = checked.ok ? planVerdict(plans, who, event) : { kind: 'pass' };
+      const result = verdict.kind === 'enforced' ? { ok: false as const, errors: verdict.reasons, plan: true } : checked;
       const messageId = result.ok ? messageIdOf(event) : '';
-      return { event, result, messageId, stored: result.ok ? storedBody(event, messageId) : '' };
+      return { event, result, verdict, messageId, stored: result.ok ? storedBody(event, messageId) : '' };
     });
     if (members.some((m) => m.stored.length > memberLimitBytes)) {
       return stop(new AppError('payload_too_large', `every batch member must be at most ${memberLimitBytes} bytes`));
     }
     const errors = members.flatMap((m, i) =>
-      m.result.ok ? [] : m.result.errors.map((e) => ({ path: `/batch/${i}${e.path}`, message: e.message })),
+      m.result.ok ? [] : ('plan' in m.result ? inBody(m.result.errors, PROPERTIES_IN_BODY) : m.result.errors).map((e) => ({ path: `/batch/${i}${e.path}`, message: e.message })),
     );
     if (errors.length > 0) {
       const entries = members.map((m) =>
         m.result.ok
           ? rejectedEntry(m.event, who, 'batch_rejected', [{ path: '/', message: 'another member of its batch was invalid' }], receivedAt)
-          : rejectedEntry(m.event, who, 'schema_violation', m.result.errors, receivedAt),
+          : rejectedEntry(m.event, who, 'plan' in m.result ? PLAN_VIOLATION : 'schema_violation', m.result.errors, receivedAt),
       );
       return quarantine(entries, schemaViolation(who.org, body, errors));
     }
-    const entries = members.map((m) => acceptedEntry(m.event, m.stored, who, m.messageId, receivedAt));
+    const entries = members.map((m) => acceptedEntry(m.event, m.stored, who, m.messageId, receivedAt, m.verdict.kind === 'observed' ? m.verdict.reasons : undefined));
     return ok({ who, entries, answer: { messageIds: members.map((m) => m.messageId) } });
   };
 }

@@ -1,7 +1,7 @@
 /**
  * The retention sweeps of the tables compaction writes: events received (or, when set, happened) too long
  * ago, among those already folded into the aggregates and into event_types, whose counts go down in the same
- * transaction; quarantined events received too long ago.
+ * transaction; quarantined events and tracking-plan violations received too long ago.
  */
 import type { Sweep } from '../../db/sweep.js';
 import { forgetEvents } from './fold-event-types.js';
@@ -19,10 +19,11 @@ function expiredEvents(column: 'received_at' | 'event_time', days: number): Swee
   };
 }
 
-export function eventSweeps(policy: { eventsDays: number; eventsByEventTimeDays: number; quarantineDays: number }): Array<Sweep<'events' | 'quarantine'>> {
+export function eventSweeps(policy: { eventsDays: number; eventsByEventTimeDays: number; quarantineDays: number }): Array<Sweep<'events' | 'quarantine' | 'plan_violations'>> {
   return [
     expiredEvents('received_at', policy.eventsDays),
     expiredEvents('event_time', policy.eventsByEventTimeDays),
     { table: 'quarantine', days: policy.quarantineDays, sql: 'DELETE FROM quarantine WHERE rowid IN (SELECT rowid FROM quarantine WHERE received_at < $1::TIMESTAMPTZ LIMIT $2) RETURNING 1' },
+    { table: 'plan_violations', days: policy.quarantineDays, sql: 'DELETE FROM plan_violations WHERE rowid IN (SELECT rowid FROM plan_violations WHERE received_at < $1::TIMESTAMPTZ LIMIT $2) RETURNING 1' },
   ];
 }

@@ -4,7 +4,8 @@
  */
 import type { DedupeWindow } from './dedupe-window.js';
 import { dedupeKey } from './dedupe-window.js';
-import { type EventFacts, eventFacts } from '../log/event-facts.js';
+import { type EventFacts, eventFacts, eventNameOf } from '../log/event-facts.js';
+import { PLAN_VIOLATION } from '../plans/plan-store.js';
 import { type IdentityMap, type Mapping, clientKey } from './identity-map.js';
 import { decodeRecord } from '../log/record-codec.js';
 import type { LogEntry, StoredRecord } from '../log/types.js';
@@ -30,6 +31,18 @@ export interface QuarantineRow {
   raw: string;
 }
 
+/** An event that broke its tracking plan (plan-verdict.ts): stored (observe) or quarantined (enforce). */
+export interface ViolationRow {
+  environment: string;
+  eventName: string;
+  /** The event's messageId; for an enforced plan, its quarantine id. */
+  messageId: string;
+  mode: 'observe' | 'enforce';
+  receivedAt: number;
+  /** JSON array of '<pointer> <keyword> <message>'. */
+  reasons: string;
+}
+
 /** An identify whose clientId has events pending: release those received within 7 days before it. */
 export interface Release {
   org: string;
@@ -43,6 +56,7 @@ export interface BatchPlan {
   events: EventRow[];
   pending: EventRow[];
   quarantine: QuarantineRow[];
+  violations: ViolationRow[];
   mappings: Mapping[];
   releases: Release[];
   duplicates: number;
@@ -89,6 +103,7 @@ export async function planEntries(entries: readonly SeqEntry[], state: PlanState
     events: [],
     pending: [],
     quarantine: [],
+    violations: [],
     mappings: [],
     releases: [],
     duplicates: 0,
@@ -121,11 +136,27 @@ function planEntry(entry: LogEntry, seq: number, state: PlanState, plan: BatchPl
         receivedAt: entry.receivedAt,
         raw: entry.body,
       });
+      if (entry.code === PLAN_VIOLATION) plan.violations.push(violationRow(entry, rejectedEventName(entry.body), 'enforce'));
       return;
     }
     case 'event':
       planEvent(entry, seq, state, plan);
       return;
+  }
+}
+
+/** The reasons as counted: each '<pointer> <keyword> <message>' (the entry's errors are `{ path, message }`). */
+function violationRow(entry: LogEntry, eventName: string, mode: ViolationRow['mode']): ViolationRow {
+  const errors = JSON.parse(entry.errors ?? '[]') as Array<{ path: string; message: string }>;
+  const reasons = JSON.stringify(errors.map((e) => `${e.path} ${e.message}`));
+  return { environment: entry.environment, eventName, messageId: entry.messageId, mode, receivedAt: entry.receivedAt, reasons };
+}
+
+function rejectedEventName(body: string): string {
+  try {
+    return eventNameOf(JSON.parse(body) as Record<string, unknown>);
+  } catch {
+    return 'unknown';
   }
 }
 
@@ -164,6 +195,7 @@ function planEvent(entry: LogEntry, seq: number, state: PlanState, plan: BatchPl
       plan.releases.push({ org, environment, clientId: mapped, email, identifiedAt: entry.receivedAt });
     }
   }
+  if (entry.code === PLAN_VIOLATION) plan.violations.push(violationRow(entry, facts.eventName, 'observe'));
   const row: EventRow = { entry, seq, facts, email };
   if (email !== null || !facts.requiresIdentity) {
     plan.events.push(row);

@@ -7,7 +7,7 @@ import type { Sql } from '../../db/sql.js';
 import { type Database, microsParam, tsParam } from '../../db/database.js';
 import { eventFacts } from '../log/event-facts.js';
 import { IDENTITY_TTL_MS, type Mapping, clientKey } from './identity-map.js';
-import type { BatchPlan, EventRow, QuarantineRow, Release } from './plan-batch.js';
+import type { BatchPlan, EventRow, QuarantineRow, Release, ViolationRow } from './plan-batch.js';
 import type { KeptOut } from './tombstones.js';
 
 export const CURSOR_NAME = 'compactor';
@@ -126,6 +126,7 @@ export async function writeBatch(
 
     if (events.length > 0) await appendEvents(c, events, visibleAtMicros);
     if (quarantined.length > 0) await appendQuarantine(c, quarantined, now);
+    if (plan.violations.length > 0) await appendViolations(c, plan.violations);
     await upsertMappings(c, plan);
 
     // The row exists from the start (Compactor.loadState): an UPDATE costs a quarter of an INSERT OR REPLACE.
@@ -198,6 +199,17 @@ function appendQuarantine(c: Sql, rows: QuarantineRow[], now: number): Promise<v
     a.appendTimestampTZ(tsParam(row.receivedAt));
     a.appendTimestampTZ(tsParam(now));
     a.appendVarchar(row.raw);
+  });
+}
+
+function appendViolations(c: Sql, rows: ViolationRow[]): Promise<void> {
+  return c.appendRows({ table: 'plan_violations' }, rows, (a, row) => {
+    a.appendVarchar(row.environment);
+    a.appendVarchar(row.eventName);
+    a.appendVarchar(row.messageId);
+    a.appendVarchar(row.mode);
+    a.appendTimestampTZ(tsParam(row.receivedAt));
+    a.appendVarchar(row.reasons);
   });
 }
 

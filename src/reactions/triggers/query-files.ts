@@ -1,6 +1,7 @@
 /**
  * Trigger, segment and trait files (SPEC 7), the only file I/O on QUERIES_DIR: QUERIES_DIR/<org>/<name>.sql,
- * QUERIES_DIR/<org>/segments/<name>.sql and QUERIES_DIR/<org>/traits/<name>.sql. QUERIES_DIR is often a checkout of the data team's repository,
+ * QUERIES_DIR/<org>/segments/<name>.sql and QUERIES_DIR/<org>/traits/<name>.sql, and tracking plans'
+ * QUERIES_DIR/<org>/plans/<event type>.schema.json. QUERIES_DIR is often a checkout of the data team's repository,
  * written by people and tools the service does not control, and git checks out symbolic links: a `.sql`
  * link to DATA_DIR/webhook.key once showed the signing key through the triggers API. So only regular
  * files inside the org's own folders are read or written, never through a link (regular-file.ts), and
@@ -113,7 +114,7 @@ type QueryFolder = { kind: 'folder'; path: string; shown: string; real: string }
  * The org's folder, then (segments, traits) its `segments/` or `traits/`, each a real folder and not a link, checked before
  * the next is looked at (or created, with `create`: never inside a link).
  */
-function queryFolder(root: QueryRoot, org: string, kind: QueryKind, verb: Verb, create = false): QueryFolder {
+function queryFolder(root: QueryRoot, org: string, kind: QueryKind | 'plan', verb: Verb, create = false): QueryFolder {
   let path = root.dir;
   let shown = root.shown;
   let real = '';
@@ -135,6 +136,58 @@ function makeFolder(path: string, shown: string): void {
     // EEXIST: a folder, or a link that the check after this refuses.
     if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw new FileRefused(`${shown} cannot be created (${(error as NodeJS.ErrnoException).code})`, { cause: error });
   }
+}
+
+/**
+ * Tracking plans' files (issue 42): QUERIES_DIR/<org>/plans/<event type>.schema.json, a plan's JSON Schema,
+ * under the same rules (regular files in real folders, never through a link). Event types may hold any
+ * character but a control one, so a name is any file name with the suffix that checkEventName accepts.
+ */
+export const PLAN_FILE_SUFFIX = '.schema.json';
+/** Bytes read of a plan's file: a plan's schema is at most 16 KB as JSON, whitespace aside. */
+const PLAN_FILE_MAX_BYTES = 256 * 1024;
+
+export type PlanFileRead = { kind: 'json'; text: string } | { kind: 'absent' } | { kind: 'refused'; reason: string };
+
+/** Whether the event type can name a file in the plans folder: no `/` or `\\` (a path), no leading dot. */
+export function isPlanFileName(eventType: string): boolean {
+  return !/[/\\]/.test(eventType) && !eventType.startsWith('.');
+}
+
+/** The event types that have a plan's file in the org's folder (refused and absent folders: none). */
+export function listPlanFiles(root: QueryRoot, org: string): QueryListing {
+  const folder = queryFolder(root, org, 'plan', 'read');
+  if (folder.kind !== 'folder') return folder;
+  try {
+    const names = readdirSync(folder.path).filter((f) => f.endsWith(PLAN_FILE_SUFFIX)).map((f) => f.slice(0, -PLAN_FILE_SUFFIX.length));
+    return { kind: 'listed', names: names.filter(isPlanFileName), ignored: [] };
+  } catch (error) {
+    return { kind: 'refused', reason: `${folder.shown} cannot be listed (${(error as NodeJS.ErrnoException).code})` };
+  }
+}
+
+export function readPlanFile(root: QueryRoot, org: string, eventType: string): PlanFileRead {
+  if (!isPlanFileName(eventType)) return { kind: 'absent' };
+  const folder = queryFolder(root, org, 'plan', 'read');
+  if (folder.kind !== 'folder') return folder;
+  const file = readRegularFile(join(folder.path, eventType + PLAN_FILE_SUFFIX), `${folder.shown}/${eventType}${PLAN_FILE_SUFFIX}`, folder.real, PLAN_FILE_MAX_BYTES);
+  return file.kind === 'read' ? { kind: 'json', text: file.data.toString('utf8') } : file;
+}
+
+/**
+ * Saves a plan's schema as its file (PUT does, so the file and the plan in force agree); an event type that
+ * cannot be a file name has no file. Throws FileRefused.
+ */
+export function writePlanFile(root: QueryRoot, org: string, eventType: string, text: string): void {
+  if (!isPlanFileName(eventType)) return;
+  try {
+    mkdirSync(root.dir, { recursive: true });
+  } catch (error) {
+    throw new FileRefused(`${root.shown} cannot be created (${(error as NodeJS.ErrnoException).code})`, { cause: error });
+  }
+  const folder = queryFolder(root, org, 'plan', 'written', true);
+  if (folder.kind !== 'folder') throw new FileRefused(folder.kind === 'refused' ? folder.reason : `${root.shown}/${org} vanished while being written`);
+  replaceFile(join(folder.path, eventType + PLAN_FILE_SUFFIX), text, `${folder.shown}/${eventType}${PLAN_FILE_SUFFIX}`, folder.real);
 }
 
 /**

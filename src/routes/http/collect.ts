@@ -19,6 +19,7 @@ import { createCommitStep } from '../../events/collect/commit-step.js';
 import { createQuarantineStep } from '../../events/collect/quarantine-step.js';
 import { createValidateBatchStep } from '../../events/collect/validate-batch-step.js';
 import { createValidateEventStep } from '../../events/collect/validate-event-step.js';
+import type { Plans } from '../../events/collect/plan-verdict.js';
 import { batchSchema, collectSchema, collectValidation } from './collect-schema.js';
 
 export interface CollectDeps {
@@ -26,6 +27,8 @@ export interface CollectDeps {
   registry: PartnerRegistry;
   log: GroupCommitter;
   metrics: Metrics;
+  /** The orgs' tracking plans: custom events are checked against them (plan-verdict.ts). */
+  plans: Plans;
 }
 
 /** SPEC 4.1 limits. */
@@ -51,8 +54,8 @@ export function registerCollectRoutes(app: FastifyInstance, deps: CollectDeps): 
 
   const authenticateEvent = createAuthenticateStep(registry, ctx.clock, 'with partnerId, partnerSecret and the event\'s members (SPEC 4.2)');
   const authenticateBatch = createAuthenticateStep(registry, ctx.clock, 'with partnerId, partnerSecret and batch (an array of events)');
-  const validateEvent = createValidateEventStep();
-  const validateBatch = createValidateBatchStep(EVENT_LIMIT_BYTES);
+  const validateEvent = createValidateEventStep(deps.plans);
+  const validateBatch = createValidateBatchStep(EVENT_LIMIT_BYTES, deps.plans);
   const commit = createCommitStep(deps.log, metrics);
   const keepInQuarantine = createQuarantineStep(deps.log);
 

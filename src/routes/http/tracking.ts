@@ -68,7 +68,7 @@ const schemas = {
 /** `urls`: where the settings analytics.js loads send it (analytics-settings.ts). */
 export function registerTrackingRoutes(app: FastifyInstance, deps: CollectDeps, urls: CollectorUrls): void {
   const { ctx, registry, metrics } = deps;
-  const validate = createValidateSegmentStep(MESSAGE_LIMIT_BYTES);
+  const validate = createValidateSegmentStep(MESSAGE_LIMIT_BYTES, deps.plans);
   const commit = createCommitStep(deps.log, metrics);
   const keepInQuarantine = createQuarantineStep(deps.log);
 

@@ -53,6 +53,13 @@ export async function eventTypesPage(db: Database, env: string | null, page: Pag
     const unfoldedKeys =
       names.length === 0 ? [] : await sampledPropertyKeys(c, `${since.sql} AND event_name IN (SELECT unnest(${own}::VARCHAR[]))`, [...since.params, listValue(names)]);
     const keysOf = keysByType(unfoldedKeys);
+    const violations = new Map(
+      names.length === 0
+        ? []
+        : (await c.all<{ environment: string; event_name: string; n: bigint }>('SELECT environment, event_name, count(*) AS n FROM plan_violations WHERE event_name IN (SELECT unnest($1::VARCHAR[])) GROUP BY ALL', [listValue(names)])).map(
+            (v) => [typeId(v.environment, v.event_name), Number(v.n)],
+          ),
+    );
     return pageOf(
       rows,
       page,
@@ -66,6 +73,7 @@ export async function eventTypesPage(db: Database, env: string | null, page: Pag
           lastSeenAt: r.last_seen_at.toISOString(),
           properties: propertiesAnswer(properties),
           propertiesTruncated: properties.truncated,
+          violations: violations.get(typeId(r.environment, r.event_name)) ?? 0,
         };
       },
       EVENT_TYPES_KEYSET,

@@ -45,6 +45,7 @@ export const schemas = {
         lastSeenAt: dateTime,
         properties: { type: 'object', additionalProperties: { type: 'string' } },
         propertiesTruncated: { type: 'boolean' },
+        violations: { type: 'integer', minimum: 0, description: "Events of this type and environment that broke its tracking plan, over the quarantine's retention (stored under observe, quarantined under enforce)" },
       })),
     },
     errors: PAGED,

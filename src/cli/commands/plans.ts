@@ -1,0 +1,57 @@
+/**
+ * `audiencectl plan …`: tracking plans of custom events (issue 42).
+ */
+import { type Command, get, jsonFile, orgPath, post, query, seg, usage } from './command.js';
+
+const planPath = (slug: string, eventName: string) => `${orgPath(slug)}/events/plans/${seg(eventName)}`;
+
+export const PLAN_COMMANDS: Command[] = [
+  { name: 'plan list', args: ['<slug>'], operations: ['listEventPlans'], summary: 'tracking plans in force', example: 'audiencectl plan list acme', run: get(([slug]) => `${orgPath(slug!)}/events/plans`) },
+  {
+    name: 'plan get',
+    args: ['<slug>', '<event-type>'],
+    operations: ['getEventPlan'],
+    summary: "a custom event's tracking plan",
+    example: 'audiencectl plan get acme custom_booking_completed',
+    run: get(([slug, name]) => planPath(slug!, name!)),
+  },
+  {
+    name: 'plan put',
+    args: ['<slug>', '<event-type>'],
+    options: ['schema', 'mode', 'environments'],
+    operations: ['putEventPlan'],
+    summary: "create or change a custom event's tracking plan: a JSON Schema of its own properties",
+    example: 'audiencectl plan put acme custom_booking_completed --schema booking.schema.json --mode observe --environments production,staging',
+    async run(ctx, [slug, name]) {
+      const { opts } = ctx;
+      if (opts.schema === undefined || opts.mode === undefined) usage('plan put needs --schema <file.json> and --mode observe|enforce');
+      const environments = (opts.environments ?? 'production').split(',').map((e) => e.trim()).filter(Boolean);
+      ctx.print(await ctx.client.call('PUT', planPath(slug!, name!), { schema: jsonFile(opts.schema, 'the schema'), mode: opts.mode, environments }));
+    },
+  },
+  {
+    name: 'plan delete',
+    args: ['<slug>', '<event-type>'],
+    operations: ['deleteEventPlan'],
+    summary: 'delete a tracking plan: events of the name are no longer checked',
+    example: 'audiencectl plan delete acme custom_booking_completed',
+    run: post('DELETE', ([slug, name]) => planPath(slug!, name!)),
+  },
+  {
+    name: 'plan versions',
+    args: ['<slug>', '<event-type>'],
+    operations: ['listEventPlanVersions'],
+    summary: "a tracking plan's versions, newest first",
+    example: 'audiencectl plan versions acme custom_booking_completed',
+    run: get(([slug, name]) => `${planPath(slug!, name!)}/versions`),
+  },
+  {
+    name: 'plan violations',
+    args: ['<slug>', '<event-type>'],
+    options: ['env', 'from', 'to'],
+    operations: ['listEventPlanViolations'],
+    summary: 'violations of a tracking plan: counts per reason, and the newest violating events',
+    example: 'audiencectl plan violations acme custom_booking_completed --from 2026-11-01T00:00:00Z',
+    run: get(([slug, name], ctx) => `${planPath(slug!, name!)}/violations${query({ env: ctx.opts.env, from: ctx.opts.from, to: ctx.opts.to })}`),
+  },
+];
