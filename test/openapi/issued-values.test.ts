@@ -209,6 +209,7 @@ async function walk(h: TestApp, v: Values, operations: Map<string, Operation>, w
   await call('getEventPlan', { params: plan, expect: [200] });
   await call('listEventPlans', { params: slug, expect: [200] });
   await call('listEventPlanVersions', { params: plan, expect: [200] });
+  await call('inferEventPlan', { params: plan, body: { env: 'production' }, expect: [200] });
   const counted = (await call('listEventPlanViolations', { params: plan, query: { env: 'production' }, expect: [200] })).json() as { events: number };
   if (counted.events !== 1) throw new Error(`violations of ${custom}: ${JSON.stringify(counted)}`);
   await call('deleteEventPlan', { params: plan, expect: [200] });

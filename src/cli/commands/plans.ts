@@ -46,6 +46,20 @@ export const PLAN_COMMANDS: Command[] = [
     run: get(([slug, name]) => `${planPath(slug!, name!)}/versions`),
   },
   {
+    name: 'plan infer',
+    args: ['<slug>', '<event-type>'],
+    options: ['env', 'limit'],
+    operations: ['inferEventPlan'],
+    summary: 'a draft plan from the newest stored events of the name (nothing is saved)',
+    example: 'audiencectl plan infer acme custom_booking_completed --limit 1000',
+    async run(ctx, [slug, name]) {
+      const { env, limit } = ctx.opts;
+      const samples = limit === undefined ? undefined : Number(limit);
+      if (samples !== undefined && !(Number.isInteger(samples) && samples >= 1)) usage('--limit takes a whole number of events, at least 1');
+      ctx.print(await ctx.client.call('POST', `${planPath(slug!, name!)}/infer`, { ...(env ? { env } : {}), ...(samples ? { samples } : {}) }));
+    },
+  },
+  {
     name: 'plan violations',
     args: ['<slug>', '<event-type>'],
     options: ['env', 'from', 'to'],

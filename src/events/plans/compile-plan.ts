@@ -50,6 +50,9 @@ export function compilePlan(schema: unknown): CompiledPlan {
     strictRequired: false,
     allowUnionTypes: true,
     allErrors: true,
+    // A member named like one of Object.prototype's (toString, constructor) is absent unless the event has
+    // it: without this, Ajv reads `data.toString`, finds the prototype's function and reports a wrong type.
+    ownProperties: true,
     code: { regExp: linearRegExp },
   });
   addFormats(ajv);

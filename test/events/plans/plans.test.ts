@@ -135,6 +135,7 @@ t.test('schemas that could fetch, backtrack, blow up or mean nothing are refused
   const res = await h.collect(customEvent((await h.createOrg('gamma')).production, { properties: { eventName: 'booking_completed', properties: { constructor: 1 } } }));
   t.equal(res.statusCode, 200, 'another org unaffected');
   t.equal((await h.collect(event(acmeCred, { constructor: 'x' }, 'ctor'))).statusCode, 412, 'a member named constructor is checked');
+  t.equal((await h.collect(event(acmeCred, {}, 'no-ctor'))).statusCode, 200, "an event without it passes: Object.prototype's members are not the event's");
 
 });
 
@@ -285,4 +286,20 @@ t.test('a plan kept in git: QUERIES_DIR/<org>/plans/<event type>.schema.json is 
   const slashed = 'custom_a/../../../escape';
   t.equal((await putPlan(h, { schema: strict, mode: 'observe', environments: ['production'] }, 'acme', slashed)).statusCode, 200);
   t.notOk(existsSync(join(h.dataDir, 'escape.schema.json')) || existsSync(join(h.dataDir, 'queries', 'escape.schema.json')), 'nothing written outside the plans folder');
+});
+
+t.test('infer: a draft from the stored events, which PUT as it is accepts each of them', async (t) => {
+  const { h, acme } = await setup(t);
+  const cases = fc.sample(aCase, { numRuns: 60, seed: Number(process.env.SEED ?? Date.now() % 100_000) });
+  for (const [i, c] of cases.entries()) t.equal((await h.collect(event(acme, c.properties, `inf-${i}`))).statusCode, 200);
+  await h.compacted();
+  const inferred = await h.admin('POST', `/admin/v1/orgs/acme/events/plans/${NAME}/infer`, { samples: 1000 });
+  t.equal(inferred.statusCode, 200, inferred.body);
+  t.equal(inferred.json().samples, cases.length, 'every stored event a sample');
+  t.equal((await h.admin('GET', `/admin/v1/orgs/acme/events/plans/${NAME}`)).json().code, 'plan_not_found', 'nothing saved');
+  t.equal((await putPlan(h, { schema: inferred.json().schema, mode: 'enforce', environments: ['production'] })).statusCode, 200, 'the draft is a plan');
+  for (const [i, c] of cases.entries()) t.equal((await h.collect(event(acme, c.properties, `again-${i}`))).statusCode, 200, `sample ${i} passes its draft`);
+  t.equal((await h.admin('POST', '/admin/v1/orgs/acme/events/plans/custom_nothing_yet/infer', {})).json().samples, 0, 'no events: an empty draft');
+  t.equal((await h.admin('POST', '/admin/v1/orgs/acme/events/plans/identify/infer', {})).json().code, 'invalid_plan', 'custom events only');
+  t.equal((await h.admin('POST', `/admin/v1/orgs/beta/events/plans/${NAME}/infer`, {})).json().samples, 0, "another org infers from its own events only");
 });

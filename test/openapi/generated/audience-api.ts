@@ -1611,7 +1611,7 @@ export interface paths {
         get: operations["getEventPlan"];
         /**
          * Create or change the tracking plan of a custom event
-         * @description A new version, in force for events acknowledged from the moment each process has it (the control plane’s watch: at once on this one), never for events already stored. The same plan again makes no new version.
+         * @description A new version, in force for events acknowledged from the moment each process has it (the control plane’s watch: at once on this one), never for events already stored. The same plan again makes no new version. The schema is written to QUERIES_DIR/<org>/plans/<eventName>.schema.json (a file changed there is taken in as a new version, with the mode and environments in force).
          */
         put: operations["putEventPlan"];
         post?: never;
@@ -1659,6 +1659,26 @@ export interface paths {
         get: operations["listEventPlanVersions"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/orgs/{slug}/events/plans/{eventName}/infer": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A draft plan from the newest stored events of the name
+         * @description Types of each member, `required` for members every sample carried, `enum` for strings with few distinct values (at most 10, each seen 3 times on average), nested objects and array items alike. Nothing is saved: edit the draft and PUT it. It accepts every sample it was made from.
+         */
+        post: operations["inferEventPlan"];
         delete?: never;
         options?: never;
         head?: never;
@@ -11506,6 +11526,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description [`query_file_refused`](/problems/query_file_refused): The query file cannot be written where QUERIES_DIR has it */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description [`invalid_plan`](/problems/invalid_plan): Tracking plan refused */
             422: {
                 headers: {
@@ -11818,6 +11847,116 @@ export interface operations {
             };
             /** @description [`org_not_found`](/problems/org_not_found): No such org; [`plan_not_found`](/problems/plan_not_found): No such tracking plan */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`rate_limited`](/problems/rate_limited): Too many requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`internal_error`](/problems/internal_error): Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`shard_answer_too_large`](/problems/shard_answer_too_large): The owning shard's answer is too large to relay */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`control_unavailable`](/problems/control_unavailable): The control plane is out of reach; [`shard_unavailable`](/problems/shard_unavailable): The storage shard that owns the org did not answer; [`storage_unavailable`](/problems/storage_unavailable): The storage process is restarting; [`org_unavailable`](/problems/org_unavailable): The org's database cannot be opened */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    inferEventPlan: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                slug: components["schemas"]["org.slug"];
+                /** @description The event type as GET …/events/types lists it: custom_<eventName> */
+                eventName: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description How many of the newest events (default 500) */
+                    samples?: number;
+                    /** @enum {string} */
+                    env?: "staging" | "production";
+                };
+            };
+        };
+        responses: {
+            /** @description The draft */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        eventName: string;
+                        /** @description Events it was made from */
+                        samples: number;
+                        schema: Record<string, never>;
+                    };
+                };
+            };
+            /** @description [`invalid_request`](/problems/invalid_request): Request is invalid */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`invalid_admin_key`](/problems/invalid_admin_key): Missing or wrong admin key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`org_not_found`](/problems/org_not_found): No such org */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`invalid_plan`](/problems/invalid_plan): Tracking plan refused */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -11,7 +11,8 @@ import { ENVIRONMENTS, isEnvironment } from '../../../core/domain.js';
 import { AppError } from '../../../core/errors.js';
 import { rangeQuerySchema, type RangeQuery, timeRange } from '../../../db/time-buckets.js';
 import { MAX_PLAN_SCHEMA_BYTES, MAX_PLAN_SCHEMA_DEPTH } from '../../../events/plans/compile-plan.js';
-import { PLAN_MODES, type PlanInput, type PlanStore } from '../../../events/plans/plan-store.js';
+import { checkEventName, PLAN_MODES, type PlanInput, type PlanStore } from '../../../events/plans/plan-store.js';
+import { inferPlan } from '../../../events/plans/infer-plan.js';
 import { FileRefused } from '../../../core/regular-file.js';
 import type { PlanFileSync } from '../../../reactions/triggers/plan-file-sync.js';
 import { dateTime, object, operationSchema, validatedAs } from '../../../openapi/route-schema.js';
@@ -21,6 +22,9 @@ const tag = 'Admin: org data' as const;
 const auth = 'adminKey' as const;
 /** The newest violating events a violations answer lists. */
 const NEWEST = 20;
+/** Events a draft is inferred from. */
+const DEFAULT_SAMPLES = 500;
+const MAX_SAMPLES = 5000;
 
 const eventName = { type: 'string', minLength: 1, maxLength: 200, description: 'The event type as GET …/events/types lists it: custom_<eventName>' };
 const planParams = { type: 'object', properties: { slug: slugParam, eventName }, required: ['slug', 'eventName'] };
@@ -74,6 +78,16 @@ const schemas = {
     tag, auth, operationId: 'listEventPlanVersions', summary: "A tracking plan's versions, newest first (the last 20)", params: planParams,
     ok: { status: 200, description: 'The versions kept', schema: object({ versions: { type: 'array', items: version } }) },
     errors: [...PLAN_ERRORS],
+  }),
+  infer: operationSchema({
+    tag, auth, operationId: 'inferEventPlan', summary: 'A draft plan from the newest stored events of the name',
+    description:
+      'Types of each member, `required` for members every sample carried, `enum` for strings with few distinct values (at most 10, each seen 3 times on average), nested objects and array items alike. ' +
+      'Nothing is saved: edit the draft and PUT it. It accepts every sample it was made from.',
+    params: planParams,
+    body: { type: 'object', additionalProperties: false, properties: { samples: { type: 'integer', minimum: 1, maximum: MAX_SAMPLES, description: `How many of the newest events (default ${DEFAULT_SAMPLES})` }, env: { type: 'string', enum: [...ENVIRONMENTS] } } },
+    ok: { status: 200, description: 'The draft', schema: object({ eventName: { type: 'string' }, samples: { type: 'integer', minimum: 0, description: 'Events it was made from' }, schema: { type: 'object' } }) },
+    errors: [...ORG_DATA, 'invalid_plan'],
   }),
   violations: operationSchema({
     tag, auth, operationId: 'listEventPlanViolations', summary: 'Violations of a tracking plan: counts per reason over a range, and the newest violating events',
@@ -147,6 +161,20 @@ export function registerPlanRoutes(
     const versions = plans.versions(org.slug, request.params.eventName);
     if (!versions) throw notFound(org.slug, request.params.eventName);
     return { versions };
+  });
+
+  app.post<Named & { Body: { samples?: number; env?: string } | undefined }>(`${base}/:eventName/infer`, { schema: schemas.infer }, async (request) => {
+    const org = await orgs.get(request.params.slug);
+    const { eventName } = request.params;
+    checkEventName(eventName);
+    const rows = await deps.storage
+      .org(org.slug)
+      .all<{ p: string | null }>('SELECT properties::VARCHAR AS p FROM events WHERE event_name = $1 AND ($2::VARCHAR IS NULL OR environment = $2) ORDER BY received_at DESC LIMIT $3', [
+        eventName,
+        request.body?.env ?? null,
+        request.body?.samples ?? DEFAULT_SAMPLES,
+      ]);
+    return { eventName, ...inferPlan(rows.map((r) => (r.p === null ? {} : (JSON.parse(r.p) as unknown)))) };
   });
 
   app.get<Named & { Querystring: RangeQuery & { env?: string } }>(`${base}/:eventName/violations`, { schema: schemas.violations, validatorCompiler: violationsValidation }, async (request) => {
