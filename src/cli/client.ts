@@ -70,10 +70,10 @@ export class AdminClient {
   }
 
   /** A raw response (backup streams its archive); unreachable exits 4. */
-  async fetch(method: string, path: string, body?: string, contentType = 'application/json'): Promise<Response> {
+  async fetch(method: string, path: string, body?: string, contentType = 'application/json', authorization?: string): Promise<Response> {
     return fetch(this.settings.baseUrl + path, {
       method,
-      headers: { authorization: `Bearer ${this.settings.adminKey()}`, ...(body !== undefined ? { 'content-type': contentType } : {}) },
+      headers: { authorization: authorization ?? `Bearer ${this.settings.adminKey()}`, ...(body !== undefined ? { 'content-type': contentType } : {}) },
       ...(body !== undefined ? { body } : {}),
     }).catch((error: Error) => fail(EXIT.unavailable, `cannot reach ${this.settings.baseUrl}: ${(error.cause as Error | undefined)?.message ?? error.message}`));
   }
@@ -82,9 +82,9 @@ export class AdminClient {
    * JSON bodies by default; a string is sent as is with its own content type (imports). A refusal goes to
    * stderr and ends the CLI with its exit code.
    */
-  async call(method: string, path: string, body?: unknown, contentType = 'application/json'): Promise<unknown> {
+  async call(method: string, path: string, body?: unknown, contentType = 'application/json', authorization?: string): Promise<unknown> {
     const payload = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body);
-    const res = await this.fetch(method, path, payload, contentType);
+    const res = await this.fetch(method, path, payload, contentType, authorization);
     const text = await res.text();
     const parsed = parseJson(text);
     if (res.ok) return parsed;

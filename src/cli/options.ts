@@ -44,6 +44,8 @@ export const OPTIONS = {
   file: { type: 'string', value: '<flow.json>', help: 'the flow definition, from this JSON file' },
   schema: { type: 'string', value: '<schema.json>', help: 'a JSON Schema (draft 2020-12), from this file' },
   mode: { type: 'string', value: '<observe|enforce>', help: 'observe: store and count violations; enforce: quarantine violating events' },
+  'partner-id': { type: 'string', value: '<p_…>', help: "a partner's id (its secret in AUDIENCE_PARTNER_SECRET)" },
+  'write-key': { type: 'string', value: '<wk_…>', help: "an org environment's write key" },
   environments: { type: 'string', value: '<production,staging>', help: 'the environments it applies to (default production)' },
   definition: { type: 'string', value: '<flow.json>', help: 'a flow definition to use instead of the saved one' },
   data: { type: 'string', value: "<'{…}'|@file.json>", help: 'the JSON body: inline, or @ and a file' },

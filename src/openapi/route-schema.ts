@@ -13,7 +13,7 @@ import type { FastifySchema, FastifySchemaCompiler } from 'fastify';
 import { type ErrorCode, errorCatalog } from '../core/errors.js';
 import { compileRouteSchema, SCHEMA_BASE } from '../core/schemas.js';
 
-export type Auth = 'none' | 'partner' | 'writeKey' | 'audienceToken' | 'adminKey';
+export type Auth = 'none' | 'partner' | 'partnerBasic' | 'writeKey' | 'audienceToken' | 'adminKey';
 export type Tag = 'Partners' | 'Tracking API (Segment-compatible)' | 'Audience API' | 'Admin: orgs' | 'Admin: backups' | 'Admin: org data' | 'Admin: triggers and flows' | 'Operations';
 
 /** The tags in the order the reference shows them, each with its description. */
@@ -30,6 +30,7 @@ export const TAGS: { name: Tag; description: string }[] = [
 
 export const SECURITY_SCHEMES = {
   writeKey: { type: 'http', scheme: 'basic', description: "An org environment's write key as the user name, no password (`credentials.<env>.writeKey`); also accepted as `writeKey` in the body or the `X-Write-Key` header" },
+  partnerBasic: { type: 'http', scheme: 'basic', description: "A partner's own credentials: `partnerId:partnerSecret`, or the org environment's write key as the user name with no password" },
   adminKey: { type: 'http', scheme: 'bearer', description: 'The admin key (ADMIN_KEY, or DATA_DIR/admin.key when generated)' },
   audienceToken: { type: 'http', scheme: 'bearer', description: "An org's Audience API token (POST /admin/v1/orgs/{slug}/tokens)" },
 } as const;
@@ -76,7 +77,7 @@ export function operationSchema(doc: OperationDoc): FastifySchema & Schema {
     summary: doc.summary,
     description: description || doc.summary,
     operationId: doc.operationId,
-    security: doc.auth === 'adminKey' || doc.auth === 'audienceToken' || doc.auth === 'writeKey' ? [{ [doc.auth]: [] }] : [],
+    security: doc.auth === 'adminKey' || doc.auth === 'audienceToken' || doc.auth === 'writeKey' || doc.auth === 'partnerBasic' ? [{ [doc.auth]: [] }] : [],
     ...(doc.consumes ? { consumes: doc.consumes } : {}),
     ...(doc.params ? { params: doc.params } : {}),
     ...(doc.querystring ? { querystring: doc.querystring } : {}),

@@ -34,6 +34,7 @@ import { registerEligibilityRoute } from './audience/eligibility.js';
 import { registerCollectRoutes } from './http/collect.js';
 import { registerAnalyticsJsRoutes } from './http/analytics-js.js';
 import { registerTrackingRoutes } from './http/tracking.js';
+import { registerStatusRoute } from './http/status.js';
 import { registerOpsRoutes } from './ops.js';
 import { registerProblemPages } from './problems.js';
 
@@ -103,6 +104,7 @@ export async function buildOpenApiDocument(): Promise<Record<string, unknown>> {
     // The collect steps are made at registration and read the clock's owner then; nothing else runs.
     registerCollectRoutes(app, { ctx: createContext() } as never);
     registerTrackingRoutes(app, { ctx: createContext() } as never, none);
+    registerStatusRoute(app, none);
     registerAnalyticsJsRoutes(app, none, none);
     registerContactsRoute(app, none);
     registerBatchRoute(app, none);

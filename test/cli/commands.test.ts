@@ -22,15 +22,18 @@ t.test('every admin operation of the OpenAPI document has a command, and every n
   const h = await startTestApp(t);
   const document = (await h.app.inject({ url: '/openapi.json' })).json() as { paths: Record<string, Record<string, Operation>> };
   const admin = new Set<string>();
+  const all = new Set<string>();
   for (const [path, methods] of Object.entries(document.paths)) {
     for (const operation of Object.values(methods)) {
       if (path.startsWith('/admin/')) admin.add(operation.operationId);
+      all.add(operation.operationId);
     }
   }
   t.ok(admin.size >= 50, `${admin.size} admin operations found (the document was read)`);
   const covered = new Set(COMMANDS.flatMap((c) => c.operations));
   t.same([...admin].filter((id) => !covered.has(id)).sort(), [], 'no admin operation without a command');
-  t.same([...covered].filter((id) => !admin.has(id)).sort(), [], 'no command names an operation the API lacks');
+  // Commands call admin operations, and `partner status` a partner's own.
+  t.same([...covered].filter((id) => !all.has(id)).sort(), [], 'no command names an operation the API lacks');
 });
 
 t.test('each command: a summary, an example of itself, only known options, a unique name', async (t) => {

@@ -141,6 +141,7 @@ t.test('schema-driven requests: no 500, every answer as documented', async (t) =
     );
     const scheme = Object.keys(op.security?.[0] ?? {})[0];
     const writeKey = `Basic ${Buffer.from(`${credentials.staging.writeKey}:`).toString('base64')}`;
+    const partnerBasic = `Basic ${Buffer.from(`${credentials.staging.partnerId}:${credentials.staging.partnerSecret}`).toString('base64')}`;
 
     await fc.assert(
       fc.asyncProperty(requests_, fc.boolean(), async ([params, q, payload], realPartner) => {
@@ -150,7 +151,7 @@ t.test('schema-driven requests: no 500, every answer as documented', async (t) =
         // Half the partner requests carry the org's real credentials, to get past authentication.
         if (realPartner && payload && typeof payload === 'object' && 'partnerId' in payload) Object.assign(payload, credentials.staging);
         // Half the tracking API requests carry the org's write key.
-        const authorization = scheme === 'adminKey' ? `Bearer ${ADMIN_KEY}` : scheme === 'audienceToken' ? `Bearer ${token}` : scheme === 'writeKey' && realPartner ? writeKey : undefined;
+        const authorization = scheme === 'adminKey' ? `Bearer ${ADMIN_KEY}` : scheme === 'audienceToken' ? `Bearer ${token}` : scheme === 'writeKey' && realPartner ? writeKey : scheme === 'partnerBasic' && realPartner ? partnerBasic : undefined;
         const headers: Record<string, string> = { accept: 'application/json', ...(authorization ? { authorization } : {}) };
         if (mediaType && payload !== undefined) headers['content-type'] = mediaType;
         const res = await fetch(url, {

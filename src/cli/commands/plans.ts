@@ -1,5 +1,6 @@
 /**
- * `audiencectl plan …`: tracking plans of custom events (issue 42).
+ * `audiencectl plan …`: tracking plans of custom events (issue 42), and `partner status`: what a partner
+ * sees of its own events with its own credentials.
  */
 import { type Command, get, jsonFile, orgPath, post, query, seg, usage } from './command.js';
 
@@ -67,5 +68,21 @@ export const PLAN_COMMANDS: Command[] = [
     summary: 'violations of a tracking plan: counts per reason, and the newest violating events',
     example: 'audiencectl plan violations acme custom_booking_completed --from 2026-11-01T00:00:00Z',
     run: get(([slug, name], ctx) => `${planPath(slug!, name!)}/violations${query({ env: ctx.opts.env, from: ctx.opts.from, to: ctx.opts.to })}`),
+  },
+  {
+    name: 'partner status',
+    args: [],
+    options: ['partner-id', 'write-key'],
+    operations: ['partnerStatus'],
+    summary: "what became of a partner's events, with the partner's own credentials (AUDIENCE_PARTNER_SECRET holds the secret)",
+    example: 'AUDIENCE_PARTNER_SECRET=… audiencectl partner status --partner-id p_…',
+    async run(ctx) {
+      const { opts } = ctx;
+      const secret = process.env.AUDIENCE_PARTNER_SECRET ?? '';
+      if ((opts['partner-id'] === undefined) === (opts['write-key'] === undefined)) usage('partner status needs --partner-id (and AUDIENCE_PARTNER_SECRET) or --write-key');
+      if (opts['partner-id'] !== undefined && secret === '') usage('partner status --partner-id needs the partner secret in AUDIENCE_PARTNER_SECRET (never on the command line)');
+      const user = opts['partner-id'] !== undefined ? `${opts['partner-id']}:${secret}` : `${opts['write-key']}:`;
+      ctx.print(await ctx.client.call('GET', '/http/v1/status', undefined, undefined, `Basic ${Buffer.from(user).toString('base64')}`));
+    },
   },
 ];

@@ -161,6 +161,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/http/v1/status": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * What became of the events you sent: per event name, the last hour and the last 24 hours
+         * @description HTTP Basic with `partnerId:partnerSecret`, or the write key as the user name (no password). Your org environment only. Counted from what compaction has stored: an event acknowledged a second ago shows a few seconds later. At most 1 request a second per credential (bursts of 10).
+         */
+        get: operations["partnerStatus"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/analytics.js/v1/{writeKey}/analytics.min.js": {
         parameters: {
             query?: never;
@@ -3024,6 +3044,103 @@ export interface operations {
                 };
             };
             /** @description [`log_unavailable`](/problems/log_unavailable): Event log unavailable; [`log_outcome_unknown`](/problems/log_outcome_unknown): The event log did not confirm the write in time */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    partnerStatus: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Per event name, the most active first */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        org: string;
+                        /** @enum {string} */
+                        environment: "staging" | "production";
+                        /** Format: date-time */
+                        asOf: string;
+                        events: {
+                            eventName: string;
+                            lastHour: {
+                                /** @description Acknowledged and kept: stored, held, or held then quarantined as identity_unresolved */
+                                accepted: number;
+                                stored: number;
+                                /** @description Waiting for an identify of their clientId (up to 7 days) */
+                                held: number;
+                                /** @description Refused (412/400 when sent) or held past 7 days */
+                                quarantined: number;
+                                /** @description Events that broke the tracking plan for their name (stored under observe, quarantined under enforce) */
+                                violations: number;
+                                /** @description The 5 most frequent reasons: quarantine codes with their paths and messages, and plan violations */
+                                reasons: {
+                                    reason: string;
+                                    count: number;
+                                }[];
+                            };
+                            last24Hours: {
+                                /** @description Acknowledged and kept: stored, held, or held then quarantined as identity_unresolved */
+                                accepted: number;
+                                stored: number;
+                                /** @description Waiting for an identify of their clientId (up to 7 days) */
+                                held: number;
+                                /** @description Refused (412/400 when sent) or held past 7 days */
+                                quarantined: number;
+                                /** @description Events that broke the tracking plan for their name (stored under observe, quarantined under enforce) */
+                                violations: number;
+                                /** @description The 5 most frequent reasons: quarantine codes with their paths and messages, and plan violations */
+                                reasons: {
+                                    reason: string;
+                                    count: number;
+                                }[];
+                            };
+                        }[];
+                    };
+                };
+            };
+            /** @description [`invalid_credentials`](/problems/invalid_credentials): Unknown partner or wrong secret */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`rate_limited`](/problems/rate_limited): Too many requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`internal_error`](/problems/internal_error): Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`shard_unavailable`](/problems/shard_unavailable): The storage shard that owns the org did not answer; [`storage_unavailable`](/problems/storage_unavailable): The storage process is restarting; [`org_unavailable`](/problems/org_unavailable): The org's database cannot be opened */
             503: {
                 headers: {
                     [name: string]: unknown;

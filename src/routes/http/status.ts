@@ -1,0 +1,166 @@
+/**
+ * GET /http/v1/status (issue 42): a partner sees, with its own credentials (HTTP Basic
+ * `partnerId:partnerSecret`, or the write key as Basic's user name), what became of the events it sent to
+ * its org environment, per event name over the last hour and the last 24 hours: accepted (stored, held for
+ * an identity, or held then quarantined unresolved), stored, held, quarantined, plan violations, and the
+ * five most frequent reasons. Nothing of another org or environment, no contact data: counts and reasons
+ * (JSON pointers and schema messages). Counted from the org's database, so an event acknowledged a moment
+ * ago shows once compaction has stored it (seconds). Limited per partner (1 a second, bursts of 10) and,
+ * for failed authentications, per client address.
+ */
+import type { FastifyInstance } from 'fastify';
+import type { PartnerIdentity, PartnerRegistry } from '../../control/partner-registry.js';
+import type { Context } from '../../core/context.js';
+import { AppError } from '../../core/errors.js';
+import type { OrgStorage } from '../../db/org-storage.js';
+import { eventNameOf } from '../../events/log/event-facts.js';
+import { object, operationSchema } from '../../openapi/route-schema.js';
+import { rateLimitHeaders } from '../../ratelimit/headers.js';
+import { AUTH_FAILURE_POLICY, AUTH_FAILURE_POLICY_NAME, rateLimitedError } from '../../ratelimit/policies.js';
+import type { RateLimiter, RatePolicy } from '../../ratelimit/types.js';
+
+const HOUR_MS = 3_600_000;
+const DAY_MS = 24 * HOUR_MS;
+const TOP_REASONS = 5;
+/** Event names an answer lists (the most active first). */
+const MAX_NAMES = 200;
+const STATUS_POLICY_NAME = 'partner-status';
+const STATUS_POLICY: RatePolicy = { ratePerSecond: 1, burst: 10 };
+
+const counts = object({
+  accepted: { type: 'integer', minimum: 0, description: 'Acknowledged and kept: stored, held, or held then quarantined as identity_unresolved' },
+  stored: { type: 'integer', minimum: 0 },
+  held: { type: 'integer', minimum: 0, description: 'Waiting for an identify of their clientId (up to 7 days)' },
+  quarantined: { type: 'integer', minimum: 0, description: 'Refused (412/400 when sent) or held past 7 days' },
+  violations: { type: 'integer', minimum: 0, description: 'Events that broke the tracking plan for their name (stored under observe, quarantined under enforce)' },
+  reasons: { type: 'array', items: object({ reason: { type: 'string' }, count: { type: 'integer', minimum: 1 } }), description: `The ${TOP_REASONS} most frequent reasons: quarantine codes with their paths and messages, and plan violations` },
+});
+
+const schema = operationSchema({
+  tag: 'Partners', operationId: 'partnerStatus', auth: 'partnerBasic',
+  summary: 'What became of the events you sent: per event name, the last hour and the last 24 hours',
+  description:
+    'HTTP Basic with `partnerId:partnerSecret`, or the write key as the user name (no password). Your org environment only. ' +
+    'Counted from what compaction has stored: an event acknowledged a second ago shows a few seconds later. At most 1 request a second per credential (bursts of 10).',
+  ok: {
+    status: 200,
+    description: 'Per event name, the most active first',
+    schema: object({
+      org: { type: 'string' },
+      environment: { type: 'string', enum: ['staging', 'production'] },
+      asOf: { type: 'string', format: 'date-time' },
+      events: { type: 'array', items: object({ eventName: { type: 'string' }, lastHour: counts, last24Hours: counts }) },
+    }),
+  },
+  errors: ['invalid_credentials', 'rate_limited', 'shard_unavailable', 'storage_unavailable', 'org_unavailable'],
+});
+
+export interface StatusDeps {
+  ctx: Context;
+  registry: PartnerRegistry;
+  storage: () => OrgStorage | undefined;
+  /** Whether this process keeps the org's database. */
+  owns: (org: string) => boolean;
+  limiter: RateLimiter;
+}
+
+type Counts = { accepted: number; stored: number; held: number; quarantined: number; violations: number; reasons: Map<string, number> };
+const zero = (): Counts => ({ accepted: 0, stored: 0, held: 0, quarantined: 0, violations: 0, reasons: new Map() });
+
+export function registerStatusRoute(app: FastifyInstance, deps: StatusDeps): void {
+  app.get('/http/v1/status', { schema }, async (request, reply) => {
+    const now = deps.ctx.clock.now();
+    const who = partnerOf(deps.registry, request.headers.authorization);
+    if (!who) {
+      const decision = await deps.limiter.consume(`auth:${request.ip}`, AUTH_FAILURE_POLICY, now);
+      const headers = rateLimitHeaders(AUTH_FAILURE_POLICY_NAME, AUTH_FAILURE_POLICY, decision);
+      if (!decision.allowed) throw rateLimitedError(headers);
+      throw new AppError('invalid_credentials', 'Send HTTP Basic with partnerId:partnerSecret, or your write key as the user name and no password.', {
+        headers: { ...headers, 'WWW-Authenticate': 'Basic realm="audience-collect"' },
+      });
+    }
+    const decision = await deps.limiter.consume(`status:${who.org}:${who.environment}`, STATUS_POLICY, now);
+    const headers = rateLimitHeaders(STATUS_POLICY_NAME, STATUS_POLICY, decision);
+    if (!decision.allowed) throw rateLimitedError(headers);
+    void reply.headers(headers);
+    const storage = deps.storage();
+    if (!storage || !deps.owns(who.org)) {
+      throw new AppError('shard_unavailable', 'this process keeps no database for your org: ask the service at an address that serves it (docs/operators.md "Running many processes")', {
+        headers: { 'Retry-After': '1' },
+      });
+    }
+    return { org: who.org, environment: who.environment, asOf: new Date(now).toISOString(), events: await deliveryStatus(storage, who, now) };
+  });
+}
+
+/** Basic `partnerId:partnerSecret` (a partner), or `writeKey:` (a write key, Segment's form). */
+function partnerOf(registry: PartnerRegistry, authorization: string | undefined): PartnerIdentity | undefined {
+  if (typeof authorization !== 'string' || !/^basic\s/i.test(authorization)) return undefined;
+  const decoded = Buffer.from(authorization.slice(6).trim(), 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  const user = colon < 0 ? decoded : decoded.slice(0, colon);
+  const password = colon < 0 ? '' : decoded.slice(colon + 1);
+  return password === '' ? registry.authenticateWriteKey(user) : registry.authenticate(user, password);
+}
+
+async function deliveryStatus(storage: OrgStorage, who: PartnerIdentity, now: number) {
+  const db = storage.org(who.org);
+  const params = [who.environment, new Date(now - DAY_MS).toISOString(), new Date(now - HOUR_MS).toISOString()];
+  const window = 'environment = $1 AND received_at >= $2::TIMESTAMPTZ';
+  const recent = 'received_at >= $3::TIMESTAMPTZ';
+  const nameParts = (json: string) => `${json}->>'$.type' AS type, ${json}->>'$.event' AS event, ${json}->>'$.properties.eventName' AS custom`;
+  const [stored, held, quarantined, violations] = await Promise.all([
+    db.all<{ name: string; recent: boolean; n: bigint }>(`SELECT event_name AS name, ${recent} AS recent, count(*) AS n FROM events WHERE ${window} GROUP BY ALL`, params),
+    db.all<{ type: string; event: string | null; custom: string | null; recent: boolean; n: bigint }>(`SELECT ${nameParts('body')}, ${recent} AS recent, count(*) AS n FROM pending_identity WHERE ${window} GROUP BY ALL`, params),
+    db.all<{ type: string | null; event: string | null; custom: string | null; code: string; errors: string; recent: boolean }>(
+      `SELECT ${nameParts('raw')}, code, errors::VARCHAR AS errors, ${recent} AS recent FROM quarantine WHERE ${window} LIMIT 100000`,
+      params,
+    ),
+    db.all<{ name: string; mode: string; reasons: string; recent: boolean }>(`SELECT event_name AS name, mode, reasons::VARCHAR AS reasons, ${recent} AS recent FROM plan_violations WHERE ${window} LIMIT 100000`, params),
+  ]);
+  const byName = new Map<string, { lastHour: Counts; last24Hours: Counts }>();
+  const add = (name: string, isRecent: boolean, change: (c: Counts) => void) => {
+    let entry = byName.get(name);
+    if (!entry) byName.set(name, (entry = { lastHour: zero(), last24Hours: zero() }));
+    change(entry.last24Hours);
+    if (isRecent) change(entry.lastHour);
+  };
+  const reason = (c: Counts, text: string) => c.reasons.set(text, (c.reasons.get(text) ?? 0) + 1);
+  for (const r of stored) add(r.name, r.recent, (c) => ((c.stored += Number(r.n)), (c.accepted += Number(r.n))));
+  for (const r of held) add(nameOf(r), r.recent, (c) => ((c.held += Number(r.n)), (c.accepted += Number(r.n))));
+  for (const q of quarantined) {
+    const errors = parsedErrors(q.errors);
+    add(nameOf(q), q.recent, (c) => {
+      c.quarantined++;
+      // Held, then never identified: it was accepted.
+      if (q.code === 'identity_unresolved') c.accepted++;
+      for (const e of errors) reason(c, `${q.code} ${e.path} ${e.message}`);
+    });
+  }
+  for (const v of violations) {
+    const reasons = v.mode === 'observe' ? (JSON.parse(v.reasons) as string[]) : [];
+    // Under enforce the event is a quarantine row too, whose reasons are counted there.
+    add(v.name, v.recent, (c) => {
+      c.violations++;
+      for (const r of reasons) reason(c, `plan_violation ${r}`);
+    });
+  }
+  const shown = (c: Counts) => ({ ...c, reasons: [...c.reasons].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).slice(0, TOP_REASONS).map(([text, count]) => ({ reason: text, count })) });
+  return [...byName]
+    .sort((a, b) => b[1].last24Hours.accepted + b[1].last24Hours.quarantined - (a[1].last24Hours.accepted + a[1].last24Hours.quarantined) || (a[0] < b[0] ? -1 : 1))
+    .slice(0, MAX_NAMES)
+    .map(([eventName, { lastHour, last24Hours }]) => ({ eventName, lastHour: shown(lastHour), last24Hours: shown(last24Hours) }));
+}
+
+function nameOf(parts: { type: string | null; event: string | null; custom: string | null }): string {
+  return parts.type === null ? 'unknown' : eventNameOf({ type: parts.type, event: parts.event, properties: { eventName: parts.custom } });
+}
+
+function parsedErrors(text: string): Array<{ path: string; message: string }> {
+  try {
+    const errors = JSON.parse(text) as unknown;
+    return Array.isArray(errors) ? (errors as Array<{ path: string; message: string }>).slice(0, 20) : [];
+  } catch {
+    return [];
+  }
+}
