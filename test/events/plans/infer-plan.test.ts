@@ -17,6 +17,8 @@ t.test('the draft compiles and accepts every sample it was inferred from', async
       if (!compiled.ok) return JSON.stringify(schema).length > 16_384; // a draft past a plan's size is refused at PUT, not wrong
       for (const sample of samples) {
         const violations = compiled.check(sample);
+        // A sample too large to check within MAX_CHECK_COST is refused for that, not for its shape.
+        if (violations.length === 1 && violations[0]!.keyword === 'cost') continue;
         if (violations.length > 0) throw new Error(`${JSON.stringify(sample)} breaks its own draft ${JSON.stringify(schema)}: ${JSON.stringify(violations)}`);
       }
       checked++;

@@ -303,3 +303,35 @@ t.test('infer: a draft from the stored events, which PUT as it is accepts each o
   t.equal((await h.admin('POST', '/admin/v1/orgs/acme/events/plans/identify/infer', {})).json().code, 'invalid_plan', 'custom events only');
   t.equal((await h.admin('POST', `/admin/v1/orgs/beta/events/plans/${NAME}/infer`, {})).json().samples, 0, "another org infers from its own events only");
 });
+
+t.test('a schema bomb is not run past its cost: the event is refused as too costly to check, and another org is not held up', async (t) => {
+  const { h, acme, beta } = await setup(t);
+  const branch = (i: number) => ({ type: 'object', properties: { a: { type: 'string', pattern: `^(x|y|z)*${i}(a|b)*$` }, b: { type: 'integer', minimum: i } }, required: ['a', 'b'] });
+  const bomb = { type: 'object', properties: { list: { type: 'array', items: { anyOf: Array.from({ length: 80 }, (_, i) => branch(i)) } } } };
+  t.equal((await putPlan(h, { schema: bomb, mode: 'enforce', environments: ['production'] })).statusCode, 200, 'a bomb is a valid schema: it is bounded when it runs');
+  const big = { list: Array.from({ length: 600 }, () => ({ a: 'xxxxxxxx', b: -1 })) };
+  const refused = await h.collect(event(acme, big, 'bomb-1'));
+  t.equal(refused.statusCode, 412);
+  t.match(refused.json().detail, /too large for this plan to check/);
+  // Meanwhile another org's events go through, each answered.
+  const started = performance.now();
+  const [bombs, others] = await Promise.all([
+    Promise.all(Array.from({ length: 40 }, (_, i) => h.collect(event(acme, big, `bomb-${i + 2}`)))),
+    Promise.all(Array.from({ length: 40 }, (_, i) => h.collect(event(beta, { nights: i }, `beta-${i}`)))),
+  ]);
+  t.ok(bombs.every((r) => r.statusCode === 412), 'every bomb event refused');
+  t.ok(others.every((r) => r.statusCode === 200), "every one of beta's events stored");
+  t.comment(`80 requests in ${Math.round(performance.now() - started)} ms`);
+  // Many reasons: the first 20 kept, the rest said.
+  t.equal((await putPlan(h, { schema: { type: 'object', additionalProperties: { type: 'integer' } }, mode: 'observe', environments: ['production'] })).statusCode, 200);
+  t.equal((await h.collect(event(acme, Object.fromEntries(Array.from({ length: 300 }, (_, i) => [`k${i}`, 'x'])), 'many'))).statusCode, 200);
+  const newest = (await violations(h)).newest.find((n) => n.messageId === 'many');
+  t.equal(newest?.reasons.length, 21, '20 reasons and one that counts the rest');
+  t.match(newest?.reasons.at(-1), /and 280 more reasons/);
+  // An ordinary large plan and event are checked, not refused for their cost.
+  const fifty = { type: 'object', properties: Object.fromEntries(Array.from({ length: 50 }, (_, i) => [`m${i}`, i % 2 ? { type: 'string', maxLength: 40 } : { type: 'object', properties: { a: { type: 'integer' }, b: { type: 'string' } } }])) };
+  t.equal((await putPlan(h, { schema: fifty, mode: 'enforce', environments: ['production'] })).statusCode, 200);
+  const forty = Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`m${i}`, i % 2 ? 'some text' : { a: i, b: 'x' }]));
+  t.equal((await h.collect(event(acme, forty, 'forty'))).statusCode, 200, 'a 50-member plan checks an event of 40 members');
+  t.equal((await h.collect(event(acme, { ...forty, m1: 7 }, 'forty-bad'))).statusCode, 412, 'and finds what breaks it');
+});
