@@ -1,8 +1,8 @@
 /**
  * Events of one org, per environment: what arrived over time (events per type, stored and quarantined, as
  * charts read again every few seconds), the types seen (count, last seen, property keys and their types),
- * samples of a type as received, events held for an identity with their age, and the quarantine with its
- * reasons. A trigger starts here: "New trigger from this event type" opens the editor with the reference
+ * samples of a type as received, a custom type's tracking plan and its violations (events-plan.tsx), events
+ * held for an identity with their age, and the quarantine with its reasons. A trigger starts here: "New trigger from this event type" opens the editor with the reference
  * query for the type.
  */
 import { type ReactNode, useEffect, useRef, useState } from 'react';
@@ -10,6 +10,7 @@ import { api, asPage, cursorParam, seg } from './api';
 import { ActivitySection, RANGES, type RangeName, type Series, TimeChart, rangeQuery } from './charts';
 import { href } from './route';
 import { type Environment, HeldForIdentity, Quarantine, Samples } from './events-lists';
+import { EventPlan } from './events-plan';
 import { LoadMore, Status, Time, useEvery, usePages, useRequest } from './ui';
 
 interface Counted {
@@ -34,6 +35,8 @@ interface EventType {
   lastSeenAt: string;
   properties: Record<string, string>;
   propertiesTruncated: boolean;
+  /** Events that broke the type's tracking plan. */
+  violations: number;
 }
 
 /** An empty page teaches: the request that sends a first event, with this org's partner id filled in. */
@@ -67,6 +70,7 @@ function FirstEvent({ org, env }: { org: string; env: Environment }): ReactNode 
 export function EventsPage({ org }: { org: string }): ReactNode {
   const [env, setEnv] = useState<Environment>('production');
   const [selected, setSelected] = useState<string>();
+  const [planOf, setPlanOf] = useState<string>();
   const types = usePages(
     (cursor) => asPage(api<{ types: EventType[]; nextCursor: string | null }>('GET', `/admin/v1/orgs/${seg(org)}/events/types?env=${env}${cursorParam(cursor)}`), 'types'),
     [org, env],
@@ -77,7 +81,7 @@ export function EventsPage({ org }: { org: string }): ReactNode {
         <h2 id="events-title">Events</h2>
         <label className="inline">
           Environment{' '}
-          <select value={env} onChange={(e) => (setEnv(e.target.value as Environment), setSelected(undefined))}>
+          <select value={env} onChange={(e) => (setEnv(e.target.value as Environment), setSelected(undefined), setPlanOf(undefined))}>
             <option value="production">production</option>
             <option value="staging">staging</option>
           </select>
@@ -98,6 +102,7 @@ export function EventsPage({ org }: { org: string }): ReactNode {
               <th scope="col">Event type</th>
               <th scope="col">Count</th>
               <th scope="col">Last seen</th>
+              <th scope="col">Plan violations</th>
               <th scope="col">Properties</th>
               <th scope="col">
                 <span className="visually-hidden">Actions</span>
@@ -114,6 +119,9 @@ export function EventsPage({ org }: { org: string }): ReactNode {
                 <td>
                   <Time iso={type.lastSeenAt} />
                 </td>
+                <td className="number" data-violations>
+                  {type.violations.toLocaleString()}
+                </td>
                 <td>
                   {Object.entries(type.properties).map(([key, kind]) => (
                     <span key={key} className="tag">
@@ -126,6 +134,11 @@ export function EventsPage({ org }: { org: string }): ReactNode {
                   <button type="button" className="small" onClick={() => setSelected(type.eventType)} aria-pressed={selected === type.eventType}>
                     Samples
                   </button>
+                  {type.eventType.startsWith('custom_') ? (
+                    <button type="button" className="small" onClick={() => setPlanOf(type.eventType)} aria-pressed={planOf === type.eventType}>
+                      Plan
+                    </button>
+                  ) : null}
                   {env === 'production' ? (
                     <a className="button small" href={`${href('orgs', org, 'triggers', 'new')}?eventType=${encodeURIComponent(type.eventType)}`}>
                       New trigger from this event type
@@ -138,6 +151,7 @@ export function EventsPage({ org }: { org: string }): ReactNode {
         </table>
       ) : null}
       <LoadMore pages={types} what="event types" />
+      {planOf ? <EventPlan org={org} eventType={planOf} /> : null}
       {selected ? <Samples org={org} env={env} eventType={selected} /> : null}
       <HeldForIdentity org={org} env={env} />
       <Quarantine org={org} env={env} />
