@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import t, { type Test as Tap } from 'tap';
 import { customEvent, startTestApp, type TestApp, waitFor } from '../../helpers/app.js';
+import { hasNatsServerBinary, startNatsServer } from '../../helpers/nats-server.js';
 
 const NAME = 'custom_booking_completed';
 const SCHEMA = {
@@ -334,4 +335,20 @@ t.test('a schema bomb is not run past its cost: the event is refused as too cost
   const forty = Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`m${i}`, i % 2 ? 'some text' : { a: i, b: 'x' }]));
   t.equal((await h.collect(event(acme, forty, 'forty'))).statusCode, 200, 'a 50-member plan checks an event of 40 members');
   t.equal((await h.collect(event(acme, { ...forty, m1: 7 }, 'forty-bad'))).statusCode, 412, 'and finds what breaks it');
+});
+
+const natsTest = hasNatsServerBinary() ? t.test : t.skip;
+natsTest('on JetStream KV: a plan put on one process is in force on another, for names of any characters', async (t) => {
+  const dataDir = t.testdir();
+  const nats = await startNatsServer(t);
+  const a = await startTestApp(t, { dataDir: join(dataDir, 'a'), natsUrl: nats.url });
+  const b = await startTestApp(t, { dataDir: join(dataDir, 'b'), natsUrl: nats.url, config: { roles: ['collector'] } });
+  const creds = (await a.createOrg('acme')).production;
+  const name = 'custom_Booking: done / ünï 😀';
+  const put = await putPlan(a, { schema: { type: 'object', required: ['nights'] }, mode: 'enforce', environments: ['production'] }, 'acme', name);
+  t.equal(put.statusCode, 200, put.body);
+  const send = (h: TestApp, id: string) => h.collect(customEvent(creds, { messageId: id, properties: { eventName: 'Booking: done / ünï 😀', properties: {} } }));
+  t.equal((await send(a, 'on-a')).statusCode, 412, 'in force where it was put');
+  const onB = await waitFor(async () => ((await send(b, `on-b-${Date.now()}`)).statusCode === 412 ? true : undefined), { what: "the plan on the other process", timeoutMs: 20_000 });
+  t.ok(onB, 'and on the other process, from the KV watch');
 });
