@@ -18,7 +18,7 @@ const RANKS = [
   // The flows' rooms (docs/design.md, "Inside reactions/flows"): pure rules at the bottom, then the one
   // owner per table and the renderer, then sending and the reports, and the run (turns, the decision
   // pipeline and the four sources that feed it) on top.
-  ['reactions/flows/rules'],
+  ['reactions/flows/rules', 'reactions/alerts'],
   ['reactions/flows/store', 'reactions/flows/render'],
   ['reactions/flows/send', 'reactions/flows/reports'],
   ['reactions/flows/run'],

@@ -78,6 +78,15 @@ CREATE TABLE IF NOT EXISTS plan_violations (
   reasons      JSON NOT NULL
 );
 
+-- The org's quarantine alert (issue 42), at most one row: a signed webhook when an event name's
+-- quarantined share in the window crosses the threshold (src/reactions/alerts/quarantine-alerts.ts owns it).
+CREATE TABLE IF NOT EXISTS quarantine_alerts (
+  url             VARCHAR NOT NULL,
+  threshold       DOUBLE NOT NULL,
+  min_events      INTEGER NOT NULL,
+  window_seconds  INTEGER NOT NULL
+);
+
 -- One row per environment and event type, for GET …/events/types: events stored, the latest received,
 -- and the property keys seen with their JSON types (JSON {key: [types]}, at most 100 keys of at most 128
 -- characters, properties_truncated when a type had more). The compactor folds newly visible events in

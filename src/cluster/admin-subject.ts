@@ -27,6 +27,7 @@ export const ORG_DATABASE_SECTIONS: ReadonlySet<string> = new Set([
   'webhook-secret',
   'topics',
   'erasures',
+  'alerts',
 ]);
 
 const ORGS_PREFIX = '/admin/v1/orgs/';

@@ -76,6 +76,16 @@ export interface ProblemDetail {
   message: string;
 }
 
+/** A quarantine row's `errors` (JSON text of ProblemDetail[]): the first `max`, none when it is not that. */
+export function parseProblemDetails(text: string, max = 20): ProblemDetail[] {
+  try {
+    const errors = JSON.parse(text) as unknown;
+    return Array.isArray(errors) ? (errors as ProblemDetail[]).slice(0, max) : [];
+  } catch {
+    return [];
+  }
+}
+
 /** An expected failure that becomes a problem+json answer. */
 export class AppError extends Error {
   readonly status: number;

@@ -24,6 +24,8 @@ import { registerInspectRoutes } from '../routes/admin/orgs/events.js';
 import { registerFlowRoutes } from '../routes/admin/orgs/flows/index.js';
 import { registerTopicRoutes } from '../routes/admin/orgs/topics.js';
 import { registerPlanRoutes } from '../routes/admin/orgs/plans.js';
+import { registerAlertRoutes } from '../routes/admin/orgs/alerts.js';
+import { QuarantineAlerts } from '../reactions/alerts/quarantine-alerts.js';
 import { registerErasureRoutes } from '../routes/admin/orgs/erasures.js';
 import { registerUnsubscribeRoutes } from '../routes/unsubscribe.js';
 import { registerTokenRoutes } from '../routes/admin/orgs/tokens.js';
@@ -117,6 +119,8 @@ export const adminApi = fp(
       registerImportRoutes(admin, { orgs, contacts: storage.contacts, materializer: storage.materializer });
       registerContactRoute(admin, { orgs, profiles: app.profiles, consent: storage.consent, freshness: app.freshness, now: () => ctx.clock.now() });
       registerTopicRoutes(admin, { orgs, consent: storage.consent, flows: storage.flows, profiles: app.profiles, ctx, metrics: app.metrics });
+      const alerts = new QuarantineAlerts({ orgs: orgStorage.orgs, ctx, onError: () => undefined });
+      registerAlertRoutes(admin, { orgs, alerts, allowPrivate: config.webhookAllowPrivate });
       registerErasureRoutes(admin, { orgs, erasures: storage.erasures, profiles: app.profiles });
       registerTriggerRoutes(admin, { storage: orgStorage.orgs, ctx, orgs, triggers: storage.triggers, flows: storage.flows, traits: storage.traits, timeoutMs: config.triggerTimeoutMs });
       registerFlowRoutes(admin, {

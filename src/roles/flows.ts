@@ -9,6 +9,8 @@ import { OrgUnavailable } from '../core/unavailable.js';
 import { capacityErrorsAtWarn } from '../http/capacity-log.js';
 import { registerScrapedGauge } from '../ops/metrics.js';
 import { openChannels } from '../reactions/channels/open-channels.js';
+import { QuarantineAlerts } from '../reactions/alerts/quarantine-alerts.js';
+import { PeriodicTask } from '../core/periodic-task.js';
 import { TriggerRuns } from '../reactions/flows/run/trigger-runs.js';
 import { SEGMENT_ROWS_PER_TRIGGER_ROW } from '../reactions/flows/run/trigger-window.js';
 import { DeferredSends } from '../reactions/flows/run/deferred-sends.js';
@@ -28,6 +30,8 @@ import { runSteps } from './run-steps.js';
 
 /** How often QUERIES_DIR is read for changed trigger and segment files. */
 const QUERIES_POLL_MS = 1000;
+/** How often quarantine alerts are checked: a crossing is sent well within the minute the issue allows. */
+const ALERT_CHECK_MS = 15_000;
 
 export interface FlowsRole {
   /** Triggered runs of live flows (one source of the decision pipeline). */
@@ -144,7 +148,11 @@ export const flowsRole = fp(
     // The four sources stop together: each waits for its piece in progress, and those may wait for each
     // other's turns (one after another, a busy org's run, pass and chunk added up to seconds).
     const sources = () => Promise.all([runner.close(), deferred.close(), steps.close(), scheduled.close()]);
-    app.addHook('onClose', () => runSteps([() => storage.triggers.stopWatching(), sources, () => renderer.close(), () => dispatcher.close(), () => channels.close()]));
+    // Quarantine alerts (issue 42) go out as webhooks, from here.
+    const alerts = new QuarantineAlerts({ orgs: orgData, ctx, onError: (err, org) => logger.error({ err, org }, 'checking the quarantine alert failed') });
+    const webhook = channels.channelFor('webhook')!;
+    const alertTask = new PeriodicTask(async () => alerts.check(await ownedSlugs(), webhook), (err) => logger.error({ err }, 'checking the quarantine alert failed'));
+    app.addHook('onClose', () => runSteps([() => storage.triggers.stopWatching(), () => alertTask.stop(), sources, () => renderer.close(), () => dispatcher.close(), () => channels.close()]));
 
     /** Sends recorded as pending and not queued in this process, org by org: one unavailable org does not hold the others'. */
     const resumePending = async (slugs: string[]): Promise<void> => {
@@ -193,6 +201,7 @@ export const flowsRole = fp(
     deferred.start();
     steps.start();
     scheduled.start();
+    alertTask.start(ALERT_CHECK_MS);
   },
   { name: 'audience-flows-role', dependencies: ['audience-storage-role'] },
 );

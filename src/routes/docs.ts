@@ -26,6 +26,7 @@ import { registerTokenRoutes } from './admin/orgs/tokens.js';
 import { registerTriggerRoutes } from './admin/orgs/triggers.js';
 import { registerTopicRoutes } from './admin/orgs/topics.js';
 import { registerPlanRoutes } from './admin/orgs/plans.js';
+import { registerAlertRoutes } from './admin/orgs/alerts.js';
 import { registerErasureRoutes } from './admin/orgs/erasures.js';
 import { registerUnsubscribeRoutes } from './unsubscribe.js';
 import { registerBatchRoute } from './audience/batch.js';
@@ -120,6 +121,7 @@ export async function buildOpenApiDocument(): Promise<Record<string, unknown>> {
       registerFlowRoutes(admin, none);
       registerTopicRoutes(admin, none);
       registerPlanRoutes(admin, none);
+      registerAlertRoutes(admin, none);
       registerErasureRoutes(admin, none);
     });
     registerUnsubscribeRoutes(app, none);

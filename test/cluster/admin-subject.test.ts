@@ -15,6 +15,8 @@ import { registerTriggerRoutes } from '../../src/routes/admin/orgs/triggers.js';
 import { registerContactRoute } from '../../src/routes/admin/orgs/contacts.js';
 import { registerTopicRoutes } from '../../src/routes/admin/orgs/topics.js';
 import { registerErasureRoutes } from '../../src/routes/admin/orgs/erasures.js';
+import { registerPlanRoutes } from '../../src/routes/admin/orgs/plans.js';
+import { registerAlertRoutes } from '../../src/routes/admin/orgs/alerts.js';
 
 t.test('a subject is built from a slug and nothing else', async (t) => {
   t.equal(adminSubject('acme'), 'audience.admin.acme');
@@ -52,6 +54,8 @@ t.test('the relayed sections are exactly the org-database route files’ routes'
     ...routesOf((app) => registerContactRoute(app, deps)),
     ...routesOf((app) => registerTopicRoutes(app, deps)),
     ...routesOf((app) => registerErasureRoutes(app, deps)),
+    ...routesOf((app) => registerPlanRoutes(app, deps)),
+    ...routesOf((app) => registerAlertRoutes(app, deps)),
   ];
   t.ok(orgDatabase.length >= 15, `${orgDatabase.length} routes`);
   for (const route of orgDatabase) t.equal(orgOfDatabasePath(route.split(' ')[1]!), ':slug', `${route} is relayed`);

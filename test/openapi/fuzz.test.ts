@@ -88,6 +88,7 @@ t.test('schema-driven requests: no 500, every answer as documented', async (t) =
     listFlowOccurrences: { params: { id: 'once' } },
     previewFlowMessage: { body: { trigger: 'booking_completed', message: { channel: 'outbox', template: { text: 'hi {{ contact.email_address }}' } } } },
     revokeToken: { params: { id: tokenId } },
+    putQuarantineAlert: { body: { url: 'http://127.0.0.1:9/hook', threshold: 0.05, minEvents: 100, windowSeconds: 300 } },
     putEventPlan: { body: { schema: { type: 'object', properties: { nights: { type: 'integer' } } }, mode: 'observe', environments: ['production'] } },
     // The tracking API: one message per Segment type, a batch, an import, Jitsu's paths.
     ...Object.fromEntries(

@@ -213,6 +213,9 @@ async function walk(h: TestApp, v: Values, operations: Map<string, Operation>, w
   const counted = (await call('listEventPlanViolations', { params: plan, query: { env: 'production' }, expect: [200] })).json() as { events: number };
   if (counted.events !== 1) throw new Error(`violations of ${custom}: ${JSON.stringify(counted)}`);
   await call('deleteEventPlan', { params: plan, expect: [200] });
+  await call('putQuarantineAlert', { params: slug, body: { url: 'http://127.0.0.1:9/hook', threshold: 0.05, minEvents: 100, windowSeconds: 300 }, expect: [200] });
+  await call('getQuarantineAlert', { params: slug, expect: [200] });
+  await call('deleteQuarantineAlert', { params: slug, expect: [200] });
   for (const type of types) {
     const samples = (await call('listEventSamples', { params: slug, query: { eventType: type, limit: '1' }, expect: [200] })).json() as { samples?: unknown[]; events?: unknown[] };
     if ((samples.samples ?? samples.events ?? []).length === 0) throw new Error(`no sample of ${type}: ${JSON.stringify(samples)}`);

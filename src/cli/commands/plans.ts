@@ -2,7 +2,7 @@
  * `audiencectl plan …`: tracking plans of custom events (issue 42), and `partner status`: what a partner
  * sees of its own events with its own credentials.
  */
-import { type Command, get, jsonFile, orgPath, post, query, seg, usage } from './command.js';
+import { type Command, get, jsonFile, numberOrText, orgPath, post, query, seg, usage } from './command.js';
 
 const planPath = (slug: string, eventName: string) => `${orgPath(slug)}/events/plans/${seg(eventName)}`;
 
@@ -84,5 +84,35 @@ export const PLAN_COMMANDS: Command[] = [
       const user = opts['partner-id'] !== undefined ? `${opts['partner-id']}:${secret}` : `${opts['write-key']}:`;
       ctx.print(await ctx.client.call('GET', '/http/v1/status', undefined, undefined, `Basic ${Buffer.from(user).toString('base64')}`));
     },
+  },
+  {
+    name: 'alert get',
+    args: ['<slug>'],
+    operations: ['getQuarantineAlert'],
+    summary: "the org's alert on the quarantined share of an event name",
+    example: 'audiencectl alert get acme',
+    run: get(([slug]) => `${orgPath(slug!)}/alerts/quarantine`),
+  },
+  {
+    name: 'alert put',
+    args: ['<slug>'],
+    options: ['url', 'threshold', 'min-events', 'window-seconds'],
+    operations: ['putQuarantineAlert'],
+    summary: "a signed webhook when an event name's quarantined share crosses the threshold",
+    example: 'audiencectl alert put acme --url https://hooks.example.com/audience --threshold 0.05 --min-events 100 --window-seconds 300',
+    async run(ctx, [slug]) {
+      const { opts } = ctx;
+      if (opts.url === undefined || opts.threshold === undefined) usage('alert put needs --url and --threshold (e.g. 0.05)');
+      const body = { url: opts.url, threshold: numberOrText(opts.threshold), minEvents: numberOrText(opts['min-events'] ?? '100'), windowSeconds: numberOrText(opts['window-seconds'] ?? '300') };
+      ctx.print(await ctx.client.call('PUT', `${orgPath(slug!)}/alerts/quarantine`, body));
+    },
+  },
+  {
+    name: 'alert delete',
+    args: ['<slug>'],
+    operations: ['deleteQuarantineAlert'],
+    summary: "remove the org's quarantine alert",
+    example: 'audiencectl alert delete acme',
+    run: post('DELETE', ([slug]) => `${orgPath(slug!)}/alerts/quarantine`),
   },
 ];

@@ -11,7 +11,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { PartnerIdentity, PartnerRegistry } from '../../control/partner-registry.js';
 import type { Context } from '../../core/context.js';
-import { AppError } from '../../core/errors.js';
+import { AppError, parseProblemDetails } from '../../core/errors.js';
 import type { OrgStorage } from '../../db/org-storage.js';
 import { eventNameOf } from '../../events/log/event-facts.js';
 import { object, operationSchema } from '../../openapi/route-schema.js';
@@ -129,7 +129,7 @@ async function deliveryStatus(storage: OrgStorage, who: PartnerIdentity, now: nu
   for (const r of stored) add(r.name, r.recent, (c) => ((c.stored += Number(r.n)), (c.accepted += Number(r.n))));
   for (const r of held) add(nameOf(r), r.recent, (c) => ((c.held += Number(r.n)), (c.accepted += Number(r.n))));
   for (const q of quarantined) {
-    const errors = parsedErrors(q.errors);
+    const errors = parseProblemDetails(q.errors);
     add(nameOf(q), q.recent, (c) => {
       c.quarantined++;
       // Held, then never identified: it was accepted.
@@ -154,13 +154,4 @@ async function deliveryStatus(storage: OrgStorage, who: PartnerIdentity, now: nu
 
 function nameOf(parts: { type: string | null; event: string | null; custom: string | null }): string {
   return parts.type === null ? 'unknown' : eventNameOf({ type: parts.type, event: parts.event, properties: { eventName: parts.custom } });
-}
-
-function parsedErrors(text: string): Array<{ path: string; message: string }> {
-  try {
-    const errors = JSON.parse(text) as unknown;
-    return Array.isArray(errors) ? (errors as Array<{ path: string; message: string }>).slice(0, 20) : [];
-  } catch {
-    return [];
-  }
 }

@@ -1725,6 +1725,34 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/v1/orgs/{slug}/alerts/quarantine": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The org's quarantine alert
+         * @description The org's quarantine alert
+         */
+        get: operations["getQuarantineAlert"];
+        /**
+         * Set the alert on the quarantined share of an event name
+         * @description Checked every 15 s: when an event name's (per environment) quarantined share of its events in the window crosses the threshold from below, with at least `minEvents` events, one webhook `{"type": "quarantine.share_crossed", org, environment, eventName, windowSeconds, threshold, events, quarantined, accepted, share, topReasons, at}` signed as flow webhooks are (Standard Webhooks, the org's webhook secret); once per crossing (the share must fall back first), a failed delivery tried again at the next check. Sent by processes with the flows role.
+         */
+        put: operations["putQuarantineAlert"];
+        post?: never;
+        /**
+         * Remove the org's quarantine alert
+         * @description Remove the org's quarantine alert
+         */
+        delete: operations["deleteQuarantineAlert"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/v1/orgs/{slug}/contacts/erase": {
         parameters: {
             query?: never;
@@ -12189,6 +12217,299 @@ export interface operations {
                 };
             };
             /** @description [`org_not_found`](/problems/org_not_found): No such org */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`rate_limited`](/problems/rate_limited): Too many requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`internal_error`](/problems/internal_error): Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`shard_answer_too_large`](/problems/shard_answer_too_large): The owning shard's answer is too large to relay */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`control_unavailable`](/problems/control_unavailable): The control plane is out of reach; [`shard_unavailable`](/problems/shard_unavailable): The storage shard that owns the org did not answer; [`storage_unavailable`](/problems/storage_unavailable): The storage process is restarting; [`org_unavailable`](/problems/org_unavailable): The org's database cannot be opened */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getQuarantineAlert: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                slug: components["schemas"]["org.slug"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The alert in force */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        alert: {
+                            /** @description Where the signed webhook goes (https, or http; private addresses only with WEBHOOK_ALLOW_PRIVATE) */
+                            url: string;
+                            /** @description The quarantined share of an event name's events in the window above which it alerts (0.05: 5 %) */
+                            threshold: number;
+                            /** @description Events of the name in the window before it may alert */
+                            minEvents: number;
+                            /** @description The window the share is taken over */
+                            windowSeconds: number;
+                        };
+                    };
+                };
+            };
+            /** @description [`invalid_request`](/problems/invalid_request): Request is invalid */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`invalid_admin_key`](/problems/invalid_admin_key): Missing or wrong admin key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`org_not_found`](/problems/org_not_found): No such org; [`not_found`](/problems/not_found): Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`rate_limited`](/problems/rate_limited): Too many requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`internal_error`](/problems/internal_error): Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`shard_answer_too_large`](/problems/shard_answer_too_large): The owning shard's answer is too large to relay */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`control_unavailable`](/problems/control_unavailable): The control plane is out of reach; [`shard_unavailable`](/problems/shard_unavailable): The storage shard that owns the org did not answer; [`storage_unavailable`](/problems/storage_unavailable): The storage process is restarting; [`org_unavailable`](/problems/org_unavailable): The org's database cannot be opened */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    putQuarantineAlert: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                slug: components["schemas"]["org.slug"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Where the signed webhook goes (https, or http; private addresses only with WEBHOOK_ALLOW_PRIVATE) */
+                    url: string;
+                    /** @description The quarantined share of an event name's events in the window above which it alerts (0.05: 5 %) */
+                    threshold: number;
+                    /** @description Events of the name in the window before it may alert */
+                    minEvents: number;
+                    /** @description The window the share is taken over */
+                    windowSeconds: number;
+                };
+            };
+        };
+        responses: {
+            /** @description The alert in force */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        alert: {
+                            /** @description Where the signed webhook goes (https, or http; private addresses only with WEBHOOK_ALLOW_PRIVATE) */
+                            url: string;
+                            /** @description The quarantined share of an event name's events in the window above which it alerts (0.05: 5 %) */
+                            threshold: number;
+                            /** @description Events of the name in the window before it may alert */
+                            minEvents: number;
+                            /** @description The window the share is taken over */
+                            windowSeconds: number;
+                        };
+                    };
+                };
+            };
+            /** @description [`invalid_request`](/problems/invalid_request): Request is invalid */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`invalid_admin_key`](/problems/invalid_admin_key): Missing or wrong admin key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`org_not_found`](/problems/org_not_found): No such org */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`rate_limited`](/problems/rate_limited): Too many requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`internal_error`](/problems/internal_error): Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`shard_answer_too_large`](/problems/shard_answer_too_large): The owning shard's answer is too large to relay */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`control_unavailable`](/problems/control_unavailable): The control plane is out of reach; [`shard_unavailable`](/problems/shard_unavailable): The storage shard that owns the org did not answer; [`storage_unavailable`](/problems/storage_unavailable): The storage process is restarting; [`org_unavailable`](/problems/org_unavailable): The org's database cannot be opened */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    deleteQuarantineAlert: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                slug: components["schemas"]["org.slug"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description It is gone */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {unknown} */
+                        deleted: true;
+                    };
+                };
+            };
+            /** @description [`invalid_request`](/problems/invalid_request): Request is invalid */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`invalid_admin_key`](/problems/invalid_admin_key): Missing or wrong admin key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description [`org_not_found`](/problems/org_not_found): No such org; [`not_found`](/problems/not_found): Not found */
             404: {
                 headers: {
                     [name: string]: unknown;
