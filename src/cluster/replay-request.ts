@@ -17,6 +17,8 @@ import { orgOfDatabasePath, tokenOfUnsubscribePath } from './admin-subject.js';
  * it would let failures on one shard throttle every client of every api process.
  */
 export const RELAYED_CALL_ADDRESS = 'nats-relay';
+/** A partner's delivery status (routes/http/status.ts): relayed to the shard that keeps the org's database. */
+const PARTNER_STATUS_PATH = '/http/v1/status';
 import type { RelayAnswer, RelayRequest } from './relay-message.js';
 
 export interface ReplayDeps {
@@ -24,6 +26,8 @@ export interface ReplayDeps {
   adminKeyHash: string;
   /** The org sealed in an unsubscribe link's token; undefined for a token that does not open. */
   orgOfLink(token: string): string | undefined;
+  /** The org of a partner's Basic credentials (GET /http/v1/status); undefined when they name none. */
+  orgOfPartner(authorization: string | undefined): string | undefined;
   logger: FastifyBaseLogger;
 }
 
@@ -35,6 +39,14 @@ export async function replayRequest(deps: ReplayDeps, slug: string, request: Rel
     // A public link: no admin key. The subject names the org, and the token must name the same one,
     // so no publisher reaches another org's consent through this org's subject.
     if (deps.orgOfLink(token) !== slug) return problemAnswer(new AppError('invalid_request', `not an unsubscribe link of org ${slug}`), request.requestId);
+    return inject(deps, request);
+  }
+  if (request.url.split('?', 1)[0] === PARTNER_STATUS_PATH) {
+    // A partner's own credentials: they must name the subject's org, checked here again.
+    const authorization = request.headers.authorization;
+    if (deps.orgOfPartner(typeof authorization === 'string' ? authorization : undefined) !== slug) {
+      return problemAnswer(new AppError('invalid_credentials', `not a partner of org ${slug}`), request.requestId);
+    }
     return inject(deps, request);
   }
   const key = bearerToken(request.headers.authorization) ?? '';

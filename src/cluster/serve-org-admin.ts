@@ -37,6 +37,8 @@ export interface ServeOrgAdminOptions {
   adminKeyHash: string;
   /** The org an unsubscribe link's token names (`UnsubscribeLinks.open`): a relayed link is answered only on its org's subject. */
   orgOfLink(token: string): string | undefined;
+  /** The org of a partner's Basic credentials: a relayed delivery status is answered only on its org's subject. */
+  orgOfPartner(authorization: string | undefined): string | undefined;
   /** Default: the app's logger. */
   logger?: FastifyBaseLogger;
 }
@@ -60,7 +62,7 @@ export interface OrgAdminServer {
 
 export async function serveOrgAdmin(options: ServeOrgAdminOptions): Promise<OrgAdminServer> {
   const { nc, owned } = options;
-  const deps = { app: options.app, adminKeyHash: options.adminKeyHash, orgOfLink: options.orgOfLink, logger: options.logger ?? options.app.log };
+  const deps = { app: options.app, adminKeyHash: options.adminKeyHash, orgOfLink: options.orgOfLink, orgOfPartner: options.orgOfPartner, logger: options.logger ?? options.app.log };
   const served = new Set<string>();
   let closed = false;
   let rebuilding = Promise.resolve();

@@ -25,6 +25,7 @@ import { registerFlowRoutes } from '../routes/admin/orgs/flows/index.js';
 import { registerTopicRoutes } from '../routes/admin/orgs/topics.js';
 import { registerPlanRoutes } from '../routes/admin/orgs/plans.js';
 import { registerAlertRoutes } from '../routes/admin/orgs/alerts.js';
+import { partnerOf } from '../routes/http/status.js';
 import { QuarantineAlerts } from '../reactions/alerts/quarantine-alerts.js';
 import { registerErasureRoutes } from '../routes/admin/orgs/erasures.js';
 import { registerUnsubscribeRoutes } from '../routes/unsubscribe.js';
@@ -169,7 +170,14 @@ export const relayedAdminCalls = fp(
     let server: OrgAdminServer | undefined;
     app.addHook('onReady', async () => {
       const shard = app.storageRole!;
-      server = await serveOrgAdmin({ nc, app, owned: shard.owns, adminKeyHash: app.adminKey.hash, orgOfLink: (token) => shard.links.open(token)?.org });
+      server = await serveOrgAdmin({
+        nc,
+        app,
+        owned: shard.owns,
+        adminKeyHash: app.adminKey.hash,
+        orgOfLink: (token) => shard.links.open(token)?.org,
+        orgOfPartner: (authorization) => partnerOf(app.partners, authorization)?.org,
+      });
       for (const org of await app.orgs.list()) await server.addOrg(org.slug);
     });
     app.orgs.onChange(async (org, previous) => {

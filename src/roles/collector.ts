@@ -8,8 +8,6 @@ import fp from 'fastify-plugin';
 import { GroupCommitter } from '../events/log/group-commit.js';
 import { registerCollectRoutes } from '../routes/http/collect.js';
 import { registerAnalyticsJsRoutes } from '../routes/http/analytics-js.js';
-import { registerStatusRoute } from '../routes/http/status.js';
-import { GcraLimiter } from '../ratelimit/gcra-limiter.js';
 import { registerTrackingRoutes } from '../routes/http/tracking.js';
 
 declare module 'fastify' {
@@ -38,8 +36,6 @@ export const collectorRole = fp(
     const urls = { publicUrl, listenUrl: `http://${host}:${port}` };
     registerTrackingRoutes(app, deps, urls);
     registerAnalyticsJsRoutes(app, deps, urls);
-    // Read when asked: the storage role registers after this one.
-    registerStatusRoute(app, { ctx: app.ctx, registry: app.partners, storage: () => app.orgStorage?.orgs, owns: (org) => app.storageRole?.owns(org) ?? false, limiter: new GcraLimiter() });
     app.decorate('committer', committer);
   },
   { name: 'audience-collector-role', dependencies: ['audience-control', 'audience-event-log', 'audience-profiles'] },

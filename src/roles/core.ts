@@ -1,4 +1,7 @@
-/** What every process answers, whatever its roles: health, metrics, the API document and the problem pages. */
+/**
+ * What every process answers, whatever its roles: health, metrics, the API document, the problem pages,
+ * and a partner's delivery status (answered where the org's database is, relayed there from elsewhere).
+ */
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { adminAuth } from '../routes/admin/auth.js';
@@ -7,6 +10,8 @@ import type { RateLimiter } from '../ratelimit/types.js';
 import { registerDocsRoutes } from '../routes/docs.js';
 import { registerOpsRoutes } from '../routes/ops.js';
 import { registerProblemPages } from '../routes/problems.js';
+import { registerStatusRoute } from '../routes/http/status.js';
+import { relayToShard } from '../cluster/relay-to-shard.js';
 
 export const coreRoutes = fp(
   async (app: FastifyInstance) => {
@@ -21,6 +26,15 @@ export const coreRoutes = fp(
     registerOpsRoutes(app, { health: app.health, log: app.eventLog, metrics: app.metrics, metricsAuth });
     registerDocsRoutes(app);
     registerProblemPages(app);
+    // Read when asked: the storage role registers after this plugin.
+    registerStatusRoute(app, {
+      ctx: app.ctx,
+      registry: app.partners,
+      storage: () => app.orgStorage?.orgs,
+      owns: (org) => app.storageRole?.owns(org) ?? false,
+      ...(app.adminNats ? { relay: relayToShard({ nc: app.adminNats }) } : {}),
+      limiter,
+    });
   },
   { name: 'audience-core-routes', dependencies: ['audience-health'] },
 );

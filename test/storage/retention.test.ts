@@ -72,7 +72,7 @@ t.test('events not yet folded into the aggregates are never deleted; big sweeps 
   const kept = await sweepExpired(db, { ...policy, eventsDays: 0, eventsByEventTimeDays: 0 }, clock.now() + 1000 * DAY);
   t.same(kept.rows, {}, '0 keeps forever');
   const all = await sweepExpired(db, { eventsDays: 1, eventsByEventTimeDays: 1, quarantineDays: 1, decisionsDays: 1, sendsContentDays: 1 }, clock.now() + 2 * DAY);
-  t.same(all.rows, { events: 0, quarantine: 0, flow_decisions: 0, flow_sends: 0 }, 'every sweep runs (nothing left to expire)');
+  t.same(all.rows, { events: 0, quarantine: 0, plan_violations: 0, flow_decisions: 0, flow_sends: 0 }, 'every sweep runs (nothing left to expire)');
 });
 
 t.test('retention settings: defaults and bad values', async (t) => {

@@ -6,7 +6,8 @@
  * five most frequent reasons. Nothing of another org or environment, no contact data: counts and reasons
  * (JSON pointers and schema messages). Counted from the org's database, so an event acknowledged a moment
  * ago shows once compaction has stored it (seconds). Limited per partner (1 a second, bursts of 10) and,
- * for failed authentications, per client address.
+ * for failed authentications, per client address. A process without the org's database relays the
+ * request to the one that has it (NATS mode), which authenticates the partner again and answers.
  */
 import type { FastifyInstance } from 'fastify';
 import type { PartnerIdentity, PartnerRegistry } from '../../control/partner-registry.js';
@@ -18,6 +19,8 @@ import { object, operationSchema } from '../../openapi/route-schema.js';
 import { rateLimitHeaders } from '../../ratelimit/headers.js';
 import { AUTH_FAILURE_POLICY, AUTH_FAILURE_POLICY_NAME, rateLimitedError } from '../../ratelimit/policies.js';
 import type { RateLimiter, RatePolicy } from '../../ratelimit/types.js';
+import type { ShardRelay } from '../../cluster/relay-to-shard.js';
+import { RELAYED_CALL_ADDRESS } from '../../cluster/replay-request.js';
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 24 * HOUR_MS;
@@ -61,6 +64,8 @@ export interface StatusDeps {
   storage: () => OrgStorage | undefined;
   /** Whether this process keeps the org's database. */
   owns: (org: string) => boolean;
+  /** NATS mode: to the process that keeps it (it authenticates the partner again). */
+  relay?: ShardRelay;
   limiter: RateLimiter;
 }
 
@@ -79,22 +84,24 @@ export function registerStatusRoute(app: FastifyInstance, deps: StatusDeps): voi
         headers: { ...headers, 'WWW-Authenticate': 'Basic realm="audience-collect"' },
       });
     }
-    const decision = await deps.limiter.consume(`status:${who.org}:${who.environment}`, STATUS_POLICY, now);
-    const headers = rateLimitHeaders(STATUS_POLICY_NAME, STATUS_POLICY, decision);
-    if (!decision.allowed) throw rateLimitedError(headers);
-    void reply.headers(headers);
+    // A call relayed from another process was limited there.
+    if (request.ip !== RELAYED_CALL_ADDRESS) {
+      const decision = await deps.limiter.consume(`status:${who.org}:${who.environment}`, STATUS_POLICY, now);
+      const headers = rateLimitHeaders(STATUS_POLICY_NAME, STATUS_POLICY, decision);
+      if (!decision.allowed) throw rateLimitedError(headers);
+      void reply.headers(headers);
+    }
     const storage = deps.storage();
     if (!storage || !deps.owns(who.org)) {
-      throw new AppError('shard_unavailable', 'this process keeps no database for your org: ask the service at an address that serves it (docs/operators.md "Running many processes")', {
-        headers: { 'Retry-After': '1' },
-      });
+      if (deps.relay) return deps.relay.send(request, reply, { slug: who.org, body: Buffer.alloc(0), org: 'your org' });
+      throw new AppError('shard_unavailable', 'this process keeps no database for your org and has no NATS to reach the one that does', { headers: { 'Retry-After': '1' } });
     }
     return { org: who.org, environment: who.environment, asOf: new Date(now).toISOString(), events: await deliveryStatus(storage, who, now) };
   });
 }
 
 /** Basic `partnerId:partnerSecret` (a partner), or `writeKey:` (a write key, Segment's form). */
-function partnerOf(registry: PartnerRegistry, authorization: string | undefined): PartnerIdentity | undefined {
+export function partnerOf(registry: PartnerRegistry, authorization: string | undefined): PartnerIdentity | undefined {
   if (typeof authorization !== 'string' || !/^basic\s/i.test(authorization)) return undefined;
   const decoded = Buffer.from(authorization.slice(6).trim(), 'base64').toString('utf8');
   const colon = decoded.indexOf(':');
