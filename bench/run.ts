@@ -42,7 +42,7 @@
  *
  *   npm run bench                                 everything (~16 min, of which flows ~4.5, scale ~8)
  *   npm run bench -- --only speed                 issue 39's table with wrk (~7 min); --speed-turns 1 for a quick one
- *   npm run bench -- --only speed --speed-paths lookup --profile   one path of it (comma-separated: bare-collect,collect,plan-collect,bare-lookup,lookup,bare-batch,batch) under --cpu-prof
+ *   npm run bench -- --only speed --speed-paths lookup --profile   one path of it (comma-separated: bare-collect,collect,plain-collect,plan-collect,bare-lookup,lookup,bare-batch,batch) under --cpu-prof
  *   npm run bench -- --only collect               some phases: bare,drain,collect,batch,audience,flows,scheduled,waits,scale (comma-separated)
  *   npm run bench -- --only freshness             freshness at half of collect's maximum (measured quickly here)
  *   npm run bench -- --only collect,freshness     the same, at half of the collect phase's maximum
