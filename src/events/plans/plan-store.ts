@@ -13,7 +13,7 @@ import type { Context } from '../../core/context.js';
 import { ENVIRONMENTS, type Environment } from '../../core/domain.js';
 import { AppError } from '../../core/errors.js';
 import { sha256Hex } from '../../core/secrets.js';
-import { type CompiledPlan, type PlanViolation, compilePlan } from './compile-plan.js';
+import { type PlanViolation, compilePlan } from './compile-plan.js';
 
 export const PLAN_MODES = ['observe', 'enforce'] as const;
 export type PlanMode = (typeof PLAN_MODES)[number];
@@ -83,8 +83,11 @@ export class PlanStore {
     private readonly onRefused: (org: string, eventName: string, detail: string) => void,
   ) {}
 
-  /** A plan document from the control plane's watch, or from a write of this process; older revisions are ignored. */
-  apply(entry: ControlEntry): void {
+  /**
+   * A plan document from the control plane's watch, or from a write of this process; older revisions are
+   * ignored. `compiled`: the PUT's own compilation of the version with that hash, not compiled again.
+   */
+  apply(entry: ControlEntry, compiled?: { hash: string; check: LivePlan['check'] }): void {
     const known = this.documents.get(entry.key);
     if (known && known.revision >= entry.revision) return;
     const document = entry.value as PlanDocument;
@@ -96,13 +99,20 @@ export class PlanStore {
       plans.delete(document.eventName);
       return;
     }
-    const compiled = compilePlan(newest.plan.schema);
-    if (!compiled.ok) {
+    const check = compiled && compiled.hash === newest.hash ? compiled.check : this.compiled(document, newest.plan.schema);
+    if (!check) {
       plans.delete(document.eventName);
-      this.onRefused(document.org, document.eventName, compiled.detail);
       return;
     }
-    plans.set(document.eventName, { version: newest.version, mode: newest.plan.mode, environments: new Set(newest.plan.environments), check: compiled.check });
+    plans.set(document.eventName, { version: newest.version, mode: newest.plan.mode, environments: new Set(newest.plan.environments), check });
+  }
+
+  /** A stored version compiled here; undefined (and said) when it does not compile in this release. */
+  private compiled(document: PlanDocument, schema: object): LivePlan['check'] | undefined {
+    const compiled = compilePlan(schema);
+    if (compiled.ok) return compiled.check;
+    this.onRefused(document.org, document.eventName, compiled.detail);
+    return undefined;
   }
 
   /** The collect path: the event's own properties against the org's live plan for its name, if any. */
@@ -120,7 +130,7 @@ export class PlanStore {
 
   async put(org: string, eventName: string, input: PlanInput): Promise<PlanView> {
     checkEventName(eventName);
-    const compiled: CompiledPlan = compilePlan(input.schema);
+    const compiled = compilePlan(input.schema);
     if (!compiled.ok) throw new AppError('invalid_plan', `${compiled.detail}. Fix the schema and PUT it again; the plan in force is unchanged.`);
     const environments = ENVIRONMENTS.filter((e) => input.environments.includes(e));
     const plan: PlanInput = { schema: input.schema, mode: input.mode, environments };
@@ -137,7 +147,7 @@ export class PlanStore {
       const version: PlanVersion = { version: (newest?.version ?? 0) + 1, status: 'live', plan, hash, createdAt: this.now() };
       return { org, eventName, versions: [...versions, version].slice(-KEPT_VERSIONS) };
     });
-    this.apply(entry);
+    this.apply(entry, { hash, check: compiled.check });
     return this.get(org, eventName)!;
   }
 

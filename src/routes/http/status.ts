@@ -15,6 +15,7 @@ import type { Context } from '../../core/context.js';
 import { AppError, parseProblemDetails } from '../../core/errors.js';
 import type { OrgStorage } from '../../db/org-storage.js';
 import { eventNameOf } from '../../events/log/event-facts.js';
+import { basicCredentials } from '../../http/bearer.js';
 import { object, operationSchema } from '../../openapi/route-schema.js';
 import { rateLimitHeaders } from '../../ratelimit/headers.js';
 import { AUTH_FAILURE_POLICY, AUTH_FAILURE_POLICY_NAME, rateLimitedError } from '../../ratelimit/policies.js';
@@ -102,12 +103,9 @@ export function registerStatusRoute(app: FastifyInstance, deps: StatusDeps): voi
 
 /** Basic `partnerId:partnerSecret` (a partner), or `writeKey:` (a write key, Segment's form). */
 export function partnerOf(registry: PartnerRegistry, authorization: string | undefined): PartnerIdentity | undefined {
-  if (typeof authorization !== 'string' || !/^basic\s/i.test(authorization)) return undefined;
-  const decoded = Buffer.from(authorization.slice(6).trim(), 'base64').toString('utf8');
-  const colon = decoded.indexOf(':');
-  const user = colon < 0 ? decoded : decoded.slice(0, colon);
-  const password = colon < 0 ? '' : decoded.slice(colon + 1);
-  return password === '' ? registry.authenticateWriteKey(user) : registry.authenticate(user, password);
+  const basic = basicCredentials(authorization);
+  if (!basic) return undefined;
+  return basic.password === '' ? registry.authenticateWriteKey(basic.user) : registry.authenticate(basic.user, basic.password);
 }
 
 async function deliveryStatus(storage: OrgStorage, who: PartnerIdentity, now: number) {

@@ -11,6 +11,7 @@
 import { PassThrough, type Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { basicCredentials } from '../../http/bearer.js';
 import { AppError } from '../../core/errors.js';
 import { createCommitStep } from '../../events/collect/commit-step.js';
 import { createQuarantineStep } from '../../events/collect/quarantine-step.js';
@@ -148,13 +149,8 @@ function preflight(_request: FastifyRequest, reply: FastifyReply): void {
  * X-Write-Key (Jitsu's `id:secret` form: the part after the last colon), else `writeKey` in the body.
  */
 function presentedWriteKey(request: FastifyRequest, body: Record<string, unknown>): string {
-  const authorization = request.headers.authorization;
-  if (typeof authorization === 'string' && /^basic\s/i.test(authorization)) {
-    const decoded = Buffer.from(authorization.slice(6).trim(), 'base64').toString('utf8');
-    const colon = decoded.indexOf(':');
-    const user = colon < 0 ? decoded : decoded.slice(0, colon);
-    return user !== '' ? user : decoded.slice(colon + 1);
-  }
+  const basic = basicCredentials(request.headers.authorization);
+  if (basic) return basic.user !== '' ? basic.user : basic.password;
   const header = request.headers['x-write-key'];
   if (typeof header === 'string' && header !== '') return header.slice(header.lastIndexOf(':') + 1);
   return typeof body.writeKey === 'string' ? body.writeKey : '';
