@@ -29,7 +29,7 @@ import { natsPlugin } from './plugins/nats.js';
 import { orgStoragePlugin } from './plugins/org-storage.js';
 import { profileFeedPlugin, profilesPlugin } from './plugins/profiles.js';
 import { hasStorageRole, servicePlugin } from './plugins/service.js';
-import { adminApi, apiRole, relayedAdminCalls } from './roles/api.js';
+import { adminApi, apiRole, relayedAdminCalls, relayedAudienceCalls } from './roles/api.js';
 import { collectorRole } from './roles/collector.js';
 import { coreRoutes } from './roles/core.js';
 import { flowsRole } from './roles/flows.js';
@@ -73,6 +73,7 @@ export async function buildApp(config: Config, ctx: Context = createContext()): 
     if (roles.has('flows')) await app.register(flowsRole);
     if (roles.has('collector')) await app.register(collectorRole);
     if (roles.has('api')) await app.register(apiRole);
+    else if (hasStorageRole(config) && app.adminNats) await app.register(relayedAudienceCalls);
     if (roles.has('api') || app.adminNats) await app.register(adminApi);
   } catch (error) {
     await app.close();

@@ -3,7 +3,7 @@
  * schemas, error handler and admin-key hook as over HTTP. The admin key is checked here first as well,
  * so a NATS client without it reaches no route even if the app were wired without `adminAuth`.
  */
-import type { FastifyBaseLogger, FastifyInstance, InjectOptions } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance, FastifyRequest, InjectOptions } from 'fastify';
 import { AppError } from '../core/errors.js';
 import { bearerToken } from '../http/bearer.js';
 import { problemBody } from '../http/problem.js';
@@ -19,7 +19,14 @@ import { orgOfDatabasePath, tokenOfUnsubscribePath } from './admin-subject.js';
 export const RELAYED_CALL_ADDRESS = 'nats-relay';
 /** A partner's delivery status (routes/http/status.ts): relayed to the shard that keeps the org's database. */
 const PARTNER_STATUS_PATH = '/http/v1/status';
+/** Audience API calls an api process cannot answer itself (`after=`, eligibility): relayed to the org's shard. */
+const AUDIENCE_PATH = '/audience/v2/';
 import type { RelayAnswer, RelayRequest } from './relay-message.js';
+
+/** Whether the request is one a shard replays from the relay: its socket's address, which no client sets (unlike `request.ip` behind TRUST_PROXY). */
+export function isRelayed(request: FastifyRequest): boolean {
+  return request.socket.remoteAddress === RELAYED_CALL_ADDRESS;
+}
 
 export interface ReplayDeps {
   app: FastifyInstance;
@@ -28,6 +35,8 @@ export interface ReplayDeps {
   orgOfLink(token: string): string | undefined;
   /** The org of a partner's Basic credentials (GET /http/v1/status); undefined when they name none. */
   orgOfPartner(authorization: string | undefined): string | undefined;
+  /** The org of an Audience API token (`Authorization: Bearer …`); undefined when it names none. */
+  orgOfAudienceToken(authorization: string | undefined): string | undefined;
   logger: FastifyBaseLogger;
 }
 
@@ -41,12 +50,16 @@ export async function replayRequest(deps: ReplayDeps, slug: string, request: Rel
     if (deps.orgOfLink(token) !== slug) return problemAnswer(new AppError('invalid_request', `not an unsubscribe link of org ${slug}`), request.requestId);
     return inject(deps, request);
   }
-  if (request.url.split('?', 1)[0] === PARTNER_STATUS_PATH) {
+  const path = request.url.split('?', 1)[0]!;
+  const authorization = typeof request.headers.authorization === 'string' ? request.headers.authorization : undefined;
+  if (path === PARTNER_STATUS_PATH) {
     // A partner's own credentials: they must name the subject's org, checked here again.
-    const authorization = request.headers.authorization;
-    if (deps.orgOfPartner(typeof authorization === 'string' ? authorization : undefined) !== slug) {
-      return problemAnswer(new AppError('invalid_credentials', `not a partner of org ${slug}`), request.requestId);
-    }
+    if (deps.orgOfPartner(authorization) !== slug) return problemAnswer(new AppError('invalid_credentials', `not a partner of org ${slug}`), request.requestId);
+    return inject(deps, request);
+  }
+  if (path.startsWith(AUDIENCE_PATH)) {
+    // An Audience API token: it must be the subject's org's, checked here again.
+    if (deps.orgOfAudienceToken(authorization) !== slug) return problemAnswer(new AppError('invalid_token', `not a token of org ${slug}`), request.requestId);
     return inject(deps, request);
   }
   const key = bearerToken(request.headers.authorization) ?? '';

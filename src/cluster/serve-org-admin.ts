@@ -39,6 +39,8 @@ export interface ServeOrgAdminOptions {
   orgOfLink(token: string): string | undefined;
   /** The org of a partner's Basic credentials: a relayed delivery status is answered only on its org's subject. */
   orgOfPartner(authorization: string | undefined): string | undefined;
+  /** The org of an Audience API token: a relayed lookup is answered only on its org's subject. */
+  orgOfAudienceToken(authorization: string | undefined): string | undefined;
   /** Default: the app's logger. */
   logger?: FastifyBaseLogger;
 }
@@ -62,7 +64,7 @@ export interface OrgAdminServer {
 
 export async function serveOrgAdmin(options: ServeOrgAdminOptions): Promise<OrgAdminServer> {
   const { nc, owned } = options;
-  const deps = { app: options.app, adminKeyHash: options.adminKeyHash, orgOfLink: options.orgOfLink, orgOfPartner: options.orgOfPartner, logger: options.logger ?? options.app.log };
+  const deps = { app: options.app, adminKeyHash: options.adminKeyHash, orgOfLink: options.orgOfLink, orgOfPartner: options.orgOfPartner, orgOfAudienceToken: options.orgOfAudienceToken, logger: options.logger ?? options.app.log };
   const served = new Set<string>();
   let closed = false;
   let rebuilding = Promise.resolve();

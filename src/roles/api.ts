@@ -10,7 +10,11 @@ import fp from 'fastify-plugin';
 import { type ApiPresence, announceApi } from '../cluster/api-presence.js';
 import { relayOrgAdmin } from '../cluster/relay-org-admin.js';
 import { registerRelayRoutes } from '../cluster/relay-routes.js';
-import { relayToShard } from '../cluster/relay-to-shard.js';
+import { type ShardRelay, relayToShard } from '../cluster/relay-to-shard.js';
+import { isRelayed } from '../cluster/replay-request.js';
+import { AppError } from '../core/errors.js';
+import { bearerToken } from '../http/bearer.js';
+import type { RateLimiter } from '../ratelimit/types.js';
 import { type OrgAdminServer, serveOrgAdmin } from '../cluster/serve-org-admin.js';
 import { GcraLimiter } from '../ratelimit/gcra-limiter.js';
 import { type RateLimiters, openRateLimiters } from '../ratelimit/open-rate-limiters.js';
@@ -63,15 +67,7 @@ export const apiRole = fp(
     });
     app.addHook('onClose', () => runSteps([() => presence?.close(), () => rateLimiters.close()]));
     app.decorate('rateLimiters', rateLimiters);
-    // The Audience API's routes, behind their authentication hook (routes/audience/auth.ts).
-    const audienceDeps = { ctx, tokens: app.tokens, orgs: app.orgs, profiles: app.profiles, freshness: app.freshness, orgLimiter: rateLimiters.org, authLimiter: rateLimiters.auth, metrics };
-    await app.register(async (audience) => {
-      audience.decorateRequest('audienceOrg', null);
-      audience.addHook('onRequest', audienceAuth(audienceDeps));
-      registerContactsRoute(audience, audienceDeps);
-      registerBatchRoute(audience, audienceDeps);
-      registerEligibilityRoute(audience, { ...audienceDeps, flows: storage?.flows, runner: app.flowsRole?.runner, storage: app.orgStorage?.orgs });
-    });
+    await registerAudienceApi(app, { orgLimiter: rateLimiters.org, authLimiter: rateLimiters.auth, ...(adminNats ? { relay: relayToShard({ nc: adminNats }) } : {}) });
     registerConsoleRoutes(app);
     if (feed && !(storage && config.shard.count === 1)) {
       // Profiles of the orgs another shard keeps come from the feed; this process's own are materialized here.
@@ -79,6 +75,41 @@ export const apiRole = fp(
     }
   },
   { name: 'audience-api-role', dependencies: ['audience-control', 'audience-profile-feed', 'audience-nats'] },
+);
+
+/**
+ * The Audience API's routes, behind their authentication hook (routes/audience/auth.ts). With `relay`,
+ * what this process cannot answer for an org (`after=`, eligibility) goes to the org's shard.
+ */
+async function registerAudienceApi(app: FastifyInstance, options: { orgLimiter: RateLimiter; authLimiter: RateLimiter; relay?: ShardRelay; relayedOnly?: boolean }): Promise<void> {
+  const { ctx, metrics, storageRole: storage } = app;
+  const deps = { ctx, tokens: app.tokens, orgs: app.orgs, profiles: app.profiles, freshness: app.freshness, metrics, ...options };
+  await app.register(async (audience) => {
+    audience.decorateRequest('audienceOrg', null);
+    if (options.relayedOnly) {
+      // Reached by inject() from the relay only: over HTTP, a shard serves no lookups (its index holds its own orgs alone).
+      audience.addHook('onRequest', async (request) => {
+        if (!isRelayed(request)) throw new AppError('not_found', `no route ${request.method} ${request.url.split('?')[0]} on this process (ROLES has no api)`);
+      });
+    }
+    audience.addHook('onRequest', audienceAuth(deps));
+    registerContactsRoute(audience, deps);
+    registerBatchRoute(audience, deps);
+    registerEligibilityRoute(audience, { ...deps, flows: storage?.flows, runner: app.flowsRole?.runner, storage: app.orgStorage?.orgs, owns: (org) => storage?.owns(org) ?? false });
+  });
+}
+
+/**
+ * NATS mode, a storage process without the api role: the Audience API calls api processes relay to the
+ * org's shard (`after=`, eligibility), answered from this process's own profiles and flows. Its failed
+ * authentications and budgets were counted where the call arrived.
+ */
+export const relayedAudienceCalls = fp(
+  async (app: FastifyInstance) => {
+    const limiter = new GcraLimiter();
+    await registerAudienceApi(app, { orgLimiter: limiter, authLimiter: limiter, relayedOnly: true });
+  },
+  { name: 'audience-relayed-audience-calls', dependencies: ['audience-control', 'audience-storage-role'] },
 );
 
 /**
@@ -177,6 +208,10 @@ export const relayedAdminCalls = fp(
         adminKeyHash: app.adminKey.hash,
         orgOfLink: (token) => shard.links.open(token)?.org,
         orgOfPartner: (authorization) => partnerOf(app.partners, authorization)?.org,
+        orgOfAudienceToken: (authorization) => {
+          const auth = app.tokens.authenticate(bearerToken(authorization), app.ctx.clock.now());
+          return auth.ok ? auth.org : undefined;
+        },
       });
       for (const org of await app.orgs.list()) await server.addOrg(org.slug);
     });

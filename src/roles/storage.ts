@@ -37,10 +37,7 @@ import { runSteps } from './run-steps.js';
 
 /** Expired rows are few between two passes an hour apart, so each pass is a handful of batches. */
 const RETENTION_SWEEP_INTERVAL_MS = 60 * 60 * 1000;
-/**
- * How often unavailable orgs are asked for again (a call to the storage process, then a stat of each one's
- * files): a restored file's org is loaded again (its triggers and flows) within about this long.
- */
+/** How often unavailable orgs are asked for again (a storage-process call, a stat of their files): a restored org loads within it. */
 const RECOVERY_CHECK_MS = 1_000;
 /** How often orgs are looked at for traits to compute (a commit or a new version since; trait-values.ts paces each org). */
 const TRAIT_CHECK_MS = 100;
@@ -108,6 +105,8 @@ export const storageRole = fp(
         },
       });
       // After the enqueue: a reader told of the commit and waiting for its refresh waits for this one.
+      // Stored is acknowledged too: a shard without the collector role learns of its orgs' events here.
+      for (const [org, receivedAt] of report.newest) freshness.acknowledged(org, receivedAt);
       freshness.committed(report.newest.map(([org]) => org));
       for (const [org] of report.newest) traits.changed(org);
     });

@@ -29,7 +29,7 @@ natsTest('real admin routes answered through the relay as the app answers them',
   const nats = await startNatsServer(t);
   await h.createOrg('acme');
   const [shardNc, apiNc] = await Promise.all([connect({ servers: nats.url }), connect({ servers: nats.url })]);
-  const server = await serveOrgAdmin({ nc: shardNc, app: h.app, owned: () => true, adminKeyHash: h.app.adminKey.hash, orgOfLink: () => undefined, orgOfPartner: () => undefined });
+  const server = await serveOrgAdmin({ nc: shardNc, app: h.app, owned: () => true, adminKeyHash: h.app.adminKey.hash, orgOfLink: () => undefined, orgOfPartner: () => undefined, orgOfAudienceToken: () => undefined });
   t.equal(await server.addOrg('acme'), true);
   const api = Fastify();
   registerJsonBodyParser(api);
@@ -86,7 +86,7 @@ natsTest("failed admin keys at the shard do not throttle relayed calls (the shar
   const nats = await startNatsServer(t);
   await h.createOrg('acme');
   const [shardNc, apiNc] = await Promise.all([connect({ servers: nats.url }), connect({ servers: nats.url })]);
-  const server = await serveOrgAdmin({ nc: shardNc, app: h.app, owned: () => true, adminKeyHash: h.app.adminKey.hash, orgOfLink: () => undefined, orgOfPartner: () => undefined });
+  const server = await serveOrgAdmin({ nc: shardNc, app: h.app, owned: () => true, adminKeyHash: h.app.adminKey.hash, orgOfLink: () => undefined, orgOfPartner: () => undefined, orgOfAudienceToken: () => undefined });
   await server.addOrg('acme');
   const api = Fastify();
   registerProblemHandlers(api);

@@ -52,7 +52,7 @@ export async function startRelay(t: Test, natsUrl: string, options: { timeoutMs?
   const shard = testApp('shard');
   registerRoutes(shard, 'shard', () => calls++, hanging);
   await shard.ready();
-  const server = await serveOrgAdmin({ nc: shardNc, app: shard, owned: (slug) => slug !== 'ghost', adminKeyHash: sha256Hex(ADMIN_KEY), orgOfLink: () => undefined, orgOfPartner: () => undefined });
+  const server = await serveOrgAdmin({ nc: shardNc, app: shard, owned: (slug) => slug !== 'ghost', adminKeyHash: sha256Hex(ADMIN_KEY), orgOfLink: () => undefined, orgOfPartner: () => undefined, orgOfAudienceToken: () => undefined });
   for (const slug of SERVED) await server.addOrg(slug);
 
   const api = testApp('api');

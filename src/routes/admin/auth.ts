@@ -18,7 +18,7 @@ import { clientAddressKey } from '../../ratelimit/client-address.js';
 import { rateLimitHeaders } from '../../ratelimit/headers.js';
 import { ADMIN_AUTH_POLICY, ADMIN_AUTH_POLICY_NAME } from '../../ratelimit/policies.js';
 import type { RateLimiter } from '../../ratelimit/types.js';
-import { RELAYED_CALL_ADDRESS } from '../../cluster/replay-request.js';
+import { isRelayed } from '../../cluster/replay-request.js';
 
 export interface AdminAuthOptions {
   /** SHA-256 of ADMIN_KEY. */
@@ -33,7 +33,7 @@ export function adminAuth(options: AdminAuthOptions) {
   const { keyHash, limiter, clock, metrics } = options;
   return async (request: FastifyRequest): Promise<void> => {
     const valid = matchesHash(bearerToken(request.headers.authorization) ?? '', keyHash);
-    if (request.socket.remoteAddress === RELAYED_CALL_ADDRESS) {
+    if (isRelayed(request)) {
       if (!valid) throw invalidKey({});
       return;
     }

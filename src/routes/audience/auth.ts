@@ -15,6 +15,7 @@ import { policyHeader, rateLimitHeaders, remainingHeader } from '../../ratelimit
 import { AUTH_FAILURE_POLICY, AUTH_FAILURE_POLICY_NAME, ORG_POLICY_NAME, orgRatePolicy, rateLimitedError } from '../../ratelimit/policies.js';
 import type { RateDecision, RateLimiter } from '../../ratelimit/types.js';
 import type { TokenStore } from '../../control/token-store.js';
+import { isRelayed } from '../../cluster/replay-request.js';
 
 
 declare module 'fastify' {
@@ -64,7 +65,8 @@ export function audienceAuth(deps: AudienceAuthDeps) {
       );
     }
     // The in-memory limiter decides at once: no await (a microtask per lookup) unless Redis is asked.
-    const charged = chargeOrg(deps, org, reply, now, 1);
+    // A call relayed from another process (routes answered by the org's shard) was charged there.
+    const charged = isRelayed(request) ? undefined : chargeOrg(deps, org, reply, now, 1);
     if (charged) await charged;
     request.audienceOrg = org;
   };

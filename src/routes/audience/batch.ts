@@ -20,7 +20,9 @@ import type { Context } from '../../core/context.js';
 import type { Metrics } from '../../ops/metrics.js';
 import { chargeOrg } from './auth.js';
 import type { Freshness } from '../../events/profiles/freshness.js';
-import { AFTER_DESCRIPTION, MAX_WAIT_MS, META_SCHEMA, metaHead, metaTail, WAIT_DESCRIPTION, waitForAfter } from './fresh.js';
+import type { ShardRelay } from '../../cluster/relay-to-shard.js';
+import { isRelayed } from '../../cluster/replay-request.js';
+import { AFTER_DESCRIPTION, MAX_WAIT_MS, META_SCHEMA, metaHead, metaTail, shardForAfter, WAIT_DESCRIPTION, waitForAfter } from './fresh.js';
 import { contactJson, fieldsOf, findContact, IDENTITY_DESCRIPTION, INVALID_IDENTITY, RATE_LIMIT_HEADERS } from './contacts.js';
 
 export const BATCH_MAX_IDENTITIES = 100;
@@ -69,7 +71,7 @@ const schema = operationSchema({
     headers: RATE_LIMIT_HEADERS,
     schema: object({ status: { const: 'success' }, contacts: { type: 'array', items: entry } }, ['status', 'contacts']),
   },
-  errors: ['invalid_token', 'audience_api_not_enabled', 'rate_limited', 'not_acceptable', 'invalid_request', 'invalid_json', 'invalid_fields', 'profile_not_current', 'org_unavailable'],
+  errors: ['invalid_token', 'audience_api_not_enabled', 'rate_limited', 'not_acceptable', 'invalid_request', 'invalid_json', 'invalid_fields', 'profile_not_current', 'org_unavailable', 'shard_unavailable'],
 });
 
 export interface BatchRouteDeps {
@@ -78,6 +80,8 @@ export interface BatchRouteDeps {
   freshness: Freshness;
   orgLimiter: RateLimiter;
   metrics: Metrics;
+  /** NATS mode: the shards, which answer what this process cannot (`after` for an org it keeps no compactor for). */
+  relay?: ShardRelay;
 }
 
 /**
@@ -139,11 +143,14 @@ export function registerBatchRoute(app: FastifyInstance, deps: BatchRouteDeps): 
     const fields = request.body.fields === undefined ? org.contentFields : fieldsOf(org.contentFields, request.body.fields);
     // The hook drew one unit; the rest of the batch's cost now that its size is known (in all at most the burst).
     const rest = Math.min(Math.ceil(identities.length / IDENTITIES_PER_UNIT), orgRatePolicy(org).burst) - 1;
-    if (rest > 0) {
+    // A call relayed from another process was charged there.
+    if (rest > 0 && !isRelayed(request)) {
       const charged = chargeOrg(deps, org, reply, deps.ctx.clock.now(), rest);
       if (charged) await charged;
     }
     const { after, wait } = request.body;
+    const shard = shardForAfter(request, freshness, deps.relay, org.slug, after);
+    if (shard) return shard.send(request, reply, { slug: org.slug, body: Buffer.from(JSON.stringify(request.body)), org: 'your org' });
     if (after !== undefined || wait !== undefined) await waitForAfter(freshness, org.slug, after, wait);
     const tail = metaTail(new Date(deps.ctx.clock.now()).toISOString(), freshness.lagMs(org.slug));
     const find = profiles.finder(org.slug);

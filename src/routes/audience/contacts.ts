@@ -16,14 +16,20 @@ import { parseIdentity } from '../../events/profiles/parse-identity.js';
 import { object, operationSchema, validatedAs } from '../../openapi/route-schema.js';
 import type { Context } from '../../core/context.js';
 import type { Freshness } from '../../events/profiles/freshness.js';
-import { AFTER_DESCRIPTION, DEFAULT_WAIT_MS, MAX_WAIT_MS, META_SCHEMA, metaJson, metaTail, WAIT_DESCRIPTION, waitForAfter } from './fresh.js';
+import type { ShardRelay } from '../../cluster/relay-to-shard.js';
+import { AFTER_DESCRIPTION, DEFAULT_WAIT_MS, MAX_WAIT_MS, META_SCHEMA, metaJson, metaTail, shardForAfter, WAIT_DESCRIPTION, waitForAfter } from './fresh.js';
 
 export interface ContactsRouteDeps {
   ctx: Context;
   profiles: ProfileIndex;
   freshness: Freshness;
   metrics: Metrics;
+  /** NATS mode: the shards, which answer what this process cannot (`after=` for an org it keeps no compactor for). */
+  relay?: ShardRelay;
 }
+
+/** A relayed GET has no body. */
+export const NO_BODY = Buffer.alloc(0);
 
 /** Fastify's querystring parser gives an array for a repeated parameter (`fields=a&fields=b`). */
 interface Query {
@@ -67,7 +73,7 @@ const schema = operationSchema({
     headers: RATE_LIMIT_HEADERS,
     schema: object({ status: { const: 'success' }, contact: { type: 'object', additionalProperties: true }, meta: META_SCHEMA }, ['status', 'contact', 'meta']),
   },
-  errors: ['invalid_token', 'audience_api_not_enabled', 'rate_limited', 'not_acceptable', 'invalid_request', 'invalid_identity', 'invalid_fields', 'contact_not_found', 'profile_not_current', 'org_unavailable'],
+  errors: ['invalid_token', 'audience_api_not_enabled', 'rate_limited', 'not_acceptable', 'invalid_request', 'invalid_identity', 'invalid_fields', 'contact_not_found', 'profile_not_current', 'org_unavailable', 'shard_unavailable'],
 });
 
 export function registerContactsRoute(app: FastifyInstance, deps: ContactsRouteDeps): void {
@@ -88,6 +94,8 @@ export function registerContactsRoute(app: FastifyInstance, deps: ContactsRouteD
     }
     const identity = request.query.identity;
     const { after, wait } = request.query;
+    const shard = shardForAfter(request, freshness, deps.relay, org.slug, after);
+    if (shard) return shard.send(request, reply, { slug: org.slug, body: NO_BODY, org: 'your org' });
     const find = profiles.finder(org.slug);
     let contact = findContact(find, identity);
     if (contact === null) throw new AppError('invalid_identity', INVALID_IDENTITY);

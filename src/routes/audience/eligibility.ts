@@ -21,7 +21,9 @@ import type { FlowStore } from '../../reactions/flows/store/flow-store.js';
 import { QueryFailed } from '../../reactions/triggers/sandbox.js';
 import { failedProblem } from '../../reactions/triggers/query-problems.js';
 import type { Context } from '../../core/context.js';
-import { findContact, IDENTITY_DESCRIPTION, INVALID_IDENTITY, RATE_LIMIT_HEADERS } from './contacts.js';
+import type { ShardRelay } from '../../cluster/relay-to-shard.js';
+import { isRelayed } from '../../cluster/replay-request.js';
+import { findContact, IDENTITY_DESCRIPTION, INVALID_IDENTITY, NO_BODY, RATE_LIMIT_HEADERS } from './contacts.js';
 import { META_SCHEMA, metaJson, metaTail } from './fresh.js';
 
 /** Without a run yet, a segment is read over the last day, as a simulation's default window. */
@@ -67,7 +69,7 @@ const schema = operationSchema({
       ['status', 'flow', 'eligible', 'outcome', 'reason', 'variant', 'meta'],
     ),
   },
-  errors: ['invalid_token', 'audience_api_not_enabled', 'rate_limited', 'not_acceptable', 'invalid_identity', 'invalid_request', 'contact_not_found', 'flow_not_found', 'profiles_behind', 'trigger_query_failed', 'org_unavailable'],
+  errors: ['invalid_token', 'audience_api_not_enabled', 'rate_limited', 'not_acceptable', 'invalid_identity', 'invalid_request', 'contact_not_found', 'flow_not_found', 'profiles_behind', 'trigger_query_failed', 'org_unavailable', 'shard_unavailable'],
 });
 
 export interface EligibilityRouteDeps {
@@ -78,6 +80,10 @@ export interface EligibilityRouteDeps {
   flows: FlowStore | undefined;
   runner: TriggerRuns | undefined;
   storage: OrgStorage | undefined;
+  /** Whether this process keeps the org's database (and so, with flows, runs its flows). */
+  owns(org: string): boolean;
+  /** NATS mode: the shards; the one that keeps the org answers where this process does not run its flows. */
+  relay?: ShardRelay;
 }
 
 export function registerEligibilityRoute(app: FastifyInstance, deps: EligibilityRouteDeps): void {
@@ -89,10 +95,14 @@ export function registerEligibilityRoute(app: FastifyInstance, deps: Eligibility
     const { identity, flow: flowId } = request.query;
     if (typeof identity !== 'string') throw new AppError('invalid_identity', `pass exactly one identity=<type>:<value>: ${INVALID_IDENTITY}`);
     if (typeof flowId !== 'string' || flowId.length === 0) throw new AppError('invalid_request', 'pass exactly one flow=<flow id>');
+    const { flows, runner, storage } = deps;
+    if (!flows || !runner || !storage || !deps.owns(org.slug)) {
+      // A relayed call is answered where it arrived, never sent on again.
+      if (deps.relay && !isRelayed(request)) return deps.relay.send(request, reply, { slug: org.slug, body: NO_BODY, org: 'your org' });
+      throw new AppError('flow_not_found', "this process does not run this org's flows (ROLES has no flows, or another shard keeps the org): ask a process that does");
+    }
     const contact = findContact(profiles.finder(org.slug), identity);
     if (contact === null) throw new AppError('invalid_identity', INVALID_IDENTITY);
-    const { flows, runner, storage } = deps;
-    if (!flows || !runner || !storage) throw new AppError('flow_not_found', 'this process does not run flows (ROLES has no flows): ask a process that does');
     const flow = flows.find(org.slug, flowId);
     if (!flow || flow.status === 'archived' || flow.definition.exposeEligibility !== true || flow.definition.category !== 'triggered') {
       throw new AppError('flow_not_found', `no flow "${flowId}" of this org answers eligibility lookups (its definition needs "exposeEligibility": true)`);

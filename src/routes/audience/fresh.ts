@@ -5,6 +5,9 @@
  * acknowledged (another org's among them) waits the same and gets the same 409: "not yet" and "never"
  * look alike, so nothing is learnt of other orgs' ids.
  */
+import type { FastifyRequest } from 'fastify';
+import type { ShardRelay } from '../../cluster/relay-to-shard.js';
+import { isRelayed } from '../../cluster/replay-request.js';
 import { AppError } from '../../core/errors.js';
 import type { Freshness } from '../../events/profiles/freshness.js';
 import type { IndexedProfile, Profile } from '../../events/profiles/profile-index.js';
@@ -28,6 +31,16 @@ export const META_SCHEMA = object(
   ['eventsThrough', 'computedAt', 'lagMs'],
 );
 
+/**
+ * The relay to the org's shard when this process cannot tell whether an event is reflected (an `api`
+ * process beside separate storage shards, NATS mode) and the call asks it (`after`): that shard answers
+ * the whole call from the profiles it keeps, where "reflected" is known. Undefined: answer here.
+ */
+export function shardForAfter(request: FastifyRequest, freshness: Freshness, relay: ShardRelay | undefined, org: string, after: unknown): ShardRelay | undefined {
+  // A relayed call is answered where it arrived, never sent on again.
+  return after !== undefined && relay !== undefined && !freshness.canReflect(org) && !isRelayed(request) ? relay : undefined;
+}
+
 /** `after` and `wait` as given (query strings, or members of a batch body): checked, then waited for. */
 export async function waitForAfter(freshness: Freshness, org: string, after: unknown, wait: unknown): Promise<void> {
   if (after === undefined) {
@@ -42,10 +55,10 @@ export async function waitForAfter(freshness: Freshness, org: string, after: unk
     throw new AppError('invalid_request', `wait must be a whole number of milliseconds from 0 to ${MAX_WAIT_MS}`);
   }
   if (!freshness.canReflect(org)) {
-    // A process without the org's compactor (an `api` process beside separate storage shards) cannot tell.
+    // A process without the org's compactor and without NATS to reach the one that has it cannot tell.
     throw new AppError(
       'profile_not_current',
-      'this process keeps no compactor for this org, so it cannot tell whether an event is in the profiles: send lookups with after= to a process whose ROLES include compactor (docs/operators.md "Running many processes")',
+      'this process keeps no compactor for this org and no NATS to reach one, so it cannot tell whether an event is in the profiles: send lookups with after= to a process whose ROLES include compactor (docs/operators.md "Running many processes")',
       { headers: { 'Retry-After': '1' } },
     );
   }

@@ -21,7 +21,7 @@ import { rateLimitHeaders } from '../../ratelimit/headers.js';
 import { AUTH_FAILURE_POLICY, AUTH_FAILURE_POLICY_NAME, rateLimitedError } from '../../ratelimit/policies.js';
 import type { RateLimiter, RatePolicy } from '../../ratelimit/types.js';
 import type { ShardRelay } from '../../cluster/relay-to-shard.js';
-import { RELAYED_CALL_ADDRESS } from '../../cluster/replay-request.js';
+import { isRelayed } from '../../cluster/replay-request.js';
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 24 * HOUR_MS;
@@ -86,7 +86,7 @@ export function registerStatusRoute(app: FastifyInstance, deps: StatusDeps): voi
       });
     }
     // A call relayed from another process was limited there.
-    if (request.ip !== RELAYED_CALL_ADDRESS) {
+    if (!isRelayed(request)) {
       const decision = await deps.limiter.consume(`status:${who.org}:${who.environment}`, STATUS_POLICY, now);
       const headers = rateLimitHeaders(STATUS_POLICY_NAME, STATUS_POLICY, decision);
       if (!decision.allowed) throw rateLimitedError(headers);

@@ -3379,7 +3379,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description [`org_unavailable`](/problems/org_unavailable): The org's database cannot be opened */
+            /** @description [`org_unavailable`](/problems/org_unavailable): The org's database cannot be opened; [`shard_unavailable`](/problems/shard_unavailable): The storage shard that owns the org did not answer */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3524,7 +3524,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description [`org_unavailable`](/problems/org_unavailable): The org's database cannot be opened */
+            /** @description [`org_unavailable`](/problems/org_unavailable): The org's database cannot be opened; [`shard_unavailable`](/problems/shard_unavailable): The storage shard that owns the org did not answer */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3655,7 +3655,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description [`profiles_behind`](/problems/profiles_behind): Profiles are behind the events acknowledged before this decision; [`org_unavailable`](/problems/org_unavailable): The org's database cannot be opened */
+            /** @description [`profiles_behind`](/problems/profiles_behind): Profiles are behind the events acknowledged before this decision; [`org_unavailable`](/problems/org_unavailable): The org's database cannot be opened; [`shard_unavailable`](/problems/shard_unavailable): The storage shard that owns the org did not answer */
             503: {
                 headers: {
                     [name: string]: unknown;

@@ -115,6 +115,18 @@ t.test('credentials: wrong, mixed, malformed and missing are refused alike; fail
   t.equal((await status(h, basic(beta.production.partnerId, beta.production.partnerSecret))).statusCode, 200, "another partner's budget is its own");
 });
 
+t.test('behind a trusted proxy, a client naming itself the relay in X-Forwarded-For is limited all the same', async (t) => {
+  const h = await startTestApp(t, { config: { trustProxy: true } });
+  const acme = (await h.createOrg('acme')) as unknown as Record<'production' | 'staging', Creds>;
+  const authorization = basic(acme.production.partnerId, acme.production.partnerSecret);
+  let limited = 0;
+  for (let i = 0; i < 30; i++) {
+    const res = await h.app.inject({ method: 'GET', url: '/http/v1/status', headers: { authorization, 'x-forwarded-for': 'nats-relay' } });
+    if (res.statusCode === 429) limited++;
+  }
+  t.ok(limited >= 15, `limited past the burst (${limited} of 30): only a relayed call's socket skips the limit`);
+});
+
 t.test('audiencectl partner status: the partner secret from the environment, never the admin key', async (t) => {
   const h = await startTestApp(t);
   const acme = (await h.createOrg('acme')) as unknown as Record<'production' | 'staging', Creds>;
