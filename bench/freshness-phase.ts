@@ -39,6 +39,8 @@ export interface FreshnessPhaseOptions {
   collectMax?: number;
   /** The background collect rate, given (overrides half of the maximum). */
   rate?: number;
+  /** Identify → after= lookup pairs: how many, started how many a second. */
+  readYourWrites: { events: number; perSecond: number };
 }
 
 export interface FreshnessPhaseOutcome {
@@ -114,8 +116,9 @@ async function againstService(bench: Bench, service: Service, options: Freshness
     say(`freshness: ${PROBES.events} identify events at ${PROBES.perSecond}/s, polling every ${PROBES.pollMs} ms`);
     freshness = await guard(measureFreshness({ url: service.url, token, credentials, contacts, ...PROBES, tag: bench.runTag }));
     after = await guard(delayHistogram(service));
-    say(`freshness: read your writes, ${PROBES.events} identify → after= lookup pairs at ${PROBES.perSecond}/s`);
-    readYourWrites = await guard(measureReadYourWrites({ url: service.url, token, credentials, contacts, ...PROBES, tag: bench.runTag }));
+    const pairs = options.readYourWrites;
+    say(`freshness: read your writes, ${pairs.events} identify → after= lookup pairs at ${pairs.perSecond}/s`);
+    readYourWrites = await guard(measureReadYourWrites({ url: service.url, token, credentials, contacts, ...PROBES, ...pairs, tag: bench.runTag }));
     await guard(serveProbeTrait(service));
     say(`freshness: a trait over every stored event, ${TRAIT_PROBES.events} events that change it at ${TRAIT_PROBES.perSecond}/s`);
     traits = await guard(measureTraitFreshness({ url: service.url, token, credentials, contacts, ...TRAIT_PROBES, tag: bench.runTag }));

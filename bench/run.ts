@@ -47,6 +47,7 @@
  *   npm run bench -- --only freshness             freshness at half of collect's maximum (measured quickly here)
  *   npm run bench -- --only collect,freshness     the same, at half of the collect phase's maximum
  *   npm run bench -- --only freshness --freshness-rate 1500   at a given background rate (partial)
+ *   npm run bench -- --only freshness --ryw-pairs 10000 --ryw-rate 100   issue 41's 10,000 read-your-writes pairs
  *   npm run bench -- --only flows --flow-sizes 1000000 --flow-reps 1   a quicker flows run (partial)
  *   npm run bench -- --only flows --flow-sizes ''   only event → webhook latency and sends/s (~1 min)
  *   npm run bench -- --only audience --profile    the audience service under node --cpu-prof; summary printed
@@ -124,6 +125,9 @@ const { values: args } = parseArgs({
     'scheduled-members': { type: 'string', default: '100000' },
     /** The freshness phase's background collect req/s (default: half of collect's maximum). */
     'freshness-rate': { type: 'string' },
+    /** The freshness phase's identify → after= lookup pairs, and how many start each second (issue 41 asks 10,000). */
+    'ryw-pairs': { type: 'string', default: '300' },
+    'ryw-rate': { type: 'string', default: '20' },
     /** Entries waiting in the waits phase. */
     'waits-entries': { type: 'string', default: '1000000' },
     profile: { type: 'boolean', default: false },
@@ -681,12 +685,14 @@ async function main(): Promise<void> {
   }
   if (phases.has('freshness')) {
     const rate = args['freshness-rate'] ? Number(args['freshness-rate']) : undefined;
-    const outcome = await benchFreshnessPhase(bench, { connections: CONNECTIONS, ...(collectMax ? { collectMax } : {}), ...(rate ? { rate } : {}) });
+    const readYourWrites = { events: Number(args['ryw-pairs']), perSecond: Number(args['ryw-rate']) };
+    const outcome = await benchFreshnessPhase(bench, { connections: CONNECTIONS, readYourWrites, ...(collectMax ? { collectMax } : {}), ...(rate ? { rate } : {}) });
     const command = `npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`;
     const report = { phase: 'freshness', command, machine: machine(), ...outcome };
     const f = outcome.freshness;
     console.log(`\n${table([{ 'collect req/s': outcome.background.reqPerSec, 'p50 ms': f.p50, 'p95 ms': f.p95, 'p99 ms': f.p99, 'max ms': f.max, missing: f.missing, 'p99 ≤ 1 s': outcome.target.met ? 'yes' : 'no' }])}\n`);
-    const out = defaultSettings && !rate ? join(resultsDir, 'freshness.json') : join(resultsDir, 'partial-freshness.json.tmp');
+    const defaultPairs = args['ryw-pairs'] === '300' && args['ryw-rate'] === '20';
+    const out = defaultSettings && !rate && defaultPairs ? join(resultsDir, 'freshness.json') : join(resultsDir, 'partial-freshness.json.tmp');
     writeFileSync(out, `${JSON.stringify(report, null, 2)}\n`);
     say(`wrote ${out}`);
   }
