@@ -151,17 +151,28 @@ export class TokenStore {
   }
   /**
    * Checks a presented token. The checksum is verified before any lookup, so typos and made-up tokens
-   * cost no hash and no map access.
+   * cost no hash and no map access. With `memo` (one per keep-alive connection), a token the same
+   * connection presented last is not hashed again (the SHA-256 is ~1.4 µs of a lookup's ~30); its
+   * record is still read each time, so a revocation holds at once.
    */
-  authenticate(token: string | undefined, now: number): AuthResult {
+  authenticate(token: string | undefined, now: number, memo?: TokenMemo): AuthResult {
     if (token === undefined || token === '') return { ok: false, reason: 'missing' };
-    if (!hasValidChecksum(token)) return { ok: false, reason: 'malformed' };
+    let hash: string;
+    if (memo !== undefined && sameToken(memo.token, token)) hash = memo.hash;
+    else {
+      if (!hasValidChecksum(token)) return { ok: false, reason: 'malformed' };
+      hash = sha256Hex(token);
+    }
     // A Map lookup keyed by the hash needs no constant-time scan. Its timing depends on the hash a caller
     // presents, never on the token bytes, and the stored hashes are SHA-256 of 30 random base62
     // characters (~178 bits): even a stored hash learnt in full through timing could not be turned back
     // into a token (that needs a preimage). Looking up the plaintext token would leak the token itself.
-    const record = this.byHash.get(sha256Hex(token));
+    const record = this.byHash.get(hash);
     if (!record) return { ok: false, reason: 'unknown' };
+    if (memo !== undefined) {
+      memo.token = token;
+      memo.hash = hash;
+    }
     if (record.revokedAt !== null) return { ok: false, reason: 'revoked' };
     if (!isActive(record, now)) return { ok: false, reason: 'expired' };
     if (record.lastUsedAt === null || now > record.lastUsedAt) {
@@ -241,4 +252,21 @@ export class TokenStore {
 
 function latest(a: number | null, b: number | null): number | null {
   return a === null ? b : b === null ? a : Math.max(a, b);
+}
+
+/** The last token that authenticated on one connection, and its SHA-256 (hex). */
+export interface TokenMemo {
+  token: string;
+  hash: string;
+}
+
+/**
+ * Whether two tokens are equal, in time that depends on their length only (tokens have one length): a
+ * connection shared by a proxy's clients must not tell one of them how much of another's token it guessed.
+ */
+function sameToken(known: string, presented: string): boolean {
+  if (known.length !== presented.length) return false;
+  let difference = 0;
+  for (let i = 0; i < known.length; i++) difference |= known.charCodeAt(i) ^ presented.charCodeAt(i);
+  return difference === 0;
 }

@@ -305,6 +305,27 @@ t.test('authenticate: missing, malformed, unknown, revoked, expired', async (t) 
   t.same(tokens.authenticate(expiring.token, now + HOUR), { ok: false, reason: 'revoked' }, 'revoked wins over expired');
 });
 
+t.test("a connection's memo: its token is not hashed again, yet revocation, expiry and other tokens hold", async (t) => {
+  const { create, tokens, clock, ctx } = await setup(t);
+  const first = await create();
+  const second = await create({ createdBy: 'ops@acme.com', expiresAt: new Date(clock.now() + HOUR).toISOString() });
+  const now = clock.now();
+  const memo = { token: '', hash: '' };
+  t.same(tokens.authenticate(issueToken(ctx), now, memo), { ok: false, reason: 'unknown' });
+  t.same(memo, { token: '', hash: '' }, 'an unknown token is not remembered');
+  t.same(tokens.authenticate(first.token, now, memo), { ok: true, org: 'acme', tokenId: first.id });
+  t.same(memo, { token: first.token, hash: sha256Hex(first.token) }, 'a known token is remembered with its hash');
+  t.same(tokens.authenticate(first.token, now, memo), { ok: true, org: 'acme', tokenId: first.id }, 'remembered: the same answer');
+  // A token that differs in its last character only: hashed, not taken for the remembered one.
+  const near = first.token.slice(0, -1) + (first.token.endsWith('a') ? 'b' : 'a');
+  t.same(tokens.authenticate(near, now, memo), { ok: false, reason: 'malformed' });
+  t.same(tokens.authenticate(second.token, now, memo), { ok: true, org: 'acme', tokenId: second.id }, 'another token on the same connection');
+  t.same(tokens.authenticate(second.token, now + HOUR, memo), { ok: false, reason: 'expired' }, 'remembered, yet expired');
+  await tokens.revokeById('acme', first.id);
+  t.same(tokens.authenticate(first.token, now, memo), { ok: false, reason: 'revoked' });
+  t.same(tokens.authenticate(first.token, now, memo), { ok: false, reason: 'revoked' }, 'remembered, yet revoked at once');
+});
+
 t.test('lastUsedAt is kept in memory and flushed, not written per request; it survives a reload', async (t) => {
   const { create, tokens, clock, control, ctx, call, dump } = await setup(t);
   const tok = await create();

@@ -13,8 +13,8 @@ import type { OrgStore } from '../../control/org-store.js';
 import type { Org } from '../../generated/org.js';
 import { policyHeader, rateLimitHeaders, remainingHeader } from '../../ratelimit/headers.js';
 import { AUTH_FAILURE_POLICY, AUTH_FAILURE_POLICY_NAME, ORG_POLICY_NAME, orgRatePolicy, rateLimitedError } from '../../ratelimit/policies.js';
-import type { RateDecision, RateLimiter } from '../../ratelimit/types.js';
-import type { TokenStore } from '../../control/token-store.js';
+import type { RateDecision, RateLimiter, RatePolicy } from '../../ratelimit/types.js';
+import type { TokenMemo, TokenStore } from '../../control/token-store.js';
 import { isRelayed } from '../../cluster/replay-request.js';
 
 
@@ -38,11 +38,22 @@ export interface AudienceAuthDeps {
 
 const WWW_AUTHENTICATE = 'Bearer realm="audience", error="invalid_token"';
 
+/** Per keep-alive connection, the last token that authenticated on it (TokenStore.authenticate): gone with the socket. */
+const memos = new WeakMap<object, TokenMemo>();
+
+function memoOf(socket: object | null | undefined): TokenMemo | undefined {
+  // inject() has no real socket worth remembering (and relayed calls come one per request).
+  if (!socket) return undefined;
+  let memo = memos.get(socket);
+  if (!memo) memos.set(socket, (memo = { token: '', hash: '' }));
+  return memo;
+}
+
 export function audienceAuth(deps: AudienceAuthDeps) {
   const { ctx, tokens, orgs, metrics } = deps;
   return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     const now = ctx.clock.now();
-    const auth = tokens.authenticate(bearerToken(request.headers.authorization), now);
+    const auth = tokens.authenticate(bearerToken(request.headers.authorization), now, memoOf(request.raw.socket));
     if (!auth.ok) {
       const decision = await deps.authLimiter.consume(`auth:${request.ip}`, AUTH_FAILURE_POLICY, now);
       const headers = rateLimitHeaders(AUTH_FAILURE_POLICY_NAME, AUTH_FAILURE_POLICY, decision);
@@ -72,22 +83,41 @@ export function audienceAuth(deps: AudienceAuthDeps) {
   };
 }
 
+/** An org's budget as the hot path needs it: made once per org settings object (a change is a new one). */
+interface OrgBudget {
+  rateLimit: number;
+  policy: RatePolicy;
+  key: string;
+  policyHeader: string;
+}
+const budgets = new WeakMap<Org, OrgBudget>();
+
+function budgetOf(org: Org): OrgBudget {
+  const known = budgets.get(org);
+  if (known && known.rateLimit === org.rateLimit) return known;
+  const policy = orgRatePolicy(org);
+  const budget = { rateLimit: org.rateLimit, policy, key: `org:${org.slug}`, policyHeader: policyHeader(ORG_POLICY_NAME, policy) };
+  budgets.set(org, budget);
+  return budget;
+}
+
 /**
  * Draws `cost` units (at most the org's burst: the caller's to keep) from the org's budget: 429
  * `rate_limited` when they are not there, the RateLimit headers of what is left otherwise. Returns a
  * promise only when the limiter answers with one (Redis).
  */
 export function chargeOrg(deps: Pick<AudienceAuthDeps, 'orgLimiter' | 'metrics'>, org: Org, reply: FastifyReply, now: number, cost: number): Promise<void> | undefined {
-  const policy = orgRatePolicy(org);
-  const settle = (decision: RateDecision): undefined => {
-    if (!decision.allowed) {
-      deps.metrics.rateLimited.inc({ policy: ORG_POLICY_NAME });
-      throw rateLimitedError(rateLimitHeaders(ORG_POLICY_NAME, policy, decision));
-    }
-    reply.header('RateLimit-Policy', policyHeader(ORG_POLICY_NAME, policy));
-    reply.header('RateLimit', remainingHeader(ORG_POLICY_NAME, decision));
-    return undefined;
-  };
-  const consumed = deps.orgLimiter.consume(`org:${org.slug}`, policy, now, cost);
-  return consumed instanceof Promise ? consumed.then(settle) : settle(consumed);
+  const budget = budgetOf(org);
+  const consumed = deps.orgLimiter.consume(budget.key, budget.policy, now, cost);
+  return consumed instanceof Promise ? consumed.then((decision) => settle(deps, budget, reply, decision)) : settle(deps, budget, reply, consumed);
+}
+
+function settle(deps: Pick<AudienceAuthDeps, 'metrics'>, budget: OrgBudget, reply: FastifyReply, decision: RateDecision): undefined {
+  if (!decision.allowed) {
+    deps.metrics.rateLimited.inc({ policy: ORG_POLICY_NAME });
+    throw rateLimitedError(rateLimitHeaders(ORG_POLICY_NAME, budget.policy, decision));
+  }
+  reply.header('RateLimit-Policy', budget.policyHeader);
+  reply.header('RateLimit', remainingHeader(ORG_POLICY_NAME, decision));
+  return undefined;
 }

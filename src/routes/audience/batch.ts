@@ -152,7 +152,7 @@ export function registerBatchRoute(app: FastifyInstance, deps: BatchRouteDeps): 
     const shard = shardForAfter(request, freshness, deps.relay, org.slug, after);
     if (shard) return shard.send(request, reply, { slug: org.slug, body: Buffer.from(JSON.stringify(request.body)), org: 'your org' });
     if (after !== undefined || wait !== undefined) await waitForAfter(freshness, org.slug, after, wait);
-    const tail = metaTail(new Date(deps.ctx.clock.now()).toISOString(), freshness.lagMs(org.slug));
+    const tail = metaTail(deps.ctx.clock.now(), freshness.lagMs(org.slug));
     const find = profiles.finder(org.slug);
     // Appended to one string (15 µs of 80 less than joining an array of entries, measured).
     let answer = '{"status":"success","contacts":[';

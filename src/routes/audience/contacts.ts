@@ -111,7 +111,7 @@ export function registerContactsRoute(app: FastifyInstance, deps: ContactsRouteD
       throw new AppError('contact_not_found', 'no contact with this identity', { status: org.notFoundStatus });
     }
     reply.type('application/json; charset=utf-8');
-    const meta = metaJson(contact, metaTail(new Date(deps.ctx.clock.now()).toISOString(), freshness.lagMs(org.slug)));
+    const meta = metaJson(contact, metaTail(deps.ctx.clock.now(), freshness.lagMs(org.slug)));
     return `${ANSWER_START}${contactJson(contact, fields)},"meta":${meta}}`;
   });
 }

@@ -119,7 +119,7 @@ export function registerEligibilityRoute(app: FastifyInstance, deps: Eligibility
     try {
       const decided = await readAgainAfterKills(org.slug, () => runner.eligibility(org.slug, flow.definition, email, window));
       reply.type('application/json; charset=utf-8');
-      const meta = metaJson(contact, metaTail(new Date(deps.ctx.clock.now()).toISOString(), freshness.lagMs(org.slug)));
+      const meta = metaJson(contact, metaTail(deps.ctx.clock.now(), freshness.lagMs(org.slug)));
       return `{"status":"success","flow":${JSON.stringify(flowId)},"eligible":${decided.eligible},"outcome":"${decided.outcome}","reason":${JSON.stringify(decided.reason)},"variant":${JSON.stringify(decided.variant)},"meta":${meta}}`;
     } catch (error) {
       if (error instanceof QueryFailed) throw failedProblem(error);

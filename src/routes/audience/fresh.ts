@@ -88,9 +88,13 @@ export function metaOf(profile: Profile, computedAt: string, lagMs: number): Met
   return { eventsThrough: eventsThrough(profile), computedAt, lagMs };
 }
 
-/** What every `meta` of one answer shares (a batch's entries too), as the end of its JSON. */
-export function metaTail(computedAt: string, lagMs: number): string {
-  return `,"computedAt":"${computedAt}","lagMs":${lagMs}}`;
+/** The last tail made: lookups in the same millisecond with the same lag share it (no Date, no string). */
+let lastTail = { at: Number.NaN, lagMs: Number.NaN, json: '' };
+
+/** What every `meta` of one answer shares (a batch's entries too), as the end of its JSON: built at `now` (epoch ms). */
+export function metaTail(now: number, lagMs: number): string {
+  if (now !== lastTail.at || lagMs !== lastTail.lagMs) lastTail = { at: now, lagMs, json: `,"computedAt":"${new Date(now).toISOString()}","lagMs":${lagMs}}` };
+  return lastTail.json;
 }
 
 /** The start of `metaOf` as JSON, what is the contact's own: `metaHead(contact) + metaTail(…)` is the whole. */

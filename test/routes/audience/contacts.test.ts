@@ -179,6 +179,30 @@ t.test('rate limit over real HTTP: 200 concurrent requests with two tokens → a
   t.equal(statuses.filter((s) => s === 429).length, 200 - ok, 'the rest are 429');
 });
 
+t.test('one keep-alive connection: a revoked token is refused on its next request, another token is its own', async (t) => {
+  const { h, token } = await setup(t);
+  const second = await issue(h, 'acme', { createdBy: 'b@example.com' });
+  const url = await h.app.listen({ port: 0, host: '127.0.0.1' });
+  // One connection for every request: the token memo is per connection.
+  const dispatcher = new Agent({ connections: 1, pipelining: 1 });
+  t.teardown(() => dispatcher.close());
+  const ports = new Set<number>();
+  h.app.server.on('connection', (socket) => ports.add(socket.remotePort ?? 0));
+  const get = async (bearer: string) => {
+    const res = await request(`${url}/audience/v2/contacts?identity=email:ada@example.com`, { dispatcher, headers: { authorization: `Bearer ${bearer}` } });
+    await res.body.dump();
+    return res.statusCode;
+  };
+  t.same([await get(token), await get(token), await get(second), await get(token)], [200, 200, 200, 200]);
+  const [id] = h.app.tokens.list('acme').filter((r) => r.revokedAt === null && r.createdBy !== 'b@example.com').map((r) => r.id);
+  const revoked = await h.admin('DELETE', `/admin/v1/orgs/acme/tokens/${id}`);
+  t.equal(revoked.statusCode, 200, revoked.body);
+  t.equal(await get(token), 401, 'the remembered token, revoked: refused at once');
+  t.equal(await get(second), 200, 'the other token still answers');
+  t.equal(await get(token.slice(0, -1) + (token.endsWith('a') ? 'b' : 'a')), 401, 'one character off: refused');
+  t.equal(ports.size, 1, 'all on one connection');
+});
+
 t.test('failed authentications are limited per client address', async (t) => {
   const { h } = await setup(t);
   const statuses: number[] = [];
