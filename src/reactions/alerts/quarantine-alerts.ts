@@ -9,9 +9,8 @@
  * in memory: after a restart, a crossing still under way alerts once more.
  */
 import type { Context } from '../../core/context.js';
-import { parseProblemDetails } from '../../core/errors.js';
 import type { OrgStorage } from '../../db/org-storage.js';
-import { eventNameOf } from '../../events/log/event-facts.js';
+import { deliveryCounts, topReasons } from '../../events/compaction/delivery-counts.js';
 import type { Channel } from '../channels/types.js';
 
 export interface QuarantineAlert {
@@ -64,37 +63,9 @@ export class QuarantineAlerts {
 
   private async checkOrg(org: string, alert: QuarantineAlert, channel: Pick<Channel, 'attempt'>): Promise<void> {
     const now = this.deps.ctx.clock.now();
-    const since = new Date(now - alert.windowSeconds * 1000).toISOString();
-    const db = this.deps.orgs.org(org);
-    const [accepted, quarantined] = await Promise.all([
-      db.all<{ environment: string; name: string; n: bigint }>(
-        `SELECT environment, name, sum(n) AS n FROM (
-           SELECT environment, event_name AS name, count(*) AS n FROM events WHERE received_at >= $1::TIMESTAMPTZ GROUP BY ALL
-           UNION ALL
-           SELECT environment, CASE WHEN body->>'$.type' IN ('identify', 'alias') THEN body->>'$.type' WHEN body->>'$.event' = 'custom' THEN 'custom_' || (body->>'$.properties.eventName') ELSE body->>'$.event' END, count(*)
-             FROM pending_identity WHERE received_at >= $1::TIMESTAMPTZ GROUP BY ALL) GROUP BY ALL`,
-        [since],
-      ),
-      db.all<{ environment: string; type: string | null; event: string | null; custom: string | null; code: string; errors: string }>(
-        "SELECT environment, raw->>'$.type' AS type, raw->>'$.event' AS event, raw->>'$.properties.eventName' AS custom, code, errors::VARCHAR AS errors FROM quarantine WHERE received_at >= $1::TIMESTAMPTZ LIMIT 100000",
-        [since],
-      ),
-    ]);
     const counts = new Map<string, { environment: string; eventName: string; accepted: number; quarantined: number; reasons: Map<string, number> }>();
-    const entry = (environment: string, eventName: string) => {
-      const key = `${environment}\u0000${eventName}`;
-      let found = counts.get(key);
-      if (!found) counts.set(key, (found = { environment, eventName, accepted: 0, quarantined: 0, reasons: new Map() }));
-      return found;
-    };
-    for (const a of accepted) entry(a.environment, a.name ?? 'unknown').accepted += Number(a.n);
-    for (const q of quarantined) {
-      const e = entry(q.environment, q.type === null ? 'unknown' : eventNameOf({ type: q.type, event: q.event, properties: { eventName: q.custom } }));
-      e.quarantined++;
-      for (const error of parseProblemDetails(q.errors)) {
-        const reason = `${q.code} ${error.path} ${error.message}`;
-        e.reasons.set(reason, (e.reasons.get(reason) ?? 0) + 1);
-      }
+    for (const { environment, eventName, window } of await deliveryCounts(this.deps.orgs.org(org), { since: now - alert.windowSeconds * 1000 })) {
+      counts.set(`${environment}\u0000${eventName}`, { environment, eventName, accepted: window.stored + window.held, quarantined: window.quarantined, reasons: window.reasons });
     }
     const above = this.above.get(org) ?? new Map<string, { delivered: boolean }>();
     this.above.set(org, above);
@@ -119,7 +90,7 @@ export class QuarantineAlerts {
         quarantined: c.quarantined,
         accepted: c.accepted,
         share: Math.round(share * 10_000) / 10_000,
-        topReasons: [...c.reasons].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).slice(0, TOP_REASONS).map(([reason, count]) => ({ reason, count })),
+        topReasons: topReasons(c.reasons, TOP_REASONS),
         at: new Date(now).toISOString(),
       };
       const outcome = await channel.attempt({

@@ -12,9 +12,9 @@
 import type { FastifyInstance } from 'fastify';
 import type { PartnerIdentity, PartnerRegistry } from '../../control/partner-registry.js';
 import type { Context } from '../../core/context.js';
-import { AppError, parseProblemDetails } from '../../core/errors.js';
+import { AppError } from '../../core/errors.js';
 import type { OrgStorage } from '../../db/org-storage.js';
-import { eventNameOf } from '../../events/log/event-facts.js';
+import { type DeliveryCounts, deliveryCounts, topReasons } from '../../events/compaction/delivery-counts.js';
 import { basicCredentials } from '../../http/bearer.js';
 import { object, operationSchema } from '../../openapi/route-schema.js';
 import { rateLimitHeaders } from '../../ratelimit/headers.js';
@@ -70,8 +70,6 @@ export interface StatusDeps {
   limiter: RateLimiter;
 }
 
-type Counts = { accepted: number; stored: number; held: number; quarantined: number; violations: number; reasons: Map<string, number> };
-const zero = (): Counts => ({ accepted: 0, stored: 0, held: 0, quarantined: 0, violations: 0, reasons: new Map() });
 
 export function registerStatusRoute(app: FastifyInstance, deps: StatusDeps): void {
   app.get('/http/v1/status', { schema }, async (request, reply) => {
@@ -109,54 +107,19 @@ export function partnerOf(registry: PartnerRegistry, authorization: string | und
 }
 
 async function deliveryStatus(storage: OrgStorage, who: PartnerIdentity, now: number) {
-  const db = storage.org(who.org);
-  const params = [who.environment, new Date(now - DAY_MS).toISOString(), new Date(now - HOUR_MS).toISOString()];
-  const window = 'environment = $1 AND received_at >= $2::TIMESTAMPTZ';
-  const recent = 'received_at >= $3::TIMESTAMPTZ';
-  const nameParts = (json: string) => `${json}->>'$.type' AS type, ${json}->>'$.event' AS event, ${json}->>'$.properties.eventName' AS custom`;
-  const [stored, held, quarantined, violations] = await Promise.all([
-    db.all<{ name: string; recent: boolean; n: bigint }>(`SELECT event_name AS name, ${recent} AS recent, count(*) AS n FROM events WHERE ${window} GROUP BY ALL`, params),
-    db.all<{ type: string; event: string | null; custom: string | null; recent: boolean; n: bigint }>(`SELECT ${nameParts('body')}, ${recent} AS recent, count(*) AS n FROM pending_identity WHERE ${window} GROUP BY ALL`, params),
-    db.all<{ type: string | null; event: string | null; custom: string | null; code: string; errors: string; recent: boolean }>(
-      `SELECT ${nameParts('raw')}, code, errors::VARCHAR AS errors, ${recent} AS recent FROM quarantine WHERE ${window} LIMIT 100000`,
-      params,
-    ),
-    db.all<{ name: string; mode: string; reasons: string; recent: boolean }>(`SELECT event_name AS name, mode, reasons::VARCHAR AS reasons, ${recent} AS recent FROM plan_violations WHERE ${window} LIMIT 100000`, params),
-  ]);
-  const byName = new Map<string, { lastHour: Counts; last24Hours: Counts }>();
-  const add = (name: string, isRecent: boolean, change: (c: Counts) => void) => {
-    let entry = byName.get(name);
-    if (!entry) byName.set(name, (entry = { lastHour: zero(), last24Hours: zero() }));
-    change(entry.last24Hours);
-    if (isRecent) change(entry.lastHour);
-  };
-  const reason = (c: Counts, text: string) => c.reasons.set(text, (c.reasons.get(text) ?? 0) + 1);
-  for (const r of stored) add(r.name, r.recent, (c) => ((c.stored += Number(r.n)), (c.accepted += Number(r.n))));
-  for (const r of held) add(nameOf(r), r.recent, (c) => ((c.held += Number(r.n)), (c.accepted += Number(r.n))));
-  for (const q of quarantined) {
-    const errors = parseProblemDetails(q.errors);
-    add(nameOf(q), q.recent, (c) => {
-      c.quarantined++;
-      // Held, then never identified: it was accepted.
-      if (q.code === 'identity_unresolved') c.accepted++;
-      for (const e of errors) reason(c, `${q.code} ${e.path} ${e.message}`);
-    });
-  }
-  for (const v of violations) {
-    const reasons = v.mode === 'observe' ? (JSON.parse(v.reasons) as string[]) : [];
-    // Under enforce the event is a quarantine row too, whose reasons are counted there.
-    add(v.name, v.recent, (c) => {
-      c.violations++;
-      for (const r of reasons) reason(c, `plan_violation ${r}`);
-    });
-  }
-  const shown = (c: Counts) => ({ ...c, reasons: [...c.reasons].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).slice(0, TOP_REASONS).map(([text, count]) => ({ reason: text, count })) });
-  return [...byName]
-    .sort((a, b) => b[1].last24Hours.accepted + b[1].last24Hours.quarantined - (a[1].last24Hours.accepted + a[1].last24Hours.quarantined) || (a[0] < b[0] ? -1 : 1))
+  const names = await deliveryCounts(storage.org(who.org), { since: now - DAY_MS, recentSince: now - HOUR_MS, environment: who.environment, violations: true });
+  const shown = (c: DeliveryCounts) => ({
+    // Held, then never identified: it was accepted.
+    accepted: c.stored + c.held + c.unresolved,
+    stored: c.stored,
+    held: c.held,
+    quarantined: c.quarantined,
+    violations: c.violations,
+    reasons: topReasons(c.reasons, TOP_REASONS),
+  });
+  const busy = (c: DeliveryCounts) => c.stored + c.held + c.unresolved + c.quarantined;
+  return names
+    .sort((a, b) => busy(b.window) - busy(a.window) || (a.eventName < b.eventName ? -1 : 1))
     .slice(0, MAX_NAMES)
-    .map(([eventName, { lastHour, last24Hours }]) => ({ eventName, lastHour: shown(lastHour), last24Hours: shown(last24Hours) }));
-}
-
-function nameOf(parts: { type: string | null; event: string | null; custom: string | null }): string {
-  return parts.type === null ? 'unknown' : eventNameOf({ type: parts.type, event: parts.event, properties: { eventName: parts.custom } });
+    .map(({ eventName, recent, window }) => ({ eventName, lastHour: shown(recent), last24Hours: shown(window) }));
 }
