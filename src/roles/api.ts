@@ -17,6 +17,7 @@ import { bearerToken } from '../http/bearer.js';
 import type { RateLimiter } from '../ratelimit/types.js';
 import { type OrgAdminServer, serveOrgAdmin } from '../cluster/serve-org-admin.js';
 import { GcraLimiter } from '../ratelimit/gcra-limiter.js';
+import { StreamHeads } from '../events/log/stream-heads.js';
 import { type RateLimiters, openRateLimiters } from '../ratelimit/open-rate-limiters.js';
 import { registerLifecycleLog } from '../routes/admin/lifecycle-log.js';
 import { adminAuth } from '../routes/admin/auth.js';
@@ -71,7 +72,7 @@ export const apiRole = fp(
     registerConsoleRoutes(app);
     if (feed && !(storage && config.shard.count === 1)) {
       // Profiles of the orgs another shard keeps come from the feed; this process's own are materialized here.
-      await feed.follow(app.profiles, (org) => (storage?.owns(org) ?? false) || app.orgs.isDeleted(org));
+      await feed.follow(app.profiles, (org) => (storage?.owns(org) ?? false) || app.orgs.isDeleted(org), (org, at) => app.freshness.refreshed(org, at));
     }
   },
   { name: 'audience-api-role', dependencies: ['audience-control', 'audience-profile-feed', 'audience-nats'] },
@@ -84,6 +85,11 @@ export const apiRole = fp(
 async function registerAudienceApi(app: FastifyInstance, options: { orgLimiter: RateLimiter; authLimiter: RateLimiter; relay?: ShardRelay; relayedOnly?: boolean }): Promise<void> {
   const { ctx, metrics, storageRole: storage } = app;
   const deps = { ctx, tokens: app.tokens, orgs: app.orgs, profiles: app.profiles, freshness: app.freshness, metrics, ...options };
+  if (app.adminNats) {
+    // Other collectors acknowledge too: an org's newest record is asked of the stream when its lag is wanted.
+    const heads = new StreamHeads(app.adminNats, (org, at) => app.freshness.acknowledged(org, at), (err) => app.log.warn({ err }, "reading an org's newest record failed"));
+    app.freshness.askHeadsWith((org) => heads.want(org));
+  }
   await app.register(async (audience) => {
     audience.decorateRequest('audienceOrg', null);
     if (options.relayedOnly) {

@@ -83,7 +83,7 @@ declare module 'fastify' {
 
 export const storageRole = fp(
   async (app: FastifyInstance) => {
-    const { config, ctx, metrics, orgs, profiles, profileFeed: feed, eventLog: log, log: logger } = app;
+    const { config, ctx, metrics, orgs, profiles, profileFeed: feed, eventLog: log, log: logger, freshness } = app;
     const storage = app.orgStorage!;
     const orgData = storage.orgs;
     const owns = (slug: string) => ownsOrg(config.shard, slug);
@@ -94,14 +94,16 @@ export const storageRole = fp(
       feed ? (org, hash) => feed.remove(org, hash) : undefined,
     );
     const refresher = new ProfileRefresher(materializer, (err) => logger.error({ err }, 'profile refresh failed'));
-    const { freshness } = app;
     app.storageEvents.onCompacted((report) => {
       refresher.enqueue(report.touched, {
         backlog: report.backlog,
         refreshed: () => {
           // Lookups see these events now: their receipt → profile delay (docs/operations/metrics.md).
           metrics.profileDelay.observeBatch(delaysAt(report.received, ctx.clock.now()));
-          for (const [org, receivedAt] of report.newest) freshness.refreshed(org, receivedAt);
+          for (const [org, receivedAt] of report.newest) {
+            freshness.refreshed(org, receivedAt);
+            feed?.publishFolded(org, receivedAt);
+          }
         },
       });
       // After the enqueue: a reader told of the commit and waiting for its refresh waits for this one.
@@ -112,7 +114,6 @@ export const storageRole = fp(
     });
     if (storage.compaction) freshness.reflectWith({ compaction: storage.compaction, refresher, owns });
     const flows = new FlowStore(orgData, ctx);
-    // Checker processes start with the first check.
     const share = orgMemoryShare(config);
     const checker = new SqlChecker({ memoryLimit: share.limit, memoryLimitBytes: share.bytes });
     const triggers: TriggerStore = new TriggerStore(orgData, ctx, {

@@ -132,5 +132,35 @@ if (!hasNatsServerBinary()) {
       const res = await lookup(front.url, acme.token, '/audience/v2/contacts?identity=email:p4@example.com');
       return res.status === 200 && ((await res.json()) as { contact: { first_name: string } }).contact.first_name === 'Name19';
     }, { what: 'the feed to bring the last name to the front', timeoutMs: 30_000 });
+
+    // lagMs on an api-only process, which acknowledges no event of its own: the org's newest record in the
+    // stream against the newest event the shard folded. Caught up, then the shard stopped (SIGSTOP) while
+    // an event is acknowledged 1.5 s after the last folded one: the lag says so; resumed, it falls back.
+    const reader = await spawnServer(t, { ...common, ROLES: 'api', DATA_DIR: join(root, 'reader') });
+    const lagOnFront = async () => {
+      const res = await lookup(reader.url, acme.token, '/audience/v2/contacts?identity=email:p2@example.com');
+      return ((await res.json()) as { meta: { lagMs: number } }).meta.lagMs;
+    };
+    const caughtUp = await identify('p2@example.com', 'Folded');
+    const foldedAt = Date.now();
+    t.equal((await lookup(front.url, acme.token, `/audience/v2/contacts?identity=email:p2@example.com&after=${caughtUp}&wait=5000`)).status, 200);
+    await waitFor(async () => ((await lagOnFront()) < 500 ? true : undefined), { what: 'the front to see the org caught up', timeoutMs: 30_000 });
+    process.kill(owner.pid, 'SIGSTOP');
+    t.teardown(() => {
+      try {
+        process.kill(owner.pid, 'SIGCONT');
+      } catch {}
+    });
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    await identify('p3@example.com', 'Unfolded');
+    const unfoldedAt = Date.now();
+    const behind = await waitFor(async () => {
+      const lag = await lagOnFront();
+      return lag >= 1400 ? lag : undefined;
+    }, { what: 'the front to see the unfolded event', timeoutMs: 10_000 });
+    t.ok(behind <= unfoldedAt - foldedAt + 500, `lagMs ${behind}: the ${unfoldedAt - foldedAt} ms between the folded event and the unfolded one, give or take`);
+    process.kill(owner.pid, 'SIGCONT');
+    await waitFor(async () => ((await lagOnFront()) < 500 ? true : undefined), { what: 'the lag to fall back once the shard folds again', timeoutMs: 30_000 });
+    t.pass('resumed: the lag fell back');
   });
 }

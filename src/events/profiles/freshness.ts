@@ -28,12 +28,21 @@ export class Freshness {
   /** Per org, callers waiting for its next commit. */
   private readonly waiting = new Map<string, Set<() => void>>();
   private reflection: Reflection | undefined;
+  private wantHead: ((org: string) => void) | undefined;
 
   constructor(private readonly index: Pick<ProfileIndex, 'newestSeen'>) {}
 
   /** The storage role: this process can tell whether an event of the orgs it keeps is reflected. */
   reflectWith(reflection: Reflection): void {
     this.reflection = reflection;
+  }
+
+  /**
+   * A process that does not see every acknowledgement (NATS mode: other collectors write too) asks the
+   * log for an org's newest record when its lag is wanted; the answer comes back through `acknowledged`.
+   */
+  askHeadsWith(want: (org: string) => void): void {
+    this.wantHead = want;
   }
 
   /** Whether `reflects` can answer for the org here (false: this process keeps no compactor for it). */
@@ -67,10 +76,11 @@ export class Freshness {
    * Receipt time of the org's newest acknowledged event less that of its newest event in profiles (0: none
    * behind). The newest in profiles is the later of what refreshes here reported and the newest
    * `last_seen_at` of its profiles (loaded at start, or followed from the feed); with neither, the lag runs
-   * from its first event acknowledged since the start. 0 where this process acknowledges none of the
-   * org's events (an `api` process of a deployment with separate collectors).
+   * from its first event acknowledged since the start. An `api` process beside separate collectors and
+   * shards learns both from NATS (askHeadsWith, the feed's folded times); 0 until it has.
    */
   lagMs(org: string): number {
+    this.wantHead?.(org);
     const acked = this.acked.get(org);
     if (acked === undefined) return 0;
     const folded = Math.max(this.folded.get(org) ?? Number.NEGATIVE_INFINITY, this.index.newestSeen(org));

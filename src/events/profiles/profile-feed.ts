@@ -26,6 +26,12 @@ interface FeedValue {
 }
 
 export const DEFAULT_PROFILES_BUCKET = 'audience_profiles';
+/**
+ * The key beside an org's profiles (`<org>._folded`, never an e-mail hash: those are hex) holding the
+ * receipt time of the org's newest event folded into them, so an `api` process can say how far behind
+ * they are (freshness.ts).
+ */
+const FOLDED_KEY = '_folded';
 /** Publishes of one refresh in flight at once: enough to pipeline, few enough to bound memory. */
 const MAX_IN_FLIGHT = 256;
 
@@ -65,6 +71,13 @@ export class ProfileFeed {
     if (this.inFlight.size >= MAX_IN_FLIGHT) await Promise.race(this.inFlight);
   }
 
+  /** The org's profiles hold its events received up to `receivedAt` (epoch ms); a failed put is reported, the next refresh puts again. */
+  publishFolded(org: string, receivedAt: number): void {
+    const put = this.kv.put(`${org}.${FOLDED_KEY}`, String(receivedAt)).catch(this.onError);
+    this.inFlight.add(put);
+    void put.finally(() => this.inFlight.delete(put));
+  }
+
   /** Removes one profile (an erased contact's) from the bucket, history included; followers drop it. */
   async remove(org: string, hash: string): Promise<void> {
     await this.flushed();
@@ -83,15 +96,24 @@ export class ProfileFeed {
     while (this.inFlight.size > 0) await Promise.all(this.inFlight);
   }
 
-  /** Loads every profile into `index`, then follows changes; orgs for which `skip` is true are left out. */
-  async follow(index: ProfileIndex, skip: (org: string) => boolean): Promise<void> {
+  /**
+   * Loads every profile into `index`, then follows changes; orgs for which `skip` is true are left out.
+   * `folded` hears each org's newest folded receipt time (publishFolded).
+   */
+  async follow(index: ProfileIndex, skip: (org: string) => boolean, folded: (org: string, receivedAt: number) => void = () => {}): Promise<void> {
     this.follower = await whileElecting(() => followKv(
       this.kv,
       (entry) => {
         const dot = entry.key.indexOf('.');
         const org = entry.key.slice(0, dot);
         if (skip(org)) return;
-        if (entry.operation === 'DEL' || entry.operation === 'PURGE') return index.removeHash(org, entry.key.slice(dot + 1));
+        const rest = entry.key.slice(dot + 1);
+        if (rest === FOLDED_KEY) {
+          const at = Number(entry.string());
+          if (entry.operation === 'PUT' && Number.isFinite(at)) folded(org, at);
+          return;
+        }
+        if (entry.operation === 'DEL' || entry.operation === 'PURGE') return index.removeHash(org, rest);
         if (entry.operation !== 'PUT') return;
         const { profile, customFields } = entry.json<FeedValue>();
         index.upsert(org, Object.freeze(profile), customFields);
