@@ -2,8 +2,9 @@
  * The api role: the Audience API (profiles from the process's serving index) and the admin API. Org
  * settings, credentials and tokens are answered from the control plane on any process; calls that need
  * an org's database are answered here when this process keeps that org (storage role, SHARD), else
- * relayed over NATS to the shard that does (src/cluster/). A storage process in NATS mode registers the
- * org-database routes too, without the api role: relayed calls reach them through inject().
+ * relayed over NATS to the shard that does (src/cluster/), as are the Audience API calls only that shard
+ * can answer (`after=`, eligibility). A storage process in NATS mode registers the org-database routes
+ * and the Audience routes too, without the api role: relayed calls reach them through inject().
  */
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
