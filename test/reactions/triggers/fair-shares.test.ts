@@ -49,6 +49,8 @@ function event(cred: Credential, email: string): object {
 interface Answer {
   status: number;
   code?: string;
+  /** A problem's detail: which of two places answered sandbox_busy, say. */
+  detail?: string;
   ms: number;
 }
 
@@ -60,8 +62,8 @@ async function startService(t: Test, timeoutMs: number) {
   const post = async (path: string, body: unknown, headers: Record<string, string> = admin): Promise<Answer> => {
     const started = performance.now();
     const res = await fetch(`${server.url}${path}`, { method: 'POST', headers, body: JSON.stringify(body), signal: AbortSignal.timeout(120_000) });
-    const answer = (await res.json().catch(() => ({}))) as { code?: string };
-    return { status: res.status, ...(answer.code ? { code: answer.code } : {}), ms: performance.now() - started };
+    const answer = (await res.json().catch(() => ({}))) as { code?: string; detail?: string };
+    return { status: res.status, ...(answer.code ? { code: answer.code, detail: answer.detail } : {}), ms: performance.now() - started };
   };
   // Enough of A's rows that its queries over real rows run long; one row of B's.
   for (let i = 0; i < 8; i++) t.equal((await post('/http/v1/collect', event(a, `a${i}@example.com`), { 'content-type': 'application/json' })).status, 200);
@@ -114,7 +116,7 @@ t.test("one org's saturating previews leave another org's trivial preview its la
   t.comment(`A's answers: ${JSON.stringify([...tally])}; B's ms idle ${idle.map((a) => Math.round(a.ms)).join(' ')}; beside checks ${checks.map((a) => Math.round(a.ms)).join(' ')}`);
   for (const [label, answers] of [['idle', idle], ["beside A's checks", checks], ["beside A's checks and runs", runs]] as const) {
     t.same(
-      answers.filter((a) => a.status !== 200).map((a) => [a.status, a.code, Math.round(a.ms)]),
+      answers.filter((a) => a.status !== 200).map((a) => [a.status, a.code, Math.round(a.ms), a.detail]),
       [],
       `every one of B's previews ${label} answered 200, none refused for capacity`,
     );
@@ -155,7 +157,7 @@ t.test("a kill of the storage process for one org's query: another org's preview
   t.match(metrics, /audience_storage_restarts_total\{cause="query_killed"\} [1-9]/, "the storage process was killed to stop A's query");
   t.ok(noisy.some((a) => a.code === 'sandbox_paused'), 'A is paused after it');
   t.ok(quiet.length >= 6, `B previewed throughout: ${quiet.length}`);
-  t.same(quiet.filter((a) => a.status !== 200).map((a) => [a.status, a.code, Math.round(a.ms)]), [], "every one of B's previews answered 200, the one in flight at the kill included");
+  t.same(quiet.filter((a) => a.status !== 200).map((a) => [a.status, a.code, Math.round(a.ms), a.detail]), [], "every one of B's previews answered 200, the one in flight at the kill included");
   t.comment(`B's preview ms: ${quiet.map((a) => Math.round(a.ms)).join(' ')}`);
   t.notMatch(server.stderr(), /"level":50[^\n]*"msg":"request failed"/, 'no request failed at error level');
 });
@@ -189,5 +191,5 @@ t.test('the storage process ended by a crash or an operator: previews in flight 
   await Promise.all(loops);
   const metrics = await scrapeMetrics(server.url);
   t.match(metrics, /audience_storage_restarts_total\{cause="[a-z_]+"\} [1-9]/, 'the storage process was started again');
-  t.same(quiet.filter((a) => a.status !== 200).map((a) => [a.status, a.code, Math.round(a.ms)]), [], "every preview answered 200, those in flight at the kills included");
+  t.same(quiet.filter((a) => a.status !== 200).map((a) => [a.status, a.code, Math.round(a.ms), a.detail]), [], "every preview answered 200, those in flight at the kills included");
 });
