@@ -30,22 +30,20 @@ export class StreamHeads {
     const now = performance.now();
     const last = this.asked.get(org);
     if (last !== undefined && now - last < ASK_EVERY_MS) return;
+    // A failed ask is asked again no sooner than an answered one: NATS down costs a lookup nothing more.
     this.asked.set(org, now);
-    void this.ask(org).catch((error: unknown) => {
-      this.onError(error);
-      // Asked again at the next lookup, not in a loop.
-      this.asked.delete(org);
-    });
+    void this.ask(org).catch(this.onError);
   }
 
   private async ask(org: string): Promise<void> {
-    this.jsm ??= jetstreamManager(this.nc);
-    const jsm = await this.jsm;
-    const newest = await jsm.streams.getMessage(DEFAULT_STREAM, { last_by_subj: `${DEFAULT_SUBJECT}.${org}` }).catch((error: unknown) => {
-      // No record of the org yet: nothing acknowledged, no lag.
-      if (error instanceof Error && /no message found/i.test(error.message)) return null;
+    // Made again after a failure (NATS away at the first ask), not kept failed for good.
+    this.jsm ??= jetstreamManager(this.nc).catch((error: unknown) => {
+      this.jsm = undefined;
       throw error;
     });
+    const jsm = await this.jsm;
+    // null: no record of the org yet, so nothing acknowledged and no lag.
+    const newest = await jsm.streams.getMessage(DEFAULT_STREAM, { last_by_subj: `${DEFAULT_SUBJECT}.${org}` });
     if (newest) this.told(org, newest.time.getTime());
   }
 }
