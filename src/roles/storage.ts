@@ -107,9 +107,7 @@ export const storageRole = fp(
         },
       });
       // After the enqueue: a reader told of the commit and waiting for its refresh waits for this one.
-      // Stored is acknowledged too: a shard without the collector role learns of its orgs' events here.
-      for (const [org, receivedAt] of report.newest) freshness.acknowledged(org, receivedAt);
-      freshness.committed(report.newest.map(([org]) => org));
+      freshness.committed(report.newest);
       for (const [org] of report.newest) traits.changed(org);
     });
     if (storage.compaction) freshness.reflectWith({ compaction: storage.compaction, refresher, owns });

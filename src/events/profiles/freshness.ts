@@ -57,9 +57,13 @@ export class Freshness {
     if (newest === undefined || receivedAt > newest) this.acked.set(org, receivedAt);
   }
 
-  /** A commit wrote events of these orgs: their waiters ask again. */
-  committed(orgs: readonly string[]): void {
-    for (const org of orgs) {
+  /**
+   * A commit stored events of these orgs, each received up to its time: stored is acknowledged (a shard
+   * without the collector role learns of its orgs' events here), and their waiters ask again.
+   */
+  committed(newest: ReadonlyArray<readonly [org: string, receivedAt: number]>): void {
+    for (const [org, receivedAt] of newest) {
+      this.acknowledged(org, receivedAt);
       const wakers = this.waiting.get(org);
       if (!wakers) continue;
       this.waiting.delete(org);

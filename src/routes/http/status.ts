@@ -70,7 +70,6 @@ export interface StatusDeps {
   limiter: RateLimiter;
 }
 
-
 export function registerStatusRoute(app: FastifyInstance, deps: StatusDeps): void {
   app.get('/http/v1/status', { schema }, async (request, reply) => {
     const now = deps.ctx.clock.now();
