@@ -13,7 +13,7 @@ import { connect } from '@nats-io/transport-node';
 import { decodeAnswer, encodeRequest } from '../../src/cluster/relay-message.js';
 import { shardOf } from '../../src/core/shard.js';
 import { hasNatsServerBinary, startNatsServer } from '../helpers/nats-server.js';
-import { type Credential, type ServerProcess, adminCall, spawnServer } from '../helpers/server-process.js';
+import { type Credential, adminCall, spawnServer, spawnSplitLayout } from '../helpers/server-process.js';
 import { scaled, waitFor } from '../helpers/deadline.js';
 import { BOOKING_TRIGGER } from '../helpers/flows.js';
 
@@ -26,9 +26,7 @@ if (!hasNatsServerBinary()) {
     const root = t.testdir();
     const nats = await startNatsServer(t);
     const common = { NATS_URL: nats.url, QUERIES_DIR: join(root, 'queries'), LOG_LEVEL: 'warn' };
-    const shards: ServerProcess[] = [];
-    for (const index of [0, 1]) shards.push(await spawnServer(t, { ...common, ROLES: 'compactor,flows', SHARD: `${index}/2`, DATA_DIR: join(root, `shard-${index}`) }));
-    const front = await spawnServer(t, { ...common, ROLES: 'collector,api', DATA_DIR: join(root, 'front') });
+    const { shards, front } = await spawnSplitLayout(t, root, common);
     const admin = (method: string, path: string, body?: unknown) => adminCall(front.url, method, path, body);
     const org = async (slug: string) => {
       const created = await admin('POST', '/admin/v1/orgs', { slug, name: slug, audienceApi: true, rateLimit: 100_000 });

@@ -11,7 +11,7 @@ import { connect } from '@nats-io/transport-node';
 import { decodeAnswer, encodeRequest } from '../../src/cluster/relay-message.js';
 import { shardOf } from '../../src/core/shard.js';
 import { hasNatsServerBinary, startNatsServer } from '../helpers/nats-server.js';
-import { ADMIN_KEY, type ServerProcess, spawnServer } from '../helpers/server-process.js';
+import { ADMIN_KEY, spawnSplitLayout } from '../helpers/server-process.js';
 import { scaled, waitFor } from '../helpers/deadline.js';
 
 t.setTimeout(scaled(180_000));
@@ -24,9 +24,7 @@ if (!hasNatsServerBinary()) {
     const root = t.testdir();
     const nats = await startNatsServer(t);
     const common = { NATS_URL: nats.url, QUERIES_DIR: join(root, 'queries'), LOG_LEVEL: 'warn' };
-    const shards: ServerProcess[] = [];
-    for (const index of [0, 1]) shards.push(await spawnServer(t, { ...common, ROLES: 'compactor,flows', SHARD: `${index}/2`, DATA_DIR: join(root, `shard-${index}`) }));
-    const front = await spawnServer(t, { ...common, ROLES: 'collector,api', DATA_DIR: join(root, 'front') });
+    const { shards, front } = await spawnSplitLayout(t, root, common);
     const created = await fetch(`${front.url}/admin/v1/orgs`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/json' }, body: JSON.stringify({ slug: 'acme', name: 'Acme' }) });
     t.equal(created.status, 201);
     const creds = ((await created.json()) as { credentials: { production: { partnerId: string; partnerSecret: string } } }).credentials.production;

@@ -20,7 +20,7 @@ import { shardOf } from '../../src/core/shard.js';
 import { UnsubscribeLinks } from '../../src/reactions/consent/unsubscribe-link.js';
 import { emailAddress, orgSlug, topicName } from '../helpers/issued-values.js';
 import { hasNatsServerBinary, startNatsServer } from '../helpers/nats-server.js';
-import { ADMIN_KEY, type ServerProcess, spawnServer } from '../helpers/server-process.js';
+import { ADMIN_KEY, spawnServer, spawnSplitLayout } from '../helpers/server-process.js';
 import { scaled } from '../helpers/deadline.js';
 
 // Three processes start from source on two cores (~3 s each, more under load).
@@ -82,9 +82,7 @@ if (!hasNatsServerBinary()) {
     const root = t.testdir();
     const nats = await startNatsServer(t);
     const common = { NATS_URL: nats.url, WEBHOOK_SIGNING_KEY: KEY, QUERIES_DIR: join(root, 'queries'), LOG_LEVEL: 'warn' };
-    const shards: ServerProcess[] = [];
-    for (const index of [0, 1]) shards.push(await spawnServer(t, { ...common, ROLES: 'compactor,flows', SHARD: `${index}/2`, DATA_DIR: join(root, `shard-${index}`) }));
-    const api = await spawnServer(t, { ...common, ROLES: 'api', DATA_DIR: join(root, 'api') });
+    const { shards, front: api } = await spawnSplitLayout(t, root, common, 'api');
     const nc = await connect({ servers: nats.url });
     t.teardown(() => nc.close());
 

@@ -4,6 +4,7 @@
  * NATS_URL is cleared unless given, so an embedded-mode test never picks up the machine's NATS.
  */
 import { spawn } from 'node:child_process';
+import { join } from 'node:path';
 import { freePort } from './free-port.js';
 import { ADMIN_KEY } from './app.js';
 import { entryArgs } from './entry.js';
@@ -181,4 +182,16 @@ export async function waitForCompaction(url: string, slug: string, cred: Credent
     if (Date.now() > deadline) throw new Error(`compaction did not catch up within ${budget} ms`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
+}
+
+/**
+ * The split layout on one NATS (`env` names NATS_URL and whatever else every process shares): storage
+ * shards 0/2 and 1/2 (`compactor,flows`) and a front process without org databases (`frontRoles`), each
+ * with its own DATA_DIR under `root`.
+ */
+export async function spawnSplitLayout(t: Tap, root: string, env: Record<string, string>, frontRoles = 'collector,api'): Promise<{ shards: ServerProcess[]; front: ServerProcess }> {
+  const shards: ServerProcess[] = [];
+  for (const index of [0, 1]) shards.push(await spawnServer(t, { ...env, ROLES: 'compactor,flows', SHARD: `${index}/2`, DATA_DIR: join(root, `shard-${index}`) }));
+  const front = await spawnServer(t, { ...env, ROLES: frontRoles, DATA_DIR: join(root, 'front') });
+  return { shards, front };
 }
