@@ -97,15 +97,16 @@ export const storageRole = fp(
     app.storageEvents.onCompacted((report) => {
       refresher.enqueue(report.touched, {
         backlog: report.backlog,
-        refreshed: () => {
-          // Lookups see these events now: their receipt → profile delay (docs/operations/metrics.md).
-          metrics.profileDelay.observeBatch(delaysAt(report.received, ctx.clock.now()));
-          for (const [org, receivedAt] of report.newest) {
-            freshness.refreshed(org, receivedAt);
-            feed?.publishFolded(org, receivedAt);
-          }
-        },
+        // Lookups see these events now: their receipt → profile delay (docs/operations/metrics.md).
+        refreshed: () => metrics.profileDelay.observeBatch(delaysAt(report.received, ctx.clock.now())),
       });
+      // Each org's as soon as its own line has refreshed them (profile-refresher.ts), not after the others'.
+      for (const [org, receivedAt] of report.newest) {
+        void refresher.whenRefreshed(org).then(() => {
+          freshness.refreshed(org, receivedAt);
+          feed?.publishFolded(org, receivedAt);
+        });
+      }
       // After the enqueue: a reader told of the commit and waiting for its refresh waits for this one.
       freshness.committed(report.newest);
       for (const [org] of report.newest) traits.changed(org);

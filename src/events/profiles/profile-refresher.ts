@@ -1,15 +1,21 @@
 /**
  * Coalesces profile refreshes: compaction batches only enqueue the contacts they touched, and one
- * refresh at a time recomputes everything queued. Under load many batches share one refresh, so
+ * refresh at a time recomputes what an org has queued. Under load many batches share one refresh, so
  * profile recomputation no longer sits inside each compaction transaction's critical path.
+ *
+ * Each org has its own line: its own queue, its own pace (the pause after its own last refresh) and its
+ * own waiters, and orgs with contacts due take turns round-robin. So one org's refresh work delays another
+ * org's by at most the one refresh in progress: with one queue for all, an org's flow decision and
+ * read-your-writes lookup waited for the pause after every org's last refresh and for the other orgs'
+ * refreshes in the same round (flow-fairness.test.ts: B's fold wait 0.5–1.2 s under A's load).
  */
 import { StorageUnavailable } from '../../core/unavailable.js';
 import type { ContactKey, ProfileMaterializer } from './profile-materializer.js';
 
 /**
- * The next refresh starts at least MIN_INTERVAL_MS, and PAUSE_PER_REFRESH times as long as the last
- * refresh took, after the last one ended, but never more than MAX_PAUSE_MS later. Short refreshes
- * then hold DuckDB (one connection) at most a quarter of the time, so compaction keeps up; on an idle
+ * An org's next refresh starts at least MIN_INTERVAL_MS, and PAUSE_PER_REFRESH times as long as its last
+ * refresh took, after its last one ended, but never more than MAX_PAUSE_MS later. Short refreshes
+ * then hold the org's database (one connection) at most a quarter of the time, so compaction keeps up; on an idle
  * service the pause is MIN_INTERVAL_MS. The cap is for freshness: an event waits for the pause and the
  * refresh, so an uncapped pause made it 4× the refresh, and when refreshing the contacts of a second of
  * traffic took more than a quarter of a second (many distinct contacts, a loaded machine) the queue grew
@@ -34,25 +40,30 @@ const BACKLOG_INTERVAL_MS = 5_000;
  */
 const TRIES_WHILE_STORAGE_RESTARTS = 6;
 
+/** One org's refreshes. */
+interface Line {
+  org: string;
+  queued: ContactKey[];
+  /** Told once the contacts queued so far are in the serving index. */
+  waiting: Array<() => void>;
+  /** Told once the refresh in progress ends (undefined: none is). */
+  inFlight: Array<() => void> | undefined;
+  lastEnded: number;
+  lastTook: number;
+  /** When it was last given a refresh (a count of grants), or, for a line new since, just before the last grant. */
+  served: number;
+  /** Tries in a row that found the storage process away. */
+  away: number;
+}
+
 export class ProfileRefresher {
-  private queued: ContactKey[] = [];
-  /** Told once the contacts queued with them are in the serving index. */
-  private waiting: Array<() => void> = [];
+  private readonly lines = new Map<string, Line>();
   private running: Promise<void> | undefined;
-  private lastEnded = Number.NEGATIVE_INFINITY;
-  private lastTook = 0;
+  private grants = 0;
   /** As told by the latest enqueue. */
   private backlog = false;
-  /** Ends the current wait early when the due time may have moved closer. */
+  /** Ends the current wait early when a due time may have moved closer. */
   private wake: (() => void) | undefined;
-  /** Enqueues with contacts so far, and how many of them are in the serving index (whenRefreshed). */
-  private enqueued = 0;
-  private refreshed = 0;
-  private progress: Array<{ upTo: number; resolve: () => void }> = [];
-  /** Per org, the latest enqueue with one of its contacts: an org's decisions wait for their own. */
-  private readonly lastOf = new Map<string, number>();
-  /** Tries in a row that found the storage process away. */
-  private storageAway = 0;
 
   constructor(
     private readonly materializer: ProfileMaterializer,
@@ -66,38 +77,34 @@ export class ProfileRefresher {
    * succeeded (a failed one is logged; the next touch refreshes them again).
    */
   enqueue(keys: ContactKey[], options: { backlog?: boolean; refreshed?: () => void } = {}): void {
-    if (keys.length === 0) options.refreshed?.();
-    else {
-      const upTo = ++this.enqueued;
-      for (const key of keys) this.lastOf.set(key.org, upTo);
-      this.waiting.push(() => this.reached(upTo));
-      if (options.refreshed) this.waiting.push(options.refreshed);
+    const lines = new Set<Line>();
+    for (const key of keys) {
+      const line = this.line(key.org);
+      line.queued.push(key);
+      lines.add(line);
     }
-    for (const key of keys) this.queued.push(key);
-    const backlogEnded = this.backlog && !options.backlog;
+    if (options.refreshed) {
+      const refreshed = options.refreshed;
+      let left = lines.size;
+      if (left === 0) refreshed();
+      for (const line of lines) line.waiting.push(() => --left === 0 && refreshed());
+    }
     this.backlog = options.backlog ?? false;
-    if (backlogEnded) this.wake?.();
-    // Nothing to refresh: a drain started now would end at once and hold `running` for a tick.
-    if (this.queued.length === 0) return;
-    this.running ??= this.drain();
+    // A new line, or the backlog's end, may make a refresh due sooner than the one waited for.
+    this.wake?.();
+    if (lines.size > 0) this.running ??= this.drain();
   }
 
   /**
-   * Resolves once the org's contacts enqueued so far are in the serving index (refreshes are done in
-   * order, so those enqueued before them too), later ones not waited for (unlike `settled`, which under
-   * steady traffic may not resolve while refreshes keep coming).
+   * Resolves once the org's contacts enqueued so far are in the serving index (an org's refreshes are
+   * done in order, so those enqueued before them too), later ones not waited for (unlike `settled`, which
+   * under steady traffic may not resolve while refreshes keep coming).
    */
   whenRefreshed(org: string): Promise<void> {
-    const upTo = this.lastOf.get(org) ?? 0;
-    if (this.refreshed >= upTo) return Promise.resolve();
-    return new Promise((resolve) => this.progress.push({ upTo, resolve }));
-  }
-
-  private reached(upTo: number): void {
-    this.refreshed = Math.max(this.refreshed, upTo);
-    const done = this.progress.filter((p) => p.upTo <= this.refreshed);
-    this.progress = this.progress.filter((p) => p.upTo > this.refreshed);
-    for (const p of done) p.resolve();
+    const line = this.lines.get(org);
+    const waiters = line && (line.queued.length > 0 ? line.waiting : line.inFlight);
+    if (!waiters) return Promise.resolve();
+    return new Promise((resolve) => waiters.push(resolve));
   }
 
   /** Resolves when everything enqueued so far is in the serving index. */
@@ -106,74 +113,94 @@ export class ProfileRefresher {
   }
 
   /**
-   * Refreshes until the queue is empty. `running` is cleared in the same step as the last look at the
-   * queue, with no await between: an enqueue after it starts a new run. (Cleared a microtask later, an
+   * Refreshes until no line has contacts queued. `running` is cleared in the same step as the last look at
+   * the lines, with no await between: an enqueue after it starts a new run. (Cleared a microtask later, an
    * enqueue in between saw a run still going, and its contacts waited for the next enqueue.)
    */
   private async drain(): Promise<void> {
     try {
-      while (this.queued.length > 0) {
-        if (this.dueAt() > performance.now()) await this.untilDue();
-        const keys = this.queued;
-        const waiting = this.waiting;
-        this.queued = [];
-        this.waiting = [];
-        const started = performance.now();
-        const again = await this.refreshEachOrg(keys);
-        if (again.length > 0 && ++this.storageAway < TRIES_WHILE_STORAGE_RESTARTS) {
-          this.queued = [...again, ...this.queued];
-          this.waiting = [...waiting, ...this.waiting];
-        } else {
-          if (again.length > 0) this.onError(new StorageUnavailable(`profiles of ${again.length} contacts not refreshed after ${this.storageAway} tries`));
-          this.storageAway = 0;
-          for (const refreshed of waiting) refreshed();
+      for (let next = this.next(); next; next = this.next()) {
+        if (next.dueAt > performance.now()) {
+          await this.until(next.dueAt);
+          continue;
         }
-        this.lastEnded = performance.now();
-        this.lastTook = this.lastEnded - started;
+        await this.refresh(next.line);
       }
     } finally {
       this.running = undefined;
     }
   }
 
+  /** One refresh of the line's queued contacts; made again (waiters kept) while the storage process is away. */
+  private async refresh(line: Line): Promise<void> {
+    const keys = line.queued;
+    const waiting = (line.inFlight = line.waiting);
+    line.queued = [];
+    line.waiting = [];
+    line.served = ++this.grants;
+    const started = performance.now();
+    let away = false;
+    try {
+      await this.materializer.refresh(keys);
+    } catch (error) {
+      away = error instanceof StorageUnavailable;
+      if (!away) this.onError(error);
+    }
+    line.inFlight = undefined;
+    line.lastEnded = performance.now();
+    line.lastTook = line.lastEnded - started;
+    if (away && ++line.away < TRIES_WHILE_STORAGE_RESTARTS) {
+      line.queued = [...keys, ...line.queued];
+      line.waiting = [...waiting, ...line.waiting];
+      return;
+    }
+    if (away) this.onError(new StorageUnavailable(`profiles of ${keys.length} contacts not refreshed after ${line.away} tries`));
+    line.away = 0;
+    for (const refreshed of waiting) refreshed();
+  }
+
   /**
-   * Each org's contacts on their own: one org's failure (a damaged database) is logged and leaves the
-   * others refreshed. Answers the contacts to refresh again: those of orgs the storage process was away for.
+   * The line to refresh next: of those with contacts queued, the one due soonest, and of those due now the
+   * one served longest ago. Forgets lines with nothing queued whose pause is over (a new one starts at once).
    */
-  private async refreshEachOrg(keys: ContactKey[]): Promise<ContactKey[]> {
-    const byOrg = new Map<string, ContactKey[]>();
-    for (const key of keys) {
-      const ofOrg = byOrg.get(key.org);
-      if (ofOrg) ofOrg.push(key);
-      else byOrg.set(key.org, [key]);
-    }
-    const again: ContactKey[] = [];
-    for (const orgKeys of byOrg.values()) {
-      try {
-        await this.materializer.refresh(orgKeys);
-      } catch (error) {
-        if (error instanceof StorageUnavailable) again.push(...orgKeys);
-        else this.onError(error);
+  private next(): { line: Line; dueAt: number } | undefined {
+    const now = performance.now();
+    let next: { line: Line; dueAt: number } | undefined;
+    for (const line of this.lines.values()) {
+      const dueAt = this.dueAt(line);
+      if (line.queued.length === 0) {
+        if (!line.inFlight && dueAt <= now) this.lines.delete(line.org);
+        continue;
       }
+      const sooner = !next || Math.max(dueAt, now) < Math.max(next.dueAt, now) || (dueAt <= now && next.dueAt <= now && line.served < next.line.served);
+      if (sooner) next = { line, dueAt };
     }
-    return again;
+    return next;
   }
 
-  private dueAt(): number {
-    const pause = Math.min(MAX_PAUSE_MS, Math.max(MIN_INTERVAL_MS, PAUSE_PER_REFRESH * this.lastTook));
-    return this.lastEnded + (this.backlog ? Math.max(pause, this.backlogIntervalMs) : pause);
+  private dueAt(line: Line): number {
+    const pause = Math.min(MAX_PAUSE_MS, Math.max(MIN_INTERVAL_MS, PAUSE_PER_REFRESH * line.lastTook));
+    return line.lastEnded + (this.backlog ? Math.max(pause, this.backlogIntervalMs) : pause);
   }
 
-  private async untilDue(): Promise<void> {
-    for (let wait = this.dueAt() - performance.now(); wait > 0; wait = this.dueAt() - performance.now()) {
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, wait);
-        this.wake = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
-      this.wake = undefined;
+  private async until(at: number): Promise<void> {
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, at - performance.now());
+      this.wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+    this.wake = undefined;
+  }
+
+  private line(org: string): Line {
+    let line = this.lines.get(org);
+    // As in org-turns.ts: a new line waits behind the lines waiting since before the last grant, not before them all.
+    if (!line) {
+      line = { org, queued: [], waiting: [], inFlight: undefined, lastEnded: Number.NEGATIVE_INFINITY, lastTook: 0, served: this.grants - 0.5, away: 0 };
+      this.lines.set(org, line);
     }
+    return line;
   }
 }

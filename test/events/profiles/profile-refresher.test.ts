@@ -145,3 +145,54 @@ t.test('a storage process that stays away: the contacts are given up after a bou
   t.ok(told && tries > 1 && tries < 10, `gave up after ${tries} tries`);
   t.match(String(errors.at(-1)), /profiles of 1 contacts not refreshed after/);
 });
+
+t.test("one org's slow refreshes and their pause do not hold another org's", async (t) => {
+  const { refresher, errors } = await setup(t);
+  const materializer = (refresher as unknown as { materializer: { refresh(keys: ContactKey[]): Promise<void> } }).materializer;
+  const refresh = materializer.refresh.bind(materializer);
+  const seen: string[] = [];
+  // The slow org's refresh takes 1 s (many contacts, a loaded machine): its next one waits its pause, capped at 250 ms.
+  materializer.refresh = async (keys) => {
+    const what = `${keys[0]!.org} ${keys.map((k) => k.email.split('@')[0]).join()}`;
+    seen.push(`start ${what}`);
+    await refresh(keys);
+    if (keys[0]!.org === 'slow') await new Promise((r) => setTimeout(r, 1_000));
+    seen.push(`end ${what}`);
+  };
+  refresher.enqueue([{ org: 'slow', email: 'a@example.com' }]);
+  await refresher.settled();
+  refresher.enqueue([{ org: 'slow', email: 'b@example.com' }]);
+  refresher.enqueue([{ org: 'quick', email: 'c@example.com' }]);
+  const quick = refresher.whenRefreshed('quick').then(() => seen.push('quick told'));
+  const slow = refresher.whenRefreshed('slow').then(() => seen.push('slow told'));
+  await Promise.all([quick, slow, refresher.settled()]);
+  t.same(
+    seen,
+    ['start slow a', 'end slow a', 'start quick c', 'end quick c', 'quick told', 'start slow b', 'end slow b', 'slow told'],
+    "the quick org's contacts are refreshed during the slow org's pause, and told before the slow org's next refresh",
+  );
+  t.same(errors, []);
+});
+
+t.test('orgs with contacts due take turns: a new org goes before an org served since it came', async (t) => {
+  const { refresher, errors } = await setup(t);
+  const materializer = (refresher as unknown as { materializer: { refresh(keys: ContactKey[]): Promise<void> } }).materializer;
+  const refresh = materializer.refresh.bind(materializer);
+  const orgs: string[] = [];
+  let release: () => void = () => {};
+  const held = new Promise<void>((r) => (release = r));
+  materializer.refresh = async (keys) => {
+    orgs.push(keys[0]!.org);
+    await refresh(keys);
+    // The first refresh holds until all three orgs have contacts queued.
+    if (orgs.length === 1) await held;
+  };
+  refresher.enqueue([{ org: 'one', email: 'a@example.com' }]);
+  refresher.enqueue([{ org: 'two', email: 'b@example.com' }]);
+  refresher.enqueue([{ org: 'one', email: 'c@example.com' }]);
+  refresher.enqueue([{ org: 'three', email: 'd@example.com' }]);
+  release();
+  await refresher.settled();
+  t.same(orgs, ['one', 'two', 'three', 'one'], 'one org, then each other org once, before the first again');
+  t.same(errors, []);
+});
