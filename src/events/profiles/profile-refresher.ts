@@ -3,19 +3,20 @@
  * refresh at a time recomputes what an org has queued. Under load many batches share one refresh, so
  * profile recomputation no longer sits inside each compaction transaction's critical path.
  *
- * Each org has its own line: its own queue, its own pace (the pause after its own last refresh) and its
- * own waiters, and orgs with contacts due take turns round-robin. So one org's refresh work delays another
- * org's by at most the one refresh in progress: with one queue for all, an org's flow decision and
- * read-your-writes lookup waited for the pause after every org's last refresh and for the other orgs'
- * refreshes in the same round (flow-fairness.test.ts: B's fold wait 0.5–1.2 s under A's load).
+ * Each org has its own line: its own queue and its own waiters, told as soon as its own refresh ends;
+ * orgs due take turns round-robin, each refreshed once per round (dueAt). So an org whose contacts were
+ * not refreshed in the last round waits for at most the one refresh in progress, never for another org's
+ * queue or pause. With one queue for all, an org's flow decision and read-your-writes lookup waited for the
+ * pause after every org's refreshes and for the other orgs' refreshes in the same round, and were told only
+ * after the last (flow-fairness.test.ts: B's fold wait 0.5–1.2 s under A's load, 0.15 s with lines).
  */
 import { StorageUnavailable } from '../../core/unavailable.js';
 import type { ContactKey, ProfileMaterializer } from './profile-materializer.js';
 
 /**
- * An org's next refresh starts at least MIN_INTERVAL_MS, and PAUSE_PER_REFRESH times as long as its last
- * refresh took, after its last one ended, but never more than MAX_PAUSE_MS later. Short refreshes
- * then hold the org's database (one connection) at most a quarter of the time, so compaction keeps up; on an idle
+ * A round is the time the orgs' last refreshes took; an org's next refresh starts a round and a pause after
+ * its last one started: at least MIN_INTERVAL_MS, PAUSE_PER_REFRESH times the round, never more than
+ * MAX_PAUSE_MS. Short refreshes then hold DuckDB at most a quarter of the time, so compaction keeps up; on an idle
  * service the pause is MIN_INTERVAL_MS. The cap is for freshness: an event waits for the pause and the
  * refresh, so an uncapped pause made it 4× the refresh, and when refreshing the contacts of a second of
  * traffic took more than a quarter of a second (many distinct contacts, a loaded machine) the queue grew
@@ -165,9 +166,11 @@ export class ProfileRefresher {
    */
   private next(): { line: Line; dueAt: number } | undefined {
     const now = performance.now();
+    let round = 0;
+    for (const line of this.lines.values()) round += line.lastTook;
     let next: { line: Line; dueAt: number } | undefined;
     for (const line of this.lines.values()) {
-      const dueAt = this.dueAt(line);
+      const dueAt = this.dueAt(line, round);
       if (line.queued.length === 0) {
         if (!line.inFlight && dueAt <= now) this.lines.delete(line.org);
         continue;
@@ -178,9 +181,15 @@ export class ProfileRefresher {
     return next;
   }
 
-  private dueAt(line: Line): number {
-    const pause = Math.min(MAX_PAUSE_MS, Math.max(MIN_INTERVAL_MS, PAUSE_PER_REFRESH * line.lastTook));
-    return line.lastEnded + (this.backlog ? Math.max(pause, this.backlogIntervalMs) : pause);
+  /**
+   * One refresh of a line per round: the time every line's last refresh took (`round`) and the pause after it
+   * (3× that, 50–250 ms), from when the line's last refresh started. With one org: its pause after its refresh.
+   * With many busy orgs: each refreshed once per round, as many contacts coalesced as when one queue served
+   * them all, so no more refreshes (CPU) than then. An org not refreshed for a round is due at once.
+   */
+  private dueAt(line: Line, round: number): number {
+    const pause = Math.min(MAX_PAUSE_MS, Math.max(MIN_INTERVAL_MS, PAUSE_PER_REFRESH * round));
+    return line.lastEnded - line.lastTook + round + (this.backlog ? Math.max(pause, this.backlogIntervalMs) : pause);
   }
 
   private async until(at: number): Promise<void> {
