@@ -17,6 +17,7 @@ import t from 'tap';
 import { ManualClock } from '../../../src/core/context.js';
 import { customEvent, startTestApp, type TestApp } from '../../helpers/app.js';
 import { BOOKING_TRIGGER, putQuery, startFlow } from '../../helpers/flows.js';
+import { awaiting } from '../../helpers/hang-report.js';
 
 const MINUTE = 60_000;
 
@@ -62,13 +63,16 @@ t.test('a flow archived after any move sends nothing more, leaves nothing behind
         for (const flow of ['x', 'y']) await startFlow(h, { id: flow, trigger: 'cart_updated', steps: steps(flow) }, org);
       }
       let n = 0;
+      // This file's body hung to tap's timeout in three CIs (2026-11-29, -30), never here: each step of a
+      // settle is named in the hang report (helpers/hang-report.ts) with the queues as they stand then.
+      const queues = () => `story ${round}, ${JSON.stringify({ sends: h.app.flowsRole!.dispatcher.pending })}`;
       const settle = async () => {
-        await h.compacted();
+        await awaiting('compacted', h.compacted(), queues);
         for (const org of orgs) {
-          for (const flow of ['x', 'y']) await h.app.flowsRole!.runner!.run(org, flow);
-          await h.app.flowsRole!.steps.pass(org);
+          for (const flow of ['x', 'y']) await awaiting(`run of ${org}'s ${flow}`, h.app.flowsRole!.runner!.run(org, flow), queues);
+          await awaiting(`steps pass of ${org}`, h.app.flowsRole!.steps.pass(org), queues);
         }
-        await h.app.flowsRole!.dispatcher.idle();
+        await awaiting('sends', h.app.flowsRole!.dispatcher.idle(), queues);
       };
       const archiveAt = at % (moves.length + 1);
       let before: string[] | undefined;
@@ -77,7 +81,7 @@ t.test('a flow archived after any move sends nothing more, leaves nothing behind
           await settle();
           before = sentBy(h, orgs[0]!, 'x');
           assert.deepStrictEqual(before, sentBy(h, orgs[1]!, 'x'), 'until the archive, both orgs sent the same');
-          const archived = await h.admin('DELETE', `/admin/v1/orgs/${orgs[0]}/flows/x`);
+          const archived = await awaiting('archive', h.admin('DELETE', `/admin/v1/orgs/${orgs[0]}/flows/x`), queues);
           assert.equal(archived.statusCode, 200, archived.body);
           if (archived.json().stopped.entries > 0) archivedWithEntries++;
         }
@@ -96,7 +100,7 @@ t.test('a flow archived after any move sends nothing more, leaves nothing behind
         }
         // Stored before the next move in both orgs alike: whether an order is before or after an entry
         // never depends on which events one compaction happened to take together.
-        await h.compacted();
+        await awaiting('compacted after a move', h.compacted(), queues);
       }
       // Every wait runs out (at most 5 steps of 3 h each).
       clock.advance(16 * 60 * MINUTE);
