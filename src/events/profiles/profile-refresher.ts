@@ -189,7 +189,10 @@ export class ProfileRefresher {
    */
   private dueAt(line: Line, round: number): number {
     const pause = Math.min(MAX_PAUSE_MS, Math.max(MIN_INTERVAL_MS, PAUSE_PER_REFRESH * round));
-    return line.lastEnded - line.lastTook + round + (this.backlog ? Math.max(pause, this.backlogIntervalMs) : pause);
+    // The other lines' share of the round is bounded like the pause: a refresh that waited out a storage
+    // restart (up to 10 s) must not hold every other org's next refresh, nor `settled`, that long.
+    const others = Math.min(round - line.lastTook, MAX_PAUSE_MS);
+    return line.lastEnded + others + (this.backlog ? Math.max(pause, this.backlogIntervalMs) : pause);
   }
 
   private async until(at: number): Promise<void> {
