@@ -2,7 +2,7 @@
  * The storage process's compactor seen as a Compaction: started, stopped and reloaded by calls, its
  * progress reported by the process.
  */
-import type { Compaction } from '../events/compaction/compaction.js';
+import type { CommitReport, Compaction } from '../events/compaction/compaction.js';
 import { SeqWaiters } from '../events/compaction/seq-waiters.js';
 import { StorageUnavailable } from '../core/unavailable.js';
 import type { Call } from './storage-protocol.js';
@@ -18,6 +18,12 @@ export class ProcessCompaction implements Compaction {
   private cursor = 0;
   private retainFrom = 0;
   private readonly waiters = new SeqWaiters();
+  /**
+   * The commit time (µs) of the last report received: a new process tells again the commits from then on,
+   * which its predecessor may have made without its report reaching here (compactor.ts, report-again.ts).
+   * Before any report, this process's start: the first storage process had committed nothing before.
+   */
+  private reportedSince = Date.now() * 1000;
 
   constructor(private readonly storage: CompactionCalls) {}
 
@@ -31,7 +37,7 @@ export class ProcessCompaction implements Compaction {
 
   async start(): Promise<void> {
     this.storage.setCompacting(true);
-    const { seq, retainFromSeq } = await this.storage.call<{ seq: number; retainFromSeq: number }>({ op: 'compactor.start' });
+    const { seq, retainFromSeq } = await this.storage.call<{ seq: number; retainFromSeq: number }>({ op: 'compactor.start', reportedSince: this.reportedSince });
     this.progress(seq, retainFromSeq);
   }
 
@@ -53,6 +59,11 @@ export class ProcessCompaction implements Compaction {
 
   async reload(org: string): Promise<void> {
     await this.storage.call({ op: 'compactor.reload', org });
+  }
+
+  /** A report reached the service (told before its listeners are). */
+  reported(report: CommitReport): void {
+    this.reportedSince = Math.max(this.reportedSince, report.committedAt);
   }
 
   progress(seq: number, retainFromSeq: number): void {

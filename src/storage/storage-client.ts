@@ -279,6 +279,7 @@ export class StorageProcess implements OrgStorage, StorageCalls {
         this.calls.reply(message);
         return;
       case 'compacted':
+        this.compaction?.reported(message.report);
         events.onCompacted(message.report);
         return;
       case 'progress':

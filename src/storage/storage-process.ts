@@ -161,7 +161,7 @@ async function handle(call: Call, { data, pool, orgs, tail }: Open): Promise<unk
         afterCommit: async (report) => post({ type: 'compacted', report }),
         onProgress: (seq, retainFromSeq) => post({ type: 'progress', seq, retainFromSeq }),
       });
-      await compactor.start();
+      await compactor.start({ reportedSince: call.reportedSince });
       return { seq: compactor.compactedSeq, retainFromSeq: compactor.retainFromSeq };
     }
     case 'compactor.holds':

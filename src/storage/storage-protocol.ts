@@ -44,7 +44,7 @@ export type Call =
   | { op: 'unavailable' }
   | { op: 'append-rows'; session: number; target: AppendTarget; rows: WireCell[][] }
   | { op: 'columns'; session: number; sql: string }
-  | { op: 'compactor.start' }
+  | { op: 'compactor.start'; reportedSince: number }
   | { op: 'compactor.stop' }
   | { op: 'compactor.reload'; org: string }
   | { op: 'compactor.holds'; org: string; messageId: string }

@@ -22,6 +22,8 @@ export interface CommitReport {
   received: Observations;
   /** Per org of the batch, the receipt time of its newest event: profiles hold it once refreshed (freshness.ts). */
   newest: Array<[org: string, receivedAt: number]>;
+  /** When the org's commit was made (its events' visible_at, epoch µs): the report at or after which a new compactor tells again. */
+  committedAt: number;
 }
 
 /** The metrics the compactor moves; in the storage worker they are forwarded to the main thread's registry. */
@@ -47,7 +49,12 @@ export interface Compaction {
    * refresh (so a refresh waited for after a true answer holds the event).
    */
   holds(org: string, messageId: string): Promise<boolean>;
-  start(): Promise<void>;
+  /**
+   * `reportedSince`: the commit time (µs) of the last report this compactor's predecessor is known to have
+   * delivered (CommitReport.committedAt). Commits from then on are reported again before `holds` answers:
+   * a storage process that ends between a commit and its report leaves that commit's contacts unrefreshed.
+   */
+  start(options?: { reportedSince?: number }): Promise<void>;
   /** Finishes the batch in progress, then stops (graceful shutdown). */
   stop(): Promise<void>;
   /**

@@ -18,6 +18,7 @@ import { type OrgState, SWEEP_INTERVAL_MS, decrementPending, foldOrg, loadOrgSta
 import { receiptTimes } from './profile-delays.js';
 import { type SeqEntry, entriesByOrg, planEntries } from './plan-batch.js';
 import { ReadHole, accountRead, lostAbove } from './read-accounting.js';
+import { reportAgain } from './report-again.js';
 import { HeldOrgs } from './held-orgs.js';
 import { SeqWaiters } from './seq-waiters.js';
 import { writeBatch } from './write-batch.js';
@@ -48,6 +49,8 @@ export class Compactor implements Compaction {
   private checkpointSeq = 0;
   /** Lost positions up to here were reported (reportLost). */
   private lostReportedThrough = 0;
+  /** Resolves once the state is loaded and the commits since `reportedSince` are told again (start). */
+  private started: Promise<void> = Promise.resolve();
 
   constructor(private readonly deps: CompactorDeps) {}
 
@@ -65,9 +68,9 @@ export class Compactor implements Compaction {
    * day of message ids among it) loads first thing in the loop, while the service listens. With 2.7 M
    * events of the last 24 h, loading it first (in one read) kept a start from listening for 17–21 s.
    */
-  async start(): Promise<void> {
+  async start(options: { reportedSince?: number } = {}): Promise<void> {
     this.stopping = false;
-    this.running = this.loop();
+    this.started = new Promise<void>((started) => (this.running = this.loop(options.reportedSince, started)));
   }
 
   async stop(): Promise<void> {
@@ -82,7 +85,9 @@ export class Compactor implements Compaction {
   }
 
   async holds(org: string, messageId: string): Promise<boolean> {
-    // The batch being read or committed now records its ids before its commit: wait for its end.
+    // Once the commits a predecessor may not have reported are told again (start), and the batch being
+    // read or committed now has ended (it records its ids before its commit).
+    await this.started;
     await this.whenCompacted(this.reader?.position ?? this.cursor);
     return (await this.stateOf(org)).plan.dedupe.holdsMessage(org, messageId, this.deps.ctx.clock.now());
   }
@@ -91,7 +96,7 @@ export class Compactor implements Compaction {
     this.orgStates.delete(org);
   }
 
-  private async loop(): Promise<void> {
+  private async loop(reportedSince: number | undefined, started: () => void): Promise<void> {
     let loaded = false;
     while (!this.stopping) {
       try {
@@ -100,6 +105,9 @@ export class Compactor implements Compaction {
           loaded = true;
           this.notifyWaiters();
         }
+        if (reportedSince !== undefined) await reportAgain(this.orgStates, this.deps, reportedSince, (report) => this.runAfterCommit(report));
+        reportedSince = undefined;
+        started();
         this.reader ??= await this.deps.log.openReader(this.cursor);
         await this.pacing.pace();
         const max = this.pacing.recordsPerBatch();
@@ -123,6 +131,7 @@ export class Compactor implements Compaction {
         this.notifyWaiters();
       }
     }
+    started();
   }
 
   /**
@@ -163,11 +172,10 @@ export class Compactor implements Compaction {
       const held = this.held.get(org);
       try {
         if (!held) {
-          const { touched, events, received } = await this.commitOrg(org, byOrg.get(org) ?? [], lastSeq, now);
           // Told per org as it commits: an org's flows and lookups do not wait for the other orgs' commits
           // of the batch (one of which may wait for its flows' statement in progress, flow-fairness.test.ts).
-          const newest: CommitReport['newest'] = received.length > 0 ? [[org, Math.max(...received.map(([at]) => at))]] : [];
-          if (touched.length > 0 || events > 0 || received.length > 0) await this.runAfterCommit({ touched, orgs: events > 0 ? [org] : [], backlog: this.pacing.behind, received, newest });
+          const report = await this.commitOrg(org, byOrg.get(org) ?? [], lastSeq, now);
+          if (report) await this.runAfterCommit(report);
         }
         else if (performance.now() >= held.retryAt) {
           // Its database opens again; the records it missed are read again below, in order, before any newer one.
@@ -192,10 +200,7 @@ export class Compactor implements Compaction {
     if (recovered.length > 0) await this.replayFrom(replayFrom);
   }
 
-  /**
-   * `org`'s commit failed: the others go on without it, and its entries wait in the log. Logged once
-   * when it is first held; its retries are quiet until it commits.
-   */
+  /** `org`'s commit failed: the others go on, its entries wait in the log. Logged when first held; its retries are quiet. */
   private hold(org: string, error: unknown): void {
     if (this.held.hold(org, error instanceof OrgUnavailable, this.checkpointSeq, performance.now())) {
       this.deps.logger.error({ err: error, org }, 'compacting this org failed; its events stay in the log and the other orgs go on');
@@ -210,10 +215,7 @@ export class Compactor implements Compaction {
     this.cursor = Math.min(seq, this.checkpointSeq);
   }
 
-  /**
-   * Orgs with entries in this batch, orgs whose expired pending identities are due a sweep, and held
-   * orgs due a retry (an empty commit tells whether their database opens again).
-   */
+  /** Orgs with entries in this batch, those due a sweep of expired pending identities, held ones due a retry (an empty commit). */
   private async orgsToWrite(byOrg: Map<string, unknown>, now: number): Promise<string[]> {
     const orgs = new Set(byOrg.keys());
     for (const [org, loading] of this.orgStates) {
@@ -227,13 +229,13 @@ export class Compactor implements Compaction {
     return [...orgs];
   }
 
-  /** One org's share of a batch, in one transaction of its database with its new position. */
-  private async commitOrg(org: string, batch: readonly SeqEntry[], lastSeq: number, now: number): Promise<{ touched: CommitReport['touched']; events: number; received: Observations }> {
+  /** One org's share of a batch, in one transaction of its database with its new position; its report, if it has one. */
+  private async commitOrg(org: string, batch: readonly SeqEntry[], lastSeq: number, now: number): Promise<CommitReport | undefined> {
     const state = await this.stateOf(org);
     // Records the org's database already holds (a batch replayed after a crash or failure) are skipped.
     const entries = batch.filter((e) => e.seq > state.cursor);
     const sweepExpired = sweepDue(state, now);
-    if (entries.length === 0 && !sweepExpired) return { touched: [], events: 0, received: [] };
+    if (entries.length === 0 && !sweepExpired) return undefined;
     const plan = await planEntries(entries, state.plan);
     plan.lastSeq = entries.length > 0 ? lastSeq : state.cursor;
     if (sweepExpired) state.nextSweepAt = now + SWEEP_INTERVAL_MS;
@@ -250,7 +252,11 @@ export class Compactor implements Compaction {
     for (const [reason, count] of Object.entries(outcome.keptOut)) if (count > 0) this.deps.metrics.eventsKeptOut.inc({ reason: reason as KeptOut }, count);
     state.plan.dedupe.prune(now);
     if (outcome.events > 0 && now >= state.nextFoldAt) await foldOrg(db, state, now, this.deps.logger);
-    return { touched: outcome.touched, events: outcome.events, received: receiptTimes(entries) };
+    const { touched, events } = outcome;
+    const received = receiptTimes(entries);
+    if (touched.length === 0 && events === 0 && received.length === 0) return undefined;
+    const newest: CommitReport['newest'] = received.length > 0 ? [[org, Math.max(...received.map(([at]) => at))]] : [];
+    return { touched, orgs: events > 0 ? [org] : [], backlog: this.pacing.behind, received, newest, committedAt: Number(outcome.visibleAtMicros) };
   }
 
   private async runAfterCommit(report: CommitReport): Promise<void> {

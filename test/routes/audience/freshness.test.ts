@@ -223,6 +223,21 @@ natsTest('read your writes on JetStream, one process', async (t) => {
   }
 });
 
+t.test("the storage process killed: the new one tells again the commits since the last report the service got (one whose report died with the old one is not left stale)", async (t) => {
+  const h = await startTestApp(t, { config: STORAGE_PROCESS });
+  const { creds } = await withOrgs(h);
+  t.equal((await identify(h, creds.acme.production, 'ada@example.com', 'Ada')).statusCode, 200);
+  await h.compacted();
+  const told: string[] = [];
+  h.app.storageEvents.onCompacted((report) => told.push(...report.touched.map((k) => `${k.org} ${k.email}`)));
+  const pid = storagePid(process.pid);
+  process.kill(pid!, 'SIGKILL');
+  // No event since: only the telling again reports ada's commit, the last one reported.
+  await waitFor(() => told.includes('acme ada@example.com') || undefined, { what: "ada's commit told again by the new storage process", timeoutMs: 30_000 });
+  t.not(storagePid(process.pid), pid, 'a new storage process');
+  t.same(told, ['acme ada@example.com'], 'that commit, nothing else');
+});
+
 t.test('the storage process killed while lookups wait with after=: each answers (200, 409 or 503), none 500 or hung; then it reads writes again', async (t) => {
   const h = await startTestApp(t, { config: STORAGE_PROCESS });
   const { creds, acme } = await withOrgs(h);
