@@ -28,6 +28,21 @@ async function setup(t: Tap, backlogIntervalMs?: number) {
 
 const key = (email: string): ContactKey => ({ org: 'acme', email });
 
+/** Each refresh's start and end, those of `org` taking `ms` longer. */
+function slowFor(refresher: ProfileRefresher, org: string, ms: number): string[] {
+  const materializer = (refresher as unknown as { materializer: { refresh(keys: ContactKey[]): Promise<void> } }).materializer;
+  const refresh = materializer.refresh.bind(materializer);
+  const seen: string[] = [];
+  materializer.refresh = async (keys) => {
+    const what = `${keys[0]!.org} ${keys.map((k) => k.email.split('@')[0]).join()}`;
+    seen.push(`start ${what}`);
+    await refresh(keys);
+    if (keys[0]!.org === org) await new Promise((r) => setTimeout(r, ms));
+    seen.push(`end ${what}`);
+  };
+  return seen;
+}
+
 t.test('the first refresh of an idle service starts at once', async (t) => {
   const { refresher, refreshed } = await setup(t);
   refresher.enqueue([key('a@example.com')]);
@@ -148,17 +163,8 @@ t.test('a storage process that stays away: the contacts are given up after a bou
 
 t.test("one org's slow refreshes and their pause do not hold another org's", async (t) => {
   const { refresher, errors } = await setup(t);
-  const materializer = (refresher as unknown as { materializer: { refresh(keys: ContactKey[]): Promise<void> } }).materializer;
-  const refresh = materializer.refresh.bind(materializer);
-  const seen: string[] = [];
   // The slow org's refresh takes 1 s (many contacts, a loaded machine): its next one waits its pause, capped at 250 ms.
-  materializer.refresh = async (keys) => {
-    const what = `${keys[0]!.org} ${keys.map((k) => k.email.split('@')[0]).join()}`;
-    seen.push(`start ${what}`);
-    await refresh(keys);
-    if (keys[0]!.org === 'slow') await new Promise((r) => setTimeout(r, 1_000));
-    seen.push(`end ${what}`);
-  };
+  const seen = slowFor(refresher, 'slow', 1_000);
   refresher.enqueue([{ org: 'slow', email: 'a@example.com' }]);
   await refresher.settled();
   refresher.enqueue([{ org: 'slow', email: 'b@example.com' }]);
@@ -194,5 +200,21 @@ t.test('orgs with contacts due take turns: a new org goes before an org served s
   release();
   await refresher.settled();
   t.same(orgs, ['one', 'two', 'three', 'one'], 'one org, then each other org once, before the first again');
+  t.same(errors, []);
+});
+
+t.test("another org's long refresh counts in a round for at most the pause: it does not hold an org's next refresh for its length", async (t) => {
+  const { refresher, errors } = await setup(t);
+  // The long org's refresh takes 4 s (a whole org, or a try that waited out a storage restart).
+  const seen = slowFor(refresher, 'long', 4_000);
+  refresher.enqueue([{ org: 'long', email: 'a@example.com' }]);
+  refresher.enqueue([{ org: 'quick', email: 'b@example.com' }]);
+  await refresher.whenRefreshed('quick');
+  // Nothing else comes: the quick org's next contacts wait for its pause (≤ 250 ms) and the others' share of
+  // the round (≤ 250 ms), not for the long refresh's 4 s.
+  refresher.enqueue([{ org: 'quick', email: 'c@example.com' }]);
+  const ruler = new Promise<void>((resolve) => setTimeout(() => resolve(void seen.push('2 s passed')), 2_000));
+  await Promise.all([refresher.whenRefreshed('quick'), ruler, refresher.settled()]);
+  t.same(seen, ['start long a', 'end long a', 'start quick b', 'end quick b', 'start quick c', 'end quick c', '2 s passed'], "the quick org's next refresh well before the long one's length");
   t.same(errors, []);
 });
