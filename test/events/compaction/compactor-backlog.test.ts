@@ -7,17 +7,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { SINGLE_SHARD } from '../../../src/core/shard.js';
-import { Compactor } from '../../../src/events/compaction/compactor.js';
+import { testCompactor } from '../../helpers/test-compactor.js';
 import type { CommitReport } from '../../../src/events/compaction/compaction.js';
-import { createContext } from '../../../src/core/context.js';
-import { LogCheckpoint } from '../../../src/storage/checkpoint.js';
 import { OrgDatabases } from '../../../src/storage/org-databases.js';
 import { LocalOrgStorage } from '../../../src/storage/org-storage.js';
 import { EmbeddedLog } from '../../../src/events/log/embedded-log.js';
 import { encodeRecord } from '../../../src/events/log/record-codec.js';
 import type { LogEntry } from '../../../src/events/log/types.js';
-import { createMetrics } from '../../../src/ops/metrics.js';
 
 const RECORDS = 30;
 const EVENTS_PER_RECORD = 10;
@@ -55,13 +51,9 @@ t.test('batches read from a backlog are reported as such; the one that catches u
   }
   const pool = new OrgDatabases(join(dir, 'orgs'), { maxOpen: 4, memoryLimit: '256MB', threads: 1, idleCloseMs: 60_000 });
   const reports: CommitReport[] = [];
-  const compactor = new Compactor({
+  const compactor = testCompactor(join(dir, 'orgs'), {
     orgs: new LocalOrgStorage(pool),
-    checkpoint: new LogCheckpoint(join(dir, 'orgs', 'log.checkpoint')),
     log,
-    shard: SINGLE_SHARD,
-    ctx: createContext(),
-    metrics: createMetrics(),
     logger: { error: (details) => t.fail(`compactor error ${JSON.stringify(details)}`) },
     afterCommit: async (report) => {
       reports.push(report);

@@ -6,16 +6,12 @@
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import t, { type Test } from 'tap';
-import { Compactor } from '../../../src/events/compaction/compactor.js';
-import { createContext } from '../../../src/core/context.js';
+import { testCompactor } from '../../helpers/test-compactor.js';
 import { EmbeddedLog } from '../../../src/events/log/embedded-log.js';
 import { encodeRecord } from '../../../src/events/log/record-codec.js';
 import type { LogEntry } from '../../../src/events/log/types.js';
-import { createMetrics } from '../../../src/ops/metrics.js';
-import { CHECKPOINT_FILE, LogCheckpoint } from '../../../src/storage/checkpoint.js';
 import { OrgDatabases } from '../../../src/storage/org-databases.js';
 import { LocalOrgStorage } from '../../../src/storage/org-storage.js';
-import { SINGLE_SHARD } from '../../../src/core/shard.js';
 
 /** An event of `acme`; without an e-mail it waits for its identity (pending_identity). */
 function entry(n: number | string, receivedAt = Date.now(), email = true): LogEntry {
@@ -29,13 +25,9 @@ async function setUp(t: Test, slugs: () => Promise<string[]>, dir = t.testdir(),
   const pool = new OrgDatabases(join(dir, 'orgs'), { maxOpen: 4, memoryLimit: '256MB', threads: 1, idleCloseMs: 60_000 });
   const orgs = new LocalOrgStorage(pool);
   const errors: string[] = [];
-  const compactor = new Compactor({
+  const compactor = testCompactor(join(dir, 'orgs'), {
     orgs: { org: (slug) => orgs.org(slug), slugs, isDropped: (slug) => orgs.isDropped(slug) },
-    checkpoint: new LogCheckpoint(join(dir, 'orgs', CHECKPOINT_FILE)),
     log,
-    shard: SINGLE_SHARD,
-    ctx: createContext(),
-    metrics: createMetrics(),
     logger: { error: (_details, message) => errors.push(message) },
   });
   let closed: Promise<void> | undefined;

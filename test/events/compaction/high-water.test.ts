@@ -7,17 +7,15 @@
 import { mkdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
-import { Compactor } from '../../../src/events/compaction/compactor.js';
+import type { Compactor } from '../../../src/events/compaction/compactor.js';
+import { testCompactor } from '../../helpers/test-compactor.js';
 import type { CommitReport } from '../../../src/events/compaction/compaction.js';
-import { createContext } from '../../../src/core/context.js';
 import { EmbeddedLog } from '../../../src/events/log/embedded-log.js';
 import { encodeRecord } from '../../../src/events/log/record-codec.js';
 import type { LogEntry } from '../../../src/events/log/types.js';
-import { createMetrics } from '../../../src/ops/metrics.js';
-import { CHECKPOINT_FILE, HIGH_WATER_FILE, LogCheckpoint } from '../../../src/storage/checkpoint.js';
+import { CHECKPOINT_FILE, HIGH_WATER_FILE } from '../../../src/storage/checkpoint.js';
 import { OrgDatabases } from '../../../src/storage/org-databases.js';
 import { LocalOrgStorage } from '../../../src/storage/org-storage.js';
-import { SINGLE_SHARD } from '../../../src/core/shard.js';
 
 const ORGS = ['acme', 'beta'];
 
@@ -40,13 +38,9 @@ async function setUp(t: Test, dir: string, options: { highWater?: number } = {})
   const pool = new OrgDatabases(join(dir, 'orgs'), { maxOpen: 4, memoryLimit: '256MB', threads: 1, idleCloseMs: 60_000 });
   const orgs = new LocalOrgStorage(pool);
   const errors: string[] = [];
-  const compactor = new Compactor({
+  const compactor = testCompactor(join(dir, 'orgs'), {
     orgs,
-    checkpoint: new LogCheckpoint(join(dir, 'orgs', CHECKPOINT_FILE)),
     log,
-    shard: SINGLE_SHARD,
-    ctx: createContext(),
-    metrics: createMetrics(),
     logger: { error: (details, message) => errors.push(`${message}: ${String((details as { err?: Error }).err?.message)}`) },
     afterCommit: async (_report: CommitReport) => {},
   });

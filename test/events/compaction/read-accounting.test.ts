@@ -7,18 +7,15 @@
 import { join } from 'node:path';
 import fc from 'fast-check';
 import t, { type Test } from 'tap';
-import { Compactor } from '../../../src/events/compaction/compactor.js';
+import { testCompactor } from '../../helpers/test-compactor.js';
 import { accountRead, lostAbove } from '../../../src/events/compaction/read-accounting.js';
-import { createContext } from '../../../src/core/context.js';
 import { EmbeddedLog } from '../../../src/events/log/embedded-log.js';
 import { EmbeddedTail } from '../../../src/events/log/embedded-tail.js';
 import { encodeRecord } from '../../../src/events/log/record-codec.js';
 import type { EmptyRange, LogEntry } from '../../../src/events/log/types.js';
 import { createMetrics } from '../../../src/ops/metrics.js';
-import { CHECKPOINT_FILE, LogCheckpoint } from '../../../src/storage/checkpoint.js';
 import { OrgDatabases } from '../../../src/storage/org-databases.js';
 import { LocalOrgStorage } from '../../../src/storage/org-storage.js';
-import { SINGLE_SHARD } from '../../../src/core/shard.js';
 import { scaled } from '../../helpers/deadline.js';
 
 const record = (seq: number) => ({ seq, payload: new Uint8Array() });
@@ -63,12 +60,9 @@ async function compactorOver(t: Test, log: EmbeddedLog, tail: EmbeddedTail, dir:
   const orgs = new LocalOrgStorage(pool);
   const errors: Array<{ message: string; details: object }> = [];
   const metrics = createMetrics();
-  const compactor = new Compactor({
+  const compactor = testCompactor(join(dir, 'orgs'), {
     orgs,
-    checkpoint: new LogCheckpoint(join(dir, 'orgs', CHECKPOINT_FILE)),
     log: tail,
-    shard: SINGLE_SHARD,
-    ctx: createContext(),
     metrics,
     logger: { error: (details, message) => errors.push({ details, message }) },
   });

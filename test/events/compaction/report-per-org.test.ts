@@ -8,16 +8,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { SINGLE_SHARD } from '../../../src/core/shard.js';
-import { Compactor } from '../../../src/events/compaction/compactor.js';
-import { createContext } from '../../../src/core/context.js';
-import { LogCheckpoint } from '../../../src/storage/checkpoint.js';
+import { testCompactor } from '../../helpers/test-compactor.js';
 import { OrgDatabases } from '../../../src/storage/org-databases.js';
 import { LocalOrgStorage } from '../../../src/storage/org-storage.js';
 import { EmbeddedLog } from '../../../src/events/log/embedded-log.js';
 import { encodeRecord } from '../../../src/events/log/record-codec.js';
 import type { LogEntry } from '../../../src/events/log/types.js';
-import { createMetrics } from '../../../src/ops/metrics.js';
 
 const entry = (org: string, n: number): LogEntry => {
   const messageId = `${org}-${n}`;
@@ -48,13 +44,9 @@ t.test("an org's commit is reported before the next org's of the same batch ends
     seen.push('busy committed');
     return result;
   }) as typeof busyDb.transaction;
-  const compactor = new Compactor({
+  const compactor = testCompactor(join(dir, 'orgs'), {
     orgs,
-    checkpoint: new LogCheckpoint(join(dir, 'orgs', 'log.checkpoint')),
     log,
-    shard: SINGLE_SHARD,
-    ctx: createContext(),
-    metrics: createMetrics(),
     logger: { error: (details) => t.fail(`compactor error ${JSON.stringify(details)}`) },
     afterCommit: async (report) => {
       seen.push(`reported ${report.orgs.join()}`);
