@@ -8,6 +8,9 @@
  *   GET  /bare/contacts  the bearer token's SHA-256 looked up in a set, a Map get of a prebuilt Buffer
  *                        answer (bench/contacts.ts's contacts, by e-mail, e-mail hash or user id), the
  *                        service's headers (Request-Id, RateLimit-Policy, RateLimit, content type)
+ *   POST /bare/contacts/batch  the same token check; the body's identities checked (1 to 100 strings, none
+ *                        twice); per identity a Map get of a prebuilt entry, appended to one string in the
+ *                        service's answer shape (identity, status, contact, meta) — issue 41's batch
  * Registered by bench/bare-server.ts when BARE_PARTNER_ID is set (with BARE_PARTNER_SECRET_SHA256,
  * BARE_TOKEN_SHA256, BARE_LOG_FILE and BARE_CONTACTS).
  */
@@ -126,5 +129,30 @@ export async function registerFairBareRoutes(app: FastifyInstance, options: Fair
     reply.header('RateLimit', '"org";r=99999;t=1');
     if (!answer) return reply.code(404).send({ code: 'contact_not_found' });
     return reply.type('application/json; charset=utf-8').send(answer);
+  });
+
+  // A found entry's middle, built before the first request like the answers above; the meta's tail per request.
+  const found = new Map<string, string>();
+  for (const c of syntheticContacts(options.contacts)) {
+    const entry = `"status":"found","contact":${JSON.stringify(contactAnswer(c).contact)},"meta":{"eventsThrough":null`;
+    for (const identity of [`email:${c.email}`, `email-hash:${emailHash(c.email)}`, `user_id:${c.userId}`]) found.set(identity, entry);
+  }
+  app.post('/bare/contacts/batch', async (request, reply) => {
+    const token = request.headers.authorization?.slice('Bearer '.length) ?? '';
+    if (!tokens.has(createHash('sha256').update(token).digest('hex'))) return reply.code(401).send({ code: 'invalid_token' });
+    const { identities } = request.body as { identities?: unknown };
+    // What the service must refuse: not a list of 1 to 100 strings, or one twice.
+    if (!Array.isArray(identities) || identities.length === 0 || identities.length > 100) return reply.code(400).send({ code: 'invalid_request' });
+    if (!identities.every((i) => typeof i === 'string') || new Set(identities).size !== identities.length) return reply.code(400).send({ code: 'invalid_request' });
+    reply.header('Request-Id', `req-${(++requests).toString(36)}`);
+    reply.header('RateLimit-Policy', '"org";q=100000;w=1');
+    reply.header('RateLimit', '"org";r=99999;t=1');
+    const tail = `,"computedAt":"${new Date().toISOString()}","lagMs":0}`;
+    let answer = '{"status":"success","contacts":[';
+    for (const [i, identity] of (identities as string[]).entries()) {
+      const entry = found.get(identity);
+      answer += `${i === 0 ? '' : ','}{"identity":${JSON.stringify(identity)},${entry === undefined ? '"status":"not_found"}' : `${entry}${tail}}`}`;
+    }
+    return reply.type('application/json; charset=utf-8').send(`${answer}]}`);
   });
 }

@@ -42,7 +42,7 @@
  *
  *   npm run bench                                 everything (~16 min, of which flows ~4.5, scale ~8)
  *   npm run bench -- --only speed                 issue 39's table with wrk (~7 min); --speed-turns 1 for a quick one
- *   npm run bench -- --only speed --speed-paths lookup --profile   one path of it (comma-separated: bare-collect,collect,plain-collect,plan-collect,bare-lookup,lookup,bare-batch,batch) under --cpu-prof
+ *   npm run bench -- --only speed --speed-paths lookup --profile   one path of it (comma-separated: bare-collect,collect,plain-collect,plan-collect,bare-lookup,lookup,bare-contact-batch,contact-batch,bare-batch,batch) under --cpu-prof
  *   npm run bench -- --only collect               some phases: bare,drain,collect,batch,audience,flows,scheduled,waits,scale (comma-separated)
  *   npm run bench -- --only freshness             freshness at half of collect's maximum (measured quickly here)
  *   npm run bench -- --only collect,freshness     the same, at half of the collect phase's maximum
@@ -632,7 +632,7 @@ async function collectPhasesRun(profileDir: string | undefined): Promise<{ colle
 
 /** `bare-post,lookup` → the speed phase's path names; an unknown one is an error that lists them. */
 function speedPaths(list: string): string[] {
-  const flag = (path: string) => path.replace(' ', '-').toLowerCase();
+  const flag = (path: string) => path.replaceAll(' ', '-').toLowerCase();
   return list.split(',').map((given) => {
     const path = SPEED_PATHS.find((p) => flag(p) === given.trim().toLowerCase());
     if (!path) throw new Error(`--speed-paths: unknown path ${given} (one of ${SPEED_PATHS.map(flag).join(', ')})`);

@@ -3,6 +3,7 @@
  * (bench/fair-bare.ts), in the same run, back to back:
  *   bare collect / collect   POST /http/v1/collect, one custom event per request, a unique messageId each
  *   bare lookup / lookup     GET /audience/v2/contacts over 100,000 imported contacts (contacts.ts's identity mix)
+ *   bare contact batch / contact batch   POST /audience/v2/contacts/batch, 100 identities (issue 41: its CPU ≤ 3× one lookup's)
  *   bare batch / batch       POST /http/v1/batch, 100 events per request
  * wrk (C, one thread, its own process) at 50 connections (saturation) and, for collect and lookup, at 4
  * (light load, where queueing does not dominate), `turns` rounds (default 3); each ratio is taken within a
@@ -39,7 +40,7 @@ export interface SpeedOptions {
   profileDir?: string;
 }
 
-export const SPEED_PATHS = ['bare collect', 'collect', 'plain collect', 'plan collect', 'bare lookup', 'lookup', 'bare batch', 'batch'] as const;
+export const SPEED_PATHS = ['bare collect', 'collect', 'plain collect', 'plan collect', 'bare lookup', 'lookup', 'bare contact batch', 'contact batch', 'bare batch', 'batch'] as const;
 type Path = (typeof SPEED_PATHS)[number];
 type Load = 'saturation' | 'light';
 
@@ -82,6 +83,8 @@ export interface SummaryRow {
 
 const CONTACTS = 100_000;
 const PATHS = 4_096;
+/** Identities per batch lookup (issue 41: ≤ 3× the CPU of one lookup). */
+const LOOKUP_BATCH = 100;
 
 export async function benchSpeed(bench: Bench, options: SpeedOptions): Promise<SpeedOutcome> {
   const generator = wrkGenerator({ wrk: options.wrk, workDir: bench.workDir, threads: 1, cpus: undefined, version: options.wrkVersion });
@@ -104,6 +107,20 @@ export async function benchSpeed(bench: Bench, options: SpeedOptions): Promise<S
     const list = (p: IdentityPaths) => Array.from({ length: PATHS }, () => p.next());
     // The same identities in the same order for both.
     const lookups = (prefix: string): SpreadRequests => ({ method: 'GET', paths: list(new IdentityPaths(contacts, prefix, 2)), headers: { Authorization: `Bearer ${token}`, Accept: 'application/json' } });
+    // Issue 41's batch lookup: the same bodies of 100 identities (no identity twice in a body) for both.
+    const identities = new IdentityPaths(contacts, '', 5);
+    const bodies = Array.from({ length: 64 }, () => {
+      const body = new Set<string>();
+      while (body.size < LOOKUP_BATCH) body.add(identities.nextIdentity());
+      return JSON.stringify({ identities: [...body] });
+    });
+    const batchLookups = (path: string): SpreadRequests => ({
+      method: 'POST',
+      path,
+      fixed: true,
+      bodies,
+      headers: { Authorization: `Bearer ${token}`, Accept: 'application/json', 'Content-Type': 'application/json' },
+    });
     const all: Array<{ path: Path; server: Child; url: string; requests: SpreadRequests; events: number; light: boolean }> = [
       { path: 'bare collect', server: bareServer.child, url: bareServer.url, requests: post('/bare/collect', credentials), events: 1, light: true },
       { path: 'collect', server: svc.child, url: svc.url, requests: post('/http/v1/collect', credentials), events: 1, light: true },
@@ -112,6 +129,8 @@ export async function benchSpeed(bench: Bench, options: SpeedOptions): Promise<S
       { path: 'plan collect', server: svc.child, url: svc.url, requests: post('/http/v1/collect', planned), events: 1, light: false },
       { path: 'bare lookup', server: bareServer.child, url: bareServer.url, requests: lookups('/bare/contacts'), events: 0, light: true },
       { path: 'lookup', server: svc.child, url: svc.url, requests: lookups('/audience/v2/contacts'), events: 0, light: true },
+      { path: 'bare contact batch', server: bareServer.child, url: bareServer.url, requests: batchLookups('/bare/contacts/batch'), events: 0, light: false },
+      { path: 'contact batch', server: svc.child, url: svc.url, requests: batchLookups('/audience/v2/contacts/batch'), events: 0, light: false },
       { path: 'bare batch', server: bareServer.child, url: bareServer.url, requests: post('/bare/batch', credentials, options.batchSize), events: options.batchSize, light: false },
       { path: 'batch', server: svc.child, url: svc.url, requests: post('/http/v1/batch', credentials, options.batchSize), events: options.batchSize, light: false },
     ];
@@ -228,6 +247,7 @@ export function summarize(runs: SpeedRun[]): SummaryRow[] {
     ['lookup ÷ bare lookup, CPU per request (whole tree)', ratio('lookup', 'bare lookup', (x, y) => x.cpuUsPerRequest.server / y.cpuUsPerRequest.server), '≤ 1.25', (v) => v <= 1.25],
     ['lookup ÷ bare lookup, p99 at 50 connections', ratio('lookup', 'bare lookup', (x, y) => x.latencyMs.p99 / y.latencyMs.p99), '≤ 1.5', (v) => v <= 1.5],
     ['lookup p99 ms at light load', p99('lookup', 'light'), '≤ 3', (v) => v <= 3],
+    ['contact batch of 100 ÷ one lookup, CPU per request (issue 41)', ratio('contact batch', 'lookup', (x, y) => x.cpuUsPerRequest.server / y.cpuUsPerRequest.server), '≤ 3', (v) => v <= 3],
     ['collect with a 20-member plan ÷ collect without, req/s (two orgs made alike)', ratio('plan collect', 'plain collect', (x, y) => x.reqPerSec / y.reqPerSec), '≥ 0.9', (v) => v >= 0.9],
     ['batch ÷ bare batch, events/s', ratio('batch', 'bare batch', (x, y) => x.eventsPerSec / y.eventsPerSec), '≥ 0.6', (v) => v >= 0.6],
     ['batch events/s accepted (durable)', median(of('batch').map((r) => r.eventsPerSec)), '≥ 100000', (v) => v >= 100_000],
@@ -243,6 +263,12 @@ export function summarize(runs: SpeedRun[]): SummaryRow[] {
     ['lookup CPU µs per request', median(of('lookup').map((r) => r.cpuUsPerRequest.server))],
     ['bare lookup CPU µs per request', median(of('bare lookup').map((r) => r.cpuUsPerRequest.server))],
     ['bare lookup p99 ms at light load', p99('bare lookup', 'light')],
+    ['bare contact batch ÷ bare lookup, CPU per request (the same ratio for the bare routes)', ratio('bare contact batch', 'bare lookup', (x, y) => x.cpuUsPerRequest.server / y.cpuUsPerRequest.server)],
+    ['contact batch ÷ bare contact batch, CPU per request', ratio('contact batch', 'bare contact batch', (x, y) => x.cpuUsPerRequest.server / y.cpuUsPerRequest.server)],
+    ['contact batch req/s', median(of('contact batch').map((r) => r.reqPerSec))],
+    ['bare contact batch req/s', median(of('bare contact batch').map((r) => r.reqPerSec))],
+    ['contact batch CPU µs per request', median(of('contact batch').map((r) => r.cpuUsPerRequest.server))],
+    ['bare contact batch CPU µs per request', median(of('bare contact batch').map((r) => r.cpuUsPerRequest.server))],
     ['bare batch events/s', median(of('bare batch').map((r) => r.eventsPerSec))],
     ['batch CPU µs per event with compaction', median(of('batch').map(cpu))],
     ['bare batch CPU µs per event', median(of('bare batch').map(cpu))],

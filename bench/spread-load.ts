@@ -13,7 +13,9 @@ export type SpreadRequests =
   /** With `batchSize`, /http/v1/batch bodies of that many events (wrk only; one identity per body). */
   | { method: 'POST'; path: string; credentials: Credentials; batchSize?: number }
   /** Paths cycled over (e.g. contact lookups), the same headers on each. */
-  | { method: 'GET'; paths: string[]; headers: Record<string, string> };
+  | { method: 'GET'; paths: string[]; headers: Record<string, string> }
+  /** Fixed bodies cycled over (e.g. batch lookups), the same headers on each (wrk only). */
+  | { method: 'POST'; path: string; bodies: string[]; headers: Record<string, string>; fixed: true };
 
 export interface SpreadLoad {
   /** Base URLs (http://127.0.0.1:<port>); the connections are split evenly over them. */
@@ -60,6 +62,7 @@ export function autocannonGenerator(): LoadGenerator {
     description: 'autocannon 9 in the bench process, one instance per target (fallback: wrk is not installed)',
     async run(load) {
       const r0 = load.requests;
+      if ('fixed' in r0) throw new Error('fixed bodies are sent by wrk only: install wrk (apt-get install wrk)');
       const key = `${r0.method === 'POST' ? r0.path : r0.paths[0]!.split('?')[0]} ${load.targets.length}`;
       const rate = lastRate.get(key);
       const perTargetAmount = rate ? Math.round((rate * load.seconds) / load.targets.length) : load.connections * 40;
@@ -67,6 +70,7 @@ export function autocannonGenerator(): LoadGenerator {
       const results = await Promise.all(
         load.targets.map((url, i) => {
           const r = load.requests;
+          if ('fixed' in r) throw new Error('unreachable');
           const spec =
             r.method === 'POST'
               ? { method: 'POST' as const, bodies: BodyTemplate.single(r.credentials, `${load.tag}-${i}`) }

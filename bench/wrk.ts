@@ -154,6 +154,22 @@ function requestFunction(requests: SpreadRequests, tag: string): string[] {
       'end',
     ];
   }
+  if ('fixed' in requests) {
+    const headers = Object.entries(requests.headers).map(([k, v]) => `[ ${luaString(k)} ] = ${luaString(v)}`);
+    return [
+      `local bodies = {\n${requests.bodies.map((b) => `  ${luaString(b)},`).join('\n')}\n}`,
+      `local headers = { ${headers.join(', ')} }`,
+      `local path = ${luaString(requests.path)}`,
+      'local prepared = {}',
+      'function init(args)',
+      `  for i, body in ipairs(bodies) do prepared[i] = wrk.format("POST", path, headers, body) end`,
+      'end',
+      'function request()',
+      '  counter = counter + 1',
+      '  return prepared[((tid * 7919 + counter) % #prepared) + 1]',
+      'end',
+    ];
+  }
   // The body text split at its placeholders: literal, slot, literal, …, literal.
   const text = requests.batchSize ? batchText(requests.credentials, tag, requests.batchSize) : singleEventText(requests.credentials, tag);
   const kinds = new Map<string, string>([
