@@ -2,6 +2,7 @@
  * The refresher paces profile refreshes after each other, so under load one refresh serves many
  * compaction batches and DuckDB stays free for compaction most of the time.
  */
+import fc from 'fast-check';
 import t, { type Test as Tap } from 'tap';
 import { OrgDatabases } from '../../../src/storage/org-databases.js';
 import { LocalOrgStorage } from '../../../src/storage/org-storage.js';
@@ -217,4 +218,80 @@ t.test("another org's long refresh counts in a round for at most the pause: it d
   await Promise.all([refresher.whenRefreshed('quick'), ruler, refresher.settled()]);
   t.same(seen, ['start long a', 'end long a', 'start quick b', 'end quick b', 'start quick c', 'end quick c', '2 s passed'], "the quick org's next refresh well before the long one's length");
   t.same(errors, []);
+});
+
+t.test('generated enqueues over orgs, slow and failing refreshes: one refresh at a time, every waiter told once and only after its contacts were refreshed (or given up)', async (t) => {
+  const pool = new OrgDatabases(t.testdir(), { maxOpen: 4, memoryLimit: '256MB', threads: 1, idleCloseMs: 60_000 });
+  t.teardown(() => pool.close());
+  const storage = new LocalOrgStorage(pool);
+  const op = fc.record({
+    org: fc.constantFrom('one', 'two', 'three', 'four'),
+    contacts: fc.integer({ min: 1, max: 3 }),
+    gapMs: fc.integer({ min: 0, max: 30 }),
+    // How a refresh that starts with these contacts goes: its time, and whether the storage process is away once (made again) or it fails.
+    tookMs: fc.integer({ min: 0, max: 30 }),
+    fault: fc.constantFrom('none', 'none', 'none', 'away', 'fails'),
+  });
+  let runs = 0;
+  await fc.assert(
+    fc.asyncProperty(fc.array(op, { minLength: 1, maxLength: 10 }), async (ops) => {
+      const materializer = new ProfileMaterializer(storage, new ProfileIndex());
+      const real = materializer.refresh.bind(materializer);
+      const errors: unknown[] = [];
+      const refresher = new ProfileRefresher(materializer, (error) => errors.push(error));
+      const plan = new Map<string, (typeof ops)[number]>();
+      /** Contacts a refresh ended with (well, or given up), and how many refreshes run now. */
+      const done = new Set<string>();
+      let running = 0;
+      let overlapped = false;
+      let failed = 0;
+      const tries = new Map<string, number>();
+      materializer.refresh = async (keys) => {
+        if (++running > 1) overlapped = true;
+        try {
+          const first = keys[0]!.email;
+          const how = plan.get(first)!;
+          await new Promise((r) => setTimeout(r, how.tookMs));
+          tries.set(first, (tries.get(first) ?? 0) + 1);
+          if (how.fault === 'away' && tries.get(first) === 1) throw new StorageUnavailable('it was ended by SIGKILL');
+          if (how.fault === 'fails') {
+            for (const k of keys) done.add(k.email);
+            failed++;
+            throw new Error('damaged file');
+          }
+          await real(keys);
+          for (const k of keys) done.add(k.email);
+        } finally {
+          running--;
+        }
+      };
+      const problems: string[] = [];
+      const calls: number[] = [];
+      const waits: Array<Promise<void>> = [];
+      let n = 0;
+      for (const [i, o] of ops.entries()) {
+        const keys = Array.from({ length: o.contacts }, () => ({ org: o.org, email: `c${n++}@example.com` }));
+        for (const k of keys) plan.set(k.email, o);
+        const notDone = (what: string) => {
+          const missing = keys.filter((k) => !done.has(k.email)).map((k) => k.email);
+          if (missing.length > 0) problems.push(`${what} told before ${missing.join()} refreshed`);
+        };
+        calls[i] = 0;
+        let told: () => void = () => {};
+        waits.push(new Promise((resolve) => (told = resolve)));
+        refresher.enqueue(keys, { refreshed: () => (calls[i] = (calls[i] ?? 0) + 1, notDone(`refreshed #${i}`), told()) });
+        waits.push(refresher.whenRefreshed(o.org).then(() => notDone(`whenRefreshed(${o.org}) #${i}`)));
+        await new Promise((r) => setTimeout(r, o.gapMs));
+      }
+      await Promise.all(waits);
+      await refresher.settled();
+      runs++;
+      // Each refresh that failed is logged once; one the storage process was away for is not (it is made again).
+      const ok = !overlapped && problems.length === 0 && calls.every((c) => c === 1) && done.size === n && errors.length === failed;
+      if (!ok) t.comment(JSON.stringify({ overlapped, problems, calls, done: done.size, n, failed, errors: errors.map(String) }));
+      return ok;
+    }),
+    { numRuns: 30 },
+  );
+  t.equal(runs, 30, 'every generated run held');
 });
