@@ -66,10 +66,11 @@ t.test('a flow archived after any move sends nothing more, leaves nothing behind
       // This file's body hung to tap's timeout in three CIs (2026-11-29, -30), never here: each step of a
       // settle is named in the hang report (helpers/hang-report.ts) with the queues as they stand then.
       const queues = () => `story ${round}, ${JSON.stringify({ sends: h.app.flowsRole!.dispatcher.pending })}`;
-      // Until nothing moves at this instant: the service's own runs and passes (on commit, on their timers)
-      // may come before or after the test's, and a pass moves an entry one step, so a fixed number of them
-      // left one org's entry a step behind the other's (the counterexample of 2026-11-30: the run on commit
-      // decided A's cart at 12:02, B's only at the next settle, 15:51; A's y then sent one message more).
+      // After every move, until no pass moves anything at this instant: the service's own runs and passes
+      // (on commit, on their timers) may come before or after the test's, and an entry's waits count from
+      // the pass that reached them. The counterexample of 2026-11-30 settled only on clock moves: the run
+      // on commit decided A's second cart at 12:02, B's at the next settle, 15:51, so A's journey for it
+      // ran 3 h 49 min ahead of B's and A's y had sent one message more by the end.
       const settle = async () => {
         for (let round = 0; ; round++) {
           if (round === 50) throw new Error('entries still moving after 50 passes at one instant');
