@@ -148,7 +148,7 @@ export class IdentityPaths {
 export class BatchBodies {
   /** A batch is one request, not events. */
   readonly events = 1;
-  private readonly pool: Buffer[];
+  readonly pool: Buffer[];
   private sent = 0;
 
   constructor(contacts: Contact[], size: number, seed = 4, poolSize = 256) {

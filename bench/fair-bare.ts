@@ -110,13 +110,18 @@ export async function registerFairBareRoutes(app: FastifyInstance, options: Fair
     return { messageIds: body.batch.map((m) => m.messageId) };
   });
 
-  // The answers, built before the first request, keyed by the identity as the query names it.
+  // The answers, and a batch entry's middle (the meta's tail is per request), built before the first
+  // request, keyed by the identity as the query names it.
   const answers = new Map<string, Buffer>();
+  const found = new Map<string, string>();
   for (const c of syntheticContacts(options.contacts)) {
-    const answer = Buffer.from(JSON.stringify(contactAnswer(c)));
-    answers.set(`email:${c.email}`, answer);
-    answers.set(`email-hash:${emailHash(c.email)}`, answer);
-    answers.set(`user_id:${c.userId}`, answer);
+    const whole = contactAnswer(c);
+    const answer = Buffer.from(JSON.stringify(whole));
+    const entry = `"status":"found","contact":${JSON.stringify(whole.contact)},"meta":{"eventsThrough":null`;
+    for (const identity of [`email:${c.email}`, `email-hash:${emailHash(c.email)}`, `user_id:${c.userId}`]) {
+      answers.set(identity, answer);
+      found.set(identity, entry);
+    }
   }
   const tokens = new Set([options.tokenSha256]);
   let requests = 0;
@@ -131,12 +136,6 @@ export async function registerFairBareRoutes(app: FastifyInstance, options: Fair
     return reply.type('application/json; charset=utf-8').send(answer);
   });
 
-  // A found entry's middle, built before the first request like the answers above; the meta's tail per request.
-  const found = new Map<string, string>();
-  for (const c of syntheticContacts(options.contacts)) {
-    const entry = `"status":"found","contact":${JSON.stringify(contactAnswer(c).contact)},"meta":{"eventsThrough":null`;
-    for (const identity of [`email:${c.email}`, `email-hash:${emailHash(c.email)}`, `user_id:${c.userId}`]) found.set(identity, entry);
-  }
   app.post('/bare/contacts/batch', async (request, reply) => {
     const token = request.headers.authorization?.slice('Bearer '.length) ?? '';
     if (!tokens.has(createHash('sha256').update(token).digest('hex'))) return reply.code(401).send({ code: 'invalid_token' });

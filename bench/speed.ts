@@ -17,7 +17,7 @@ import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { importContacts, setUp, waitCaughtUp } from './audience.js';
 import type { Credentials } from './bodies.js';
-import { IdentityPaths, syntheticContacts } from './contacts.js';
+import { BatchBodies, IdentityPaths, syntheticContacts } from './contacts.js';
 import { admin, type Bench, say, type Service, startService, table } from './harness.js';
 import { round } from './load.js';
 import { Child, freePort, processCpuSeconds, waitHttpOk, waitQuiet } from './procs.js';
@@ -108,12 +108,7 @@ export async function benchSpeed(bench: Bench, options: SpeedOptions): Promise<S
     // The same identities in the same order for both.
     const lookups = (prefix: string): SpreadRequests => ({ method: 'GET', paths: list(new IdentityPaths(contacts, prefix, 2)), headers: { Authorization: `Bearer ${token}`, Accept: 'application/json' } });
     // Issue 41's batch lookup: the same bodies of 100 identities (no identity twice in a body) for both.
-    const identities = new IdentityPaths(contacts, '', 5);
-    const bodies = Array.from({ length: 64 }, () => {
-      const body = new Set<string>();
-      while (body.size < LOOKUP_BATCH) body.add(identities.nextIdentity());
-      return JSON.stringify({ identities: [...body] });
-    });
+    const bodies = new BatchBodies(contacts, LOOKUP_BATCH, 5, 64).pool.map(String);
     const batchLookups = (path: string): SpreadRequests => ({
       method: 'POST',
       path,

@@ -69,8 +69,7 @@ export function autocannonGenerator(): LoadGenerator {
       const cpuBefore = selfCpuSeconds();
       const results = await Promise.all(
         load.targets.map((url, i) => {
-          const r = load.requests;
-          if ('fixed' in r) throw new Error('unreachable');
+          const r = r0;
           const spec =
             r.method === 'POST'
               ? { method: 'POST' as const, bodies: BodyTemplate.single(r.credentials, `${load.tag}-${i}`) }

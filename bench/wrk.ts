@@ -137,39 +137,27 @@ function luaScript(load: SpreadLoad, threads: number): string {
   ].join('\n');
 }
 
+/** Requests made once in `init` by `format` (Lua, of `item` and `headers`) from each of `items` (paths or bodies), then sent in turn. */
+function cycled(headers: Record<string, string>, items: string[], format: string): string[] {
+  // A space inside the key's brackets: `[[=[` would open a long string.
+  const entries = Object.entries(headers).map(([k, v]) => `[ ${luaString(k)} ] = ${luaString(v)}`);
+  return [
+    `local items = {\n${items.map((item) => `  ${luaString(item)},`).join('\n')}\n}`,
+    `local headers = { ${entries.join(', ')} }`,
+    'local prepared = {}',
+    'function init(args)',
+    `  for i, item in ipairs(items) do prepared[i] = ${format} end`,
+    'end',
+    'function request()',
+    '  counter = counter + 1',
+    '  return prepared[((tid * 7919 + counter) % #prepared) + 1]',
+    'end',
+  ];
+}
+
 function requestFunction(requests: SpreadRequests, tag: string): string[] {
-  if (requests.method === 'GET') {
-    // A space inside the key's brackets: `[[=[` would open a long string.
-    const headers = Object.entries(requests.headers).map(([k, v]) => `[ ${luaString(k)} ] = ${luaString(v)}`);
-    return [
-      `local paths = {\n${requests.paths.map((p) => `  ${luaString(p)},`).join('\n')}\n}`,
-      `local headers = { ${headers.join(', ')} }`,
-      'local prepared = {}',
-      'function init(args)',
-      '  for i, path in ipairs(paths) do prepared[i] = wrk.format("GET", path, headers) end',
-      'end',
-      'function request()',
-      '  counter = counter + 1',
-      '  return prepared[((tid * 7919 + counter) % #prepared) + 1]',
-      'end',
-    ];
-  }
-  if ('fixed' in requests) {
-    const headers = Object.entries(requests.headers).map(([k, v]) => `[ ${luaString(k)} ] = ${luaString(v)}`);
-    return [
-      `local bodies = {\n${requests.bodies.map((b) => `  ${luaString(b)},`).join('\n')}\n}`,
-      `local headers = { ${headers.join(', ')} }`,
-      `local path = ${luaString(requests.path)}`,
-      'local prepared = {}',
-      'function init(args)',
-      `  for i, body in ipairs(bodies) do prepared[i] = wrk.format("POST", path, headers, body) end`,
-      'end',
-      'function request()',
-      '  counter = counter + 1',
-      '  return prepared[((tid * 7919 + counter) % #prepared) + 1]',
-      'end',
-    ];
-  }
+  if (requests.method === 'GET') return cycled(requests.headers, requests.paths, 'wrk.format("GET", item, headers)');
+  if ('fixed' in requests) return [`local path = ${luaString(requests.path)}`, ...cycled(requests.headers, requests.bodies, 'wrk.format("POST", path, headers, item)')];
   // The body text split at its placeholders: literal, slot, literal, …, literal.
   const text = requests.batchSize ? batchText(requests.credentials, tag, requests.batchSize) : singleEventText(requests.credentials, tag);
   const kinds = new Map<string, string>([
