@@ -39,4 +39,4 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=60s \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 8080) + '/readyz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 # SIGTERM: stop taking requests, flush appends, finish the compaction batch, close DuckDB (src/server.ts).
 STOPSIGNAL SIGTERM
-CMD ["node", "dist/src/server.js"]
+CMD ["node", "--max-semi-space-size=64", "dist/src/server.js"]

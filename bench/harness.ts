@@ -8,6 +8,7 @@ import { BodyTemplate } from './bodies.js';
 import { type LoadResult, type RequestSpec, runLoad } from './load.js';
 import { Child, freePort, waitHttpOk, waitQuiet } from './procs.js';
 import { diff, metricsText, scrape, type ServerMetricsDelta } from './server-metrics.js';
+import { SERVICE_NODE_FLAGS } from '../src/core/node-flags.js';
 
 export const ADMIN_KEY = 'bench-admin-key-0123456789abcdef0123';
 export const ORG = 'bench';
@@ -64,7 +65,8 @@ export async function startService(
   } = {},
 ): Promise<Service> {
   const port = await freePort();
-  const nodeArgs = [...profileArgs(bench, name, options.profileDir), ...(options.nodeArgs ?? [])];
+  // As `npm start` starts it (package.json).
+  const nodeArgs = [...SERVICE_NODE_FLAGS, ...profileArgs(bench, name, options.profileDir), ...(options.nodeArgs ?? [])];
   const entry = bench.ablate ? 'dist/bench/ablate.js' : 'dist/src/server.js';
   const child = Child.start(name, join(bench.root, entry), {
     cwd: bench.root,

@@ -16,6 +16,7 @@ import { parseArgs } from 'node:util';
 import { BodyTemplate } from './bodies.js';
 import { type LoadResult, runLoad } from './load.js';
 import { freePort } from './procs.js';
+import { SERVICE_NODE_FLAGS } from '../src/core/node-flags.js';
 
 const ADMIN_KEY = 'bench-admin-key-0123456789abcdef0123';
 const { values } = parseArgs({ options: { rate: { type: 'string', default: '1000' }, 'bomb-rate': { type: 'string', default: '200' }, seconds: { type: 'string', default: '10' } } });
@@ -26,7 +27,7 @@ const seconds = Number(values.seconds);
 const dataDir = mkdtempSync(join(tmpdir(), 'audience-plan-bomb-'));
 const port = await freePort();
 const url = `http://127.0.0.1:${port}`;
-const server = spawn(process.execPath, ['dist/src/server.js'], {
+const server = spawn(process.execPath, [...SERVICE_NODE_FLAGS, 'dist/src/server.js'], {
   env: { ...process.env, DATA_DIR: dataDir, ADMIN_KEY, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn' },
   stdio: ['ignore', 'ignore', 'inherit'],
 });

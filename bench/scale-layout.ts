@@ -9,6 +9,7 @@ import type { Credentials } from './bodies.js';
 import { type Contact, contactsCsv, emailHash } from './contacts.js';
 import { ADMIN_KEY, admin, type Bench, metric, ORG, type Service } from './harness.js';
 import { Child, freePort, waitHttpOk } from './procs.js';
+import { SERVICE_NODE_FLAGS } from '../src/core/node-flags.js';
 
 /** A process of the layout. */
 export interface Proc extends Service {
@@ -30,6 +31,7 @@ export async function startNode(
   const dataDir = join(bench.workDir, dir);
   mkdirSync(dataDir, { recursive: true });
   const child = Child.start(name, join(bench.root, 'dist/src/server.js'), {
+    nodeArgs: [...SERVICE_NODE_FLAGS],
     cwd: bench.root,
     logFile: join(bench.workDir, `${name}.log`),
     ...(cpus ? { cpus } : {}),

@@ -18,6 +18,7 @@ import type { OrgStorage } from '../db/org-storage.js';
 import { LocalOrgStorage } from './org-storage.js';
 import { StorageProcess } from './storage-client.js';
 import type { MetricUpdate } from '../ops/metrics.js';
+import { SERVICE_NODE_FLAGS } from '../core/node-flags.js';
 import { UNTRUSTED_LIMITS } from './untrusted-gate.js';
 
 /** An org database's memory limit is never set below this, however many may be open. */
@@ -111,7 +112,7 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
     process: {
       addressSpaceBytes: storageAddressSpace(config),
       nice: STORAGE_NICE,
-      nodeOptions: [`--max-old-space-size=${STORAGE_HEAP_MB}`],
+      nodeOptions: [...SERVICE_NODE_FLAGS, `--max-old-space-size=${STORAGE_HEAP_MB}`],
       env: { UV_THREADPOOL_SIZE: String(STORAGE_THREAD_POOL_SIZE) },
     },
     events: {

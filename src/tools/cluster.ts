@@ -14,6 +14,7 @@ import { resolveWebhookSigningKey } from '../reactions/channels/webhook-signing.
 import { createContext } from '../core/context.js';
 import { resolveAdminKey } from '../control/admin-key.js';
 import { projectRoot } from '../core/paths.js';
+import { SERVICE_NODE_FLAGS } from '../core/node-flags.js';
 
 const NODES = [
   { name: 'n1', port: 14222 },
@@ -70,7 +71,7 @@ async function main(): Promise<void> {
   ];
   // Shards first: collectors' events wait in the stream either way, but shards publish the profiles the api processes load.
   for (const member of [...members.slice(4), ...members.slice(0, 4)]) {
-    start(member.name, process.execPath, [join(projectRoot, 'dist', 'src', 'server.js')], {
+    start(member.name, process.execPath, [...SERVICE_NODE_FLAGS, join(projectRoot, 'dist', 'src', 'server.js')], {
       ...shared,
       ...member.env,
       ROLES: member.roles,

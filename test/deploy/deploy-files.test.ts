@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import t from 'tap';
 import { parse } from 'yaml';
 import { CONFIG_VARIABLES, readConfig } from '../../src/core/config.js';
+import { SERVICE_NODE_FLAGS } from '../../src/core/node-flags.js';
 import { NATS_SERVER, hasNatsServerBinary } from '../helpers/nats-process.js';
 import { ROOT } from '../helpers/paths.js';
 
@@ -81,7 +82,8 @@ t.test('Dockerfile: a build stage, then production dependencies only, as a non-r
   t.match(final, /^RUN npm ci --omit=dev\b/m, 'the final stage installs without dev dependencies');
   t.match(final, /^COPY --from=build \/app\/dist dist$/m, 'and takes dist/ from the build stage');
   t.match(final, /^USER node$/m, 'runs as the unprivileged node user');
-  t.match(final, /^CMD \["node", "dist\/src\/server\.js"\]$/m, 'runs node directly, so SIGTERM reaches the service');
+  const cmd = JSON.stringify(['node', ...SERVICE_NODE_FLAGS, 'dist/src/server.js']).replaceAll(',', ', ');
+  t.ok(final.split('\n').includes(`CMD ${cmd}`), 'runs node directly (so SIGTERM reaches the service) with the service\'s V8 flags');
   const envKeys = [...final.matchAll(/^ENV (.*)$/gm)].flatMap((line) => [...line[1]!.matchAll(/(\w+)=/g)].map((m) => m[1]!));
   t.ok(envKeys.includes('DATA_DIR'), 'the image sets DATA_DIR');
   for (const key of envKeys.filter((k) => k !== 'NODE_ENV')) t.ok(CONFIG_VARIABLES.includes(key), `ENV ${key} is a configuration variable`);
@@ -97,6 +99,11 @@ t.test('systemd: the environment example is a valid configuration', async (t) =>
   for (const key of Object.keys(env)) t.ok(CONFIG_VARIABLES.includes(key), `${key} is a configuration variable`);
   t.doesNotThrow(() => readConfig(env));
   const unit = read('deploy/systemd/audience.service');
-  t.match(unit, /^ExecStart=\/usr\/bin\/node dist\/src\/server\.js$/m);
+  t.ok(unit.split('\n').includes(`ExecStart=/usr/bin/node ${[...SERVICE_NODE_FLAGS, 'dist/src/server.js'].join(' ')}`), 'node directly, with the service\'s V8 flags');
   t.match(unit, new RegExp(`^ReadWritePaths=${env.DATA_DIR}$`, 'm'), 'the unit may write DATA_DIR, and only it');
+});
+
+t.test('npm start runs the service with its V8 flags, as the image and the unit do', async (t) => {
+  const { scripts } = JSON.parse(read('package.json')) as { scripts: Record<string, string> };
+  t.equal(scripts.start, ['node', ...SERVICE_NODE_FLAGS, 'dist/src/server.js'].join(' '));
 });

@@ -15,6 +15,8 @@ import { waitFor } from '../helpers/deadline.js';
 import { READ_PAGE_ROWS } from '../../src/storage/storage-protocol.js';
 import { ProcessDatabase, type StorageCalls } from '../../src/storage/process-database.js';
 import { storagePid } from '../helpers/storage-pid.js';
+import { startTestApp, STORAGE_PROCESS } from '../helpers/app.js';
+import { SERVICE_NODE_FLAGS } from '../../src/core/node-flags.js';
 
 /** The storage process, and the database of one org, 'acme', through it. */
 async function startWorker(
@@ -190,4 +192,11 @@ t.test("an untrusted query's time starts once its session is open: a stall while
   t.ok(performance.now() - started >= timeoutMs * 2, 'after the stall');
   t.equal(storagePid(process.pid), pid, 'the process was not killed');
   t.equal(worker.gate.pausedFor('acme'), 0, 'the org is not paused');
+});
+
+t.test("the service starts its storage process with the service's V8 flags (node-flags.ts)", async (t) => {
+  await startTestApp(t, { config: STORAGE_PROCESS });
+  const pid = await waitFor(() => storagePid(process.pid), { timeoutMs: 60_000, what: 'the storage process' });
+  const args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+  for (const flag of SERVICE_NODE_FLAGS) t.ok(args.includes(flag), flag);
 });
