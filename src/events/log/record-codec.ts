@@ -53,12 +53,24 @@ function recordType(fields: avro.schema.RecordType['fields']): avro.Type {
 const version1 = recordType(entryFields);
 const version2 = recordType([...entryFields, { name: 'facts', type: ['null', factsType], default: null }]);
 
+/**
+ * Where records are encoded before their bytes are copied out; grown to the largest record so far.
+ * avsc's `toBuffer` encodes into a 1 KB buffer of its own and, when the value does not fit (every record
+ * of more than one event), encodes it all again into one of the right size: twice the work, and a
+ * second copy for the version byte. Encoding is synchronous, so one buffer serves every call.
+ */
+let scratch = Buffer.allocUnsafeSlow(64 * 1024);
+
 export function encodeRecord(entries: LogEntry[]): Uint8Array {
-  const body = version2.toBuffer({ entries });
-  const payload = Buffer.allocUnsafe(body.length + 1);
-  payload[0] = VERSION_2;
-  body.copy(payload, 1);
-  return payload;
+  const record = { entries };
+  let end = version2.encode(record, scratch, 1);
+  if (end < 0) {
+    // `encode` answers minus the bytes missing.
+    scratch = Buffer.allocUnsafeSlow(Math.max(2 * scratch.length, scratch.length - end));
+    end = version2.encode(record, scratch, 1);
+  }
+  scratch[0] = VERSION_2;
+  return Buffer.from(scratch.subarray(0, end));
 }
 
 export function decodeRecord(payload: Uint8Array): LogEntry[] {

@@ -95,3 +95,21 @@ t.test('compaction plans an entry that carries facts without parsing its body', 
   // Without facts (a record of the earlier layout) the body is what is read.
   await t.rejects(planEntries([{ seq: 2, entry: { ...unreadable, messageId: 'm-2', facts: null } }], state), SyntaxError);
 });
+
+t.test('records of any size, in any order, are encoded whole and stay as encoded after later ones', async (t) => {
+  // 1–40 bodies to a record, each empty to ~100 KB of any code points: records from a few bytes to past
+  // the encoder's first buffer (64 KB) and a record's limit (768 KB), a small one right after a large one.
+  const long = fc.tuple(fc.string({ unit: 'binary', minLength: 1, maxLength: 3 }), fc.nat({ max: 11 * 1024 })).map(([piece, n]) => piece.repeat(n));
+  const sizes: number[] = [];
+  const entry = fc.record({ body: fc.oneof(fc.string({ unit: 'binary' }), long), messageId: fc.string({ maxLength: 100 }) });
+  await fc.assert(
+    fc.property(fc.array(fc.array(entry, { minLength: 1, maxLength: 40 }), { minLength: 1, maxLength: 6 }), (records) => {
+      const entries = records.map((r) => r.map(({ body, messageId }) => acceptedEntry({ type: 'track', clientId: 'c' }, body, who, messageId, RECEIVED_AT)));
+      const payloads = entries.map((e) => encodeRecord(e));
+      sizes.push(...payloads.map((p) => p.length));
+      t.same(payloads.map((p) => decodeRecord(p)), entries);
+    }),
+    { numRuns: 40, endOnFailure: true },
+  );
+  t.ok(Math.max(...sizes) > 256 * 1024 && Math.min(...sizes) < 1024, `from ${Math.min(...sizes)} to ${Math.max(...sizes)} bytes`);
+});
