@@ -97,8 +97,8 @@ t.test('compaction plans an entry that carries facts without parsing its body', 
 });
 
 t.test('records of any size, in any order, are encoded whole and stay as encoded after later ones', async (t) => {
-  // 1–40 bodies to a record, each empty to ~100 KB of any code points: records from a few bytes to past
-  // the encoder's first buffer (64 KB) and a record's limit (768 KB), a small one right after a large one.
+  // 1–40 bodies to a record, each empty to ~100 KB of any code points: records from a few bytes to several
+  // times the encoder's first buffer (64 KB), a small one right after a large one.
   const long = fc.tuple(fc.string({ unit: 'binary', minLength: 1, maxLength: 3 }), fc.nat({ max: 11 * 1024 })).map(([piece, n]) => piece.repeat(n));
   const sizes: number[] = [];
   const entry = fc.record({ body: fc.oneof(fc.string({ unit: 'binary' }), long), messageId: fc.string({ maxLength: 100 }) });
