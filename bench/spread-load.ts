@@ -61,15 +61,14 @@ export function autocannonGenerator(): LoadGenerator {
   return {
     description: 'autocannon 9 in the bench process, one instance per target (fallback: wrk is not installed)',
     async run(load) {
-      const r0 = load.requests;
-      if ('fixed' in r0) throw new Error('fixed bodies are sent by wrk only: install wrk (apt-get install wrk)');
-      const key = `${r0.method === 'POST' ? r0.path : r0.paths[0]!.split('?')[0]} ${load.targets.length}`;
+      const r = load.requests;
+      if ('fixed' in r) throw new Error('fixed bodies are sent by wrk only: install wrk (apt-get install wrk)');
+      const key = `${r.method === 'POST' ? r.path : r.paths[0]!.split('?')[0]} ${load.targets.length}`;
       const rate = lastRate.get(key);
       const perTargetAmount = rate ? Math.round((rate * load.seconds) / load.targets.length) : load.connections * 40;
       const cpuBefore = selfCpuSeconds();
       const results = await Promise.all(
         load.targets.map((url, i) => {
-          const r = r0;
           const spec =
             r.method === 'POST'
               ? { method: 'POST' as const, bodies: BodyTemplate.single(r.credentials, `${load.tag}-${i}`) }

@@ -14,6 +14,9 @@ import { SERVICE_NODE_FLAGS } from '../../src/core/node-flags.js';
 import { NATS_SERVER, hasNatsServerBinary } from '../helpers/nats-process.js';
 import { ROOT } from '../helpers/paths.js';
 
+/** What every start of the service runs after node: its V8 flags, then the entry (node-flags.ts). */
+const SERVICE_ARGS = [...SERVICE_NODE_FLAGS, 'dist/src/server.js'];
+
 const read = (path: string) => readFileSync(join(ROOT, path), 'utf8');
 
 interface ComposeService {
@@ -82,7 +85,7 @@ t.test('Dockerfile: a build stage, then production dependencies only, as a non-r
   t.match(final, /^RUN npm ci --omit=dev\b/m, 'the final stage installs without dev dependencies');
   t.match(final, /^COPY --from=build \/app\/dist dist$/m, 'and takes dist/ from the build stage');
   t.match(final, /^USER node$/m, 'runs as the unprivileged node user');
-  const cmd = JSON.stringify(['node', ...SERVICE_NODE_FLAGS, 'dist/src/server.js']).replaceAll(',', ', ');
+  const cmd = JSON.stringify(['node', ...SERVICE_ARGS]).replaceAll(',', ', ');
   t.ok(final.split('\n').includes(`CMD ${cmd}`), 'runs node directly (so SIGTERM reaches the service) with the service\'s V8 flags');
   const envKeys = [...final.matchAll(/^ENV (.*)$/gm)].flatMap((line) => [...line[1]!.matchAll(/(\w+)=/g)].map((m) => m[1]!));
   t.ok(envKeys.includes('DATA_DIR'), 'the image sets DATA_DIR');
@@ -99,11 +102,11 @@ t.test('systemd: the environment example is a valid configuration', async (t) =>
   for (const key of Object.keys(env)) t.ok(CONFIG_VARIABLES.includes(key), `${key} is a configuration variable`);
   t.doesNotThrow(() => readConfig(env));
   const unit = read('deploy/systemd/audience.service');
-  t.ok(unit.split('\n').includes(`ExecStart=/usr/bin/node ${[...SERVICE_NODE_FLAGS, 'dist/src/server.js'].join(' ')}`), 'node directly, with the service\'s V8 flags');
+  t.ok(unit.split('\n').includes(`ExecStart=/usr/bin/node ${SERVICE_ARGS.join(' ')}`), 'node directly, with the service\'s V8 flags');
   t.match(unit, new RegExp(`^ReadWritePaths=${env.DATA_DIR}$`, 'm'), 'the unit may write DATA_DIR, and only it');
 });
 
 t.test('npm start runs the service with its V8 flags, as the image and the unit do', async (t) => {
   const { scripts } = JSON.parse(read('package.json')) as { scripts: Record<string, string> };
-  t.equal(scripts.start, ['node', ...SERVICE_NODE_FLAGS, 'dist/src/server.js'].join(' '));
+  t.equal(scripts.start, ['node', ...SERVICE_ARGS].join(' '));
 });
