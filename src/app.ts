@@ -55,7 +55,7 @@ export async function buildApp(config: Config, ctx: Context = createContext()): 
     // Unsubscribe tokens reach 616 characters; Fastify's default of 100 refused most real addresses' links.
     routerOptions: { maxParamLength: MAX_PATH_PARAM_CHARS },
   });
-  closeIdleWhileClosing(app);
+  closeIdleWhileClosing(app, config.httpRequestTimeoutMs);
   const roles = new Set(config.roles);
   try {
     await app.register(servicePlugin, { config, ctx });

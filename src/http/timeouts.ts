@@ -4,6 +4,7 @@
  * turns off) let 3,000 slow-body connections stay open indefinitely.
  */
 import type { ServerOptions } from 'node:http';
+import type { Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../core/config.js';
 
@@ -27,15 +28,29 @@ export function httpTimeouts(config: Config): { requestTimeout: number; keepAliv
 const CLOSING_IDLE_CHECK_MS = 100;
 
 /**
- * Node's `server.close()` closes the connections idle at that moment. One whose response was still on
- * its way then stays open after it until the keep-alive timeout (72 s), and the close waits for it: a
- * browser left on the console held a shutdown for 74 s. While the server closes, connections that have
- * gone idle since are closed every CLOSING_IDLE_CHECK_MS (nothing runs per request).
+ * Node's `server.close()` closes the connections idle at that moment and stops its header and request
+ * timeouts. Three kinds of connection then held a close: one whose response was still on its way (it
+ * stays open until the keep-alive timeout, 72 s: a browser left on the console held a shutdown for 74 s);
+ * one that never sent a byte (a browser's speculative preconnect: Node counts it neither idle nor expired,
+ * so it held a test app's close until the file's timeout, 275 s); one that sent part of a request and
+ * stopped. While the server closes, every CLOSING_IDLE_CHECK_MS the idle connections and those that never
+ * sent a byte are closed; once `requestTimeoutMs` has passed (the longest Node would have let a request
+ * run) every connection is. Connections are tracked as they open, nothing runs per request.
  */
-export function closeIdleWhileClosing(app: FastifyInstance): void {
+export function closeIdleWhileClosing(app: FastifyInstance, requestTimeoutMs: number): void {
+  const open = new Set<Socket>();
+  app.server.on('connection', (socket: Socket) => {
+    open.add(socket);
+    socket.once('close', () => open.delete(socket));
+  });
   let timer: NodeJS.Timeout | undefined;
   app.addHook('preClose', (done) => {
-    timer = setInterval(() => app.server.closeIdleConnections(), CLOSING_IDLE_CHECK_MS).unref();
+    const deadline = performance.now() + requestTimeoutMs;
+    timer = setInterval(() => {
+      if (performance.now() >= deadline) return app.server.closeAllConnections();
+      app.server.closeIdleConnections();
+      for (const socket of open) if (socket.bytesRead === 0) socket.destroy();
+    }, CLOSING_IDLE_CHECK_MS).unref();
     done();
   });
   app.addHook('onClose', (_instance, done) => {

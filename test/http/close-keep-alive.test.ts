@@ -1,20 +1,45 @@
 /**
- * A shutdown does not wait for a keep-alive connection whose request was in flight when it began: that
- * connection is closed once its response is out, not after the keep-alive timeout (here 10 minutes, so
- * without the fix this test runs into its own timeout and fails).
+ * A shutdown waits for no connection that has nothing left to answer: not a keep-alive connection whose
+ * request was in flight when it began (closed once its response is out, not after the keep-alive timeout,
+ * here 10 minutes), not one that never sent a byte (a browser's preconnect: Node stops its header timeout
+ * at close and counts it neither idle nor expired), and not one that sent half a request and stopped (closed
+ * once the request timeout has passed). Without the fix each close here waits forever: `closedWithin`
+ * fails it at its deadline.
  */
 import { connect } from 'node:net';
 import { once } from 'node:events';
 import t from 'tap';
 import { startTestApp } from '../helpers/app.js';
+import type { Socket } from 'node:net';
 import { scaled } from '../helpers/deadline.js';
+
+/** Resolves `closing` or rejects once `ms` (scaled) have passed, saying what held it. */
+async function closedWithin(closing: Promise<unknown>, ms: number, what: string): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`the close still waits after ${scaled(ms)} ms: ${what}`)), scaled(ms))));
+  try {
+    await Promise.race([closing, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** The socket's close (events.once would reject on the reset that may come first). */
+const closeOf = (socket: Socket) => new Promise<void>((resolve) => socket.once('close', () => resolve()));
+
+async function connected(url: URL): Promise<Socket> {
+  const socket = connect(Number(url.port), url.hostname);
+  await once(socket, 'connect');
+  // The server may reset a connection it closes; the test looks at 'close', not at how it came.
+  socket.on('error', () => {});
+  return socket;
+}
 
 t.test('a response finished during close does not keep its connection, nor the close, waiting', { timeout: scaled(60_000) }, async (t) => {
   const h = await startTestApp(t, { config: { httpKeepAliveTimeoutMs: 600_000 } });
   await h.createOrg('acme');
   const url = new URL(await h.app.listen({ port: 0, host: '127.0.0.1' }));
-  const socket = connect(Number(url.port), url.hostname);
-  await once(socket, 'connect');
+  const socket = await connected(url);
   let received = '';
   socket.on('data', (chunk: Buffer) => (received += chunk.toString()));
   const closedByServer = once(socket, 'close');
@@ -29,4 +54,28 @@ t.test('a response finished during close does not keep its connection, nor the c
   await closedByServer;
   t.match(received, /^HTTP\/1\.1 \d{3} /, 'the request in flight was answered');
   t.notMatch(received, /^HTTP\/1\.1 5\d\d/, 'not refused as closing');
+});
+
+t.test('a connection that never sent a byte does not hold the close', { timeout: scaled(60_000) }, async (t) => {
+  const h = await startTestApp(t, { config: { httpKeepAliveTimeoutMs: 600_000 } });
+  const url = new URL(await h.app.listen({ port: 0, host: '127.0.0.1' }));
+  const silent = await Promise.all([connected(url), connected(url), connected(url)]);
+  const closedByServer = Promise.all(silent.map(closeOf));
+  await closedWithin(h.app.close(), 10_000, 'three connections that never sent a byte');
+  await closedByServer;
+  t.ok(silent.every((socket) => socket.destroyed), 'each silent connection was closed by the server');
+});
+
+t.test('half a request holds the close no longer than the request timeout', { timeout: scaled(60_000) }, async (t) => {
+  const requestTimeoutMs = 1_500;
+  const h = await startTestApp(t, { config: { httpKeepAliveTimeoutMs: 600_000, httpHeadersTimeoutMs: 1_000, httpRequestTimeoutMs: requestTimeoutMs } });
+  const url = new URL(await h.app.listen({ port: 0, host: '127.0.0.1' }));
+  const half = await connected(url);
+  half.write(`POST /http/v1/batch HTTP/1.1\r\nHost: ${url.host}\r\nContent-Type: application/json\r\n`);
+  const closedByServer = closeOf(half);
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  const started = performance.now();
+  await closedWithin(h.app.close(), 10_000, 'a connection that sent half its headers');
+  await closedByServer;
+  t.ok(performance.now() - started >= requestTimeoutMs - 50, 'not cut before the request timeout: a slow but live request may still finish');
 });
