@@ -7,6 +7,7 @@ import { foldedThrough } from '../compaction/fold-contact-activity.js';
 import type { OrgStorage } from '../../db/org-storage.js';
 import { YIELD_EVERY, yieldNow } from '../../db/yield-now.js';
 import { type Profile, type ProfileIndex, emailHash } from './profile-index.js';
+import { type ProfileChunk, type StoredProfile, parseProfiles, profileJsonSql, profileOfRow } from './profile-json.js';
 
 export interface ContactKey {
   org: string;
@@ -17,6 +18,9 @@ export interface ContactKey {
 const WHOLE_ORG_THRESHOLD = 20_000;
 
 export class ProfileMaterializer {
+  /** The packed read of profiles_for (undefined inside: its columns cannot all be read exactly as JSON). */
+  private jsonSql: Promise<string | undefined> | undefined;
+
   constructor(
     private readonly orgs: OrgStorage,
     readonly index: ProfileIndex,
@@ -54,32 +58,35 @@ export class ProfileMaterializer {
     }
   }
 
-  /** Rows of profiles_for; the fold position is read in the same session, so no fold runs in between. */
-  private profilesFor(org: string, emails: DuckDBListValue | null): Promise<Record<string, unknown>[]> {
-    return this.orgs.org(org).exclusive(async (c) =>
-      c.all('SELECT * FROM profiles_for($1::VARCHAR, $2::VARCHAR[], $3::TIMESTAMPTZ)', [org, emails, await foldedThrough(c)]),
-    );
+  /**
+   * The profiles of profiles_for, read as JSON text (profile-json.ts) or, when that cannot be exact, as
+   * values. The fold position is read in the same session, so no fold runs in between.
+   */
+  private profilesFor(org: string, emails: DuckDBListValue | null): Promise<StoredProfile[]> {
+    return this.orgs.org(org).exclusive(async (c) => {
+      const source = 'profiles_for($1::VARCHAR, $2::VARCHAR[], $3::TIMESTAMPTZ)';
+      const params = [org, emails, await foldedThrough(c)];
+      // The same macro in every org's file: described once.
+      this.jsonSql ??= c.all<{ column_name: string; column_type: string }>('DESCRIBE SELECT * FROM profiles_for(NULL::VARCHAR, NULL::VARCHAR[], NULL::TIMESTAMPTZ)').then(
+        (columns) => profileJsonSql(columns, source),
+        (error: unknown) => {
+          this.jsonSql = undefined;
+          throw error;
+        },
+      );
+      const sql = await this.jsonSql;
+      const profiles = sql === undefined ? undefined : parseProfiles(await c.all<ProfileChunk>(sql, params));
+      return profiles ?? (await c.all(`SELECT * FROM ${source}`, params)).map(profileOfRow);
+    });
   }
 
   /** Yields now and then: a refresh of a whole org (or of a backlog's contacts) must not stall lookups. */
-  private async store(rows: Record<string, unknown>[]): Promise<void> {
+  private async store(profiles: StoredProfile[]): Promise<void> {
     let stored = 0;
-    for (const row of rows) {
-      const { org, custom_fields: custom, ...fields } = row;
-      const customFields = typeof custom === 'string' ? (JSON.parse(custom) as Record<string, unknown>) : {};
-      const profile = toProfile(fields, customFields);
-      this.index.upsert(org as string, profile, Object.keys(customFields));
-      if (this.publish) await this.publish(org as string, profile, Object.keys(customFields));
+    for (const { org, profile, customFields } of profiles) {
+      this.index.upsert(org, profile, customFields);
+      if (this.publish) await this.publish(org, profile, customFields);
       if (++stored % YIELD_EVERY === 0) await yieldNow();
     }
   }
-}
-
-/** DuckDB values → JSON-ready values: BIGINT → number, TIMESTAMPTZ → ISO string. */
-function toProfile(fields: Record<string, unknown>, custom: Record<string, unknown>): Profile {
-  const profile: Record<string, unknown> = { ...custom };
-  for (const [key, value] of Object.entries(fields)) {
-    profile[key] = typeof value === 'bigint' ? Number(value) : value instanceof Date ? value.toISOString() : value;
-  }
-  return Object.freeze(profile);
 }
