@@ -7,6 +7,7 @@
  */
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { ROOT } from './paths.js';
 
 /** The repository root: run entry points with it as cwd. */
@@ -24,9 +25,12 @@ function newestSource(dir: string): number {
 
 let fresh: boolean | undefined;
 
+/** Ends the process once the test that started it is gone (exit-with-parent.mjs). */
+export const EXIT_WITH_PARENT = ['--import', pathToFileURL(join(ROOT, 'test', 'helpers', 'exit-with-parent.mjs')).href];
+
 /** `node` arguments that run `src/<entry>.ts` (relative to ROOT). */
 export function entryArgs(entry: 'server' | 'cli'): string[] {
   const built = join(ROOT, 'dist', 'src', `${entry}.js`);
   fresh ??= existsSync(built) && statSync(built).mtimeMs >= newestSource(join(ROOT, 'src'));
-  return fresh && existsSync(built) ? [built] : ['--import', 'tsx', `src/${entry}.ts`];
+  return [...EXIT_WITH_PARENT, ...(fresh && existsSync(built) ? [built] : ['--import', 'tsx', `src/${entry}.ts`])];
 }
