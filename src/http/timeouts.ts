@@ -47,7 +47,10 @@ export function closeIdleWhileClosing(app: FastifyInstance, requestTimeoutMs: nu
   app.addHook('preClose', (done) => {
     const deadline = performance.now() + requestTimeoutMs;
     timer = setInterval(() => {
-      if (performance.now() >= deadline) return app.server.closeAllConnections();
+      if (performance.now() >= deadline) {
+        app.server.closeAllConnections();
+        return;
+      }
       app.server.closeIdleConnections();
       for (const socket of open) if (socket.bytesRead === 0) socket.destroy();
     }, CLOSING_IDLE_CHECK_MS).unref();

@@ -2,7 +2,7 @@
  * A refresh's profile rows read as JSON text, a few strings per refresh (issue 39, design 6). Read as
  * values, each row of profiles_for cost the storage process a native call and a decode per value and a
  * structured clone per row over IPC (~22 % of its CPU under collect), and the main thread a conversion
- * per value. Here DuckDB writes each row as the JSON of the profile the index keeps (`[fields, custom]`,
+ * per value. Here DuckDB writes each row as the JSON of the profile the index keeps (`[fields, custom, org]`,
  * timestamps as `toISOString` writes them), joins up to CHUNK_ROWS rows with SEPARATOR, and the main
  * thread splits and parses them.
  *
@@ -74,7 +74,8 @@ export function parseProfiles(chunks: readonly ProfileChunk[]): StoredProfile[] 
       const [fields, custom, org] = parsed as [Record<string, unknown>, unknown, string];
       if (typeof custom !== 'object' || custom === null || Array.isArray(custom)) return undefined;
       const customFields = Object.keys(custom);
-      profiles.push({ org, profile: Object.freeze(Object.assign(custom, fields)), customFields });
+      // Spread, not Object.assign onto the parsed object: that one, given more keys, went to dictionary mode.
+      profiles.push({ org, profile: Object.freeze({ ...custom, ...fields }), customFields });
     }
   }
   return profiles;

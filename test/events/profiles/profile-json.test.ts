@@ -4,6 +4,7 @@
  * with default fields, text with control characters and the separator itself, any finite revenue). A value
  * JSON cannot hold (an infinite revenue) makes the read fall back to values, and the profile is still served.
  */
+import { setFlagsFromString } from 'node:v8';
 import fc from 'fast-check';
 import t from 'tap';
 import { parseProfiles, profileJsonSql, profileOfRow, type ProfileChunk } from '../../../src/events/profiles/profile-json.js';
@@ -86,4 +87,15 @@ t.test('a revenue JSON cannot hold: the value read answers, and the profile is s
   t.equal(read, undefined, 'the JSON read declines a profile with an infinite revenue');
   const found = h.app.profiles.find('acme', 'email', 'ada@example.com');
   t.equal(found?.first_name, 'Ada', 'and the index serves it');
+});
+
+t.test('profiles with custom fields keep fast properties (a lookup reads them on its first answer)', async (t) => {
+  setFlagsFromString('--allow-natives-syntax');
+  const hasFastProperties = new Function('o', 'return %HasFastProperties(o)') as (o: object) => boolean;
+  const fields = { email_address: 'ada@example.com', first_name: 'Ada', last_name: null, user_id: null, address_city: null, address_state: null, address_country: null, campaigns_received: [], flow_variant_membership: [], total_lifetime_value: 0, total_lifetime_value_jde: '$0.00', last_purchase_date: null, order_count: 0, first_seen_at: null, last_seen_at: null, timezone: null };
+  const customs = [{}, { plan: 'pro' }, { plan: 'pro', tier: 3, first_name: 'shadowed' }, Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`c${i}`, i]))];
+  const rows = customs.map((custom) => JSON.stringify([fields, custom, 'acme']));
+  const profiles = parseProfiles([{ n: rows.length, packed: rows.join('\u001e') }])!;
+  t.equal(profiles.length, customs.length);
+  for (const [i, { profile }] of profiles.entries()) t.ok(hasFastProperties(profile), `${Object.keys(customs[i]!).length} custom fields: fast properties`);
 });
