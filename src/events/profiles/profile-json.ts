@@ -30,8 +30,14 @@ export interface ProfileChunk {
   packed: string | null;
 }
 
-/** Column types whose JSON, as DuckDB writes it, parses to the value the row path makes of them. */
-const AS_JSON = new Set(['VARCHAR', 'VARCHAR[]', 'BIGINT', 'INTEGER', 'DOUBLE', 'BOOLEAN', 'JSON']);
+/** profiles_for's columns and their types (DESCRIBE binds the macro, nothing runs). */
+export const DESCRIBE_PROFILES = 'DESCRIBE SELECT * FROM profiles_for(NULL::VARCHAR, NULL::VARCHAR[], NULL::TIMESTAMPTZ)';
+
+/**
+ * Column types whose JSON, as DuckDB writes it, parses to the value the row path makes of them. Not JSON:
+ * to_json embeds it as an object where the row path gives its text.
+ */
+const AS_JSON = new Set(['VARCHAR', 'VARCHAR[]', 'BIGINT', 'INTEGER', 'DOUBLE', 'BOOLEAN']);
 const TIMESTAMPTZ = 'TIMESTAMP WITH TIME ZONE';
 
 const literal = (text: string) => `'${text.replaceAll("'", "''")}'`;

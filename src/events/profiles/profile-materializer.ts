@@ -7,7 +7,7 @@ import { foldedThrough } from '../compaction/fold-contact-activity.js';
 import type { OrgStorage } from '../../db/org-storage.js';
 import { YIELD_EVERY, yieldNow } from '../../db/yield-now.js';
 import { type Profile, type ProfileIndex, emailHash } from './profile-index.js';
-import { type ProfileChunk, type StoredProfile, parseProfiles, profileJsonSql, profileOfRow } from './profile-json.js';
+import { DESCRIBE_PROFILES, type ProfileChunk, type StoredProfile, parseProfiles, profileJsonSql, profileOfRow } from './profile-json.js';
 
 export interface ContactKey {
   org: string;
@@ -67,7 +67,7 @@ export class ProfileMaterializer {
       const source = 'profiles_for($1::VARCHAR, $2::VARCHAR[], $3::TIMESTAMPTZ)';
       const params = [org, emails, await foldedThrough(c)];
       // The same macro in every org's file: described once.
-      this.jsonSql ??= c.all<{ column_name: string; column_type: string }>('DESCRIBE SELECT * FROM profiles_for(NULL::VARCHAR, NULL::VARCHAR[], NULL::TIMESTAMPTZ)').then(
+      this.jsonSql ??= c.all<{ column_name: string; column_type: string }>(DESCRIBE_PROFILES).then(
         (columns) => profileJsonSql(columns, source),
         (error: unknown) => {
           this.jsonSql = undefined;

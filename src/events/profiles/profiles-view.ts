@@ -10,6 +10,7 @@
  */
 import { listValue } from '@duckdb/node-api';
 import type { Sql } from '../../db/sql.js';
+import { DESCRIBE_PROFILES } from './profile-json.js';
 
 /** Custom column names as imports accept them (parse-contacts.ts): safe as identifiers, quoted all the same. */
 const COLUMN_NAME = /^[a-z][a-z0-9_]{0,63}$/;
@@ -31,11 +32,7 @@ export function profileColumns(customFields: Iterable<string>, traitTypes: Reado
  * leaving out any that is a column of the profile already.
  */
 export async function makeProfilesView(c: Sql, given?: readonly ProfileColumn[]): Promise<void> {
-  const own = new Set(
-    (await c.all<{ column_name: string }>('SELECT column_name FROM (DESCRIBE SELECT * FROM profiles_for(NULL::VARCHAR, NULL::VARCHAR[], NULL::TIMESTAMPTZ))')).map(
-      (r) => r.column_name,
-    ),
-  );
+  const own = new Set((await c.all<{ column_name: string }>(`SELECT column_name FROM (${DESCRIBE_PROFILES})`)).map((r) => r.column_name));
   const columns = (given ?? (await storedColumns(c))).filter(({ name }) => COLUMN_NAME.test(name) && !own.has(name));
   const extra = columns.map(({ name, type }) => `, ${columnOf(name, type)} AS "${name}"`).join('');
   await c.run(`CREATE OR REPLACE VIEW profiles AS SELECT * EXCLUDE (org)${extra} FROM profiles_for(NULL::VARCHAR, NULL::VARCHAR[], folded_through())`);
