@@ -6,12 +6,11 @@
  * once the request timeout has passed). Without the fix each close here waits forever: `closedWithin`
  * fails it at its deadline.
  */
-import { connect } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { once } from 'node:events';
 import t from 'tap';
 import { startTestApp } from '../helpers/app.js';
-import type { Socket } from 'node:net';
-import { scaled } from '../helpers/deadline.js';
+import { scaled, waitFor } from '../helpers/deadline.js';
 
 /** Resolves `closing` or rejects once `ms` (scaled) have passed, saying what held it. */
 async function closedWithin(closing: Promise<unknown>, ms: number, what: string): Promise<void> {
@@ -70,10 +69,13 @@ t.test('half a request holds the close no longer than the request timeout', { ti
   const requestTimeoutMs = 1_500;
   const h = await startTestApp(t, { config: { httpKeepAliveTimeoutMs: 600_000, httpHeadersTimeoutMs: 1_000, httpRequestTimeoutMs: requestTimeoutMs } });
   const url = new URL(await h.app.listen({ port: 0, host: '127.0.0.1' }));
+  let accepted: Socket | undefined;
+  h.app.server.once('connection', (socket: Socket) => (accepted = socket));
   const half = await connected(url);
   half.write(`POST /http/v1/batch HTTP/1.1\r\nHost: ${url.host}\r\nContent-Type: application/json\r\n`);
   const closedByServer = closeOf(half);
-  await new Promise((resolve) => setTimeout(resolve, 100));
+  // The close begins once the server has read the bytes (else it sees a connection that sent none).
+  await waitFor(() => (accepted?.bytesRead ?? 0) > 0, { what: 'the server read the half request' });
   const started = performance.now();
   await closedWithin(h.app.close(), 10_000, 'a connection that sent half its headers');
   await closedByServer;
