@@ -18,7 +18,7 @@ import { type Context, createContext } from './core/context.js';
 import { duckdbLockProblem } from './core/data-dir-lock.js';
 import { clientErrorHandler, frameworkErrors } from './http/client-errors.js';
 import { lazyChildLogger } from './http/lazy-child-logger.js';
-import { loggerOptions } from './http/logger.js';
+import { loggerOptions, logsRequests } from './http/logger.js';
 import { generateRequestId } from './http/request-id.js';
 import { closeIdleWhileClosing, httpTimeouts } from './http/timeouts.js';
 import { controlPlugin } from './plugins/control.js';
@@ -39,8 +39,7 @@ import { storageRole } from './roles/storage.js';
 export async function buildApp(config: Config, ctx: Context = createContext()): Promise<FastifyInstance> {
   const app = Fastify({
     logger: loggerOptions(config.logLevel),
-    // Two log lines per event would cost ~15% of collect throughput; requests are logged at debug.
-    logController: new LogController({ disableRequestLogging: config.logLevel !== 'debug' && config.logLevel !== 'trace' }),
+    logController: new LogController({ disableRequestLogging: !logsRequests(config.logLevel) }),
     childLoggerFactory: lazyChildLogger,
     genReqId: generateRequestId,
     requestIdHeader: false,

@@ -40,6 +40,8 @@ import { registerTriggerRoutes } from '../routes/admin/orgs/triggers.js';
 import { audienceAuth } from '../routes/audience/auth.js';
 import { registerBatchRoute } from '../routes/audience/batch.js';
 import { registerContactsRoute } from '../routes/audience/contacts.js';
+import { answerFirst, contactsFirst } from '../routes/audience/contacts-first.js';
+import { logsRequests } from '../http/logger.js';
 import { registerEligibilityRoute } from '../routes/audience/eligibility.js';
 import { registerConsoleRoutes } from '../routes/console.js';
 import { UnsubscribeLinks } from '../reactions/consent/unsubscribe-link.js';
@@ -101,6 +103,8 @@ async function registerAudienceApi(app: FastifyInstance, options: { orgLimiter: 
     }
     audience.addHook('onRequest', audienceAuth(deps));
     registerContactsRoute(audience, deps);
+    // The common lookup ahead of Fastify's generic work; not where each request must be logged, nor on a shard.
+    if (!options.relayedOnly && !logsRequests(app.config.logLevel)) answerFirst(app, (route) => contactsFirst(deps, route));
     registerBatchRoute(audience, deps);
     registerEligibilityRoute(audience, { ...deps, flows: storage?.flows, runner: app.flowsRole?.runner, storage: app.orgStorage?.orgs, owns: (org) => storage?.owns(org) ?? false });
   });

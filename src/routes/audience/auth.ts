@@ -83,8 +83,20 @@ export function audienceAuth(deps: AudienceAuthDeps) {
   };
 }
 
+/**
+ * The org of a token that passes audienceAuth, or undefined for any other token (missing, unknown,
+ * revoked, expired, its org gone or without the API): audienceAuth's passing case without its answers,
+ * for a path that leaves every other case to it (contacts-first.ts).
+ */
+export function permittedOrg(deps: Pick<AudienceAuthDeps, 'tokens' | 'orgs'>, authorization: string | undefined, now: number, socket: object | null | undefined): Org | undefined {
+  const auth = deps.tokens.authenticate(bearerToken(authorization), now, memoOf(socket));
+  if (!auth.ok) return undefined;
+  const org = deps.orgs.cached(auth.org);
+  return org?.audienceApi ? org : undefined;
+}
+
 /** An org's budget as the hot path needs it: made once per org settings object (a change is a new one). */
-interface OrgBudget {
+export interface OrgBudget {
   rateLimit: number;
   policy: RatePolicy;
   key: string;
@@ -92,7 +104,7 @@ interface OrgBudget {
 }
 const budgets = new WeakMap<Org, OrgBudget>();
 
-function budgetOf(org: Org): OrgBudget {
+export function budgetOf(org: Org): OrgBudget {
   const known = budgets.get(org);
   if (known && known.rateLimit === org.rateLimit) return known;
   const policy = orgRatePolicy(org);

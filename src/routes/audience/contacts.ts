@@ -110,9 +110,8 @@ export function registerContactsRoute(app: FastifyInstance, deps: ContactsRouteD
       if (profiles.isUnavailable(org.slug)) throw new OrgUnavailable(org.slug, 'its profiles could not be loaded');
       throw new AppError('contact_not_found', 'no contact with this identity', { status: org.notFoundStatus });
     }
-    reply.type('application/json; charset=utf-8');
-    const meta = metaJson(contact, metaTail(deps.ctx.clock.now(), freshness.lagMs(org.slug)));
-    return `${ANSWER_START}${contactJson(contact, fields)},"meta":${meta}}`;
+    reply.type(ANSWER_TYPE);
+    return answerText(contact, fields, metaTail(deps.ctx.clock.now(), freshness.lagMs(org.slug)));
   });
 }
 
@@ -130,7 +129,12 @@ export function findContact(find: ReturnType<ProfileIndex['finder']>, raw: strin
   return identity ? find(identity.type, identity.value) : null;
 }
 
-const ANSWER_START = '{"status":"success","contact":';
+export const ANSWER_TYPE = 'application/json; charset=utf-8';
+
+/** The 200 answer: the contact's fields and its meta, `tail` the request's part of the meta (metaTail). */
+export function answerText(contact: IndexedProfile, fields: readonly string[], tail: string): string {
+  return `{"status":"success","contact":${contactJson(contact, fields)},"meta":${metaJson(contact, tail)}}`;
+}
 
 /**
  * The contact's content fields as JSON, serialized once and reused while the same fields are asked for:
@@ -158,7 +162,7 @@ function sameFields(a: readonly string[], b: readonly string[]): boolean {
 const ARRAY_FIELDS = new Set(['campaigns_received', 'flow_variant_membership']);
 
 /** The org's content fields, or the requested subset of them, in configured order. */
-function selectFields(contentFields: string[], requested: string | string[] | undefined): string[] {
+export function selectFields(contentFields: string[], requested: string | string[] | undefined): string[] {
   if (requested === undefined) return contentFields;
   if (typeof requested !== 'string') {
     throw new AppError('invalid_fields', 'fields was given more than once; pass one comma-separated list, e.g. fields=email_address,first_name');
