@@ -19,6 +19,7 @@ import { LocalOrgStorage } from './org-storage.js';
 import { StorageProcess } from './storage-client.js';
 import type { MetricUpdate } from '../ops/metrics.js';
 import { SERVICE_NODE_FLAGS } from '../core/node-flags.js';
+import { LayoutRelay } from '../events/log/layout-relay.js';
 import { UNTRUSTED_LIMITS } from './untrusted-gate.js';
 
 /** An org database's memory limit is never set below this, however many may be open. */
@@ -98,7 +99,8 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
   const embedded = compacts && log instanceof EmbeddedLog ? log : undefined;
   // Every later change of the log's segments goes to the process running then; a new process starts
   // from the segments as they are when it is started.
-  embedded?.share((change) => storage?.send({ type: 'log-changed', change }));
+  const relay = new LayoutRelay((change) => storage?.send({ type: 'log-changed', change }));
+  embedded?.share((change) => relay.push(change));
   storage = await StorageProcess.start({
     data: {
       orgsDir,
@@ -108,7 +110,14 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
       threadPoolSize: STORAGE_THREAD_POOL_SIZE,
       ...(embedded ? { log: { kind: 'embedded' as const } } : compacts && config.natsUrl ? { log: { kind: 'jetstream' as const, natsUrl: config.natsUrl, options: jetStreamOptions(config) } } : {}),
     },
-    ...(embedded ? { layout: () => embedded.layout() } : {}),
+    ...(embedded
+      ? {
+          layout: () => {
+            relay.discard();
+            return embedded.layout();
+          },
+        }
+      : {}),
     process: {
       addressSpaceBytes: storageAddressSpace(config),
       nice: STORAGE_NICE,
@@ -134,7 +143,10 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
     poolStats: () => (started.running ? started.poolStats() : Promise.reject(new Error('the storage process is restarting'))),
     unavailable: () =>
       started.running ? started.call<Record<string, string>>({ op: 'unavailable' }) : Promise.reject(new Error('the storage process is restarting')),
-    close: () => started.close(),
+    close: () => {
+      relay.flush();
+      return started.close();
+    },
   };
 }
 

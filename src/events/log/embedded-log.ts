@@ -224,7 +224,7 @@ export class EmbeddedLog implements LogBackend {
     const seq = lastSeqOf(segment);
     this.recent.add(recordId, seq);
     this.signal.notify();
-    for (const listener of this.layoutListeners) listener({ kind: 'appended', file: segment.file, firstSeq: segment.firstSeq, offset, end: segment.end });
+    for (const listener of this.layoutListeners) listener({ kind: 'appended', file: segment.file, firstSeq: segment.firstSeq, offsets: [offset], end: segment.end });
     return { seq, duplicate: false };
   }
 

@@ -25,9 +25,10 @@ export interface SegmentLayout {
   resumed?: boolean;
 }
 
-/** A change to the layout that a tailing thread follows: a durable append, or old segments deleted. */
+/** A change to the layout that a tailing thread follows: durable appends (the frames at `offsets`, in order,
+ *  of the segment starting at `firstSeq`, ending at `end`), or old segments deleted. */
 export type LayoutChange =
-  | { kind: 'appended'; file: string; firstSeq: number; offset: number; end: number }
+  | { kind: 'appended'; file: string; firstSeq: number; offsets: number[]; end: number }
   | { kind: 'released'; firstSeq: number };
 
 const NAME = /^(\d{20})\.log$/;
@@ -132,10 +133,10 @@ export class SegmentChain {
     return ranges;
   }
 
-  /** A tailing thread's view of an append: a record at `offset` of the segment starting at `firstSeq`. */
+  /** A tailing thread's view of appends: records at `offsets` of the segment starting at `firstSeq`. */
   appended(change: Extract<LayoutChange, { kind: 'appended' }>): void {
     if (this.last.firstSeq !== change.firstSeq) this.segments.push({ file: change.file, firstSeq: change.firstSeq, offsets: [], end: 0 });
-    this.last.offsets.push(change.offset);
+    for (const offset of change.offsets) this.last.offsets.push(offset);
     this.last.end = change.end;
   }
 
