@@ -104,7 +104,7 @@ async function registerAudienceApi(app: FastifyInstance, options: { orgLimiter: 
     audience.addHook('onRequest', audienceAuth(deps));
     registerContactsRoute(audience, deps);
     // The common lookup ahead of Fastify's generic work; not where each request must be logged, nor on a shard.
-    if (!options.relayedOnly && !logsRequests(app.config.logLevel)) answerFirst(app, (route) => contactsFirst(deps, route));
+    if (!options.relayedOnly && !logsRequests(app.config.logLevel)) answerFirst(app, (fastify) => contactsFirst(deps, fastify));
     registerBatchRoute(audience, deps);
     registerEligibilityRoute(audience, { ...deps, flows: storage?.flows, runner: app.flowsRole?.runner, storage: app.orgStorage?.orgs, owns: (org) => storage?.owns(org) ?? false });
   });

@@ -22,19 +22,21 @@ import { remainingHeader } from '../../ratelimit/headers.js';
 import { ORG_POLICY_NAME } from '../../ratelimit/policies.js';
 import type { RateDecision } from '../../ratelimit/types.js';
 import { type AudienceAuthDeps, budgetOf, type OrgBudget, permittedOrg } from './auth.js';
-import { ANSWER_TYPE, answerText, type ContactsRouteDeps, findContact, selectFields } from './contacts.js';
+import { ANSWER_TYPE, answerText, CONTACTS_ROUTE, type ContactsRouteDeps, findContact, selectFields } from './contacts.js';
 import { metaTail } from './fresh.js';
 
 /** A handler that either answers the request (true) or leaves it untouched for Fastify (false). */
 export type FirstAnswer = (request: IncomingMessage, response: ServerResponse) => boolean;
+/** Fastify's own handler of the server's requests. */
+type Handler = (request: IncomingMessage, response: ServerResponse) => void;
 
-const PREFIX = '/audience/v2/contacts?';
-const ROUTE = '/audience/v2/contacts';
+const PREFIX = `${CONTACTS_ROUTE}?`;
 
-export function contactsFirst(deps: ContactsRouteDeps & Pick<AudienceAuthDeps, 'tokens' | 'orgs' | 'orgLimiter'>, fallback: FirstAnswer): FirstAnswer {
+/** `fastify`: where a request goes that turns out not to be answered here after all (a Redis limiter's denial). */
+export function contactsFirst(deps: ContactsRouteDeps & Pick<AudienceAuthDeps, 'tokens' | 'orgs' | 'orgLimiter'>, fastify: Handler): FirstAnswer {
   const { ctx, profiles, freshness, metrics } = deps;
   // The series the route's hooks would count this answer in (operator-metrics.ts, contacts.ts).
-  const seconds = metrics.httpRequestSeconds.labels('GET', ROUTE, '200');
+  const seconds = metrics.httpRequestSeconds.labels('GET', CONTACTS_ROUTE, '200');
   const answered = metrics.lookups.labels('200');
 
   const answer = (response: ServerResponse, started: number, request: IncomingMessage, budget: OrgBudget, decision: RateDecision, text: string): void => {
@@ -73,8 +75,8 @@ export function contactsFirst(deps: ContactsRouteDeps & Pick<AudienceAuthDeps, '
     }
     // A limiter that asks Redis: the answer waits for it; a denial or a failure goes to the route.
     decision.then(
-      (settled) => (settled.allowed ? answer(response, started, request, budget, settled, text) : fallback(request, response)),
-      () => fallback(request, response),
+      (settled) => (settled.allowed ? answer(response, started, request, budget, settled, text) : fastify(request, response)),
+      () => fastify(request, response),
     );
     return true;
   };
@@ -103,7 +105,7 @@ function askedFor(query: string, contentFields: string[]): { identity: string; f
  * to Fastify's own handler as before. From the moment the app starts closing, everything goes to Fastify
  * (which answers 503 while it closes).
  */
-export function answerFirst(app: FastifyInstance, make: (fastify: FirstAnswer) => FirstAnswer): void {
+export function answerFirst(app: FastifyInstance, make: (fastify: Handler) => FirstAnswer): void {
   let closing = false;
   app.addHook('preClose', (done) => {
     closing = true;
@@ -111,14 +113,10 @@ export function answerFirst(app: FastifyInstance, make: (fastify: FirstAnswer) =
   });
   app.addHook('onReady', (done) => {
     const server = app.server;
-    const [fastify, ...others] = server.listeners('request') as Array<(request: IncomingMessage, response: ServerResponse) => void>;
+    const [fastify, ...others] = server.listeners('request') as Handler[];
     // Not the server Fastify made (a test's own, or another listener beside it): left as it is.
     if (!fastify || others.length > 0) return done();
-    const handOver: FirstAnswer = (request, response) => {
-      fastify(request, response);
-      return true;
-    };
-    const first = make(handOver);
+    const first = make(fastify);
     server.removeListener('request', fastify);
     server.on('request', (request: IncomingMessage, response: ServerResponse) => {
       let taken = false;

@@ -28,6 +28,8 @@ export interface ContactsRouteDeps {
   relay?: ShardRelay;
 }
 
+export const CONTACTS_ROUTE = '/audience/v2/contacts';
+
 /** A relayed GET has no body. */
 export const NO_BODY = Buffer.alloc(0);
 
@@ -84,7 +86,7 @@ export function registerContactsRoute(app: FastifyInstance, deps: ContactsRouteD
     done();
   };
 
-  app.get<{ Querystring: Query }>('/audience/v2/contacts', { schema, validatorCompiler: validatedAs({ querystring: null }), onResponse }, async (request, reply) => {
+  app.get<{ Querystring: Query }>(CONTACTS_ROUTE, { schema, validatorCompiler: validatedAs({ querystring: null }), onResponse }, async (request, reply) => {
     // audienceAuth (auth.ts), the hook of these routes, set it: token, org access and rate limit passed.
     const org = request.audienceOrg;
     if (!org) throw new Error('the Audience API routes were registered without their audienceAuth hook');
