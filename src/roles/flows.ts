@@ -80,7 +80,7 @@ export const flowsRole = fp(
     const log = app.eventLog;
     // Decisions wait for the fold of every event acknowledged before them (contact-fold.ts).
     const fold = new ContactFold(
-      compaction && log ? { headSeq: () => log.headSeq(), whenCompacted: (seq) => compaction.whenCompacted(seq), whenRefreshed: (org) => storage.refresher.whenRefreshed(org) } : undefined,
+      compaction && log ? { headSeq: () => log.headSeq(), whenCompacted: (seq) => compaction.whenCompacted(seq), whenRefreshed: (org) => storage.refresher.whenRefreshed(org, { awaited: true }) } : undefined,
       metrics,
       ctx.clock,
     );

@@ -115,7 +115,7 @@ export class Freshness {
       this.waiting.set(org, wakers.add(wake));
       try {
         if (await reflection.compaction.holds(org, messageId)) {
-          await reflection.refresher.whenRefreshed(org);
+          await reflection.refresher.whenRefreshed(org, { awaited: true });
           return true;
         }
         await Promise.race([next, timedOut]);

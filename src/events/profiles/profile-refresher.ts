@@ -23,10 +23,26 @@ import type { ContactKey, ProfileMaterializer } from './profile-materializer.js'
  * until contacts repeated. Issue 37, 2 cores at load average 27-39, collect at ~200-260 req/s over 20,000
  * contacts, alternated: event → profile p50 13.7, 9.4 s uncapped; 6.4, 9.0 s capped (p99 20.6, 14.9 →
  * 9.0, 14.0 s); the refresh's share of it 11.8, 7.3 → 3.0, 3.1 s, the commit's rising 1.9, 2.1 → 3.4, 5.9 s.
+ *
+ * A line someone waits on (a flow decision at its fold barrier, a read-your-writes lookup: `awaited`) pauses
+ * one round instead of three, so its refreshes may hold DuckDB about half the time; the pause still grows
+ * with the round, and a line nobody waits on keeps three. Waiting out three rounds was most of a flow's
+ * latency: a one-contact refresh takes ~50 ms here, so an org's event right after another waited ~150 ms
+ * for its refresh, and beside another org's 60 flows (a round of ~90 ms) the capped 250 ms (2 cores,
+ * 2026-12-01, the fair phase's timeline: B's commit at 373 ms, its refresh started at 568). Alternated over
+ * two runs each: B's event → webhook p50 177–184 → 99–114 ms idle, 340–342 → 199 ms beside A's flows.
+ * (Awaited lines due one round after their end, without the other lines' share: beside A's flows, whose
+ * decisions always wait, p99 357–475 against 291–297 ms: A refreshed more often, B waited on the CPU.)
  */
 const MIN_INTERVAL_MS = 50;
 const PAUSE_PER_REFRESH = 3;
+const AWAITED_PAUSE_PER_REFRESH = 1;
 const MAX_PAUSE_MS = 250;
+
+/** The pause after a refresh, given the round (every line's last refresh) and whether the line is awaited. */
+export function pauseAfter(roundMs: number, awaited: boolean): number {
+  return Math.min(MAX_PAUSE_MS, Math.max(MIN_INTERVAL_MS, (awaited ? AWAITED_PAUSE_PER_REFRESH : PAUSE_PER_REFRESH) * roundMs));
+}
 /**
  * While compaction works through a backlog, refreshes run at most this often: profiles are stale until
  * the backlog is drained anyway, and DuckDB's time goes to draining it (a 300,000-event drain: 31k
@@ -55,6 +71,8 @@ interface Line {
   served: number;
   /** Tries in a row that found the storage process away. */
   away: number;
+  /** Someone waits for the contacts queued (whenRefreshed with `awaited`): the shorter pause. */
+  awaited: boolean;
 }
 
 export class ProfileRefresher {
@@ -99,12 +117,18 @@ export class ProfileRefresher {
   /**
    * Resolves once the org's contacts enqueued so far are in the serving index (an org's refreshes are
    * done in order, so those enqueued before them too), later ones not waited for (unlike `settled`, which
-   * under steady traffic may not resolve while refreshes keep coming).
+   * under steady traffic may not resolve while refreshes keep coming). `awaited`: a decision or a reader
+   * waits on it (not bookkeeping): the org's next refresh comes after the shorter pause.
    */
-  whenRefreshed(org: string): Promise<void> {
+  whenRefreshed(org: string, options: { awaited?: boolean } = {}): Promise<void> {
     const line = this.lines.get(org);
     const waiters = line && (line.queued.length > 0 ? line.waiting : line.inFlight);
     if (!waiters) return Promise.resolve();
+    if (options.awaited && line && waiters === line.waiting && !line.awaited) {
+      line.awaited = true;
+      // Its refresh may now be due sooner than the one waited for.
+      this.wake?.();
+    }
     return new Promise((resolve) => waiters.push(resolve));
   }
 
@@ -136,8 +160,10 @@ export class ProfileRefresher {
   private async refresh(line: Line): Promise<void> {
     const keys = line.queued;
     const waiting = (line.inFlight = line.waiting);
+    const awaited = line.awaited;
     line.queued = [];
     line.waiting = [];
+    line.awaited = false;
     line.served = ++this.grants;
     const started = performance.now();
     let away = false;
@@ -153,6 +179,7 @@ export class ProfileRefresher {
     if (away && ++line.away < TRIES_WHILE_STORAGE_RESTARTS) {
       line.queued = [...keys, ...line.queued];
       line.waiting = [...waiting, ...line.waiting];
+      line.awaited ||= awaited;
       return;
     }
     if (away) this.onError(new StorageUnavailable(`profiles of ${keys.length} contacts not refreshed after ${line.away} tries`));
@@ -183,12 +210,12 @@ export class ProfileRefresher {
 
   /**
    * One refresh of a line per round: the time every line's last refresh took (`round`) and the pause after it
-   * (3× that, 50–250 ms), from when the line's last refresh started. With one org: its pause after its refresh.
+   * (3× that, or 1× when awaited; 50–250 ms), from when the line's last refresh started. With one org: its pause after its refresh.
    * With many busy orgs: each refreshed once per round, as many contacts coalesced as when one queue served
    * them all, so no more refreshes (CPU) than then. An org not refreshed for a round is due at once.
    */
   private dueAt(line: Line, round: number): number {
-    const pause = Math.min(MAX_PAUSE_MS, Math.max(MIN_INTERVAL_MS, PAUSE_PER_REFRESH * round));
+    const pause = pauseAfter(round, line.awaited);
     // The other lines' share of the round is bounded like the pause: a refresh that waited out a storage
     // restart (up to 10 s) must not hold every other org's next refresh, nor `settled`, that long.
     const others = Math.min(round - line.lastTook, MAX_PAUSE_MS);
@@ -210,7 +237,7 @@ export class ProfileRefresher {
     let line = this.lines.get(org);
     // As in org-turns.ts: a new line waits behind the lines waiting since before the last grant, not before them all.
     if (!line) {
-      line = { org, queued: [], waiting: [], inFlight: undefined, lastEnded: Number.NEGATIVE_INFINITY, lastTook: 0, served: this.grants - 0.5, away: 0 };
+      line = { org, queued: [], waiting: [], inFlight: undefined, lastEnded: Number.NEGATIVE_INFINITY, lastTook: 0, served: this.grants - 0.5, away: 0, awaited: false };
       this.lines.set(org, line);
     }
     return line;

@@ -8,7 +8,7 @@ import { OrgDatabases } from '../../../src/storage/org-databases.js';
 import { LocalOrgStorage } from '../../../src/storage/org-storage.js';
 import { type ContactKey, ProfileMaterializer } from '../../../src/events/profiles/profile-materializer.js';
 import { ProfileIndex } from '../../../src/events/profiles/profile-index.js';
-import { ProfileRefresher } from '../../../src/events/profiles/profile-refresher.js';
+import { ProfileRefresher, pauseAfter } from '../../../src/events/profiles/profile-refresher.js';
 import { StorageUnavailable } from '../../../src/core/unavailable.js';
 import { waitFor } from '../../helpers/deadline.js';
 
@@ -43,6 +43,21 @@ function slowFor(refresher: ProfileRefresher, org: string, ms: number): string[]
   };
   return seen;
 }
+
+/** When each refresh started (performance.now()). */
+function startsOf(refresher: ProfileRefresher): number[] {
+  const materializer = (refresher as unknown as { materializer: { refresh(keys: ContactKey[]): Promise<void> } }).materializer;
+  const refresh = materializer.refresh.bind(materializer);
+  const started: number[] = [];
+  materializer.refresh = async (keys) => {
+    started.push(performance.now());
+    await refresh(keys);
+  };
+  return started;
+}
+
+/** Org acme's line, whose last refresh the pause tests set rather than time. */
+const acmeLine = (refresher: ProfileRefresher) => (refresher as unknown as { lines: Map<string, { lastEnded: number; lastTook: number }> }).lines.get('acme')!;
 
 t.test('the first refresh of an idle service starts at once', async (t) => {
   const { refresher, refreshed } = await setup(t);
@@ -98,6 +113,62 @@ t.test('after a long refresh, the next one waits at most the capped pause, not 3
   const waited = started[1]! - (started[0]! + SLOW_MS);
   t.ok(waited < 3 * SLOW_MS - 2_000, `the second refresh started ${Math.round(waited)} ms after the first ended (uncapped: at least ${3 * SLOW_MS} ms)`);
   t.same(errors, []);
+});
+
+t.test('the pause after a refresh: three rounds, one when someone waits on the line, 50–250 ms either way', async (t) => {
+  fc.assert(
+    fc.property(fc.double({ min: 0, max: 100_000, noNaN: true }), (round) => {
+      const plain = pauseAfter(round, false);
+      const awaited = pauseAfter(round, true);
+      return (
+        plain === Math.min(250, Math.max(50, 3 * round)) && awaited === Math.min(250, Math.max(50, round)) && awaited <= plain && awaited >= 50 && plain <= 250
+      );
+    }),
+  );
+  t.equal(pauseAfter(60, false), 180);
+  t.equal(pauseAfter(60, true), 60, 'a 60 ms refresh someone waits on is followed after 60 ms, not 180');
+});
+
+t.test('contacts a decision waits on are refreshed after the shorter pause; the same contacts nobody waits on after the longer', async (t) => {
+  const { refresher } = await setup(t);
+  const started = startsOf(refresher);
+  // After a refresh that took 70 ms (set, not timed: the machine's speed does not enter), the pause is
+  // 3 × 70 = 210 ms plain and 70 ms awaited. A late timer only makes either later.
+  const gapAfter = async (awaited: boolean, email: string) => {
+    refresher.enqueue([key(`first-${email}`)]);
+    await refresher.settled();
+    const last = acmeLine(refresher);
+    last.lastTook = 70;
+    last.lastEnded = performance.now();
+    const from = last.lastEnded;
+    refresher.enqueue([key(email)]);
+    await refresher.whenRefreshed('acme', { awaited });
+    return started.at(-1)! - from;
+  };
+  const plain = await gapAfter(false, 'a@example.com');
+  const awaited = await gapAfter(true, 'b@example.com');
+  t.ok(plain >= 205, `nobody waiting: the next refresh started ${Math.round(plain)} ms after (≥ 210 ms)`);
+  t.ok(awaited >= 69 && awaited < 200, `a decision waiting: ${Math.round(awaited)} ms after (≥ 70 ms, well under 210)`);
+  await refresher.settled();
+});
+
+t.test('a wait that comes while the refresh is already waiting out its pause shortens that pause at once', async (t) => {
+  const { refresher } = await setup(t);
+  const started = startsOf(refresher);
+  refresher.enqueue([key('a@example.com')]);
+  await refresher.settled();
+  const last = acmeLine(refresher);
+  // A 80 ms refresh: plain pause capped at 240 ms, awaited 80 ms.
+  last.lastTook = 80;
+  last.lastEnded = performance.now();
+  const from = last.lastEnded;
+  refresher.enqueue([key('b@example.com')]);
+  // The drain now sleeps until the plain pause ends; the decision's wait comes 20 ms into it.
+  await new Promise((r) => setTimeout(r, 20));
+  t.equal(started.length, 1, 'not started before the wait');
+  await refresher.whenRefreshed('acme', { awaited: true });
+  const gap = started[1]! - from;
+  t.ok(gap >= 79 && gap < 220, `started ${Math.round(gap)} ms after the last ended (plain: 240)`);
 });
 
 t.test('`refreshed` is told once the contacts are in the index, at once when there are none', async (t) => {
@@ -228,6 +299,8 @@ t.test('generated enqueues over orgs, slow and failing refreshes: one refresh at
     org: fc.constantFrom('one', 'two', 'three', 'four'),
     contacts: fc.integer({ min: 1, max: 3 }),
     gapMs: fc.integer({ min: 0, max: 30 }),
+    // A flow decision waits on it (the shorter pause) or bookkeeping does.
+    awaited: fc.boolean(),
     // How a refresh that starts with these contacts goes: its time, and whether the storage process is away once (made again) or it fails.
     tookMs: fc.integer({ min: 0, max: 30 }),
     fault: fc.constantFrom('none', 'none', 'none', 'away', 'fails'),
@@ -280,7 +353,7 @@ t.test('generated enqueues over orgs, slow and failing refreshes: one refresh at
         let told: () => void = () => {};
         waits.push(new Promise((resolve) => (told = resolve)));
         refresher.enqueue(keys, { refreshed: () => (calls[i] = (calls[i] ?? 0) + 1, notDone(`refreshed #${i}`), told()) });
-        waits.push(refresher.whenRefreshed(o.org).then(() => notDone(`whenRefreshed(${o.org}) #${i}`)));
+        waits.push(refresher.whenRefreshed(o.org, { awaited: o.awaited }).then(() => notDone(`whenRefreshed(${o.org}) #${i}`)));
         await new Promise((r) => setTimeout(r, o.gapMs));
       }
       await Promise.all(waits);
