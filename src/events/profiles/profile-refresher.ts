@@ -33,15 +33,22 @@ import type { ContactKey, ProfileMaterializer } from './profile-materializer.js'
  * two runs each: B's event → webhook p50 177–184 → 99–114 ms idle, 340–342 → 199 ms beside A's flows.
  * (Awaited lines due one round after their end, without the other lines' share: beside A's flows, whose
  * decisions always wait, p99 357–475 against 291–297 ms: A refreshed more often, B waited on the CPU.)
+ *
+ * So is a line whose last refresh carried fewer than LOAD_CONTACTS contacts: its org is not under load (at
+ * collect's saturation a refresh carries hundreds to thousands), so there is little to coalesce and little
+ * compaction to leave room for, and three rounds were only latency — for every lookup that polls, on this
+ * process or another. `npm run cluster`, 20 identify events/s, event → profile on another process:
+ * p50 315 / 353 / 363 → 190 / 229 ms, p99 577 / 602 / 728 → 600 / 469 ms (2 cores, 2026-12-01).
  */
 const MIN_INTERVAL_MS = 50;
 const PAUSE_PER_REFRESH = 3;
-const AWAITED_PAUSE_PER_REFRESH = 1;
+const SHORT_PAUSE_PER_REFRESH = 1;
 const MAX_PAUSE_MS = 250;
+const LOAD_CONTACTS = 100;
 
-/** The pause after a refresh, given the round (every line's last refresh) and whether the line is awaited. */
-export function pauseAfter(roundMs: number, awaited: boolean): number {
-  return Math.min(MAX_PAUSE_MS, Math.max(MIN_INTERVAL_MS, (awaited ? AWAITED_PAUSE_PER_REFRESH : PAUSE_PER_REFRESH) * roundMs));
+/** The pause after a refresh, given the round (every line's last refresh) and whether the line's is the short one. */
+export function pauseAfter(roundMs: number, short: boolean): number {
+  return Math.min(MAX_PAUSE_MS, Math.max(MIN_INTERVAL_MS, (short ? SHORT_PAUSE_PER_REFRESH : PAUSE_PER_REFRESH) * roundMs));
 }
 /**
  * While compaction works through a backlog, refreshes run at most this often: profiles are stale until
@@ -67,6 +74,8 @@ interface Line {
   inFlight: Array<() => void> | undefined;
   lastEnded: number;
   lastTook: number;
+  /** Contacts the last refresh carried. */
+  lastSize: number;
   /** When it was last given a refresh (a count of grants), or, for a line new since, just before the last grant. */
   served: number;
   /** Tries in a row that found the storage process away. */
@@ -159,6 +168,7 @@ export class ProfileRefresher {
   /** One refresh of the line's queued contacts; made again (waiters kept) while the storage process is away. */
   private async refresh(line: Line): Promise<void> {
     const keys = line.queued;
+    line.lastSize = keys.length;
     const waiting = (line.inFlight = line.waiting);
     const awaited = line.awaited;
     line.queued = [];
@@ -210,12 +220,12 @@ export class ProfileRefresher {
 
   /**
    * One refresh of a line per round: the time every line's last refresh took (`round`) and the pause after it
-   * (3× that, or 1× when awaited; 50–250 ms), from when the line's last refresh started. With one org: its pause after its refresh.
+   * (3× that, or 1× when awaited or the last refresh was small; 50–250 ms), from when the line's last refresh started. With one org: its pause after its refresh.
    * With many busy orgs: each refreshed once per round, as many contacts coalesced as when one queue served
    * them all, so no more refreshes (CPU) than then. An org not refreshed for a round is due at once.
    */
   private dueAt(line: Line, round: number): number {
-    const pause = pauseAfter(round, line.awaited);
+    const pause = pauseAfter(round, line.awaited || line.lastSize < LOAD_CONTACTS);
     // The other lines' share of the round is bounded like the pause: a refresh that waited out a storage
     // restart (up to 10 s) must not hold every other org's next refresh, nor `settled`, that long.
     const others = Math.min(round - line.lastTook, MAX_PAUSE_MS);
@@ -237,7 +247,7 @@ export class ProfileRefresher {
     let line = this.lines.get(org);
     // As in org-turns.ts: a new line waits behind the lines waiting since before the last grant, not before them all.
     if (!line) {
-      line = { org, queued: [], waiting: [], inFlight: undefined, lastEnded: Number.NEGATIVE_INFINITY, lastTook: 0, served: this.grants - 0.5, away: 0, awaited: false };
+      line = { org, queued: [], waiting: [], inFlight: undefined, lastEnded: Number.NEGATIVE_INFINITY, lastTook: 0, lastSize: 0, served: this.grants - 0.5, away: 0, awaited: false };
       this.lines.set(org, line);
     }
     return line;

@@ -57,7 +57,7 @@ function startsOf(refresher: ProfileRefresher): number[] {
 }
 
 /** Org acme's line, whose last refresh the pause tests set rather than time. */
-const acmeLine = (refresher: ProfileRefresher) => (refresher as unknown as { lines: Map<string, { lastEnded: number; lastTook: number }> }).lines.get('acme')!;
+const acmeLine = (refresher: ProfileRefresher) => (refresher as unknown as { lines: Map<string, { lastEnded: number; lastTook: number; lastSize: number }> }).lines.get('acme')!;
 
 t.test('the first refresh of an idle service starts at once', async (t) => {
   const { refresher, refreshed } = await setup(t);
@@ -115,40 +115,41 @@ t.test('after a long refresh, the next one waits at most the capped pause, not 3
   t.same(errors, []);
 });
 
-t.test('the pause after a refresh: three rounds, one when someone waits on the line, 50–250 ms either way', async (t) => {
+t.test('the pause after a refresh: three rounds, one when it is the short one, 50–250 ms either way', async (t) => {
   fc.assert(
     fc.property(fc.double({ min: 0, max: 100_000, noNaN: true }), (round) => {
-      const plain = pauseAfter(round, false);
-      const awaited = pauseAfter(round, true);
-      return (
-        plain === Math.min(250, Math.max(50, 3 * round)) && awaited === Math.min(250, Math.max(50, round)) && awaited <= plain && awaited >= 50 && plain <= 250
-      );
+      const long = pauseAfter(round, false);
+      const short = pauseAfter(round, true);
+      return long === Math.min(250, Math.max(50, 3 * round)) && short === Math.min(250, Math.max(50, round)) && short <= long && short >= 50 && long <= 250;
     }),
   );
   t.equal(pauseAfter(60, false), 180);
-  t.equal(pauseAfter(60, true), 60, 'a 60 ms refresh someone waits on is followed after 60 ms, not 180');
+  t.equal(pauseAfter(60, true), 60, 'a 60 ms refresh followed by the short pause: 60 ms, not 180');
 });
 
-t.test('contacts a decision waits on are refreshed after the shorter pause; the same contacts nobody waits on after the longer', async (t) => {
+t.test('the short pause follows a refresh a decision waits on, or a small one; the long one a large refresh nobody waits on', async (t) => {
   const { refresher } = await setup(t);
   const started = startsOf(refresher);
-  // After a refresh that took 70 ms (set, not timed: the machine's speed does not enter), the pause is
-  // 3 × 70 = 210 ms plain and 70 ms awaited. A late timer only makes either later.
-  const gapAfter = async (awaited: boolean, email: string) => {
+  // After a refresh set (not timed: the machine's speed does not enter) to 70 ms and `contacts` contacts, the
+  // pause is 3 × 70 = 210 ms or 70 ms. A late timer only makes either later.
+  const gapAfter = async (awaited: boolean, contacts: number, email: string) => {
     refresher.enqueue([key(`first-${email}`)]);
     await refresher.settled();
     const last = acmeLine(refresher);
     last.lastTook = 70;
+    last.lastSize = contacts;
     last.lastEnded = performance.now();
     const from = last.lastEnded;
     refresher.enqueue([key(email)]);
     await refresher.whenRefreshed('acme', { awaited });
     return started.at(-1)! - from;
   };
-  const plain = await gapAfter(false, 'a@example.com');
-  const awaited = await gapAfter(true, 'b@example.com');
-  t.ok(plain >= 205, `nobody waiting: the next refresh started ${Math.round(plain)} ms after (≥ 210 ms)`);
-  t.ok(awaited >= 69 && awaited < 200, `a decision waiting: ${Math.round(awaited)} ms after (≥ 70 ms, well under 210)`);
+  const large = await gapAfter(false, 500, 'a@example.com');
+  const awaited = await gapAfter(true, 500, 'b@example.com');
+  const small = await gapAfter(false, 99, 'c@example.com');
+  t.ok(large >= 205, `after 500 contacts, nobody waiting: the next refresh started ${Math.round(large)} ms after (≥ 210 ms)`);
+  t.ok(awaited >= 69 && awaited < 200, `after 500 contacts, a decision waiting: ${Math.round(awaited)} ms after (≥ 70 ms, well under 210)`);
+  t.ok(small >= 69 && small < 200, `after 99 contacts, nobody waiting: ${Math.round(small)} ms after (≥ 70 ms, well under 210)`);
   await refresher.settled();
 });
 
@@ -158,8 +159,9 @@ t.test('a wait that comes while the refresh is already waiting out its pause sho
   refresher.enqueue([key('a@example.com')]);
   await refresher.settled();
   const last = acmeLine(refresher);
-  // A 80 ms refresh: plain pause capped at 240 ms, awaited 80 ms.
+  // A 80 ms refresh of 500 contacts: the long pause 240 ms, awaited 80 ms.
   last.lastTook = 80;
+  last.lastSize = 500;
   last.lastEnded = performance.now();
   const from = last.lastEnded;
   refresher.enqueue([key('b@example.com')]);
