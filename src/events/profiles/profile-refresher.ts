@@ -16,8 +16,8 @@ import type { ContactKey, ProfileMaterializer } from './profile-materializer.js'
 /**
  * A round is the time the orgs' last refreshes took; an org's next refresh starts a round and a pause after
  * its last one started: at least MIN_INTERVAL_MS, PAUSE_PER_REFRESH times the round, never more than
- * MAX_PAUSE_MS. Short refreshes then hold DuckDB at most a quarter of the time, so compaction keeps up; on an idle
- * service the pause is MIN_INTERVAL_MS. The cap is for freshness: an event waits for the pause and the
+ * MAX_PAUSE_MS. The refreshes of an org under load then hold DuckDB at most a quarter of the time, so compaction
+ * keeps up; on an idle service the pause is MIN_INTERVAL_MS. The cap is for freshness: an event waits for the pause and the
  * refresh, so an uncapped pause made it 4× the refresh, and when refreshing the contacts of a second of
  * traffic took more than a quarter of a second (many distinct contacts, a loaded machine) the queue grew
  * until contacts repeated. Issue 37, 2 cores at load average 27-39, collect at ~200-260 req/s over 20,000
@@ -34,9 +34,9 @@ import type { ContactKey, ProfileMaterializer } from './profile-materializer.js'
  * (Awaited lines due one round after their end, without the other lines' share: beside A's flows, whose
  * decisions always wait, p99 357–475 against 291–297 ms: A refreshed more often, B waited on the CPU.)
  *
- * So is a line whose last refresh carried fewer than LOAD_CONTACTS contacts: its org is not under load (at
- * collect's saturation a refresh carries hundreds to thousands), so there is little to coalesce and little
- * compaction to leave room for, and three rounds were only latency — for every lookup that polls, on this
+ * A line whose last refresh carried fewer than LOAD_CONTACTS contacts pauses one round too: its org is not
+ * under load (at collect's saturation a refresh carries hundreds to thousands), so there is little to coalesce
+ * and little compaction to leave room for, and three rounds were only latency — for every lookup that polls, on this
  * process or another. `npm run cluster`, 20 identify events/s, event → profile on another process:
  * p50 315 / 353 / 363 → 190 / 229 ms, p99 577 / 602 / 728 → 600 / 469 ms (2 cores, 2026-12-01).
  */
@@ -50,6 +50,7 @@ const LOAD_CONTACTS = 100;
 export function pauseAfter(roundMs: number, short: boolean): number {
   return Math.min(MAX_PAUSE_MS, Math.max(MIN_INTERVAL_MS, (short ? SHORT_PAUSE_PER_REFRESH : PAUSE_PER_REFRESH) * roundMs));
 }
+
 /**
  * While compaction works through a backlog, refreshes run at most this often: profiles are stale until
  * the backlog is drained anyway, and DuckDB's time goes to draining it (a 300,000-event drain: 31k
