@@ -168,7 +168,8 @@ for (let round = 0; round < ROUNDS; round++) {
 
 const flows = { idle: [] as number[], busy: [] as number[] };
 // A's checks that ran into their deadline are killed and their checkers started again (sql-checker.ts):
-// seconds of CPU on a 2-core machine, which held B's first idle event 230–480 ms at its commit.
+// seconds of CPU on a 2-core machine. Without this wait B's first idle event took 385–478 ms (its commit
+// 233 ms after its answer, in one timeline) and was the idle row's p99.
 await sleep(3000);
 for (let i = 0; i < ROUNDS * SAMPLES; i++) flows.idle.push(await flowLatency());
 say('flows idle');
