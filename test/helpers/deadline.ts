@@ -60,3 +60,21 @@ export async function until(condition: () => boolean, withinMs: number, interval
   const deadline = Date.now() + scaled(withinMs);
   while (!condition() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, intervalMs));
 }
+
+/**
+ * Polls `count` until it reaches `target` (answers true), or until it has not grown for the scaled `stallMs`
+ * (answers false). For work whose pace is the machine's (hundreds of sends, each batch written behind the
+ * org's other statements): the deadline is on progress, so a loaded machine that is slow but moving passes,
+ * and one that stopped fails as early as a fixed deadline would.
+ */
+export async function whileProgressing(count: () => number | Promise<number>, target: number, stallMs: number, intervalMs = 20): Promise<boolean> {
+  let best = -Infinity;
+  let movedAt = Date.now();
+  for (;;) {
+    const n = await count();
+    if (n >= target) return true;
+    if (n > best) [best, movedAt] = [n, Date.now()];
+    else if (Date.now() - movedAt > scaled(stallMs)) return false;
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+}
