@@ -266,6 +266,9 @@ export interface Flow {
    * End of the last window run (microsecond precision)
    */
   cursorAt: string | null;
+  /**
+   * When the flow last ran, a run that found nothing new included. Stored at most once a minute for runs that found nothing, so after a restart an idle flow's may be up to a minute older.
+   */
   lastRunAt: string | null;
   lastError: string | null;
 }

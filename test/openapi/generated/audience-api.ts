@@ -2400,7 +2400,10 @@ export interface components {
             liveSince: string | null;
             /** @description End of the last window run (microsecond precision) */
             cursorAt: string | null;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When the flow last ran, a run that found nothing new included. Stored at most once a minute for runs that found nothing, so after a restart an idle flow's may be up to a minute older.
+             */
             lastRunAt: string | null;
             lastError: string | null;
         };

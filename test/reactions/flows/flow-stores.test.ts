@@ -71,3 +71,32 @@ t.test('advance: the run rows and the cursor move commit together, or not at all
   await sends.recordOutcomes('acme', [{ sendId: 'msg_e1', email: 'ada@example.com', result: { kind: 'delivered', attempts: 1 }, at: now }]);
   t.same(await sends.pending('acme'), [], 'a recorded outcome is no longer pending');
 });
+
+t.test('ranEmpty: the record in memory moves each time, the database at most once a minute or to clear an error', async (t) => {
+  const h = await startTestApp(t);
+  await h.createOrg('acme');
+  await putQuery(h, 'triggers', 'booking_completed', BOOKING_TRIGGER);
+  await startFlow(h, { id: 'f1', scheduleSeconds: 3600, realTime: false, message: { channel: 'outbox', template: { text: 'hi' } } });
+  const flows = h.app.storageRole!.flows;
+  const stored = async () => {
+    const [row] = await h.db().all<{ at: Date | null; error: string | null }>("SELECT last_run_at AS at, last_error AS error FROM flows WHERE id = 'f1'");
+    return { at: row?.at?.getTime() ?? null, error: row?.error ?? null };
+  };
+  const t0 = Date.UTC(2026, 0, 2);
+  await flows.ranEmpty('acme', 'f1', t0);
+  t.same(await stored(), { at: t0, error: null }, "the flow's first empty run is written");
+  for (const later of [1_000, 30_000, 59_999]) {
+    await flows.ranEmpty('acme', 'f1', t0 + later);
+    t.equal(flows.get('acme', 'f1').lastRunAt, t0 + later, `${later} ms later: the record in memory shows the run`);
+    t.same(await stored(), { at: t0, error: null }, `${later} ms later: nothing written`);
+  }
+  await flows.ranEmpty('acme', 'f1', t0 + 60_000);
+  t.same(await stored(), { at: t0 + 60_000, error: null }, 'a minute after the last write: written again');
+
+  await flows.runFailed('acme', 'f1', t0 + 61_000, 'the window was not read: storage restarting');
+  t.equal(flows.get('acme', 'f1').lastError, 'the window was not read: storage restarting');
+  await flows.ranEmpty('acme', 'f1', t0 + 62_000);
+  t.same(await stored(), { at: t0 + 62_000, error: null }, 'an empty run after a failed one clears the error in the database at once');
+  t.equal(flows.get('acme', 'f1').lastError, null);
+  t.equal((await h.admin('GET', '/admin/v1/orgs/acme/flows/f1')).json().lastError, null, 'and in what the API shows');
+});

@@ -53,9 +53,13 @@ interface FlowRow {
 }
 
 const SELECT_FLOWS = 'SELECT *, epoch_us(cursor_at) AS cursor_us FROM flows';
+/** An empty run writes last_run_at at most this often (ranEmpty). */
+const EMPTY_RUN_WRITE_MS = 60_000;
 
 export class FlowStore {
   private readonly flows = new Map<string, FlowRecord>();
+  /** When an empty run last wrote last_run_at, per flow (ranEmpty). */
+  private readonly emptyRunWrittenAt = new Map<string, number>();
   private readonly archivedListeners: Array<(org: string, id: string) => void> = [];
   private guard: <T>(org: string, work: () => Promise<T>) => Promise<T> = (_org, work) => work();
 
@@ -71,7 +75,7 @@ export class FlowStore {
 
   /** The org was deleted: its flows are no longer run. */
   forget(org: string): void {
-    for (const flow of this.list(org)) this.flows.delete(key(org, flow.definition.id));
+    for (const flow of this.list(org)) for (const map of [this.flows, this.emptyRunWrittenAt]) map.delete(key(org, flow.definition.id));
   }
 
   list(org: string): FlowRecord[] {
@@ -222,10 +226,17 @@ export class FlowStore {
   }
 
   /**
-   * A run found nothing new to read: last_run_at moves, last_error clears. The record in memory is not
-   * re-read (it shows the previous run's until the next write that reloads it).
+   * A run found nothing new to read: last_run_at moves, last_error clears — in the record in memory (what
+   * the API shows) at once, in the database only when an error is cleared or EMPTY_RUN_WRITE_MS after the
+   * last write. The write was most of an idle flow's cost: 60 one-second flows of an idle org took 0.79 of
+   * a core (process tree), 0.26 without it.
    */
   async ranEmpty(org: string, id: string, at: number): Promise<void> {
+    const k = key(org, id);
+    const flow = this.flows.get(k);
+    if (flow) this.flows.set(k, { ...flow, lastRunAt: at, lastError: null });
+    if (flow?.lastError === null && at - (this.emptyRunWrittenAt.get(k) ?? -Infinity) < EMPTY_RUN_WRITE_MS) return;
+    this.emptyRunWrittenAt.set(k, at);
     await this.orgs.org(org).run('UPDATE flows SET last_run_at = $3, last_error = NULL WHERE org = $1 AND id = $2', [org, id, tsParam(at)]);
   }
 
