@@ -18,11 +18,12 @@ import type { ContactKey, ProfileMaterializer } from './profile-materializer.js'
  * its last one started: at least MIN_INTERVAL_MS, PAUSE_PER_REFRESH times the round, never more than
  * MAX_PAUSE_MS. The refreshes of an org under load then hold DuckDB at most a quarter of the time, so
  * compaction keeps up; on an idle service the pause is MIN_INTERVAL_MS. The cap is for freshness: an event
- * waits for the pause and the refresh, so an uncapped pause made it 4× the refresh, and when refreshing the contacts of a second of
- * traffic took more than a quarter of a second (many distinct contacts, a loaded machine) the queue grew
- * until contacts repeated. Issue 37, 2 cores at load average 27-39, collect at ~200-260 req/s over 20,000
- * contacts, alternated: event → profile p50 13.7, 9.4 s uncapped; 6.4, 9.0 s capped (p99 20.6, 14.9 →
- * 9.0, 14.0 s); the refresh's share of it 11.8, 7.3 → 3.0, 3.1 s, the commit's rising 1.9, 2.1 → 3.4, 5.9 s.
+ * waits for the pause and the refresh, so an uncapped pause made it 4× the refresh, and when refreshing the
+ * contacts of a second of traffic took more than a quarter of a second (many distinct contacts, a loaded
+ * machine) the queue grew until contacts repeated. Issue 37, 2 cores at load average 27-39, collect at
+ * ~200-260 req/s over 20,000 contacts, alternated: event → profile p50 13.7, 9.4 s uncapped; 6.4, 9.0 s
+ * capped (p99 20.6, 14.9 → 9.0, 14.0 s); the refresh's share of it 11.8, 7.3 → 3.0, 3.1 s, the commit's
+ * rising 1.9, 2.1 → 3.4, 5.9 s.
  *
  * A line someone waits on (a flow decision at its fold barrier, a read-your-writes lookup: `awaited`) pauses
  * one round instead of three, so its refreshes may hold DuckDB about half the time; the pause still grows
@@ -37,8 +38,9 @@ import type { ContactKey, ProfileMaterializer } from './profile-materializer.js'
  * A line whose last refresh carried fewer than LOAD_CONTACTS contacts pauses one round too: its org is not
  * under load (at collect's saturation a refresh carries hundreds to thousands), so there is little to
  * coalesce and little compaction to leave room for, and three rounds were only latency — for every lookup
- * that polls, on this process or another. `npm run cluster`, 20 identify events/s, event → profile on another process:
- * p50 315 / 353 / 363 → 190 / 229 ms, p99 577 / 602 / 728 → 600 / 469 ms (2 cores, 2026-12-01).
+ * that polls, on this process or another. `npm run cluster`, 20 identify events/s, event → profile on
+ * another process: p50 315 / 353 / 363 → 190 / 229 ms, p99 577 / 602 / 728 → 600 / 469 ms (2 cores,
+ * 2026-12-01).
  */
 const MIN_INTERVAL_MS = 50;
 const PAUSE_PER_REFRESH = 3;
@@ -222,8 +224,9 @@ export class ProfileRefresher {
   /**
    * One refresh of a line per round: the time every line's last refresh took (`round`) and the pause after it
    * (3× that, or 1× when awaited or the last refresh was small; 50–250 ms), from when the line's last refresh
-   * started. With one org: its pause after its refresh. With many busy orgs: each refreshed once per round, as many contacts coalesced as when one queue served
-   * them all, so no more refreshes (CPU) than then. An org not refreshed for a round is due at once.
+   * started. With one org: its pause after its refresh. With many busy orgs: each refreshed once per round,
+   * as many contacts coalesced as when one queue served them all, so no more refreshes (CPU) than then. An
+   * org not refreshed for a round is due at once.
    */
   private dueAt(line: Line, round: number): number {
     const pause = pauseAfter(round, line.awaited || line.lastSize < LOAD_CONTACTS);

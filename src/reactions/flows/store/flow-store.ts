@@ -228,8 +228,8 @@ export class FlowStore {
   /**
    * A run found nothing new to read: last_run_at moves, last_error clears — in the record in memory (what
    * the API shows) at once, in the database only when an error is cleared or EMPTY_RUN_WRITE_MS after the
-   * last write. The write was most of an idle flow's cost: 60 one-second flows of an idle org took 0.79 of
-   * a core (process tree), 0.26 without it.
+   * last write. The write was most of an idle flow's cost: 60 one-second flows of an idle org took 0.69–0.79
+   * of a core (process tree, 2 cores), 0.26–0.39 without it (bench/idle-flows.ts).
    */
   async ranEmpty(org: string, id: string, at: number): Promise<void> {
     const k = key(org, id);
