@@ -14,6 +14,9 @@ export interface ContactKey {
   email: string;
 }
 
+/** The profiles of some contacts of org $1 ($2, an e-mail list) at fold position $3, as a refresh reads them. */
+export const PROFILES_OF = 'profiles_for($1::VARCHAR, $2::VARCHAR[], $3::TIMESTAMPTZ)';
+
 /** Above this many contacts of one org, recomputing the whole org is cheaper than filtering. */
 const WHOLE_ORG_THRESHOLD = 20_000;
 
@@ -64,7 +67,7 @@ export class ProfileMaterializer {
    */
   private profilesFor(org: string, emails: DuckDBListValue | null): Promise<StoredProfile[]> {
     return this.orgs.org(org).exclusive(async (c) => {
-      const source = 'profiles_for($1::VARCHAR, $2::VARCHAR[], $3::TIMESTAMPTZ)';
+      const source = PROFILES_OF;
       const params = [org, emails, await foldedThrough(c)];
       // The same macro in every org's file: described once.
       this.jsonSql ??= c.all<{ column_name: string; column_type: string }>(DESCRIBE_PROFILES).then(
