@@ -20,6 +20,13 @@ export const PROFILES_OF = 'profiles_for($1::VARCHAR, $2::VARCHAR[], $3::TIMESTA
 /** Above this many contacts of one org, recomputing the whole org is cheaper than filtering. */
 const WHOLE_ORG_THRESHOLD = 20_000;
 
+/**
+ * Contacts per query of a whole-org refresh. In one query a large org's profiles did not fit the org's
+ * DuckDB memory (1M contacts with 3M orders, 1M sends and 1M traits: out of memory at 256 MiB, the default
+ * share, and still at 1 GiB); a page's joins hold only its own contacts' rows.
+ */
+const ORG_PAGE = 20_000;
+
 export class ProfileMaterializer {
   /** The packed read of profiles_for (undefined inside: its columns cannot all be read exactly as JSON). */
   private jsonSql: Promise<string | undefined> | undefined;
@@ -40,9 +47,20 @@ export class ProfileMaterializer {
     await this.unpublish?.(org, hash);
   }
 
-  /** Every profile of the org (at start, and after a change of the settings its profiles show). */
+  /**
+   * Every profile of the org (at start, and after a change of the settings its profiles show), a page of
+   * contacts at a time: the org's contacts as profiles_for finds them (imported, or with a production
+   * event, folded or not), then their profiles ORG_PAGE at a time. A contact that appears after the list
+   * was read is refreshed by the compaction batch that brought it.
+   */
   async refreshOrg(org: string): Promise<void> {
-    await this.store(await this.profilesFor(org, null));
+    const emails = await this.orgs.org(org).exclusive(async (c) => {
+      const sql = 'SELECT email FROM contacts UNION SELECT email FROM contact_activity UNION SELECT email FROM event_activity($1::TIMESTAMPTZ) ORDER BY email';
+      return (await c.all<{ email: string }>(sql, [await foldedThrough(c)])).map((row) => row.email);
+    });
+    for (let start = 0; start < emails.length; start += ORG_PAGE) {
+      await this.store(await this.profilesFor(org, listValue(emails.slice(start, start + ORG_PAGE))));
+    }
   }
 
   async refresh(keys: ContactKey[]): Promise<void> {
@@ -65,7 +83,7 @@ export class ProfileMaterializer {
    * The profiles of profiles_for, read as JSON text (profile-json.ts) or, when that cannot be exact, as
    * values. The fold position is read in the same session, so no fold runs in between.
    */
-  private profilesFor(org: string, emails: DuckDBListValue | null): Promise<StoredProfile[]> {
+  private profilesFor(org: string, emails: DuckDBListValue): Promise<StoredProfile[]> {
     return this.orgs.org(org).exclusive(async (c) => {
       const source = PROFILES_OF;
       const params = [org, emails, await foldedThrough(c)];
