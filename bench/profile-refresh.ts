@@ -19,6 +19,7 @@ import { foldedThrough } from '../src/events/compaction/fold-contact-activity.js
 import { DESCRIBE_PROFILES, profileJsonSql } from '../src/events/profiles/profile-json.js';
 import { PROFILES_OF } from '../src/events/profiles/profile-materializer.js';
 import { applyOrgSchema } from '../src/storage/migrate.js';
+import { writeLargeOrg } from '../test/helpers/large-org.js';
 import { say } from './harness.js';
 
 const { values } = parseArgs({ options: { contacts: { type: 'string', default: '1000000' }, memory: { type: 'string', default: '256MiB' } } });
@@ -32,19 +33,7 @@ const writer = await LocalDatabase.open(file, { threads: 2 });
 const started = performance.now();
 try {
   await applyOrgSchema(writer);
-  const email = (i: string) => `'c' || ${i} || '@example.com'`;
-  await writer.transaction(async (c) => {
-    await c.run(`INSERT INTO org_settings VALUES ('big', '$')`);
-    await c.run(`INSERT INTO contacts SELECT 'big', ${email('i')}, 'F', 'L', NULL, NULL, NULL, NULL, '{"tier":"gold"}', now() FROM range(${CONTACTS}) r(i)`);
-    await c.run(`INSERT INTO contact_activity BY NAME SELECT 'big' AS org, ${email('i')} AS email, now() AS first_seen_at, now() AS last_seen_at, 10.0 AS revenue FROM range(${CONTACTS}) r(i)`);
-    await c.run(`INSERT INTO contact_orders SELECT 'big', ${email(`(i % ${CONTACTS})`)}, 'o' || i FROM range(${3 * CONTACTS}) r(i)`);
-    await c.run(
-      `INSERT INTO flow_sends BY NAME SELECT 's' || i AS send_id, 'big' AS org, 'f' || (i % 50) AS flow_id, ${email('i')} AS email, 'e' || i AS event_id,
-              'h' AS trigger_hash, 'delivered' AS status, 1 AS attempts, now() AS created_at FROM range(${CONTACTS}) r(i)`,
-    );
-    await c.run(`INSERT INTO contact_traits SELECT 'big', ${email('i')}, 'score', '1' FROM range(${CONTACTS}) r(i)`);
-    await c.run('INSERT INTO contact_activity_folded VALUES (now())');
-  });
+  await writer.transaction((c) => writeLargeOrg(c, 'big', CONTACTS));
 } finally {
   await writer.close();
 }

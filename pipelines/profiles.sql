@@ -150,3 +150,11 @@ SELECT k.org,
   LEFT JOIN sends s ON s.org = k.org AND s.email = k.email
   LEFT JOIN traits t ON t.org = k.org AND t.email = k.email;
 
+-- The e-mail of every contact profiles_for computes a row for (contact_keys above, unscoped): imported,
+-- or with a production event, folded or not. A whole-org refresh reads their profiles a page at a time.
+CREATE OR REPLACE MACRO contact_emails(folded) AS TABLE
+SELECT email FROM contacts
+UNION
+SELECT email FROM contact_activity
+UNION
+SELECT email FROM event_activity(folded);

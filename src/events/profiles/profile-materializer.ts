@@ -49,14 +49,14 @@ export class ProfileMaterializer {
 
   /**
    * Every profile of the org (at start, and after a change of the settings its profiles show), a page of
-   * contacts at a time: the org's contacts as profiles_for finds them (imported, or with a production
-   * event, folded or not), then their profiles ORG_PAGE at a time. A contact that appears after the list
-   * was read is refreshed by the compaction batch that brought it.
+   * contacts at a time: the org's contacts (contact_emails, pipelines/profiles.sql), then their profiles
+   * ORG_PAGE at a time. A contact that appears after the list was read is refreshed by the compaction batch
+   * that brought it.
    */
   async refreshOrg(org: string): Promise<void> {
     const emails = await this.orgs.org(org).exclusive(async (c) => {
-      const sql = 'SELECT email FROM contacts UNION SELECT email FROM contact_activity UNION SELECT email FROM event_activity($1::TIMESTAMPTZ) ORDER BY email';
-      return (await c.all<{ email: string }>(sql, [await foldedThrough(c)])).map((row) => row.email);
+      const rows = await c.all<{ email: string }>('SELECT email FROM contact_emails($1::TIMESTAMPTZ)', [await foldedThrough(c)]);
+      return rows.map((row) => row.email);
     });
     for (let start = 0; start < emails.length; start += ORG_PAGE) {
       await this.store(await this.profilesFor(org, listValue(emails.slice(start, start + ORG_PAGE))));
@@ -85,11 +85,10 @@ export class ProfileMaterializer {
    */
   private profilesFor(org: string, emails: DuckDBListValue): Promise<StoredProfile[]> {
     return this.orgs.org(org).exclusive(async (c) => {
-      const source = PROFILES_OF;
       const params = [org, emails, await foldedThrough(c)];
       // The same macro in every org's file: described once.
       this.jsonSql ??= c.all<{ column_name: string; column_type: string }>(DESCRIBE_PROFILES).then(
-        (columns) => profileJsonSql(columns, source),
+        (columns) => profileJsonSql(columns, PROFILES_OF),
         (error: unknown) => {
           this.jsonSql = undefined;
           throw error;
@@ -97,7 +96,7 @@ export class ProfileMaterializer {
       );
       const sql = await this.jsonSql;
       const profiles = sql === undefined ? undefined : parseProfiles(await c.all<ProfileChunk>(sql, params));
-      return profiles ?? (await c.all(`SELECT * FROM ${source}`, params)).map(profileOfRow);
+      return profiles ?? (await c.all(`SELECT * FROM ${PROFILES_OF}`, params)).map(profileOfRow);
     });
   }
 

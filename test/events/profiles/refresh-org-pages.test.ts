@@ -1,7 +1,7 @@
 /**
  * A whole-org refresh (at start, after a settings change) of an org whose profiles do not fit its DuckDB
  * memory share in one query: it reads them a page of contacts at a time, so every profile is served.
- * 200,000 contacts with 3 orders, 1 send and 1 trait each, opened with 128 MiB: in one query DuckDB
+ * 200,000 contacts with 3 orders, 1 send and 1 trait each (helpers/large-org.ts), opened with 128 MiB: in one query DuckDB
  * answered "Out of Memory Error".
  */
 import { join } from 'node:path';
@@ -12,6 +12,7 @@ import { OrgDatabases } from '../../../src/storage/org-databases.js';
 import { LocalOrgStorage } from '../../../src/storage/org-storage.js';
 import { ProfileMaterializer } from '../../../src/events/profiles/profile-materializer.js';
 import { ProfileIndex } from '../../../src/events/profiles/profile-index.js';
+import { writeLargeOrg } from '../../helpers/large-org.js';
 
 const CONTACTS = 200_000;
 
@@ -20,20 +21,10 @@ t.test('every profile of an org larger than its memory share is loaded', async (
   // Written with DuckDB's default memory, as an org grows over many batches.
   const writer = await LocalDatabase.open(join(dir, 'big.duckdb'));
   await applyOrgSchema(writer);
-  const email = (i: string) => `'c' || ${i} || '@example.com'`;
   await writer.transaction(async (c) => {
-    await c.run(`INSERT INTO org_settings VALUES ('big', '$')`);
-    await c.run(`INSERT INTO contacts SELECT 'big', ${email('i')}, 'F', NULL, NULL, NULL, NULL, NULL, '{}', now() FROM range(${CONTACTS}) r(i)`);
-    await c.run(`INSERT INTO contact_activity BY NAME SELECT 'big' AS org, ${email('i')} AS email, now() AS first_seen_at, now() AS last_seen_at, 2.5 AS revenue FROM range(${CONTACTS}) r(i)`);
-    await c.run(`INSERT INTO contact_orders SELECT 'big', ${email(`(i % ${CONTACTS})`)}, 'o' || i FROM range(${3 * CONTACTS}) r(i)`);
-    await c.run(
-      `INSERT INTO flow_sends BY NAME SELECT 's' || i AS send_id, 'big' AS org, 'f' AS flow_id, ${email('i')} AS email, 'e' AS event_id,
-              'h' AS trigger_hash, 'delivered' AS status, 1 AS attempts, now() AS created_at FROM range(${CONTACTS}) r(i)`,
-    );
-    await c.run(`INSERT INTO contact_traits SELECT 'big', ${email('i')}, 'score', '1' FROM range(${CONTACTS}) r(i)`);
+    await writeLargeOrg(c, 'big', CONTACTS);
     // Contacts known from events only, folded and not: a page takes them as profiles_for does.
     await c.run(`INSERT INTO contact_activity BY NAME SELECT 'big' AS org, 'folded' || i || '@example.com' AS email, now() AS first_seen_at, now() AS last_seen_at, 1 AS revenue FROM range(3) r(i)`);
-    await c.run('INSERT INTO contact_activity_folded VALUES (now())');
     await c.run(
       `INSERT INTO events BY NAME SELECT 'big' AS org, 'production' AS environment, 'm' || i AS message_id, 'track' AS event_type, 'custom_x' AS event_name,
               'c' AS client_id, 'unfolded' || i || '@example.com' AS email, now() AS received_at, now() AS event_time, now() + INTERVAL 1 HOUR AS visible_at,
@@ -54,7 +45,7 @@ t.test('every profile of an org larger than its memory share is loaded', async (
   const c7 = index.find('big', 'email', 'c7@example.com');
   t.same(
     { orders: c7?.order_count, campaigns: c7?.campaigns_received },
-    { orders: 3, campaigns: ['f'] },
+    { orders: 3, campaigns: ['f7'] },
     "a contact's orders and sends are in its profile",
   );
 });
