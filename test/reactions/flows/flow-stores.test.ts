@@ -3,7 +3,7 @@
  * cursor move (FlowStore.advance, flows) commit together or not at all, and nothing is written once the
  * cursor has moved on: what makes a window's sends exactly once.
  */
-import t from 'tap';
+import t, { type Test as Tap } from 'tap';
 import { startTestApp } from '../../helpers/app.js';
 import { BOOKING_TRIGGER, putQuery, startFlow } from '../../helpers/flows.js';
 import type { Sql } from '../../../src/db/sql.js';
@@ -19,12 +19,17 @@ const DECISIONS: RenderedDecision[] = [
   { identity: null, identityType: null, eventId: 'e4', outcome: 'no_identity', email: null, variant: null, sendId: null, reason: 'the row has no identity' },
 ];
 
-t.test('advance: the run rows and the cursor move commit together, or not at all', async (t) => {
+/** A service with org acme and its hourly flow f1 started, and the service's flow store. */
+async function acmeWithFlow(t: Tap) {
   const h = await startTestApp(t);
   await h.createOrg('acme');
   await putQuery(h, 'triggers', 'booking_completed', BOOKING_TRIGGER);
   await startFlow(h, { id: 'f1', scheduleSeconds: 3600, realTime: false, message: { channel: 'outbox', template: { text: 'hi' } } });
-  const flows = h.app.storageRole!.flows;
+  return { h, flows: h.app.storageRole!.flows };
+}
+
+t.test('advance: the run rows and the cursor move commit together, or not at all', async (t) => {
+  const { h, flows } = await acmeWithFlow(t);
   const sends = new SendStore(h.app.orgStorage!.orgs);
   const now = Date.UTC(2026, 0, 2);
   const from = flows.get('acme', 'f1').cursor ?? 0n;
@@ -73,11 +78,7 @@ t.test('advance: the run rows and the cursor move commit together, or not at all
 });
 
 t.test('ranEmpty: the record in memory moves each time, the database at most once a minute or to clear an error', async (t) => {
-  const h = await startTestApp(t);
-  await h.createOrg('acme');
-  await putQuery(h, 'triggers', 'booking_completed', BOOKING_TRIGGER);
-  await startFlow(h, { id: 'f1', scheduleSeconds: 3600, realTime: false, message: { channel: 'outbox', template: { text: 'hi' } } });
-  const flows = h.app.storageRole!.flows;
+  const { h, flows } = await acmeWithFlow(t);
   const stored = async () => {
     const [row] = await h.db().all<{ at: Date | null; error: string | null }>("SELECT last_run_at AS at, last_error AS error FROM flows WHERE id = 'f1'");
     return { at: row?.at?.getTime() ?? null, error: row?.error ?? null };
