@@ -52,10 +52,10 @@ export function profileJsonSql(columns: ReadonlyArray<{ column_name: string; col
   for (const { column_name: name, column_type: type } of columns) {
     if (name === 'org' || name === 'custom_fields') continue;
     const column = identifier(name);
-    // Date#toISOString of the millisecond (the row path's Date drops the microseconds as %g does). The UTC
-    // wall clock made from the microseconds, not `AT TIME ZONE 'UTC'`, which asks ICU's calendar for each
-    // value: the same text, and half the cost of packing a profile (8,000 profiles: 49 → 34 ms).
-    if (type === TIMESTAMPTZ) fields.push(`${literal(name)}: strftime(make_timestamp(epoch_us(${column})), '%Y-%m-%dT%H:%M:%S.%gZ')`);
+    // Date#toISOString of the millisecond the row path's Date holds: the microseconds cut toward zero (before
+    // 1970 too, where %g alone would floor). The UTC wall clock made from them, not `AT TIME ZONE 'UTC'`,
+    // which asks ICU's calendar for each value: the same text at a third less of the packing's cost.
+    if (type === TIMESTAMPTZ) fields.push(`${literal(name)}: strftime(make_timestamp(epoch_us(${column}) - epoch_us(${column}) % 1000), '%Y-%m-%dT%H:%M:%S.%gZ')`);
     else if (AS_JSON.has(type)) fields.push(`${literal(name)}: ${column}`);
     else return undefined;
   }

@@ -7,6 +7,8 @@
 import { setFlagsFromString } from 'node:v8';
 import fc from 'fast-check';
 import t from 'tap';
+import { listValue } from '@duckdb/node-api';
+import { LocalDatabase } from '../../../src/db/database.js';
 import { DESCRIBE_PROFILES, parseProfiles, profileJsonSql, profileOfRow, type ProfileChunk } from '../../../src/events/profiles/profile-json.js';
 import { importContacts, startTestApp, type TestApp } from '../../helpers/app.js';
 
@@ -69,6 +71,36 @@ t.test('generated contacts: the JSON read gives exactly the profiles the value r
     }),
     { numRuns: 15, endOnFailure: true },
   );
+});
+
+t.test('generated instants from year 0 to 9999: a packed timestamp is the text the value read gives', async (t) => {
+  // The packed read writes a TIMESTAMPTZ without ICU (profile-json.ts): the same text at any instant, the
+  // milliseconds cut as the value read's Date cuts them (toward zero, also before 1970).
+  const db = await LocalDatabase.open(':memory:');
+  t.teardown(() => db.close());
+  const columns = [
+    { column_name: 'email_address', column_type: 'VARCHAR' },
+    { column_name: 'seen_at', column_type: 'TIMESTAMP WITH TIME ZONE' },
+    { column_name: 'org', column_type: 'VARCHAR' },
+    { column_name: 'custom_fields', column_type: 'VARCHAR' },
+  ];
+  const source = `(SELECT i::VARCHAR AS email_address, make_timestamptz(us) AS seen_at, 'acme' AS org, NULL::VARCHAR AS custom_fields
+                     FROM unnest($1::BIGINT[]) WITH ORDINALITY AS u(us, i))`;
+  const sql = profileJsonSql(columns, source)!;
+  // 0000-01-01 to 9999-12-31, where toISOString writes four-digit years; the edges around 1970 among them.
+  const instant = fc.oneof(fc.bigInt({ min: -62_167_219_200_000_000n, max: 253_402_300_799_999_999n }), fc.bigInt({ min: -2_000n, max: 2_000n }));
+  await fc.assert(
+    fc.asyncProperty(fc.array(instant, { minLength: 1, maxLength: 200 }), async (micros) => {
+      const packed = parseProfiles(await db.all<ProfileChunk>(sql, [listValue(micros)]));
+      const rows = (await db.all(`SELECT * FROM ${source} ORDER BY email_address::INTEGER`, [listValue(micros)])).map(profileOfRow);
+      const byRow = new Map(rows.map((r) => [r.profile.email_address, r.profile.seen_at]));
+      const wrong = (packed ?? []).filter((p) => p.profile.seen_at !== byRow.get(p.profile.email_address));
+      if (packed?.length !== micros.length || wrong.length > 0) throw new Error(`packed ${JSON.stringify(wrong.slice(0, 3))} against ${JSON.stringify([...byRow].slice(0, 3))}`);
+      return true;
+    }),
+    { numRuns: 100 },
+  );
+  t.pass('every generated instant');
 });
 
 t.test('a revenue JSON cannot hold: the value read answers, and the profile is served', async (t) => {
