@@ -9,9 +9,11 @@
 -- combined with the few events not folded into them yet, so computing a profile reads rows of its
 -- contact and the newest events, never all the events of the org.
 
--- One row per production event with an identity made visible after `after` (every event when NULL),
--- in the shape of contact_activity.
-CREATE OR REPLACE MACRO event_activity(after) AS TABLE
+-- One row per production event with an identity made visible after `after` (every event when NULL) of
+-- the contacts `emails` (all when NULL), in the shape of contact_activity. The contacts are chosen where
+-- the events are read: as a filter over the rows below, each event's traits were extracted before it
+-- (a refresh of 6,000 contacts read ~40,000 unfolded events of 20,000 contacts under collect).
+CREATE OR REPLACE MACRO event_activity(after, emails) AS TABLE
 SELECT org, email,
        received_at AS first_seen_at,
        received_at AS last_seen_at,
@@ -39,7 +41,8 @@ SELECT org, email,
                     THEN coalesce(json_extract_string(traits_raw, '$.traits.timezone'), json_extract_string(raw, '$.context.timezone')) END AS timezone
           FROM (SELECT *, CASE WHEN event_name IN ('identify', 'registration') THEN raw END AS traits_raw
                   FROM events
-                 WHERE environment = 'production' AND email IS NOT NULL AND (after IS NULL OR visible_at > after)));
+                 WHERE environment = 'production' AND email IS NOT NULL AND (after IS NULL OR visible_at > after)
+                   AND (emails IS NULL OR email IN (SELECT unnest(emails)))));
 
 -- The orders of the same events, in the shape of contact_orders.
 CREATE OR REPLACE MACRO event_orders(after) AS TABLE
@@ -68,10 +71,10 @@ SELECT org, email,
        arg_max(address_state, address_state_at) AS address_state, max(address_state_at) AS address_state_at,
        arg_max(address_country, address_country_at) AS address_country, max(address_country_at) AS address_country_at,
        arg_max(timezone, timezone_at) AS timezone, max(timezone_at) AS timezone_at
-  FROM (SELECT * FROM contact_activity
+  FROM (SELECT * FROM contact_activity WHERE emails IS NULL OR email IN (SELECT unnest(emails))
         UNION ALL BY NAME
-        SELECT * FROM event_activity(folded))
- WHERE (org_slug IS NULL OR org = org_slug) AND (emails IS NULL OR email IN (SELECT unnest(emails)))
+        SELECT * FROM event_activity(folded, emails))
+ WHERE org_slug IS NULL OR org = org_slug
  GROUP BY org, email;
 
 -- The distinct orders of some contacts, folded and not yet folded.
@@ -158,4 +161,4 @@ SELECT email FROM contacts
 UNION
 SELECT email FROM contact_activity
 UNION
-SELECT email FROM event_activity(folded);
+SELECT email FROM event_activity(folded, NULL::VARCHAR[]);

@@ -23,7 +23,7 @@ export async function foldContactActivity(c: Sql): Promise<void> {
   // Recombine only the contacts with unfolded events (an empty list selects none).
   await c.run(
     `INSERT OR REPLACE INTO contact_activity BY NAME
-     SELECT * FROM activity_of(NULL, (SELECT coalesce(list(DISTINCT email), []) FROM event_activity($1::TIMESTAMPTZ)), $1::TIMESTAMPTZ)`,
+     SELECT * FROM activity_of(NULL, (SELECT coalesce(list(DISTINCT email), []) FROM event_activity($1::TIMESTAMPTZ, NULL::VARCHAR[])), $1::TIMESTAMPTZ)`,
     [folded],
   );
   await c.run('INSERT OR IGNORE INTO contact_orders BY NAME SELECT DISTINCT * FROM event_orders($1::TIMESTAMPTZ)', [folded]);
