@@ -73,7 +73,8 @@ t.test("the run's budget stops a costly message and fails the rest of the run", 
 });
 
 t.test('a template that exhausts the worker heap ends the worker, not the process', async (t) => {
-  const r = renderer(t, { message: unlimited, heapMb: 32 });
+  // Only the heap may stop it: on a loaded machine filling 32 MB took longer than the 2 s watchdog.
+  const r = renderer(t, { message: unlimited, heapMb: 32, watchdogMs: 300_000, runBudgetMs: 300_000 });
   const results = await r.render([ok, job('{{ (1..200000000) | size }}'), ok]);
   t.same(results[0], rendered);
   t.match(results[1], { ok: false, reason: /^the template renderer stopped while rendering this message \(.*memory/ });
