@@ -22,6 +22,8 @@ export class Tally {
   readonly latencies = new Map<string, number[]>();
   /** Answers that took over SLOW_MS: when (s into the run), which, how long. */
   readonly slow: string[] = [];
+  /** Reads answered 503 storage_unavailable (restarts one after another in their flight): when asked and answered (epoch ms). */
+  readonly restarted: Array<{ driver: string; asked: number; answered: number }> = [];
   private readonly started = performance.now();
 
   count(driver: string, status: string): void {
@@ -86,10 +88,17 @@ async function call(ctx: DriverContext, driver: string, path: string, init: Requ
   while (ctx.target.down && !ctx.stopped()) await sleep(100);
   const wasDown = ctx.target.down;
   const asked = performance.now();
+  const askedAt = Date.now();
   try {
     const res = await fetch(`${ctx.target.url}${path}`, { ...init, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
     const body = await res.text();
     ctx.tally.took(driver, path, performance.now() - asked);
+    // A read the storage process's restarts kept from finishing: checked against the faults at the end.
+    if (res.status === 503 && body.includes('"code":"storage_unavailable"')) {
+      ctx.tally.count(driver, 'storage_unavailable');
+      ctx.tally.restarted.push({ driver, asked: askedAt, answered: Date.now() });
+      return { status: res.status, body };
+    }
     ctx.tally.count(driver, String(res.status));
     if (res.status >= 500) ctx.tally.problem(`${driver} ${path.split('?')[0]}: ${res.status} ${body.slice(0, 300)}`);
     return { status: res.status, body };

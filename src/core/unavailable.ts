@@ -54,15 +54,19 @@ const READ_TRIES = 3;
  * Runs `org`'s read-only `work` (a preview, a simulation: nothing it does changes data) again when it
  * failed only because the storage process ended under it: killed to stop another org's query (that org's
  * doing, and it is paused), or ended by a crash or an operator. Reading again is safe and this org gets
- * its answer, later, never a 503 for it. Its own query's kill, and any other failure, is thrown as it is.
+ * its answer, later. It is read again only while less than `withinMs` has passed since it was asked
+ * (callers give two query deadlines: one try's wait for a slot and its query): restarts that come one
+ * after another (a crash loop, a slow disk) answer 503 storage_unavailable, with Retry-After, instead
+ * of holding the client past its patience. Its own query's kill, and any other failure, is thrown as it is.
  */
-export async function readAgainAfterKills<T>(org: string, work: () => Promise<T>): Promise<T> {
+export async function readAgainAfterKills<T>(org: string, withinMs: number, work: () => Promise<T>): Promise<T> {
+  const asked = performance.now();
   for (let tries = 1; ; tries++) {
     try {
       return await work();
     } catch (error) {
       const notItsOwn = error instanceof StorageUnavailable && error.killedFor !== org;
-      if (!notItsOwn || tries >= READ_TRIES) throw error;
+      if (!notItsOwn || tries >= READ_TRIES || performance.now() - asked >= withinMs) throw error;
     }
   }
 }

@@ -106,7 +106,7 @@ async function registerAudienceApi(app: FastifyInstance, options: { orgLimiter: 
     // The common lookup ahead of Fastify's generic work; not where each request must be logged, nor on a shard.
     if (!options.relayedOnly && !logsRequests(app.config.logLevel)) answerFirst(app, (fastify) => contactsFirst(deps, fastify));
     registerBatchRoute(audience, deps);
-    registerEligibilityRoute(audience, { ...deps, flows: storage?.flows, runner: app.flowsRole?.runner, storage: app.orgStorage?.orgs, owns: (org) => storage?.owns(org) ?? false });
+    registerEligibilityRoute(audience, { ...deps, flows: storage?.flows, runner: app.flowsRole?.runner, storage: app.orgStorage?.orgs, owns: (org) => storage?.owns(org) ?? false, triggerTimeoutMs: app.config.triggerTimeoutMs });
   });
 }
 

@@ -129,6 +129,8 @@ export function registerFlowSimulateRoute(
     check(org: string, body: unknown): Promise<FlowDefinition>;
     /** The context clock: when a wait entered now would end. */
     now: () => number;
+    /** TRIGGER_TIMEOUT_MS: how long the simulation is read again after restarts. */
+    timeoutMs: number;
   },
 ): void {
   app.post<{ Params: { slug: string; id: string }; Body: Body }>('/admin/v1/orgs/:slug/flows/:id/simulate', { schema }, async (request) => {
@@ -142,7 +144,7 @@ export function registerFlowSimulateRoute(
     const trigger = body.sql === undefined ? undefined : await checkedTrigger(deps.triggers, org.slug, body.sql);
     try {
       // Reads only: read again when another org's runaway query had the storage process killed under it.
-      const { window, simulation } = await readAgainAfterKills(org.slug, async () => {
+      const { window, simulation } = await readAgainAfterKills(org.slug, 2 * deps.timeoutMs, async () => {
         const window = await windowOf(deps.storage, org.slug, body);
         return { window, simulation: await deps.runner!.simulate(org.slug, definition, email, window, trigger) };
       });
