@@ -667,7 +667,19 @@ async function main(): Promise<void> {
     const out = defaultSettings && turns === 3 && !args['speed-paths'] ? join(resultsDir, 'speed.json') : join(resultsDir, 'partial-speed.json.tmp');
     writeFileSync(out, `${JSON.stringify({ phase: 'speed', command, machine: machine(), ...outcome }, null, 2)}\n`);
     say(`wrote ${out}`);
-    if (profileDir) for (const f of readdirSync(profileDir).filter((f) => f.startsWith(`speed-${runTag}`))) printSummary(summarizeProfile(join(profileDir, f)));
+    if (profileDir) {
+      // Each path's first measured seconds at saturation, from its server's profile: the service's and the bare one's side by side.
+      const files = readdirSync(profileDir);
+      for (const run of outcome.runs.filter((r) => r.turn === 1 && r.load === 'saturation')) {
+        const file = files.find((f) => f.startsWith(`${run.path.startsWith('bare') ? 'bare-speed' : 'speed'}-${runTag}`));
+        if (!file) continue;
+        console.log(`\n== ${run.path}, ${run.reqPerSec} req/s: µs of the main thread per request by activity, and the profile`);
+        const summary = summarizeProfile(join(profileDir, file), 30, run.window);
+        const requests = run.reqPerSec * (Number(args['speed-seconds']) || 1);
+        for (const r of summary.byActivity) console.log(`${(((r.ms * 1000) / Math.max(1, requests)).toFixed(1)).padStart(8)} µs  ${r.name}`);
+        printSummary(summary);
+      }
+    }
   }
   const measured = collectPhases.length > 0 ? await collectPhasesRun(profileDir) : {};
   const collectMax = measured.collect;

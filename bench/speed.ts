@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import { importContacts, setUp, waitCaughtUp } from './audience.js';
 import type { Credentials } from './bodies.js';
 import { BatchBodies, IdentityPaths, syntheticContacts } from './contacts.js';
-import { admin, type Bench, say, type Service, startService, table } from './harness.js';
+import { admin, type Bench, profileArgs, say, type Service, startService, table } from './harness.js';
 import { round } from './load.js';
 import { Child, freePort, processCpuSeconds, waitHttpOk, waitQuiet } from './procs.js';
 import type { SpreadRequests, SpreadResult } from './spread-load.js';
@@ -61,6 +61,8 @@ export interface SpeedRun {
   cpuUsPerEventWithCompaction?: number;
   /** ms from the end of the load until the service's compaction lag was 0. */
   catchUpMs?: number;
+  /** The measured seconds (CLOCK_MONOTONIC µs, as V8's profiles): a profile is summarized over them. */
+  window: { startUs: number; endUs: number };
 }
 
 export interface SpeedOutcome {
@@ -82,6 +84,8 @@ export interface SummaryRow {
 }
 
 const CONTACTS = 100_000;
+
+const monotonicUs = () => Number(process.hrtime.bigint() / 1000n);
 const PATHS = 4_096;
 /** Identities per batch lookup (issue 41: ≤ 3× the CPU of one lookup). */
 const LOOKUP_BATCH = 100;
@@ -101,7 +105,7 @@ export async function benchSpeed(bench: Bench, options: SpeedOptions): Promise<S
     await guard(waitCaughtUp(svc));
     const plain = await guard(planOrg(svc, 'bench_plain', false));
     const planned = await guard(planOrg(svc, 'bench_plan', true));
-    const bareServer = await startBare(bench, credentials, token);
+    const bareServer = await startBare(bench, credentials, token, options.profileDir);
     bare = bareServer;
 
     const list = (p: IdentityPaths) => Array.from({ length: PATHS }, () => p.next());
@@ -148,7 +152,9 @@ export async function benchSpeed(bench: Bench, options: SpeedOptions): Promise<S
           if (step.events > 0 && step.server === svc.child) await guard(waitCaughtUp(svc));
           const cpu0 = step.server.cpuSeconds();
           const main0 = processCpuSeconds(step.server.pid);
+          const startUs = monotonicUs();
           const result = await guard(run(options.seconds));
+          const window = { startUs, endUs: monotonicUs() };
           const cpu1 = step.server.cpuSeconds();
           const main1 = processCpuSeconds(step.server.pid);
           const perRequest = (s: number) => round((s * 1e6) / Math.max(1, result.ok), 1);
@@ -163,6 +169,7 @@ export async function benchSpeed(bench: Bench, options: SpeedOptions): Promise<S
             errors: result.errors,
             latencyMs: result.latency,
             cpuUsPerRequest: { server: perRequest(cpu1 - cpu0), main: perRequest(main1 - main0), wrk: perRequest(result.loadGeneratorCpuSeconds) },
+            window,
           };
           if (step.events > 0) {
             const started = performance.now();
@@ -275,11 +282,12 @@ export function summarize(runs: SpeedRun[]): SummaryRow[] {
 }
 
 /** The bare server, told the org's credentials (as hashes) and the contacts, after the service has them. */
-async function startBare(bench: Bench, credentials: Credentials, token: string): Promise<{ child: Child; url: string }> {
+async function startBare(bench: Bench, credentials: Credentials, token: string, profileDir: string | undefined): Promise<{ child: Child; url: string }> {
   const port = await freePort();
   const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
   const child = Child.start('bare-speed', join(bench.root, 'dist/bench/bare-server.js'), {
     cwd: bench.root,
+    nodeArgs: profileArgs(bench, 'bare-speed', profileDir),
     logFile: join(bench.workDir, 'bare-speed.log'),
     env: {
       ...process.env,
