@@ -49,18 +49,21 @@ export class StorageUnavailable extends AppError {
 
 /** Tries of readAgainAfterKills: a kill pauses the org that caused it, so a third in a row is two other orgs' doing. */
 const READ_TRIES = 3;
+/** A read is tried again only within this many query deadlines of being asked: one try's wait for a slot and its query. */
+const READ_AGAIN_DEADLINES = 2;
 
 /**
  * Runs `org`'s read-only `work` (a preview, a simulation: nothing it does changes data) again when it
  * failed only because the storage process ended under it: killed to stop another org's query (that org's
  * doing, and it is paused), or ended by a crash or an operator. Reading again is safe and this org gets
- * its answer, later. It is read again only while less than `withinMs` has passed since it was asked
- * (callers give two query deadlines: one try's wait for a slot and its query): restarts that come one
- * after another (a crash loop, a slow disk) answer 503 storage_unavailable, with Retry-After, instead
- * of holding the client past its patience. Its own query's kill, and any other failure, is thrown as it is.
+ * its answer, later. It is read again only while less than READ_AGAIN_DEADLINES times `queryTimeoutMs`
+ * (TRIGGER_TIMEOUT_MS) has passed since it was asked: restarts that come one after another (a crash loop,
+ * a slow disk) answer 503 storage_unavailable, with Retry-After, instead of holding the client past its
+ * patience. Its own query's kill, and any other failure, is thrown as it is.
  */
-export async function readAgainAfterKills<T>(org: string, withinMs: number, work: () => Promise<T>): Promise<T> {
+export async function readAgainAfterKills<T>(org: string, queryTimeoutMs: number, work: () => Promise<T>): Promise<T> {
   const asked = performance.now();
+  const withinMs = READ_AGAIN_DEADLINES * queryTimeoutMs;
   for (let tries = 1; ; tries++) {
     try {
       return await work();

@@ -119,7 +119,7 @@ export function registerEligibilityRoute(app: FastifyInstance, deps: Eligibility
       return { start: flow.cursor ?? end - FIRST_WINDOW_MICROS, end };
     };
     try {
-      const decided = await readAgainAfterKills(org.slug, 2 * deps.triggerTimeoutMs, () => runner.eligibility(org.slug, flow.definition, email, window));
+      const decided = await readAgainAfterKills(org.slug, deps.triggerTimeoutMs, () => runner.eligibility(org.slug, flow.definition, email, window));
       reply.type('application/json; charset=utf-8');
       const meta = metaJson(contact, metaTail(deps.ctx.clock.now(), freshness.lagMs(org.slug)));
       return `{"status":"success","flow":${JSON.stringify(flowId)},"eligible":${decided.eligible},"outcome":"${decided.outcome}","reason":${JSON.stringify(decided.reason)},"variant":${JSON.stringify(decided.variant)},"meta":${meta}}`;

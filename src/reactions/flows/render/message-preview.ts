@@ -55,7 +55,7 @@ export async function previewMessage(deps: PreviewDeps, org: string, flow: FlowD
   try {
     // Reads only: read again when another org's runaway query had the storage process killed under it.
     // The window's end is read on the query's own connection, not queued behind compaction on the org's.
-    ({ start, end, rows } = await readAgainAfterKills(org, 2 * deps.timeoutMs, () =>
+    ({ start, end, rows } = await readAgainAfterKills(org, deps.timeoutMs, () =>
       withSandbox(db, deps.timeoutMs, async (c) => {
         const end = await newestVisibleAt(c);
         const start = end - BigInt(MESSAGE_PREVIEW_HOURS * 3600) * 1_000_000n;

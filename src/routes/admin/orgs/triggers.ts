@@ -158,7 +158,7 @@ export function registerTriggerRoutes(
         const limit = body.limit ?? PREVIEW_DEFAULT_ROWS;
         try {
           // Reads only: read again when another org's runaway query had the storage process killed under it.
-          const { start, end, page } = await readAgainAfterKills(org.slug, 2 * deps.timeoutMs, () =>
+          const { start, end, page } = await readAgainAfterKills(org.slug, deps.timeoutMs, () =>
             withSandbox(db, deps.timeoutMs, async (c) => {
               const { start, end } = await windowFor(c, body);
               return { start, end, page: await runSandboxed(c, checked, windowOf(start, end), limit) };
@@ -192,7 +192,7 @@ export function registerTriggerRoutes(
         const candidate = await checkGiven(triggers, request.body.sql, org.slug, kind);
         const db = storage.org(org.slug);
         try {
-          const { start, end, diff } = await readAgainAfterKills(org.slug, 2 * deps.timeoutMs, () =>
+          const { start, end, diff } = await readAgainAfterKills(org.slug, deps.timeoutMs, () =>
             withSandbox(db, deps.timeoutMs, async (c) => {
               const { start, end } = await windowFor(c, request.body);
               return { start, end, diff: await diffContacts(c, candidate, live?.checked, windowOf(start, end)) };

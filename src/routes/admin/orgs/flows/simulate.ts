@@ -144,7 +144,7 @@ export function registerFlowSimulateRoute(
     const trigger = body.sql === undefined ? undefined : await checkedTrigger(deps.triggers, org.slug, body.sql);
     try {
       // Reads only: read again when another org's runaway query had the storage process killed under it.
-      const { window, simulation } = await readAgainAfterKills(org.slug, 2 * deps.timeoutMs, async () => {
+      const { window, simulation } = await readAgainAfterKills(org.slug, deps.timeoutMs, async () => {
         const window = await windowOf(deps.storage, org.slug, body);
         return { window, simulation: await deps.runner!.simulate(org.slug, definition, email, window, trigger) };
       });
