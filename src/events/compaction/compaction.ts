@@ -10,10 +10,20 @@ import type { Observations } from '../../ops/metrics.js';
 import type { LogBackend } from '../log/types.js';
 import type { KeptOut } from './tombstones.js';
 
+/**
+ * A contact whose production event was written: its profile needs a refresh. `seenAt`, the event's receipt
+ * (epoch ms), when the event changes no more of the profile than its first and last seen (write-batch.ts):
+ * the profile can then be moved on without being computed again.
+ */
+export interface ContactTouch {
+  org: string;
+  email: string;
+  seenAt?: number | undefined;
+}
+
 /** What one commit tells the service, e.g. to refresh profiles (its own thread or the storage worker's). */
 export interface CommitReport {
-  /** Contacts whose production events were written: their profiles need a refresh. */
-  touched: Array<{ org: string; email: string }>;
+  touched: ContactTouch[];
   /** Orgs that stored new events in this batch: their real-time flows run now (reactions/flows/run/trigger-runs.ts). */
   orgs: string[];
   /** More records were waiting when this batch was read: compaction is working through a backlog. */

@@ -8,6 +8,7 @@ import { type Database, microsParam, tsParam } from '../../db/database.js';
 import { eventFacts } from '../log/event-facts.js';
 import { IDENTITY_TTL_MS, type Mapping, clientKey } from './identity-map.js';
 import type { BatchPlan, EventRow, QuarantineRow, Release, ViolationRow } from './plan-batch.js';
+import type { ContactTouch } from './compaction.js';
 import type { KeptOut } from './tombstones.js';
 
 export const CURSOR_NAME = 'compactor';
@@ -18,8 +19,7 @@ export interface WriteOutcome {
   /** clientKeys of pending rows that left the pending table (released or expired), one per row. */
   pendingResolved: string[];
   visibleAtMicros: bigint;
-  /** Contacts whose production events were written: their profiles need a refresh. */
-  touched: Array<{ org: string; email: string }>;
+  touched: ContactTouch[];
   /** Events of erased or suppressed contacts left out, planned or released (tombstones.ts). */
   keptOut: Record<KeptOut, number>;
   /** previousIds linked by aliases released here (stored with the batch; the caller keeps them in memory). */
@@ -135,12 +135,22 @@ export async function writeBatch(
       BigInt(plan.lastSeq),
       microsParam(visibleAtMicros),
     ]);
-    const touched = events
-      .filter((e) => e.email !== null && e.entry.environment === 'production')
-      .map((e) => ({ org: e.entry.org, email: e.email! }));
+    const touched = events.filter((e) => e.email !== null && e.entry.environment === 'production').map(touchOf);
     const keptOut = { erased: plan.keptOut.erased + keptOutReleased.erased, suppressed: plan.keptOut.suppressed + keptOutReleased.suppressed };
     return { events: events.length, quarantined, pendingResolved, visibleAtMicros, touched, keptOut, aliasMappings };
   });
+}
+
+/**
+ * Events whose names give a profile more than a first and last seen, as pipelines/profiles.sql's
+ * event_activity and event_orders read them: traits (identify, registration), revenue and orders.
+ */
+const SHAPES_PROFILE = new Set(['identify', 'registration', 'complete_transaction']);
+
+/** The touch of a production event with an e-mail: `seenAt` unless the event shapes more of the profile (a time zone too). */
+function touchOf(e: EventRow): ContactTouch {
+  const seenOnly = !SHAPES_PROFILE.has(e.facts.eventName) && !e.entry.body.includes('"timezone"');
+  return { org: e.entry.org, email: e.email!, seenAt: seenOnly ? e.entry.receivedAt : undefined };
 }
 
 function pendingToEvent(p: PendingRow, email: string): EventRow {

@@ -22,7 +22,7 @@ export interface ProfileFeedOptions {
 /** One profile as published: the fields, and which of them are imported custom columns. */
 interface FeedValue {
   profile: Profile;
-  customFields: string[];
+  customFields: readonly string[];
 }
 
 export const DEFAULT_PROFILES_BUCKET = 'audience_profiles';
@@ -63,7 +63,7 @@ export class ProfileFeed {
    * Queues the profile for publishing; resolves once few enough are in flight. A failed publish is
    * reported, not thrown: the shard republishes every profile it owns at its next start.
    */
-  async publish(org: string, profile: Profile, customFields: string[]): Promise<void> {
+  async publish(org: string, profile: Profile, customFields: readonly string[]): Promise<void> {
     const value: FeedValue = { profile, customFields };
     const put = this.kv.put(`${org}.${emailHash(profile.email_address as string)}`, JSON.stringify(value)).catch(this.onError);
     this.inFlight.add(put);

@@ -19,7 +19,11 @@ export type IdentityType = 'email' | 'email-hash' | 'user_id';
 export class IndexedProfile {
   answer: { fields: readonly string[]; json: string; found?: string } | undefined;
 
-  constructor(readonly profile: Profile) {}
+  constructor(
+    readonly profile: Profile,
+    /** Which fields of the profile are custom ones (as the feed publishes them). */
+    readonly customFields: readonly string[],
+  ) {}
 }
 
 interface OrgProfiles {
@@ -47,7 +51,7 @@ export class ProfileIndex {
     return this.unloaded.has(org);
   }
 
-  upsert(org: string, profile: Profile, customFieldNames: string[]): void {
+  upsert(org: string, profile: Profile, customFieldNames: readonly string[]): void {
     const profiles = this.orgProfiles(org);
     const email = profile.email_address as string;
     const previous = profiles.byEmail.get(email)?.profile;
@@ -57,7 +61,7 @@ export class ProfileIndex {
     for (const name of customFieldNames) profiles.customFields.add(name);
     const seen = typeof profile.last_seen_at === 'string' ? Date.parse(profile.last_seen_at) : Number.NaN;
     if (seen > profiles.newestSeen) profiles.newestSeen = seen;
-    profiles.byEmail.set(email, new IndexedProfile(profile));
+    profiles.byEmail.set(email, new IndexedProfile(profile, customFieldNames));
   }
 
   /** Custom fields the org's profiles may have before any has (a live trait's name): valid content fields. */

@@ -22,7 +22,7 @@ const SEPARATOR = '\u001e';
 export interface StoredProfile {
   org: string;
   profile: Profile;
-  customFields: string[];
+  customFields: readonly string[];
 }
 
 export interface ProfileChunk {

@@ -1,18 +1,27 @@
 /**
  * Materializes rows of the profile view (pipelines/profiles.sql) into the serving index: everything at
- * start, then only the contacts a compaction batch, an import or a send touched.
+ * start, then only the contacts a compaction batch, an import or a send touched. A contact touched only by
+ * events that change no more than its first and last seen (most events: a page view, a custom event) has
+ * its indexed profile moved on instead, with no query (issue 39, design 6).
  */
 import { type DuckDBListValue, listValue } from '@duckdb/node-api';
+import type { ContactTouch } from '../compaction/compaction.js';
 import { foldedThrough } from '../compaction/fold-contact-activity.js';
 import type { OrgStorage } from '../../db/org-storage.js';
 import { YIELD_EVERY, yieldNow } from '../../db/yield-now.js';
 import { type Profile, type ProfileIndex, emailHash } from './profile-index.js';
 import { DESCRIBE_PROFILES, type ProfileChunk, type StoredProfile, parseProfiles, profileJsonSql, profileOfRow } from './profile-json.js';
 
-export interface ContactKey {
-  org: string;
-  email: string;
+export type ContactKey = ContactTouch;
+
+/** The receipts a contact's first and last seen move to; undefined: its profile is computed again. */
+interface Seen {
+  first: number;
+  last: number;
 }
+
+/** Every contact of an org (Recomputes.unsure). */
+const ALL = 'all';
 
 /** The profiles of some contacts of org $1 ($2, an e-mail list) at fold position $3, as a refresh reads them. */
 export const PROFILES_OF = 'profiles_for($1::VARCHAR, $2::VARCHAR[], $3::TIMESTAMPTZ)';
@@ -30,12 +39,17 @@ const ORG_PAGE = 20_000;
 export class ProfileMaterializer {
   /** The packed read of profiles_for (undefined inside: its columns cannot all be read exactly as JSON). */
   private jsonSql: Promise<string | undefined> | undefined;
+  /**
+   * Per org, the contacts (or all of them) whose last computation failed: their indexed profiles may lack
+   * more than a first and last seen, so they are computed again, not moved on, until one succeeds.
+   */
+  private readonly unsure = new Map<string, Set<string> | typeof ALL>();
 
   constructor(
     private readonly orgs: OrgStorage,
     readonly index: ProfileIndex,
     /** Also told of every profile (NATS mode: published for the `api` processes). */
-    private readonly publish?: (org: string, profile: Profile, customFields: string[]) => Promise<void>,
+    private readonly publish?: (org: string, profile: Profile, customFields: readonly string[]) => Promise<void>,
     /** Also told of every profile removed (NATS mode: removed from the feed, history included). */
     private readonly unpublish?: (org: string, hash: string) => Promise<void>,
   ) {}
@@ -43,6 +57,8 @@ export class ProfileMaterializer {
   /** An erased contact's profile leaves the index (and the feed): the Audience API finds it no more. */
   async forget(org: string, email: string): Promise<void> {
     const hash = emailHash(email);
+    const unsure = this.unsure.get(org);
+    if (unsure instanceof Set) unsure.delete(email);
     this.index.removeHash(org, hash);
     await this.unpublish?.(org, hash);
   }
@@ -54,28 +70,73 @@ export class ProfileMaterializer {
    * that brought it.
    */
   async refreshOrg(org: string): Promise<void> {
-    const emails = await this.orgs.org(org).exclusive(async (c) => {
-      const rows = await c.all<{ email: string }>('SELECT email FROM contact_emails($1::TIMESTAMPTZ)', [await foldedThrough(c)]);
-      return rows.map((row) => row.email);
-    });
-    for (let start = 0; start < emails.length; start += ORG_PAGE) {
-      await this.store(await this.profilesFor(org, listValue(emails.slice(start, start + ORG_PAGE))));
+    try {
+      const emails = await this.orgs.org(org).exclusive(async (c) => {
+        const rows = await c.all<{ email: string }>('SELECT email FROM contact_emails($1::TIMESTAMPTZ)', [await foldedThrough(c)]);
+        return rows.map((row) => row.email);
+      });
+      for (let start = 0; start < emails.length; start += ORG_PAGE) {
+        await this.store(await this.profilesFor(org, listValue(emails.slice(start, start + ORG_PAGE))));
+      }
+    } catch (error) {
+      this.unsure.set(org, ALL);
+      throw error;
     }
+    this.unsure.delete(org);
   }
 
   async refresh(keys: ContactKey[]): Promise<void> {
-    const byOrg = new Map<string, Set<string>>();
-    for (const k of keys) {
-      const emails = byOrg.get(k.org) ?? new Set<string>();
-      emails.add(k.email);
-      byOrg.set(k.org, emails);
+    const byOrg = new Map<string, Map<string, Seen | undefined>>();
+    for (const { org, email, seenAt } of keys) {
+      let contacts = byOrg.get(org);
+      if (!contacts) byOrg.set(org, (contacts = new Map()));
+      const seen = contacts.get(email);
+      if (contacts.has(email) && seen === undefined) continue;
+      if (seenAt === undefined) contacts.set(email, undefined);
+      else if (seen === undefined) contacts.set(email, { first: seenAt, last: seenAt });
+      else contacts.set(email, { first: Math.min(seen.first, seenAt), last: Math.max(seen.last, seenAt) });
     }
-    for (const [org, emails] of byOrg) {
-      if (emails.size > WHOLE_ORG_THRESHOLD) {
-        await this.refreshOrg(org);
-        continue;
+    for (const [org, contacts] of byOrg) {
+      const recompute = await this.moveSeen(org, contacts);
+      if (recompute.length > WHOLE_ORG_THRESHOLD) await this.refreshOrg(org);
+      else if (recompute.length > 0) await this.recompute(org, recompute);
+    }
+  }
+
+  /**
+   * Moves the first and last seen of the contacts touched only by events that change nothing else, in their
+   * indexed profiles: the same values profiles_for gives (min and max of receipts, combined in any order).
+   * Answers the e-mails whose profiles must be computed: touched otherwise, not indexed, or unsure.
+   */
+  private async moveSeen(org: string, contacts: Map<string, Seen | undefined>): Promise<string[]> {
+    const unsure = this.unsure.get(org);
+    const recompute: string[] = [];
+    const moved: StoredProfile[] = [];
+    for (const [email, seen] of contacts) {
+      const indexed = seen && unsure !== ALL && !unsure?.has(email) ? this.index.lookup(org, 'email', email) : undefined;
+      if (!seen || !indexed) recompute.push(email);
+      else {
+        const profile = movedOn(indexed.profile, seen);
+        if (profile) moved.push({ org, profile, customFields: indexed.customFields });
       }
-      await this.store(await this.profilesFor(org, listValue([...emails])));
+    }
+    await this.store(moved);
+    return recompute;
+  }
+
+  private async recompute(org: string, emails: string[]): Promise<void> {
+    try {
+      await this.store(await this.profilesFor(org, listValue(emails)));
+    } catch (error) {
+      const unsure = this.unsure.get(org) ?? new Set<string>();
+      if (unsure !== ALL) for (const email of emails) unsure.add(email);
+      this.unsure.set(org, unsure);
+      throw error;
+    }
+    const unsure = this.unsure.get(org);
+    if (unsure instanceof Set) {
+      for (const email of emails) unsure.delete(email);
+      if (unsure.size === 0) this.unsure.delete(org);
     }
   }
 
@@ -109,4 +170,14 @@ export class ProfileMaterializer {
       if (++stored % YIELD_EVERY === 0) await yieldNow();
     }
   }
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+/** The profile with its first and last seen taking `seen` in; undefined when they already did. */
+function movedOn(profile: Profile, seen: Seen): Profile | undefined {
+  const first = typeof profile.first_seen_at === 'string' ? Date.parse(profile.first_seen_at) : Number.POSITIVE_INFINITY;
+  const last = typeof profile.last_seen_at === 'string' ? Date.parse(profile.last_seen_at) : Number.NEGATIVE_INFINITY;
+  if (seen.first >= first && seen.last <= last) return undefined;
+  return Object.freeze({ ...profile, first_seen_at: iso(Math.min(first, seen.first)), last_seen_at: iso(Math.max(last, seen.last)) });
 }
