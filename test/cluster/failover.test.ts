@@ -30,7 +30,12 @@
  *   bucket's stream whatever server the client is connected to. If that peer survives, the watcher goes
  *   on without being re-created (a client connected to the killed node reconnects and resubscribes): the
  *   first value put after the kill arrives after 4.9–7.5 s, as soon as puts work; then put → watch()
- *   p50 ~2 ms. If its consumer was on the killed node the watcher goes silent, with no error and no end:
+ *   p50 ~2 ms. Not always through a connection to the killed node: once in the suite's runs (2026-12-01,
+ *   and 1 of 3 runs beside two busy loops) that watcher saw nothing within 20 s, with no error and no
+ *   end (not caught in a trace: 36 runs with nats.js's push consumer instrumented did not repeat it). What
+ *   nats.js promises there is the ordered consumer's own recovery: it re-creates its consumer when a
+ *   delivery sequence skips (a message lost with the dead server's connection) or after two missed idle
+ *   heartbeats (30 s each, counted again from the reconnect), so that case is given those 60 s more. If its consumer was on the killed node the watcher goes silent, with no error and no end:
  *   nats.js re-creates an ordered consumer only after two missed idle heartbeats, fixed at 30 s, which
  *   took 61 s with the client connected to the killed node (the reconnect restarts the heartbeat clock)
  *   and 100 s with it connected to a survivor; it then delivers the key's latest value. A watcher
@@ -76,6 +81,8 @@ const FAILOVER_MS = 20_000;
 const SHORT_EXPIRES_MS = 5_000;
 /** nats.js's default: heartbeats every 15 s, so a lost pull is noticed after 30–45 s. */
 const DEFAULT_EXPIRES_MS = 30_000;
+/** nats.js's ordered consumer (what watch() uses): idle heartbeats every 30 s, re-created after two missed. */
+const ORDERED_HEARTBEAT_MS = 30_000;
 /** After the restart the consumers get this long to deliver what was published while they were stalled. */
 const CATCH_UP_MS = 30_000;
 
@@ -191,8 +198,13 @@ cluster('one node of three killed -9: streams, consumers and KV carry on', async
   t.ok(firstDeliveryAfterKill(fastConsumer) !== undefined, `consume() with expires ${SHORT_EXPIRES_MS} ms delivers a message published after the kill, within ${FAILOVER_MS} ms of publishes acknowledged again`);
   t.comment(`consume() expires ${SHORT_EXPIRES_MS} ms: first message published after the kill delivered ${ms(firstDeliveryAfterKill(fastConsumer))} after the kill`);
   t.comment(`KV writer: ${JSON.stringify(tally(writer.failures))}`);
+  const viaKilled = watchers['consumer on a surviving node, connection to the killed node']!;
+  if (!(await waitUntil(deadline, () => firstSeenAfterKill(viaKilled) !== undefined))) {
+    t.comment('watch(), consumer on a surviving node, connection to the killed node: nothing by the deadline; waiting for its ordered consumer to recover');
+    await waitUntil(deadline + 2 * scaled(ORDERED_HEARTBEAT_MS), () => firstSeenAfterKill(viaKilled) !== undefined);
+  }
   for (const [name, w] of Object.entries(watchers)) {
-    t.ok(firstSeenAfterKill(w) !== undefined, `watch(), ${name}: sees a value put after the kill`);
+    t.ok(firstSeenAfterKill(w) !== undefined, `watch(), ${name}: sees a value put after the kill${w === viaKilled ? ' (within two idle heartbeats of the deadline)' : ''}`);
     t.comment(`watch(), ${name}: first value put after the kill seen ${ms(firstSeenAfterKill(w))} after the kill`);
   }
   const stillWaiting = Math.max(0, deadline - performance.now());
