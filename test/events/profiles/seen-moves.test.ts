@@ -134,3 +134,18 @@ t.test('a contact is computed again when it is not indexed, touched otherwise, o
   await materializer.refresh([seen('ada@example.com', '2026-06-01T14:00:00.000Z')]);
   t.equal(sessions(), 6, "the org's whole computation failed: every contact computed again");
 });
+
+t.test('moving many contacts on lets other work run in between', async (t) => {
+  const pool = new OrgDatabases(t.testdir(), { maxOpen: 2, memoryLimit: '256MB', threads: 1, idleCloseMs: 60_000 });
+  t.teardown(() => pool.close());
+  const index = new ProfileIndex();
+  const materializer = new ProfileMaterializer(new LocalOrgStorage(pool), index);
+  const emails = Array.from({ length: 5_000 }, (_, i) => `c${i}@example.com`);
+  for (const email of emails) index.upsert('acme', Object.freeze({ email_address: email, first_seen_at: null, last_seen_at: null }), []);
+  let turns = 0;
+  const ticking = setInterval(() => turns++, 0);
+  await materializer.refresh(emails.map((email) => ({ org: 'acme', email, seenAt: Date.parse('2026-06-01T10:00:00.000Z') })));
+  clearInterval(ticking);
+  t.ok(turns > 0, `timers ran during the move (${turns} turns)`);
+  t.ok(emails.every((email) => index.find('acme', 'email', email)?.last_seen_at === '2026-06-01T10:00:00.000Z'), 'every contact moved on');
+});
