@@ -20,7 +20,7 @@ interface Seen {
   last: number;
 }
 
-/** Every contact of an org (Recomputes.unsure). */
+/** Every contact of an org (ProfileMaterializer.unsure). */
 const ALL = 'all';
 
 /** The profiles of some contacts of org $1 ($2, an e-mail list) at fold position $3, as a refresh reads them. */
