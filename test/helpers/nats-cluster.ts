@@ -10,7 +10,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Test } from 'tap';
-import { freePort } from './free-port.js';
+import { restartablePort } from './free-port.js';
 import { scaled, sleep } from './deadline.js';
 import { natsProcess, serverVersionAtLeast } from './nats-process.js';
 import { SYNC_INTERVAL_SINCE } from './nats-server.js';
@@ -205,10 +205,10 @@ async function monitor(port: number, path: string): Promise<MonitorBody | undefi
   }
 }
 
-/** freePort() closes its probe before returning, so two calls can hand out the same port. */
+/** restartablePort() closes its probe before returning, so two calls can hand out the same port. */
 async function distinctFreePorts(count: number): Promise<number[]> {
   const ports = new Set<number>();
-  while (ports.size < count) ports.add(await freePort());
+  while (ports.size < count) ports.add(await restartablePort());
   return [...ports];
 }
 

@@ -2,7 +2,7 @@
  * A private nats-server per test, for tests that stop, kill or restart NATS (the machine's shared
  * server must not be touched). Uses Debian's binary; each server gets its own port, config and store.
  */
-import { freePort } from './free-port.js';
+import { restartablePort } from './free-port.js';
 import { scaled } from './deadline.js';
 import { canConnect, isStopped, natsProcess, serverVersionAtLeast } from './nats-process.js';
 import { existsSync } from 'node:fs';
@@ -33,7 +33,7 @@ export interface NatsServerHandle {
 }
 
 export async function startNatsServer(t: Test, opts: { syncAlways?: boolean; extraConfig?: string[] } = {}): Promise<NatsServerHandle> {
-  const port = await freePort();
+  const port = await restartablePort();
   // Registered before t.testdir(): tap runs teardowns in the order they were registered, so the server is
   // gone before its store is removed (a removal under a live server fails with ENOTEMPTY).
   let proc: ReturnType<typeof natsProcess> | undefined;

@@ -6,7 +6,7 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { freePort } from './free-port.js';
+import { restartablePort } from './free-port.js';
 import { canConnect, isStopped } from './probes.js';
 import { scaled } from './deadline.js';
 
@@ -58,7 +58,7 @@ export interface RedisServerHandle {
 }
 
 export async function startRedisServer(t: Tap): Promise<RedisServerHandle> {
-  const port = await freePort();
+  const port = await restartablePort();
   let child: ChildProcess | undefined;
   let exited: Promise<void> = Promise.resolve();
   const signal = (name: NodeJS.Signals): void => {
