@@ -38,7 +38,7 @@ function eventRows(round: number): EventRow[] {
       properties: { eventName: 'booking_completed', properties: { city: 'Lisbon', nights: (n % 7) + 1 } },
     };
     const entry = { kind: 'event' as const, org: 'bench', environment: 'production' as const, messageId: event.messageId, receivedAt, body: JSON.stringify(event), code: null, errors: null, facts: null };
-    return { entry, seq: n, facts: eventFacts(event, receivedAt), email };
+    return { entry, seq: n, index: 0, facts: eventFacts(event, receivedAt), email };
   });
 }
 

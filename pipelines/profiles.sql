@@ -9,6 +9,15 @@
 -- combined with the few events not folded into them yet, so computing a profile reads rows of its
 -- contact and the newest events, never all the events of the org.
 
+-- An event's place in the log: its record's seq, then its place among the record's entries (fewer than
+-- 2^20: a record holds at most 768 KB, group-commit.ts). NULL log_index (events stored before it was kept) reads as 0.
+CREATE OR REPLACE MACRO log_position(seq, idx) AS seq * 1048576 + coalesce(idx, 0);
+
+-- The order of two observations of one trait: the later receipt, then the later place in the log, so two
+-- received in the same millisecond (two identifies of one batch) give the one sent last, in every
+-- computation. NULL when there is no observation (arg_max skips it).
+CREATE OR REPLACE MACRO observed(received, pos) AS epoch_us(received)::HUGEINT * 18446744073709551616 + coalesce(pos, 0);
+
 -- One row per production event with an identity made visible after `after` (every event when NULL) of
 -- the contacts `emails` (all when NULL), in the shape of contact_activity. The contacts are chosen where
 -- the events are read: as a filter over the rows below, each event's traits were extracted before it
@@ -20,14 +29,14 @@ SELECT org, email,
        CASE WHEN event_name = 'complete_transaction'
             THEN coalesce(TRY_CAST(json_extract(properties, '$.revenue') AS DOUBLE), 0) ELSE 0 END AS revenue,
        CASE WHEN event_name = 'complete_transaction' THEN event_time END AS last_purchase_at,
-       first_name, CASE WHEN first_name IS NOT NULL THEN received_at END AS first_name_at,
-       last_name, CASE WHEN last_name IS NOT NULL THEN received_at END AS last_name_at,
-       user_id, CASE WHEN user_id IS NOT NULL THEN received_at END AS user_id_at,
-       address_city, CASE WHEN address_city IS NOT NULL THEN received_at END AS address_city_at,
-       address_state, CASE WHEN address_state IS NOT NULL THEN received_at END AS address_state_at,
-       address_country, CASE WHEN address_country IS NOT NULL THEN received_at END AS address_country_at,
-       timezone, CASE WHEN timezone IS NOT NULL THEN received_at END AS timezone_at
-  FROM (SELECT org, email, event_name, received_at, event_time, properties,
+       first_name, CASE WHEN first_name IS NOT NULL THEN received_at END AS first_name_at, CASE WHEN first_name IS NOT NULL THEN pos END AS first_name_pos,
+       last_name, CASE WHEN last_name IS NOT NULL THEN received_at END AS last_name_at, CASE WHEN last_name IS NOT NULL THEN pos END AS last_name_pos,
+       user_id, CASE WHEN user_id IS NOT NULL THEN received_at END AS user_id_at, CASE WHEN user_id IS NOT NULL THEN pos END AS user_id_pos,
+       address_city, CASE WHEN address_city IS NOT NULL THEN received_at END AS address_city_at, CASE WHEN address_city IS NOT NULL THEN pos END AS address_city_pos,
+       address_state, CASE WHEN address_state IS NOT NULL THEN received_at END AS address_state_at, CASE WHEN address_state IS NOT NULL THEN pos END AS address_state_pos,
+       address_country, CASE WHEN address_country IS NOT NULL THEN received_at END AS address_country_at, CASE WHEN address_country IS NOT NULL THEN pos END AS address_country_pos,
+       timezone, CASE WHEN timezone IS NOT NULL THEN received_at END AS timezone_at, CASE WHEN timezone IS NOT NULL THEN pos END AS timezone_pos
+  FROM (SELECT org, email, event_name, received_at, event_time, properties, log_position(log_seq, log_index) AS pos,
                -- Segment's reserved traits are camel case; its SDKs' users send snake case as often.
                coalesce(json_extract_string(traits_raw, '$.traits.firstName'), json_extract_string(traits_raw, '$.traits.first_name')) AS first_name,
                coalesce(json_extract_string(traits_raw, '$.traits.lastName'), json_extract_string(traits_raw, '$.traits.last_name')) AS last_name,
@@ -64,13 +73,20 @@ SELECT org, email,
        max(last_seen_at) AS last_seen_at,
        sum(revenue) AS revenue,
        max(last_purchase_at) AS last_purchase_at,
-       arg_max(first_name, first_name_at) AS first_name, max(first_name_at) AS first_name_at,
-       arg_max(last_name, last_name_at) AS last_name, max(last_name_at) AS last_name_at,
-       arg_max(user_id, user_id_at) AS user_id, max(user_id_at) AS user_id_at,
-       arg_max(address_city, address_city_at) AS address_city, max(address_city_at) AS address_city_at,
-       arg_max(address_state, address_state_at) AS address_state, max(address_state_at) AS address_state_at,
-       arg_max(address_country, address_country_at) AS address_country, max(address_country_at) AS address_country_at,
-       arg_max(timezone, timezone_at) AS timezone, max(timezone_at) AS timezone_at
+       arg_max(first_name, observed(first_name_at, first_name_pos)) AS first_name, max(first_name_at) AS first_name_at,
+       arg_max(coalesce(first_name_pos, 0), observed(first_name_at, first_name_pos)) AS first_name_pos,
+       arg_max(last_name, observed(last_name_at, last_name_pos)) AS last_name, max(last_name_at) AS last_name_at,
+       arg_max(coalesce(last_name_pos, 0), observed(last_name_at, last_name_pos)) AS last_name_pos,
+       arg_max(user_id, observed(user_id_at, user_id_pos)) AS user_id, max(user_id_at) AS user_id_at,
+       arg_max(coalesce(user_id_pos, 0), observed(user_id_at, user_id_pos)) AS user_id_pos,
+       arg_max(address_city, observed(address_city_at, address_city_pos)) AS address_city, max(address_city_at) AS address_city_at,
+       arg_max(coalesce(address_city_pos, 0), observed(address_city_at, address_city_pos)) AS address_city_pos,
+       arg_max(address_state, observed(address_state_at, address_state_pos)) AS address_state, max(address_state_at) AS address_state_at,
+       arg_max(coalesce(address_state_pos, 0), observed(address_state_at, address_state_pos)) AS address_state_pos,
+       arg_max(address_country, observed(address_country_at, address_country_pos)) AS address_country, max(address_country_at) AS address_country_at,
+       arg_max(coalesce(address_country_pos, 0), observed(address_country_at, address_country_pos)) AS address_country_pos,
+       arg_max(timezone, observed(timezone_at, timezone_pos)) AS timezone, max(timezone_at) AS timezone_at,
+       arg_max(coalesce(timezone_pos, 0), observed(timezone_at, timezone_pos)) AS timezone_pos
   FROM (SELECT * FROM contact_activity WHERE emails IS NULL OR email IN (SELECT unnest(emails))
         UNION ALL BY NAME
         SELECT * FROM event_activity(folded, emails))

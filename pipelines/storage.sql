@@ -31,6 +31,10 @@ CREATE TABLE IF NOT EXISTS events (
 -- sentAt minus received_at when it was over 24 h: implausible, so not applied (event_time is then
 -- received_at). NULL otherwise. Added after the table's first version, hence ALTER for existing stores.
 ALTER TABLE events ADD COLUMN IF NOT EXISTS clock_skew_ms BIGINT;
+-- The event's place among the entries of its log record (log_seq is the record's): with log_seq, the order
+-- the log holds events in, which settles two observations received in the same millisecond. NULL (read
+-- as 0) for events stored before it was kept.
+ALTER TABLE events ADD COLUMN IF NOT EXISTS log_index INTEGER;
 
 -- clientId -> e-mail for 7 days from the identify's receipt; the latest identify wins.
 CREATE TABLE IF NOT EXISTS identify_mappings (
@@ -54,6 +58,8 @@ CREATE TABLE IF NOT EXISTS pending_identity (
   body         JSON NOT NULL,
   log_seq      BIGINT NOT NULL
 );
+-- As events.log_index, kept for the event a release stores.
+ALTER TABLE pending_identity ADD COLUMN IF NOT EXISTS log_index INTEGER;
 
 CREATE TABLE IF NOT EXISTS quarantine (
   id           VARCHAR NOT NULL,
@@ -138,6 +144,15 @@ CREATE TABLE IF NOT EXISTS contact_activity (
 -- version, hence ALTER for existing stores.
 ALTER TABLE contact_activity ADD COLUMN IF NOT EXISTS timezone VARCHAR;
 ALTER TABLE contact_activity ADD COLUMN IF NOT EXISTS timezone_at TIMESTAMPTZ;
+-- Each trait's observation's place in the log (log_position() of profiles.sql), which settles observations
+-- received in the same millisecond, as two identifies of one batch are. NULL in rows folded before it was kept.
+ALTER TABLE contact_activity ADD COLUMN IF NOT EXISTS first_name_pos BIGINT;
+ALTER TABLE contact_activity ADD COLUMN IF NOT EXISTS last_name_pos BIGINT;
+ALTER TABLE contact_activity ADD COLUMN IF NOT EXISTS user_id_pos BIGINT;
+ALTER TABLE contact_activity ADD COLUMN IF NOT EXISTS address_city_pos BIGINT;
+ALTER TABLE contact_activity ADD COLUMN IF NOT EXISTS address_state_pos BIGINT;
+ALTER TABLE contact_activity ADD COLUMN IF NOT EXISTS address_country_pos BIGINT;
+ALTER TABLE contact_activity ADD COLUMN IF NOT EXISTS timezone_pos BIGINT;
 
 -- Distinct orders per contact (transactionId, else the messageId of the complete_transaction event).
 CREATE TABLE IF NOT EXISTS contact_orders (

@@ -16,6 +16,8 @@ import { normalizeEmail } from '../../core/domain.js';
 export interface EventRow {
   entry: LogEntry;
   seq: number;
+  /** The entry's place in its record (events.log_index). */
+  index: number;
   facts: EventFacts;
   /** Resolved identity; null only for requiresIdentity=false events. */
   email: string | null;
@@ -75,9 +77,10 @@ export interface PlanState {
   tombstones: Tombstones;
 }
 
-/** One log entry with the seq of the record that carried it. */
+/** One log entry with the seq of the record that carried it and its place among the record's entries. */
 export interface SeqEntry {
   seq: number;
+  index: number;
   entry: LogEntry;
 }
 
@@ -86,11 +89,14 @@ export async function entriesByOrg(records: StoredRecord[], owned: (org: string)
   const byOrg = new Map<string, SeqEntry[]>();
   let decoded = 0;
   for (const record of records) {
-    for (const entry of decodeRecord(record.payload)) {
+    const decodedEntries = decodeRecord(record.payload);
+    for (let index = 0; index < decodedEntries.length; index++) {
+      const entry = decodedEntries[index]!;
       if (!owned(entry.org)) continue;
+      const seqEntry = { seq: record.seq, index, entry };
       const entries = byOrg.get(entry.org);
-      if (entries) entries.push({ seq: record.seq, entry });
-      else byOrg.set(entry.org, [{ seq: record.seq, entry }]);
+      if (entries) entries.push(seqEntry);
+      else byOrg.set(entry.org, [seqEntry]);
       if (++decoded % YIELD_EVERY === 0) await yieldNow();
     }
   }
@@ -112,14 +118,14 @@ export async function planEntries(entries: readonly SeqEntry[], state: PlanState
     lastSeq: 0,
   };
   let planned = 0;
-  for (const { seq, entry } of entries) {
-    planEntry(entry, seq, state, plan);
+  for (const { seq, index, entry } of entries) {
+    planEntry(entry, seq, index, state, plan);
     if (++planned % YIELD_EVERY === 0) await yieldNow();
   }
   return plan;
 }
 
-function planEntry(entry: LogEntry, seq: number, state: PlanState, plan: BatchPlan): void {
+function planEntry(entry: LogEntry, seq: number, index: number, state: PlanState, plan: BatchPlan): void {
   switch (entry.kind) {
     case 'rejected': {
       const keptOut = state.tombstones.keptOut(rejectedEmail(entry.body, state.tombstones.size), seq);
@@ -140,7 +146,7 @@ function planEntry(entry: LogEntry, seq: number, state: PlanState, plan: BatchPl
       return;
     }
     case 'event':
-      planEvent(entry, seq, state, plan);
+      planEvent(entry, seq, index, state, plan);
       return;
   }
 }
@@ -171,7 +177,7 @@ function rejectedEmail(body: string, tombstones: number): string | null {
   }
 }
 
-function planEvent(entry: LogEntry, seq: number, state: PlanState, plan: BatchPlan): void {
+function planEvent(entry: LogEntry, seq: number, index: number, state: PlanState, plan: BatchPlan): void {
   if (state.dedupe.checkAndRecord(dedupeKey(entry.org, entry.environment, entry.messageId), entry.receivedAt)) {
     plan.duplicates++;
     return;
@@ -196,7 +202,7 @@ function planEvent(entry: LogEntry, seq: number, state: PlanState, plan: BatchPl
     }
   }
   if (entry.code === PLAN_VIOLATION) plan.violations.push(violationRow(entry, facts.eventName, 'observe'));
-  const row: EventRow = { entry, seq, facts, email };
+  const row: EventRow = { entry, seq, index, facts, email };
   if (email !== null || !facts.requiresIdentity) {
     plan.events.push(row);
     return;

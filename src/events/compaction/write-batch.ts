@@ -44,9 +44,10 @@ interface PendingRow {
   received_at_ms: bigint;
   body: string;
   log_seq: bigint;
+  log_index: number | null;
 }
 
-const PENDING_COLUMNS = `org, environment, message_id, client_id, epoch_ms(received_at) AS received_at_ms, body, log_seq`;
+const PENDING_COLUMNS = `org, environment, message_id, client_id, epoch_ms(received_at) AS received_at_ms, body, log_seq, log_index`;
 
 /**
  * `sweepExpired`: also move pending rows past their 7 days to quarantine. The caller asks for it only
@@ -77,6 +78,7 @@ export async function writeBatch(
         a.appendTimestampTZ(tsParam(row.entry.receivedAt + IDENTITY_TTL_MS));
         a.appendVarchar(row.entry.body);
         a.appendBigInt(BigInt(row.seq));
+        a.appendInteger(row.index);
       });
     }
 
@@ -168,6 +170,7 @@ function pendingToEvent(p: PendingRow, email: string): EventRow {
       facts: null,
     },
     seq: Number(p.log_seq),
+    index: p.log_index ?? 0,
     facts: eventFacts(JSON.parse(p.body), receivedAt),
     email,
   };
@@ -196,6 +199,7 @@ export function appendEvents(c: Sql, rows: EventRow[], visibleAtMicros: bigint):
     a.appendBigInt(BigInt(row.seq));
     if (facts.clockSkewMs === null) a.appendNull();
     else a.appendBigInt(BigInt(facts.clockSkewMs));
+    a.appendInteger(row.index);
   });
 }
 

@@ -74,7 +74,7 @@ async function commitEvents(db: LocalDatabase, org: string, events: Array<{ line
     const receivedAt = typeof body.sentAt === 'number' ? body.sentAt : 0;
     const outcome = validate({ body: { ...FIXTURE_CREDENTIALS, ...body }, who: { org, environment: 'production' }, receivedAt });
     if (outcome.kind !== 'ok') throw new FixtureRefused(line, `the service refuses this event (412 schema_violation): ${reasons(outcome.entries[0]?.errors)}`);
-    const plan = await planEntries(outcome.value.entries.map((entry) => ({ seq: i + 1, entry })), state);
+    const plan = await planEntries(outcome.value.entries.map((entry, index) => ({ seq: i + 1, index, entry })), state);
     plan.lastSeq = i + 1;
     const written = await writeBatch(db, plan, receivedAt, lastVisibleAt, false);
     lastVisibleAt = written.visibleAtMicros;

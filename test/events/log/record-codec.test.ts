@@ -89,11 +89,11 @@ t.test('compaction plans an entry that carries facts without parsing its body', 
   const unreadable: LogEntry = { ...carried, body: '{"not json' };
   const [decoded] = decodeRecord(encodeRecord([unreadable]));
   const state = { dedupe: new DedupeWindow(), identities: new IdentityMap(), pendingByClient: new Map(), tombstones: new Tombstones() };
-  const plan = await planEntries([{ seq: 1, entry: decoded! }], state);
+  const plan = await planEntries([{ seq: 1, index: 0, entry: decoded! }], state);
   t.equal(plan.events.length, 1);
   t.match(plan.events[0], { email: 'ada@example.com', facts: { eventName: 'custom_booked', properties: '{"nights":3}' } });
   // Without facts (a record of the earlier layout) the body is what is read.
-  await t.rejects(planEntries([{ seq: 2, entry: { ...unreadable, messageId: 'm-2', facts: null } }], state), SyntaxError);
+  await t.rejects(planEntries([{ seq: 2, index: 0, entry: { ...unreadable, messageId: 'm-2', facts: null } }], state), SyntaxError);
 });
 
 t.test('records of any size, in any order, are encoded whole and stay as encoded after later ones', async (t) => {
