@@ -103,7 +103,8 @@ export const flowsRole = fp(
       policy: { maxAttempts: config.webhookMaxAttempts, baseDelayMs: config.webhookBackoffMs, maxDelayMs: 60 * 60 * 1000 },
       metrics,
       logger,
-      onDelivered: (org, emails) => storage.refresher.enqueue(emails.map((email) => ({ org, email }))),
+      onDelivered: (org, delivered) =>
+        storage.refresher.enqueue(delivered.map(({ email, flowId, variant }) => ({ org, email, sent: { flowId, variant, delivered: true } }))),
     });
     registerScrapedGauge(metrics, 'audience_sends_pending', 'Flow sends queued, in flight or waiting for a retry in this process', () => dispatcher.pending);
     // Every piece of work on an org's flows (runs, step passes, releases, scheduled chunks, erasures) takes

@@ -11,14 +11,24 @@ import type { LogBackend } from '../log/types.js';
 import type { KeptOut } from './tombstones.js';
 
 /**
- * A contact whose production event was written: its profile needs a refresh. `seenAt`, the event's receipt
- * (epoch ms), when the event changes no more of the profile than its first and last seen (write-batch.ts):
- * the profile can then be moved on without being computed again.
+ * A contact whose profile needs a refresh: a production event of it was written, or a send to it recorded.
+ * When the touch changes no more of the profile than the fields below, the profile can be moved on without
+ * being computed again: `seenAt`, the event's receipt (epoch ms), when the event changes no more than its
+ * first and last seen (write-batch.ts); `sent`, a send of a flow recorded as delivered or as held out of
+ * an experiment, which changes no more than campaigns_received and flow_variant_membership.
  */
 export interface ContactTouch {
   org: string;
   email: string;
   seenAt?: number | undefined;
+  sent?: SentTouch | undefined;
+}
+
+/** A send recorded for the contact: delivered (a campaign received) or held out (a membership only). */
+export interface SentTouch {
+  flowId: string;
+  variant: string | null;
+  delivered: boolean;
 }
 
 /** What one commit tells the service, e.g. to refresh profiles (its own thread or the storage worker's). */

@@ -1,11 +1,12 @@
 /**
  * Materializes rows of the profile view (pipelines/profiles.sql) into the serving index: everything at
  * start, then only the contacts a compaction batch, an import or a send touched. A contact touched only by
- * events that change no more than its first and last seen (most events: a page view, a custom event) has
- * its indexed profile moved on instead, with no query (issue 39, design 6).
+ * events that change no more than its first and last seen (most events: a page view, a custom event) and by
+ * sends delivered or held out (campaigns received, memberships) has its indexed profile moved on instead,
+ * with no query (issue 39, design 6).
  */
 import { type DuckDBListValue, listValue } from '@duckdb/node-api';
-import type { ContactTouch } from '../compaction/compaction.js';
+import type { ContactTouch, SentTouch } from '../compaction/compaction.js';
 import { foldedThrough } from '../compaction/fold-contact-activity.js';
 import type { OrgStorage } from '../../db/org-storage.js';
 import { YIELD_EVERY, yieldNow } from '../../db/yield-now.js';
@@ -14,10 +15,15 @@ import { DESCRIBE_PROFILES, type ProfileChunk, type StoredProfile, parseProfiles
 
 export type ContactKey = ContactTouch;
 
-/** The receipts a contact's first and last seen move to; undefined: its profile is computed again. */
-interface Seen {
+/**
+ * What a contact's profile moves on by: the receipts its first and last seen take in (±Infinity: none), the
+ * flows it received and the memberships it joined. Undefined in a map of moves: its profile is computed again.
+ */
+interface Move {
   first: number;
   last: number;
+  campaigns: Set<string>;
+  memberships: Set<string>;
 }
 
 /** Every contact of an org (ProfileMaterializer.unsure). */
@@ -86,41 +92,49 @@ export class ProfileMaterializer {
   }
 
   async refresh(keys: ContactKey[]): Promise<void> {
-    const byOrg = new Map<string, Map<string, Seen | undefined>>();
-    for (const { org, email, seenAt } of keys) {
+    const byOrg = new Map<string, Map<string, Move | undefined>>();
+    for (const { org, email, seenAt, sent } of keys) {
       let contacts = byOrg.get(org);
       if (!contacts) byOrg.set(org, (contacts = new Map()));
-      const seen = contacts.get(email);
-      if (contacts.has(email) && seen === undefined) continue;
-      if (seenAt === undefined) contacts.set(email, undefined);
-      else if (seen === undefined) contacts.set(email, { first: seenAt, last: seenAt });
-      else contacts.set(email, { first: Math.min(seen.first, seenAt), last: Math.max(seen.last, seenAt) });
+      if (contacts.has(email) && contacts.get(email) === undefined) continue;
+      if (seenAt === undefined && sent === undefined) {
+        contacts.set(email, undefined);
+        continue;
+      }
+      let move = contacts.get(email);
+      if (!move) contacts.set(email, (move = { first: Infinity, last: -Infinity, campaigns: new Set(), memberships: new Set() }));
+      if (seenAt !== undefined) {
+        move.first = Math.min(move.first, seenAt);
+        move.last = Math.max(move.last, seenAt);
+      }
+      if (sent) joined(move, sent);
     }
     for (const [org, contacts] of byOrg) {
-      const recompute = await this.moveSeen(org, contacts);
+      const recompute = await this.moveOn(org, contacts);
       if (recompute.length > WHOLE_ORG_THRESHOLD) await this.refreshOrg(org);
       else if (recompute.length > 0) await this.recompute(org, recompute);
     }
   }
 
   /**
-   * Moves the first and last seen of the contacts touched only by events that change nothing else, in their
-   * indexed profiles: the same values profiles_for gives (min and max of receipts, combined in any order).
-   * Answers the e-mails whose profiles must be computed: touched otherwise, not indexed, or unsure.
+   * Moves on the indexed profiles of the contacts touched only by events that change no more than their first
+   * and last seen and by sends: the same values profiles_for gives (min and max of receipts; distinct flows
+   * and memberships in order; combined in any order). Answers the e-mails whose profiles must be computed:
+   * touched otherwise, not indexed, or unsure.
    */
-  private async moveSeen(org: string, contacts: Map<string, Seen | undefined>): Promise<string[]> {
+  private async moveOn(org: string, contacts: Map<string, Move | undefined>): Promise<string[]> {
     const recompute: string[] = [];
     const moved: StoredProfile[] = [];
     let looked = 0;
-    for (const [email, seen] of contacts) {
+    for (const [email, move] of contacts) {
       // ~2.5–5 µs a contact: a refresh of 20,000 would hold the thread 50–100 ms.
       if (++looked % YIELD_EVERY === 0) await yieldNow();
       const unsure = this.unsure.get(org);
-      const indexed = seen && unsure !== ALL && !unsure?.has(email) ? this.index.lookup(org, 'email', email) : undefined;
-      if (!seen || !indexed) recompute.push(email);
+      const indexed = move && unsure !== ALL && !unsure?.has(email) ? this.index.lookup(org, 'email', email) : undefined;
+      if (!move || !indexed) recompute.push(email);
       else {
         // Indexed in the step that read it: nothing can replace it in between.
-        const profile = movedOn(indexed.profile, seen);
+        const profile = movedOn(indexed.profile, move);
         if (profile) this.index.upsert(org, profile, indexed.customFields);
         if (profile && this.publish) moved.push({ org, profile, customFields: indexed.customFields });
       }
@@ -179,10 +193,33 @@ export class ProfileMaterializer {
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
-/** The profile with its first and last seen taking `seen` in; undefined when they already did. */
-function movedOn(profile: Profile, seen: Seen): Profile | undefined {
-  const first = typeof profile.first_seen_at === 'string' ? Date.parse(profile.first_seen_at) : Number.POSITIVE_INFINITY;
-  const last = typeof profile.last_seen_at === 'string' ? Date.parse(profile.last_seen_at) : Number.NEGATIVE_INFINITY;
-  if (seen.first >= first && seen.last <= last) return undefined;
-  return Object.freeze({ ...profile, first_seen_at: iso(Math.min(first, seen.first)), last_seen_at: iso(Math.max(last, seen.last)) });
+/** As profiles.sql's sends: a delivered send's flow is a campaign received; either is a membership (its variant's, in an experiment). */
+function joined(move: Move, sent: SentTouch): void {
+  if (sent.delivered) move.campaigns.add(sent.flowId);
+  move.memberships.add(sent.variant === null ? sent.flowId : `${sent.flowId}-${sent.variant}`);
+}
+
+/** The profile with `move` taken in; undefined when it already had. */
+function movedOn(profile: Profile, move: Move): Profile | undefined {
+  const first = typeof profile.first_seen_at === 'string' ? Date.parse(profile.first_seen_at) : Infinity;
+  const last = typeof profile.last_seen_at === 'string' ? Date.parse(profile.last_seen_at) : -Infinity;
+  const changes: Record<string, unknown> = {};
+  if (move.first < first) changes.first_seen_at = iso(move.first);
+  if (move.last > last) changes.last_seen_at = iso(move.last);
+  const campaigns = union(profile.campaigns_received, move.campaigns);
+  if (campaigns) changes.campaigns_received = campaigns;
+  const memberships = union(profile.flow_variant_membership, move.memberships);
+  if (memberships) changes.flow_variant_membership = memberships;
+  return Object.keys(changes).length === 0 ? undefined : Object.freeze({ ...profile, ...changes });
+}
+
+/**
+ * The list with `added` in, distinct and in order (list(DISTINCT … ORDER BY …): flow ids and variant
+ * names are ASCII, schemas/flow.schema.json, so code-unit order is DuckDB's byte order); undefined when
+ * nothing is new.
+ */
+function union(list: unknown, added: Set<string>): string[] | undefined {
+  const held = Array.isArray(list) ? (list as string[]) : [];
+  const fresh = [...added].filter((value) => !held.includes(value));
+  return fresh.length === 0 ? undefined : [...held, ...fresh].sort();
 }

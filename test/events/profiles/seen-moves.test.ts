@@ -1,6 +1,6 @@
 /**
- * A contact touched only by events that change no more of its profile than its first and last seen has
- * its indexed profile moved on, with no query (profile-materializer.ts). Generated sequences of events of
+ * A contact touched only by events that change no more of its profile than its first and last seen, and by
+ * sends delivered or held out, has its indexed profile moved on, with no query (profile-materializer.ts). Generated sequences of events of
  * every kind (custom, page views, a context time zone, identifies, registrations, purchases, staging,
  * anonymous ones released by a later identify, imports), received out of order and compacted in batches:
  * the index then holds exactly the profiles a computation from DuckDB gives, field for field and in order.
@@ -132,6 +132,60 @@ t.test('a contact is computed again when it is not indexed, touched otherwise, o
   await t.rejects(materializer.refreshOrg('acme'), /injected failure/);
   await materializer.refresh([seen('ada@example.com', '2026-06-01T14:00:00.000Z')]);
   t.equal(sessions(), 6, "the org's whole computation failed: every contact computed again");
+});
+
+const FLOWS = ['a', 'B', 'a-b', 'a_1', 'Z9'];
+const VARIANTS = [null, 'x', 'A', 'v 1', 'b.2'];
+const sendStep = fc.record({
+  contact: fc.nat({ max: EMAILS.length - 1 }),
+  flow: fc.constantFrom(...FLOWS),
+  variant: fc.constantFrom(...VARIANTS),
+  status: fc.constantFrom('delivered', 'holdout', 'failed'),
+  // Refreshed at once, or together with the sends after it.
+  now: fc.boolean(),
+});
+
+t.test('sends delivered or held out move profiles on, as a computation gives them', async (t) => {
+  const pool = new OrgDatabases(t.testdir(), { maxOpen: 4, memoryLimit: '256MB', threads: 1, idleCloseMs: 60_000 });
+  t.teardown(() => pool.close());
+  const local = new LocalOrgStorage(pool);
+  let run = 0;
+  await fc.assert(
+    fc.asyncProperty(fc.array(sendStep, { minLength: 1, maxLength: 20 }), async (steps) => {
+      const org = `s${++run}`;
+      const db = local.org(org);
+      await db.run(`INSERT INTO org_settings (org, currency_symbol) VALUES ($1, '$')`, [org]);
+      for (const email of EMAILS) await db.run(`INSERT INTO contacts (org, email, first_name, custom, updated_at) VALUES ($1, $2, 'N', '{}', now())`, [org, email]);
+      const { storage, sessions } = counting(local);
+      const index = new ProfileIndex();
+      const materializer = new ProfileMaterializer(storage, index);
+      await materializer.refreshOrg(org);
+      const computations = sessions();
+      let touched: ContactKey[] = [];
+      for (const [i, { contact, flow, variant, status, now }] of steps.entries()) {
+        const email = EMAILS[contact]!;
+        await db.run(
+          `INSERT INTO flow_sends (send_id, org, flow_id, email, event_id, variant, trigger_hash, status, attempts, created_at)
+           VALUES ($1, $2, $3, $4, $5, $6::VARCHAR, 'h', $7, 1, now())`,
+          [`send-${i}`, org, flow, email, `e-${i}`, variant, status],
+        );
+        // As the service tells it: a delivered outcome (send-outcomes.ts) or a holdout decided (decision-pipeline.ts).
+        if (status !== 'failed') touched.push({ org, email, sent: { flowId: flow, variant, delivered: status === 'delivered' } });
+        if (now) [touched] = [[], await materializer.refresh(touched)];
+      }
+      await materializer.refresh(touched);
+      if (sessions() !== computations) throw new Error(`${org}: a send was computed, not moved on`);
+      const computed = new ProfileIndex();
+      await new ProfileMaterializer(local, computed).refreshOrg(org);
+      for (const email of EMAILS) {
+        const held = JSON.stringify(index.lookup(org, 'email', email)?.profile);
+        const expected = JSON.stringify(computed.lookup(org, 'email', email)?.profile);
+        if (held !== expected) throw new Error(`${org} ${email}: held ${held}, computed ${expected}`);
+      }
+    }),
+    { numRuns: 40 },
+  );
+  t.pass('every profile moved on as computed, with no query');
 });
 
 t.test('moving many contacts on lets other work run in between', async (t) => {

@@ -103,7 +103,7 @@ export class DecisionPipeline {
           sends.push({ sendId: d.sendId, org, flowId, email: d.email, eventId: d.eventId, variant: d.variant, message: d.message });
           break;
         case 'holdout':
-          holdouts.push({ org, email: d.email });
+          holdouts.push({ org, email: d.email, sent: { flowId, variant: d.variant, delivered: false } });
           break;
         case 'deferred_quiet_hours':
           deferredUntil = Math.min(deferredUntil, d.dueAt);

@@ -18,7 +18,7 @@ import type { ChannelName, Delivery, DeliveryResult } from '../../channels/types
 import type { Context } from '../../../core/context.js';
 import type { Metrics } from '../../../ops/metrics.js';
 import { DeliverySlots } from './delivery-slots.js';
-import { SendOutcomes } from './send-outcomes.js';
+import { type FlowSendOutcome, SendOutcomes } from './send-outcomes.js';
 import type { PendingSend, SendStore } from '../store/send-store.js';
 
 export type { PendingSend } from '../store/send-store.js';
@@ -60,8 +60,8 @@ export class SendDispatcher {
       policy: RetryPolicy;
       metrics: Metrics;
       logger: FastifyBaseLogger;
-      /** Contacts whose profile changed (campaigns_received, flow_variant_membership). */
-      onDelivered(org: string, emails: string[]): void;
+      /** Sends delivered: their contacts' profiles changed (campaigns_received, flow_variant_membership). */
+      onDelivered(org: string, delivered: FlowSendOutcome[]): void;
     },
   ) {
     this.outcomes = new SendOutcomes(deps);
@@ -158,7 +158,7 @@ export class SendDispatcher {
       const result = await this.attempt(send, sleep);
       if (result === undefined || this.droppedOrgs.has(send.org)) return;
       this.deps.metrics.sends.inc({ channel: send.message.channel, status: result.kind });
-      await this.outcomes.record(send.org, { sendId: send.sendId, email: send.email, result, at: this.deps.ctx.clock.now() });
+      await this.outcomes.record(send.org, { sendId: send.sendId, email: send.email, flowId: send.flowId, variant: send.variant, result, at: this.deps.ctx.clock.now() });
     } finally {
       if (holding) slots.release(send.org);
       this.ended(send);

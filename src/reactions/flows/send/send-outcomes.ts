@@ -16,8 +16,14 @@ import type { FastifyBaseLogger } from 'fastify';
 import { OrgUnavailable } from '../../../core/unavailable.js';
 import type { SendOutcome, SendStore } from '../store/send-store.js';
 
+/** An outcome with the flow and variant of its send (what a delivered one adds to the contact's profile). */
+export interface FlowSendOutcome extends SendOutcome {
+  flowId: string;
+  variant: string | null;
+}
+
 interface Entry {
-  outcome: SendOutcome;
+  outcome: FlowSendOutcome;
   done(): void;
 }
 
@@ -35,13 +41,13 @@ export class SendOutcomes {
     private readonly deps: {
       sends: SendStore;
       logger: FastifyBaseLogger;
-      /** Contacts whose profile changed (campaigns_received, flow_variant_membership). */
-      onDelivered(org: string, emails: string[]): void;
+      /** Sends delivered: their contacts' profiles changed (campaigns_received, flow_variant_membership). */
+      onDelivered(org: string, delivered: FlowSendOutcome[]): void;
     },
   ) {}
 
   /** Resolves when the outcome is committed (or will never be: its org was deleted, or a write failed at shutdown). */
-  record(org: string, outcome: SendOutcome): Promise<void> {
+  record(org: string, outcome: FlowSendOutcome): Promise<void> {
     if (this.dropped.has(org)) return Promise.resolve();
     return new Promise((done) => {
       const queue = this.waiting.get(org);
@@ -82,7 +88,7 @@ export class SendOutcomes {
    * damaged (OrgUnavailable): that may last days, and its slots held would stall every other org's sends;
    * its outcomes are still written once it opens again.
    */
-  private async writeUntilDone(org: string, batch: SendOutcome[], release: () => void): Promise<void> {
+  private async writeUntilDone(org: string, batch: FlowSendOutcome[], release: () => void): Promise<void> {
     for (let delay = FIRST_RETRY_MS; ; delay = Math.min(delay * 2, MAX_RETRY_MS)) {
       if (this.dropped.has(org)) return;
       try {
@@ -101,11 +107,11 @@ export class SendOutcomes {
     }
   }
 
-  private delivered(org: string, batch: SendOutcome[]): void {
-    const emails = batch.filter((o) => o.result.kind === 'delivered').map((o) => o.email);
-    if (emails.length === 0) return;
+  private delivered(org: string, batch: FlowSendOutcome[]): void {
+    const delivered = batch.filter((o) => o.result.kind === 'delivered');
+    if (delivered.length === 0) return;
     try {
-      this.deps.onDelivered(org, emails);
+      this.deps.onDelivered(org, delivered);
     } catch (err) {
       this.deps.logger.error({ err, org }, 'refreshing profiles after delivery failed');
     }
