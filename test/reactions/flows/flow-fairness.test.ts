@@ -6,7 +6,7 @@
  * acknowledged to the webhook received, is measured idle (before A has flows) and again under A's load, in
  * the same test, so the machine's speed cancels out: the bound is B's own idle p95 (COMPARED), times
  * FACTOR, plus SLACK_MS.
- * The gaps between B's runs (lastRunAt) are held to the same rule: every due turn taken.
+ * The gaps between B's runs (lastRunAt) are held to the same rule (p95), and none may reach DEADLINE_MS.
  *
  * On the real service's layout (a storage process), real DuckDB files and real HTTP receivers. Before the
  * per-org turns, B's runs waited behind every due run of A (60 in a row): B's first event under load was
@@ -129,8 +129,8 @@ t.test("one org's 60 one-second flows and slow receiver leave another org's flow
     await watch;
     // The gaps between runs, with the phase's start and end: a flow that never ran has one gap, the phase.
     const marks = [started, ...runs.filter((at) => at >= started), ended];
-    const longestGap = Math.max(...marks.slice(1).map((at, i) => at - marks[i]!));
-    return { latencies, longestGap, runs: runs.length, ids };
+    const gaps = marks.slice(1).map((at, i) => at - marks[i]!);
+    return { latencies, gaps, runs: runs.length, ids };
   };
   /**
    * Where B's events spent their time, p50/p95 ms per stage: acknowledged → stored (visible_at), stored →
@@ -206,9 +206,14 @@ t.test("one org's 60 one-second flows and slow receiver leave another org's flow
   t.ok(busy.latencies.every((ms) => ms < DEADLINE_MS), `every B event was delivered under A's load (${busy.latencies.length} events)`);
   t.ok(busyP <= FACTOR * idleP + SLACK_MS, `B's p95 under A's load ${Math.round(busyP)} ms ≤ ${FACTOR} × idle p95 ${Math.round(idleP)} + ${SLACK_MS} ms`);
 
-  // B's flow is due each second: its longest gap between runs under load stays within FACTOR times the idle one.
-  t.comment(`B's flow: ${idle.runs} runs idle (longest gap ${idle.longestGap} ms), ${busy.runs} under load (longest gap ${busy.longestGap} ms)`);
-  t.ok(busy.longestGap <= FACTOR * idle.longestGap + SLACK_MS, `B's flow took every due turn: longest gap ${busy.longestGap} ms ≤ ${FACTOR} × ${idle.longestGap} + ${SLACK_MS} ms`);
+  // B's flow is due each second: the gaps between its runs under load stay within FACTOR times the idle ones,
+  // held like the latencies at p95 (a run that writes lastRunAt is one that had B's event, so the longest gap
+  // is B's slowest event: one stall of the machine, 6.5 s against 1.9 s idle in one CI run). Starving, as
+  // before the per-org turns, is no stall: the flow did not run for longer than DEADLINE_MS.
+  const gapP = (p: typeof idle) => percentile(p.gaps, COMPARED);
+  t.comment(`B's flow: ${idle.runs} runs idle (gaps p95 ${gapP(idle)}, max ${Math.max(...idle.gaps)} ms), ${busy.runs} under load (p95 ${gapP(busy)}, max ${Math.max(...busy.gaps)} ms)`);
+  t.ok(gapP(busy) <= FACTOR * gapP(idle) + SLACK_MS, `B's flow took its due turns: gaps p95 ${gapP(busy)} ms ≤ ${FACTOR} × ${gapP(idle)} + ${SLACK_MS} ms`);
+  t.ok(Math.max(...busy.gaps) < DEADLINE_MS, `B's flow never went ${DEADLINE_MS} ms without a run (longest gap ${Math.max(...busy.gaps)} ms)`);
   mark('asserted');
   await h.close();
   mark('closed');
