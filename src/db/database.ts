@@ -251,6 +251,7 @@ class LocalSql implements Sql {
   }
 
   async appendRows<T>(target: AppendTarget, rows: readonly T[], write: (appender: RowAppender, row: T) => void): Promise<void> {
+    if (rows.length === 0) return;
     const appender = target.catalog
       ? await this.connection.createAppender(target.table, 'main', target.catalog)
       : await this.connection.createAppender(target.table);

@@ -3,7 +3,7 @@
  * statements go there one call each; a held connection (exclusive, transaction, untrusted) is a session
  * there, whose calls go only to the process that opened it and fail once another has taken over.
  */
-import { type AppendTarget, type ColumnPage, type Database, type Params, type Row, type RowAppender, type Sql, inTransaction } from '../db/sql.js';
+import { type AppendTarget, type ColumnPage, type Database, type Params, type Row, type RowAppender, type Sql } from '../db/sql.js';
 import { SandboxPaused, type UntrustedHandle, withDeadline } from '../db/untrusted.js';
 import { StorageUnavailable } from '../core/unavailable.js';
 import { paramsToWire, recordRows } from '../db/value-codec.js';
@@ -26,8 +26,8 @@ export interface StorageCalls {
   kill(reason: string, generation: number, forOrg?: string): void;
 }
 
-async function openSession(storage: StorageCalls, db: string, untrusted: boolean): Promise<ProcessSql> {
-  const { value, generation } = await storage.callOn<number>({ op: 'open', db, ...(untrusted ? { untrusted } : {}) });
+async function openSession(storage: StorageCalls, db: string, kind: 'untrusted' | 'exclusive' | 'transaction'): Promise<ProcessSql> {
+  const { value, generation } = await storage.callOn<number>({ op: 'open', db, ...(kind === 'untrusted' ? { untrusted: true } : kind === 'transaction' ? { begin: true } : {}) });
   return new ProcessSql(storage, value, generation);
 }
 
@@ -38,7 +38,7 @@ export class ProcessDatabase implements Database {
   ) {}
 
   async exclusive<T>(work: (connection: Sql) => Promise<T>): Promise<T> {
-    const sql = await openSession(this.storage, this.slug, false);
+    const sql = await openSession(this.storage, this.slug, 'exclusive');
     try {
       return await work(sql);
     } finally {
@@ -46,8 +46,21 @@ export class ProcessDatabase implements Database {
     }
   }
 
-  transaction<T>(work: (connection: Sql) => Promise<T>): Promise<T> {
-    return this.exclusive((c) => inTransaction(c, work));
+  /**
+   * inTransaction's frame in two calls, not four: BEGIN goes with the session's open and COMMIT (or
+   * ROLLBACK) with its release. Each call waits for the storage process in turn (a flow run's commit made ten).
+   */
+  async transaction<T>(work: (connection: Sql) => Promise<T>): Promise<T> {
+    const sql = await openSession(this.storage, this.slug, 'transaction');
+    let result: T;
+    try {
+      result = await work(sql);
+    } catch (error) {
+      await sql.release('rollback');
+      throw error;
+    }
+    await sql.commit();
+    return result;
   }
 
   /**
@@ -65,7 +78,7 @@ export class ProcessDatabase implements Database {
     const release = await this.storage.gate.enter(this.slug, asked + timeoutMs / 2);
     const budget = timeoutMs - (Date.now() - asked);
     try {
-      const sql = await openSession(this.storage, this.slug, true);
+      const sql = await openSession(this.storage, this.slug, 'untrusted');
       const handle: UntrustedHandle = {
         sql,
         interrupt: () => sql.interrupt(),
@@ -116,9 +129,15 @@ class ProcessSql implements Sql {
     return this.inFlight === 0 || this.storage.generation !== this.generation;
   }
 
-  /** Gives the connection back (`discard`: an untrusted one is closed, not reused). */
-  release(discard = false): Promise<void> {
-    return this.storage.call<void>({ op: discard ? 'abandon' : 'release', session: this.session }, this.generation).catch(() => undefined);
+  /** Gives the connection back (`discard`: an untrusted one is closed, not reused; 'rollback': its transaction first). */
+  release(how: boolean | 'rollback' = false): Promise<void> {
+    const call: Call = how === true ? { op: 'abandon', session: this.session } : { op: 'release', session: this.session, ...(how === 'rollback' ? { end: how } : {}) };
+    return this.storage.call<void>(call, this.generation).catch(() => undefined);
+  }
+
+  /** COMMIT, and the connection given back; throws what COMMIT threw (the transaction was rolled back). */
+  commit(): Promise<void> {
+    return this.storage.call<void>({ op: 'release', session: this.session, end: 'commit' }, this.generation);
   }
 
   run(sql: string, params: Params = []): Promise<void> {
@@ -129,9 +148,9 @@ class ProcessSql implements Sql {
     return this.send<T[]>({ op: 'all', sql, params: paramsToWire(params), session: this.session });
   }
 
-  /** A page of rows per message, as for reads (storage-protocol.ts, READ_PAGE_ROWS): the event loop runs between them. */
+  /** A page of rows per message, as for reads (storage-protocol.ts, READ_PAGE_ROWS): the event loop runs between them; none for no rows. */
   async appendRows<T>(target: AppendTarget, rows: readonly T[], write: (appender: RowAppender, row: T) => void): Promise<void> {
-    for (let from = 0; from < rows.length || from === 0; from += READ_PAGE_ROWS) {
+    for (let from = 0; from < rows.length; from += READ_PAGE_ROWS) {
       await this.send({ op: 'append-rows', session: this.session, target, rows: recordRows(rows.slice(from, from + READ_PAGE_ROWS), write) });
     }
   }

@@ -101,23 +101,41 @@ async function handle(call: Call, { data, pool, orgs, tail }: Open): Promise<unk
         });
         return id;
       }
-      // Resolves once this session holds the connection; the exclusive section lasts until 'release'.
-      return new Promise<number>((opened) => {
-        void lease.db
+      // Resolves once this session holds the connection (in a transaction when asked); the exclusive
+      // section lasts until 'release'.
+      return new Promise<number>((opened, failed) => {
+        lease.db
           .exclusive(
             (sql) =>
               new Promise<void>((release) => {
-                sessions.set(id, { org: call.db, sql, release });
-                opened(id);
+                (call.begin ? sql.run('BEGIN TRANSACTION') : Promise.resolve()).then(
+                  () => (sessions.set(id, { org: call.db, sql, release }), opened(id)),
+                  (error: unknown) => (release(), failed(error)),
+                );
               }),
           )
+          .catch(failed)
           .finally(() => lease.release());
       });
     }
-    case 'release':
-      sessions.get(call.session)?.release();
+    case 'release': {
+      const held = sessions.get(call.session);
       sessions.delete(call.session);
+      if (!held) {
+        if (call.end === 'commit') throw new Error(`no open storage session ${call.session} to commit`);
+        return undefined;
+      }
+      try {
+        if (call.end === 'commit') await held.sql.run('COMMIT');
+        else if (call.end === 'rollback') await held.sql.run('ROLLBACK').catch(() => undefined);
+      } catch (error) {
+        await held.sql.run('ROLLBACK').catch(() => undefined);
+        throw error;
+      } finally {
+        held.release();
+      }
       return undefined;
+    }
     case 'abandon':
       sessions.get(call.session)?.abandon?.();
       sessions.delete(call.session);

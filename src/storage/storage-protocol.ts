@@ -29,8 +29,10 @@ export interface StorageProcessData {
  * held across calls (Database.exclusive, transaction, untrusted).
  */
 export type Call =
-  | { op: 'open'; db: string; untrusted?: boolean }
-  | { op: 'release'; session: number }
+  /** `begin`: the session starts in a transaction (BEGIN sent with the open, not after it). */
+  | { op: 'open'; db: string; untrusted?: boolean; begin?: boolean }
+  /** `end`: COMMIT (ROLLBACK when it fails, and the failure answered) or ROLLBACK before the connection is given back. */
+  | { op: 'release'; session: number; end?: 'commit' | 'rollback' }
   /** Like release, but an untrusted connection is closed rather than reused (an interrupt may still be pending on it). */
   | { op: 'abandon'; session: number }
   /** Answers the first page of rows (ReadPage); `read-more` the next ones, until `more` is false. */

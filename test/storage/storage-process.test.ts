@@ -93,6 +93,55 @@ t.test('a failing transaction rolls back and its error reaches the caller', asyn
   t.same(await db.all('SELECT * FROM kv'), [], 'nothing of the transaction stayed');
 });
 
+t.test('a transaction is two calls around its work: BEGIN with its session, COMMIT or ROLLBACK with its release', async (t) => {
+  const seen = { errors: [] as string[], restarts: [] as Array<[string, boolean]> };
+  const { worker } = await startWorker(t, seen);
+  const ops: string[] = [];
+  const counted: StorageCalls = {
+    get generation() {
+      return worker.generation;
+    },
+    gate: worker.gate,
+    call: (call, generation) => (ops.push(call.op), worker.call(call, generation)),
+    callOn: (call) => (ops.push(call.op), worker.callOn(call)),
+    up: () => worker.up(),
+    send: (message, generation) => worker.send(message, generation),
+    kill: (reason, generation, forOrg) => worker.kill(reason, generation, forOrg),
+  };
+  const db = new ProcessDatabase(counted, 'acme');
+  await db.run('CREATE TABLE kv (k VARCHAR PRIMARY KEY)');
+  const keys = async () => (await db.all<{ k: string }>('SELECT k FROM kv ORDER BY k')).map((r) => r.k);
+
+  ops.length = 0;
+  t.equal(await db.transaction(async (c) => (await c.run("INSERT INTO kv VALUES ('a'), ('b')"), 'done')), 'done', "the work's result");
+  t.same(ops, ['open', 'run', 'release'], 'open (with BEGIN), the statement, release (with COMMIT)');
+  t.same(await keys(), ['a', 'b'], 'committed');
+
+  // Work that throws in JavaScript after writing: rolled back with the release, the connection usable after.
+  ops.length = 0;
+  const thrown = await db.transaction(async (c) => (await c.run("INSERT INTO kv VALUES ('c')"), Promise.reject(new Error('the caller changed its mind')))).catch((e: unknown) => e as Error);
+  t.equal(thrown.message, 'the caller changed its mind');
+  t.same(ops, ['open', 'run', 'release'], 'ROLLBACK went with the release');
+  t.same(await keys(), ['a', 'b'], 'nothing of it kept');
+
+  // A statement that fails inside: its error, nothing kept, and the next transaction runs on the same connection.
+  const failed = (await db.transaction((c) => c.run("INSERT INTO kv VALUES ('d'), ('a')")).catch((e: unknown) => e)) as Error;
+  t.match(failed.message, /constraint|duplicate/i);
+  await db.transaction((c) => c.run("INSERT INTO kv VALUES ('e')"));
+  t.same(await keys(), ['a', 'b', 'e']);
+
+  // The process ends before COMMIT: the commit throws, and the new process holds nothing of it.
+  const ended = await db
+    .transaction(async (c) => {
+      await c.run("INSERT INTO kv VALUES ('lost')");
+      worker.kill('a test', worker.generation);
+      await waitFor(() => seen.restarts.length === 1, { timeoutMs: 60_000, what: 'a new storage process' });
+    })
+    .catch((e: unknown) => e as Error);
+  t.ok(ended instanceof Error, `the commit failed: ${String(ended)}`);
+  t.same(await keys(), ['a', 'b', 'e'], 'not committed');
+});
+
 t.test('a session holds the connection: other statements wait for its release', async (t) => {
   const { db } = await startWorker(t);
   await db.run('CREATE TABLE steps (n INTEGER)');

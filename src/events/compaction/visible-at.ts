@@ -1,9 +1,12 @@
 /** visible_at, the trigger cursor column (written by write-batch.ts): reading it back. */
 import type { Sql } from '../../db/sql.js';
 
-/** The newest visible_at (epoch µs) in this transaction's snapshot; 0 when nothing is stored. */
-export async function newestVisibleAt(c: Sql): Promise<bigint> {
-  const [row] = await c.all<{ newest: bigint | null }>('SELECT epoch_us(max(visible_at)) AS newest FROM events');
+/** The newest visible_at (epoch µs), NULL when nothing is stored: a scalar subquery for a statement that reads more beside it. */
+export const NEWEST_VISIBLE_AT = '(SELECT epoch_us(max(visible_at)) FROM events)';
+
+/** The newest visible_at (epoch µs) in this statement's or transaction's snapshot; 0 when nothing is stored. */
+export async function newestVisibleAt(c: Pick<Sql, 'all'>): Promise<bigint> {
+  const [row] = await c.all<{ newest: bigint | null }>(`SELECT ${NEWEST_VISIBLE_AT} AS newest`);
   return row?.newest ?? 0n;
 }
 

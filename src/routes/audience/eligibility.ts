@@ -115,7 +115,7 @@ export function registerEligibilityRoute(app: FastifyInstance, deps: Eligibility
     }
     const email = contact.profile.email_address as string;
     const window = async () => {
-      const end = await storage.org(org.slug).exclusive(newestVisibleAt);
+      const end = await newestVisibleAt(storage.org(org.slug));
       return { start: flow.cursor ?? end - FIRST_WINDOW_MICROS, end };
     };
     try {

@@ -243,7 +243,7 @@ export class StepEntries {
 
   /** The newest visible_at of the org's events (µs), 0 when it has none. */
   private newest(org: string): Promise<bigint> {
-    return this.deps.orgs.org(org).exclusive(newestVisibleAt);
+    return newestVisibleAt(this.deps.orgs.org(org));
   }
 
   /** The message step each of `moves` is at, decided for its contact now by the pipeline (rules/step-message.ts) and rendered. */

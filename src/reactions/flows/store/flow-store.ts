@@ -9,7 +9,7 @@ import type { Context } from '../../../core/context.js';
 import { microsParam, tsParam } from '../../../db/database.js';
 import type { Sql } from '../../../db/sql.js';
 import type { OrgStorage } from '../../../db/org-storage.js';
-import { microsToIso, newestVisibleAt } from '../../../events/compaction/visible-at.js';
+import { microsToIso, NEWEST_VISIBLE_AT, newestVisibleAt } from '../../../events/compaction/visible-at.js';
 import { AppError } from '../../../core/errors.js';
 import type { Flow, FlowDefinition } from '../../../generated/flow.js';
 
@@ -201,12 +201,12 @@ export class FlowStore {
     this.archivedListeners.push(listener);
   }
 
-  /** The flow's next window (cursor, newest visible_at], read together; undefined when it is no longer live. */
-  window(org: string, id: string): Promise<{ start: bigint; end: bigint } | undefined> {
-    return this.orgs.org(org).exclusive(async (c) => {
-      const start = await cursorOf(c, org, id);
-      return start === undefined ? undefined : { start, end: await newestVisibleAt(c) };
-    });
+  /** The flow's next window (cursor, newest visible_at], read in one statement; undefined when it is no longer live. */
+  async window(org: string, id: string): Promise<{ start: bigint; end: bigint } | undefined> {
+    const [row] = await this.orgs
+      .org(org)
+      .all<{ status: string; cursor_us: bigint | null; newest: bigint | null }>(`SELECT status, epoch_us(cursor_at) AS cursor_us, ${NEWEST_VISIBLE_AT} AS newest FROM flows WHERE org = $1 AND id = $2`, [org, id]);
+    return row?.status === 'live' ? { start: row.cursor_us ?? 0n, end: row.newest ?? 0n } : undefined;
   }
 
   /**
@@ -216,12 +216,19 @@ export class FlowStore {
    */
   async advance(org: string, id: string, cursor: { from: bigint; to: bigint }, at: number, work: (c: Sql) => Promise<void>): Promise<boolean> {
     const committed = await this.orgs.org(org).transaction(async (c) => {
-      if ((await cursorOf(c, org, id)) !== cursor.from) return false;
+      // The check and the move in one statement: nothing else is written unless it moved.
+      const moved = await c.all(
+        `UPDATE flows SET cursor_at = $3, last_run_at = $4, last_error = NULL
+          WHERE org = $1 AND id = $2 AND status = 'live' AND coalesce(epoch_us(cursor_at), 0) = $5 RETURNING 1`,
+        [org, id, microsParam(cursor.to), tsParam(at), cursor.from],
+      );
+      if (moved.length === 0) return false;
       await work(c);
-      await c.run('UPDATE flows SET cursor_at = $3, last_run_at = $4, last_error = NULL WHERE org = $1 AND id = $2', [org, id, microsParam(cursor.to), tsParam(at)]);
       return true;
     });
-    if (committed) await this.reload(org, id);
+    // What it wrote, in the record in memory: a re-read here held each run's sends back by a statement.
+    const flow = this.flows.get(key(org, id));
+    if (committed && flow) this.flows.set(key(org, id), { ...flow, cursor: cursor.to, lastRunAt: at, lastError: null });
     return committed;
   }
 
@@ -271,12 +278,6 @@ export function toApiFlow(flow: FlowRecord): Flow {
     lastRunAt: iso(flow.lastRunAt),
     lastError: flow.lastError,
   };
-}
-
-/** The flow's cursor (epoch µs), undefined when it is no longer live. */
-async function cursorOf(c: Sql, org: string, id: string): Promise<bigint | undefined> {
-  const [row] = await c.all<{ status: string; cursor_us: bigint | null }>('SELECT status, epoch_us(cursor_at) AS cursor_us FROM flows WHERE org = $1 AND id = $2', [org, id]);
-  return row?.status === 'live' ? (row.cursor_us ?? 0n) : undefined;
 }
 
 function key(org: string, id: string): string {

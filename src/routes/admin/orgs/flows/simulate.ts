@@ -190,7 +190,7 @@ async function windowOf(storage: OrgStorage, org: string, body: Body): Promise<{
     if (!Number.isFinite(ms)) throw new AppError('invalid_request', `${member} must be an ISO-8601 time`);
     return BigInt(ms) * 1000n;
   };
-  const end = body.to === undefined ? await storage.org(org).exclusive(newestVisibleAt) : micros(body.to, 'to');
+  const end = body.to === undefined ? await newestVisibleAt(storage.org(org)) : micros(body.to, 'to');
   const start = body.from === undefined ? end - BigInt(DEFAULT_WINDOW_HOURS * 3600) * 1_000_000n : micros(body.from, 'from');
   if (start >= end) throw new AppError('invalid_request', 'from must be before to');
   if (end - start > BigInt(MAX_WINDOW_DAYS * 86_400) * 1_000_000n) throw new AppError('invalid_request', `a simulation reads at most ${MAX_WINDOW_DAYS} days: narrow from/to`);
