@@ -9,7 +9,7 @@ import { ProfileMaterializer } from '../src/events/profiles/profile-materializer
 const parts = new Set((process.env.BENCH_ABLATE ?? '').split(',').filter(Boolean));
 for (const part of parts) {
   if (part === 'materializer') {
-    ProfileMaterializer.prototype.refresh = async () => {};
+    ProfileMaterializer.prototype.refresh = async () => true;
   } else {
     console.error(`bench/ablate: unknown part ${part}`);
     process.exit(2);

@@ -266,7 +266,7 @@ t.test('an erasure asked while the event log is out of reach records nothing and
     orgs: new Proxy({} as never, { get: () => () => ((orgsUsed = true), {}) }),
     log: { headSeq: () => Promise.reject(new LogUnavailableError('NATS is not connected')) },
     compaction: undefined,
-    materializer: { forget: async () => {}, refresh: async () => {} },
+    materializer: { forget: async () => {}, refresh: async () => true },
     profilesSettled: async () => {},
     ctx: createContext(),
     metrics: { erasures: { inc: () => {} } } as never,

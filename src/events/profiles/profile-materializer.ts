@@ -91,7 +91,8 @@ export class ProfileMaterializer {
     this.unsure.delete(org);
   }
 
-  async refresh(keys: ContactKey[]): Promise<void> {
+  /** Answers whether it read a database (a recompute); false when every contact was moved on in memory. */
+  async refresh(keys: ContactKey[]): Promise<boolean> {
     const byOrg = new Map<string, Map<string, Move | undefined>>();
     for (const { org, email, seenAt, sent } of keys) {
       let contacts = byOrg.get(org);
@@ -109,11 +110,14 @@ export class ProfileMaterializer {
       }
       if (sent) joined(move, sent);
     }
+    let read = false;
     for (const [org, contacts] of byOrg) {
       const recompute = await this.moveOn(org, contacts);
+      read ||= recompute.length > 0;
       if (recompute.length > WHOLE_ORG_THRESHOLD) await this.refreshOrg(org);
       else if (recompute.length > 0) await this.recompute(org, recompute);
     }
+    return read;
   }
 
   /**

@@ -20,7 +20,7 @@ async function setup(t: Tap, backlogIntervalMs?: number) {
   const realRefresh = materializer.refresh.bind(materializer);
   materializer.refresh = async (keys: ContactKey[]) => {
     refreshed.push(keys.map((k) => k.email));
-    await realRefresh(keys);
+    return realRefresh(keys);
   };
   const errors: unknown[] = [];
   const refresher = new ProfileRefresher(materializer, (error) => errors.push(error), backlogIntervalMs);
@@ -76,6 +76,29 @@ t.test('contacts enqueued right after a refresh wait for the pause and go in one
   await refresher.settled();
   t.same(refreshed, [['a@example.com'], ['b@example.com', 'c@example.com', 'd@example.com']]);
   t.same(errors, []);
+});
+
+t.test('a refresh that read no database (profiles moved on in memory) starts no pause; one that read does', async (t) => {
+  const { refresher } = await setup(t);
+  const materializer = (refresher as unknown as { materializer: { refresh(keys: ContactKey[]): Promise<boolean> } }).materializer;
+  const started: string[] = [];
+  // As ProfileMaterializer answers: whether it read the org's database (a recompute) or only moved profiles on.
+  materializer.refresh = async (keys) => (started.push(keys[0]!.email), !keys[0]!.email.startsWith('moved'));
+  refresher.enqueue([key('read-1@example.com')]);
+  await refresher.settled();
+  refresher.enqueue([key('moved-1@example.com')]);
+  t.same(started, ['read-1@example.com'], 'a refresh right after one that read waits out the pause');
+  await refresher.settled();
+  refresher.enqueue([key('moved-2@example.com')]);
+  t.same(started.at(-1), 'moved-2@example.com', 'after one that only moved profiles on (and the pause of the last read over): at once');
+  await refresher.settled();
+  refresher.enqueue([key('read-2@example.com')]);
+  t.same(started.at(-1), 'read-2@example.com', 'a read too: the moves before it did not start a pause');
+  await refresher.settled();
+  refresher.enqueue([key('read-3@example.com')]);
+  t.same(started.at(-1), 'read-2@example.com', 'but one right after a read waits out its pause');
+  await refresher.settled();
+  t.same(started, ['read-1@example.com', 'moved-1@example.com', 'moved-2@example.com', 'read-2@example.com', 'read-3@example.com']);
 });
 
 t.test('contacts from a backlog wait until it is drained (or the backlog interval passes)', async (t) => {
@@ -336,6 +359,7 @@ t.test('generated enqueues over orgs, slow and failing refreshes: one refresh at
           }
           await real(keys);
           for (const k of keys) done.add(k.email);
+          return true;
         } finally {
           running--;
         }
