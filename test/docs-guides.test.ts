@@ -14,7 +14,7 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
-import { ADMIN_KEY, startTestApp, waitFor } from './helpers/app.js';
+import { ADMIN_KEY, appsDir, startTestApp, waitFor } from './helpers/app.js';
 import { ROOT } from './helpers/paths.js';
 
 const GUIDES = ['README.md', 'docs/partners.md', 'docs/audience-api.md', 'docs/cli.md', 'docs/data-engineers.md', 'docs/api-reference.md'];
@@ -44,7 +44,7 @@ function bash(script: string, cwd: string, env: Record<string, string>): Promise
 }
 
 t.test('README, partners, Audience API, CLI and data engineers guides, run in order in one shell', async (t) => {
-  const dir = t.testdir();
+  const dir = appsDir(t);
   // The directory a user runs them in: the checkout's packages, and data/admin.key where the service keeps it.
   symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
   symlinkSync(join(ROOT, 'docs'), join(dir, 'docs'));

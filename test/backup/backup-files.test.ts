@@ -17,7 +17,7 @@ import { BACKUP_FORMAT, copyDatabaseFile } from '../../src/backup/backup.js';
 import { restoreBackup, RestoreError } from '../../src/backup/restore.js';
 import { unpackBackup } from '../../src/backup/unpack.js';
 import { type Config, readConfig } from '../../src/core/config.js';
-import { ADMIN_KEY, startTestApp, type TestApp, STORAGE_PROCESS } from '../helpers/app.js';
+import { ADMIN_KEY, appsDir, startTestApp, type TestApp, STORAGE_PROCESS } from '../helpers/app.js';
 import { BOOKING_TRIGGER } from '../helpers/flows.js';
 import { entryArgs } from '../helpers/entry.js';
 import { ROOT } from '../helpers/paths.js';
@@ -78,7 +78,7 @@ function linksUnder(dir: string): string[] {
 }
 
 t.test('a backup holds only the query files the service reads, and never follows a link out of DATA_DIR', async (t) => {
-  const root = t.testdir();
+  const root = appsDir(t);
   const { h, secret } = await service(t, root);
   const acme = join(h.dataDir, 'queries', 'acme');
   mkdirSync(join(acme, 'segments'));
@@ -120,7 +120,7 @@ t.test('a backup holds only the query files the service reads, and never follows
 });
 
 t.test('restore refuses a backup folder with anything but folders and regular files, and writes nothing', async (t) => {
-  const root = t.testdir();
+  const root = appsDir(t);
   const { h, secret } = await service(t, root);
   const archive = (await h.admin('GET', '/admin/v1/backup')).rawPayload;
   await h.close();
@@ -156,7 +156,7 @@ t.test('restore refuses a backup folder with anything but folders and regular fi
 });
 
 t.test('restore writes only into new names: never through a link already in DATA_DIR or QUERIES_DIR', async (t) => {
-  const root = t.testdir();
+  const root = appsDir(t);
   const { h } = await service(t, root);
   const archive = (await h.admin('GET', '/admin/v1/backup')).rawPayload;
   await h.close();

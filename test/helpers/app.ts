@@ -45,6 +45,21 @@ export interface StartOptions {
   config?: Partial<Config>;
 }
 
+/** Per test, the apps to close before its appsDir folder is removed. */
+const dirApps = new WeakMap<Tap, Array<() => Promise<void>>>();
+
+/**
+ * t.testdir() for a test that starts apps in it later (`dataDir: join(dir, …)`): tap runs teardowns in the
+ * order they were registered, so the folder would be removed before those apps close, while one still
+ * writes into it (ENOTEMPTY, then the file's timeout, in a CI run). The apps started with `t` close first.
+ */
+export function appsDir(t: Tap): string {
+  const closers: Array<() => Promise<void>> = [];
+  dirApps.set(t, closers);
+  t.teardown(() => Promise.all(closers.map((close) => close())));
+  return t.testdir();
+}
+
 /** The whole service (every role); startRoleApp (role-app.ts) starts only the roles a test needs. */
 export async function startTestApp(t: Tap, options: StartOptions = {}): Promise<TestApp> {
   // Registered before t.testdir(): tap then closes the app before it removes the directory, so no
@@ -80,6 +95,7 @@ export async function startTestApp(t: Tap, options: StartOptions = {}): Promise<
     await app.close();
     ended();
   };
+  dirApps.get(t)?.push(close);
 
   const post = (url: string, body: unknown) =>
     app.inject({ method: 'POST', url, headers: { 'content-type': 'application/json' }, payload: JSON.stringify(body) });

@@ -10,7 +10,7 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import t from 'tap';
 import { readConfig } from '../../src/core/config.js';
-import { customEvent, startTestApp } from '../helpers/app.js';
+import { appsDir, customEvent, startTestApp } from '../helpers/app.js';
 import { hasNatsServerBinary, startNatsServer } from '../helpers/nats-server.js';
 
 /** A CA and a server certificate for 127.0.0.1, made with openssl in `dir`. */
@@ -26,7 +26,7 @@ function certificates(dir: string): { ca: string; cert: string; key: string; oth
 }
 
 (hasNatsServerBinary() ? t.test : t.skip)('user and password over TLS, and the stream limits', async (t) => {
-  const dir = t.testdir();
+  const dir = appsDir(t);
   const pem = certificates(dir);
   const nats = await startNatsServer(t, {
     extraConfig: [

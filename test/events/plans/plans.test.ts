@@ -9,7 +9,7 @@ import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 
 import { join } from 'node:path';
 import fc from 'fast-check';
 import t, { type Test as Tap } from 'tap';
-import { customEvent, startTestApp, type TestApp, waitFor } from '../../helpers/app.js';
+import { appsDir, customEvent, startTestApp, type TestApp, waitFor } from '../../helpers/app.js';
 import { hasNatsServerBinary, startNatsServer } from '../../helpers/nats-server.js';
 
 const NAME = 'custom_booking_completed';
@@ -349,7 +349,7 @@ t.test('a schema bomb is not run past its cost: the event is refused as too cost
 
 const natsTest = hasNatsServerBinary() ? t.test : t.skip;
 natsTest('on JetStream KV: a plan put on one process is in force on another, for names of any characters', async (t) => {
-  const dataDir = t.testdir();
+  const dataDir = appsDir(t);
   const nats = await startNatsServer(t);
   const a = await startTestApp(t, { dataDir: join(dataDir, 'a'), natsUrl: nats.url });
   const b = await startTestApp(t, { dataDir: join(dataDir, 'b'), natsUrl: nats.url, config: { roles: ['collector'] } });
