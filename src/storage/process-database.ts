@@ -88,7 +88,7 @@ export class ProcessDatabase implements Database {
             // Still running past the grace: only killing the process stops DuckDB now.
             this.storage.gate.strike(this.slug);
             this.storage.kill(`org "${this.slug}"'s query ran past its ${timeoutMs} ms deadline and could not be interrupted`, sql.generation, this.slug);
-          } else void sql.release(true);
+          } else void sql.release('discard');
         },
       };
       return await withDeadline(handle, budget, work).catch((error: unknown) => {
@@ -129,9 +129,9 @@ class ProcessSql implements Sql {
     return this.inFlight === 0 || this.storage.generation !== this.generation;
   }
 
-  /** Gives the connection back (`discard`: an untrusted one is closed, not reused; 'rollback': its transaction first). */
-  release(how: boolean | 'rollback' = false): Promise<void> {
-    const call: Call = how === true ? { op: 'abandon', session: this.session } : { op: 'release', session: this.session, ...(how === 'rollback' ? { end: how } : {}) };
+  /** Gives the connection back: to be reused, after a ROLLBACK of its transaction, or closed (`discard`: an untrusted one). */
+  release(how: 'reuse' | 'rollback' | 'discard' = 'reuse'): Promise<void> {
+    const call: Call = how === 'discard' ? { op: 'abandon', session: this.session } : { op: 'release', session: this.session, ...(how === 'rollback' ? { end: how } : {}) };
     return this.storage.call<void>(call, this.generation).catch(() => undefined);
   }
 
