@@ -1,70 +1,21 @@
 /** Child processes for the benchmark (bare server, the service) and CPU accounting from /proc. */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, readdirSync, readFileSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createWriteStream, readFileSync } from 'node:fs';
+import { CLOCK_TICKS, machineCpuSeconds, processTree, statFields, treeCpuSeconds } from '../test/helpers/cpu-time.js';
 
-let clockTicks = 100;
-try {
-  clockTicks = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
-} catch {
-  // Linux default.
-}
+export { machineCpuSeconds, treeCpuSeconds };
 
 /** CPU seconds (user + system, all threads) a process has used so far, from /proc/<pid>/stat. */
 export function processCpuSeconds(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  // Fields after the command name (which may contain spaces) start after the last ')'.
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const fields = statFields(pid);
+  if (!fields) throw new Error(`process ${pid} is gone`);
   // utime and stime are fields 14 and 15 of the full line: 12th and 13th after the name.
-  return (Number(fields[11]) + Number(fields[12])) / clockTicks;
-}
-
-/**
- * CPU seconds of a process and all its descendants: the service runs its org databases in a storage
- * process and its SQL checks in checker processes, whose CPU is the service's. Live descendants are read
- * from /proc; ended ones Node has reaped are in the parent's cutime and cstime.
- */
-export function treeCpuSeconds(pid: number): number {
-  let total = 0;
-  for (const member of processTree(pid)) {
-    const fields = statFields(member);
-    if (!fields) continue;
-    // utime, stime, cutime, cstime: fields 14–17 of the full line.
-    total += (Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])) / clockTicks;
-  }
-  return total;
+  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
 }
 
 /** Resident memory of a process and its descendants (see treeCpuSeconds), in bytes. */
 export function treeRssBytes(pid: number): number {
   return processTree(pid).reduce((sum, member) => sum + (rssBytes(member) || 0), 0);
-}
-
-/** `pid` and every live process below it. */
-function processTree(pid: number): number[] {
-  const children = new Map<number, number[]>();
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    const parent = Number(statFields(Number(name))?.[1]);
-    if (!Number.isFinite(parent)) continue;
-    children.set(parent, [...(children.get(parent) ?? []), Number(name)]);
-  }
-  const tree: number[] = [];
-  for (const queue = [pid]; queue.length > 0; ) {
-    const next = queue.shift()!;
-    tree.push(next);
-    queue.push(...(children.get(next) ?? []));
-  }
-  return tree;
-}
-
-/** Fields of /proc/<pid>/stat after the command name; undefined once the process is gone. */
-function statFields(pid: number): string[] | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  } catch {
-    return undefined;
-  }
 }
 
 /** Resident memory of a process (VmRSS of /proc/<pid>/status), in bytes. */
@@ -80,16 +31,6 @@ export function rssBytes(pid: number): number {
 export function selfCpuSeconds(): number {
   const usage = process.cpuUsage();
   return (usage.user + usage.system) / 1e6;
-}
-
-/** Busy and total CPU seconds of the whole machine (all cores), from /proc/stat. */
-export function machineCpuSeconds(): { busy: number; total: number } {
-  const line = readFileSync('/proc/stat', 'utf8').split('\n')[0]!;
-  const v = line.trim().split(/\s+/).slice(1).map(Number);
-  // user nice system idle iowait irq softirq steal ...
-  const idle = (v[3] ?? 0) + (v[4] ?? 0);
-  const total = v.slice(0, 8).reduce((a, b) => a + b, 0);
-  return { busy: (total - idle) / clockTicks, total: total / clockTicks };
 }
 
 /** The tests' helper: one implementation of "a free port on 127.0.0.1". */

@@ -5,18 +5,21 @@
  * in real time and due each second besides, sending to a fast receiver. B's latency, from its event
  * acknowledged to the webhook received, is measured idle (before A has flows) and again under A's load, in
  * the same test, so the machine's speed cancels out: the bound is B's own idle p95 (COMPARED), times
- * FACTOR, plus SLACK_MS.
+ * FACTOR, times what the rest of the machine took of the cores more under load than idle (share), plus
+ * SLACK_MS.
  * The gaps between B's runs (lastRunAt) are held to the same rule (p95), and none may reach DEADLINE_MS.
  *
  * On the real service's layout (a storage process), real DuckDB files and real HTTP receivers. Before the
  * per-org turns, B's runs waited behind every due run of A (60 in a row): B's first event under load was
  * not delivered within 10 s (DEADLINE_MS), and B's flow did not run for as long.
  */
+import { availableParallelism } from 'node:os';
 import { listValue } from '@duckdb/node-api';
 import t from 'tap';
 import { customEvent, STORAGE_PROCESS, startTestApp, waitFor } from '../../helpers/app.js';
 import { BOOKING_TRIGGER, putQuery, startFlow } from '../../helpers/flows.js';
 import { startReceiver } from '../../helpers/http-receiver.js';
+import { cpuMark, othersCores } from '../../helpers/cpu-time.js';
 import { scaled, sleep } from '../../helpers/deadline.js';
 
 const A_FLOWS = 60;
@@ -34,9 +37,11 @@ const PAUSE_MS = 100;
 /**
  * B's idle p95 times this is the bound under load: twice for B's own work sharing the storage process and
  * the cores with A's one turn at a time, and once more because the machine is not the same between the
- * phases (the other files of the suite start and end beside this one: a whole run at 3 jobs measured
- * 2402 ms against 929 idle, 2.6×, while B's flow took every turn). What it is there to catch is no ratio:
- * before the per-org turns B's events waited behind A's 60 runs for over 10 s (DEADLINE_MS).
+ * phases in what CPU time does not show (disks, caches). What the other files of the suite take of the
+ * cores beside this one is measured, and scales the bound: one clean CI run had B's p95 at 3875 ms under
+ * load against 951 idle, 4.1×, while B's flow took every turn (beside two busy loops in both phases it is
+ * 1.5×). What it is there to catch is no ratio: before the per-org turns B's events waited behind A's 60
+ * runs for over 10 s (DEADLINE_MS).
  */
 const FACTOR = 3;
 /**
@@ -109,6 +114,7 @@ t.test("one org's 60 one-second flows and slow receiver leave another org's flow
     const ids: string[] = [];
     const runs: number[] = [];
     const started = Date.now();
+    const cpu = cpuMark();
     let measuring = true;
     const watch = (async () => {
       while (measuring) {
@@ -125,12 +131,13 @@ t.test("one org's 60 one-second flows and slow receiver leave another org's flow
       await sleep(PAUSE_MS);
     }
     const ended = Date.now();
+    const others = othersCores(cpu);
     measuring = false;
     await watch;
     // The gaps between runs, with the phase's start and end: a flow that never ran has one gap, the phase.
     const marks = [started, ...runs.filter((at) => at >= started), ended];
     const gaps = marks.slice(1).map((at, i) => at - marks[i]!);
-    return { latencies, gaps, runs: runs.length, ids };
+    return { latencies, gaps, runs: runs.length, ids, others };
   };
   /**
    * Where B's events spent their time, p50/p95 ms per stage: acknowledged → stored (visible_at), stored →
@@ -199,12 +206,17 @@ t.test("one org's 60 one-second flows and slow receiver leave another org's flow
 
   const idleP = percentile(idle.latencies, COMPARED);
   const busyP = percentile(busy.latencies, COMPARED);
+  // The cores the machine left this test in each phase (at least a quarter of one), and how much fewer under load.
+  const left = (p: typeof idle) => Math.max(0.25, availableParallelism() - p.others);
+  const share = Math.max(1, left(idle) / left(busy));
+  const bound = (idleMs: number) => Math.round(FACTOR * share * idleMs + SLACK_MS);
   const summary = (p: typeof idle) =>
     `${p.latencies.length} events, p50 ${Math.round(percentile(p.latencies, 0.5))} p95 ${Math.round(percentile(p.latencies, 0.95))} p99 ${Math.round(percentile(p.latencies, 0.99))} max ${Math.round(Math.max(...p.latencies))}`;
   t.comment(`B ms idle: ${summary(idle)}; under A's load: ${summary(busy)}; A's receiver got ${aSends}`);
+  t.comment(`the rest of the machine kept ${idle.others.toFixed(2)} cores busy idle, ${busy.others.toFixed(2)} under load: share ${share.toFixed(2)}`);
   t.comment(`B's stages p50/p95 ms idle: ${await stages(idle.ids)}; under A's load: ${await stages(busy.ids)}`);
   t.ok(busy.latencies.every((ms) => ms < DEADLINE_MS), `every B event was delivered under A's load (${busy.latencies.length} events)`);
-  t.ok(busyP <= FACTOR * idleP + SLACK_MS, `B's p95 under A's load ${Math.round(busyP)} ms ≤ ${FACTOR} × idle p95 ${Math.round(idleP)} + ${SLACK_MS} ms`);
+  t.ok(busyP <= bound(idleP), `B's p95 under A's load ${Math.round(busyP)} ms ≤ ${FACTOR} × ${share.toFixed(2)} × idle p95 ${Math.round(idleP)} + ${SLACK_MS} ms`);
 
   // B's flow is due each second: the gaps between its runs under load stay within FACTOR times the idle ones,
   // held like the latencies at p95 (a run that writes lastRunAt is one that had B's event, so the longest gap
@@ -212,7 +224,7 @@ t.test("one org's 60 one-second flows and slow receiver leave another org's flow
   // before the per-org turns, is no stall: the flow did not run for longer than DEADLINE_MS.
   const gapP = (p: typeof idle) => percentile(p.gaps, COMPARED);
   t.comment(`B's flow: ${idle.runs} runs idle (gaps p95 ${gapP(idle)}, max ${Math.max(...idle.gaps)} ms), ${busy.runs} under load (p95 ${gapP(busy)}, max ${Math.max(...busy.gaps)} ms)`);
-  t.ok(gapP(busy) <= FACTOR * gapP(idle) + SLACK_MS, `B's flow took its due turns: gaps p95 ${gapP(busy)} ms ≤ ${FACTOR} × ${gapP(idle)} + ${SLACK_MS} ms`);
+  t.ok(gapP(busy) <= bound(gapP(idle)), `B's flow took its due turns: gaps p95 ${gapP(busy)} ms ≤ ${FACTOR} × ${share.toFixed(2)} × ${gapP(idle)} + ${SLACK_MS} ms`);
   t.ok(Math.max(...busy.gaps) < DEADLINE_MS, `B's flow never went ${DEADLINE_MS} ms without a run (longest gap ${Math.max(...busy.gaps)} ms)`);
   mark('asserted');
   await h.close();
