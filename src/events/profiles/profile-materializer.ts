@@ -22,9 +22,11 @@ export type ContactKey = ContactTouch;
 interface Move {
   first: number;
   last: number;
-  campaigns: Set<string>;
-  memberships: Set<string>;
+  /** Made by the first send: most moves are receipts only. */
+  sends?: { campaigns: Set<string>; memberships: Set<string> };
 }
+
+const NO_SENDS: NonNullable<Move['sends']> = { campaigns: new Set(), memberships: new Set() };
 
 /** Every contact of an org (ProfileMaterializer.unsure). */
 const ALL = 'all';
@@ -103,7 +105,7 @@ export class ProfileMaterializer {
         continue;
       }
       let move = contacts.get(email);
-      if (!move) contacts.set(email, (move = { first: Infinity, last: -Infinity, campaigns: new Set(), memberships: new Set() }));
+      if (!move) contacts.set(email, (move = { first: Infinity, last: -Infinity }));
       if (seenAt !== undefined) {
         move.first = Math.min(move.first, seenAt);
         move.last = Math.max(move.last, seenAt);
@@ -137,6 +139,11 @@ export class ProfileMaterializer {
       const indexed = move && unsure !== ALL && !unsure?.has(email) ? this.index.lookup(org, 'email', email) : undefined;
       if (!move || !indexed) recompute.push(email);
       else {
+        // Only seen, and not published: taken in without a copy of the profile (IndexedProfile.see).
+        if (!move.sends && !this.publish) {
+          if (move.first <= move.last) this.index.see(org, indexed, move.first, move.last);
+          continue;
+        }
         // Indexed in the step that read it: nothing can replace it in between.
         const profile = movedOn(indexed.profile, move);
         if (profile) this.index.upsert(org, profile, indexed.customFields);
@@ -199,8 +206,9 @@ const iso = (ms: number) => new Date(ms).toISOString();
 
 /** As profiles.sql's sends: a delivered send's flow is a campaign received; either is a membership (its variant's, in an experiment). */
 function joined(move: Move, sent: SentTouch): void {
-  if (sent.delivered) move.campaigns.add(sent.flowId);
-  move.memberships.add(sent.variant === null ? sent.flowId : `${sent.flowId}-${sent.variant}`);
+  const sends = (move.sends ??= { campaigns: new Set(), memberships: new Set() });
+  if (sent.delivered) sends.campaigns.add(sent.flowId);
+  sends.memberships.add(sent.variant === null ? sent.flowId : `${sent.flowId}-${sent.variant}`);
 }
 
 /** The profile with `move` taken in; undefined when it already had. */
@@ -210,9 +218,10 @@ function movedOn(profile: Profile, move: Move): Profile | undefined {
   const changes: Record<string, unknown> = {};
   if (move.first < first) changes.first_seen_at = iso(move.first);
   if (move.last > last) changes.last_seen_at = iso(move.last);
-  const campaigns = union(profile.campaigns_received, move.campaigns);
+  const { campaigns: flows, memberships: joinedAs } = move.sends ?? NO_SENDS;
+  const campaigns = union(profile.campaigns_received, flows);
   if (campaigns) changes.campaigns_received = campaigns;
-  const memberships = union(profile.flow_variant_membership, move.memberships);
+  const memberships = union(profile.flow_variant_membership, joinedAs);
   if (memberships) changes.flow_variant_membership = memberships;
   return Object.keys(changes).length === 0 ? undefined : Object.freeze({ ...profile, ...changes });
 }

@@ -11,6 +11,7 @@ import type { Database } from '../../../src/db/sql.js';
 import type { OrgStorage } from '../../../src/db/org-storage.js';
 import { ProfileIndex } from '../../../src/events/profiles/profile-index.js';
 import { type ContactKey, ProfileMaterializer } from '../../../src/events/profiles/profile-materializer.js';
+import { contactJson } from '../../../src/routes/audience/contacts.js';
 import { LocalOrgStorage } from '../../../src/storage/org-storage.js';
 import { OrgDatabases } from '../../../src/storage/org-databases.js';
 import { importContacts, startTestApp } from '../../helpers/app.js';
@@ -201,4 +202,44 @@ t.test('moving many contacts on lets other work run in between', async (t) => {
   clearInterval(ticking);
   t.ok(turns > 0, `timers ran during the move (${turns} turns)`);
   t.ok(emails.every((email) => index.find('acme', 'email', email)?.last_seen_at === '2026-06-01T10:00:00.000Z'), 'every contact moved on');
+});
+
+t.test('receipts move first and last seen without a copy until the profile is read, and the answer follows', async (t) => {
+  const index = new ProfileIndex();
+  const base = Object.freeze({ email_address: 'ada@example.com', first_seen_at: null, last_seen_at: null, first_name: 'Ada' });
+  index.upsert('acme', base, []);
+  const contact = index.lookup('acme', 'email', 'ada@example.com')!;
+  const fields = ['email_address', 'first_seen_at', 'last_seen_at', 'first_name'];
+  const before = contactJson(contact, fields);
+  t.equal(contactJson(contact, fields), before, 'the answer is kept while nothing moves');
+
+  await fc.assert(
+    fc.property(fc.array(fc.array(fc.integer({ min: Date.parse('2000-01-01'), max: Date.parse('2100-01-01') }), { minLength: 1, maxLength: 5 }), { minLength: 1, maxLength: 20 }), (moves) => {
+      const org = `o-${moves.length}-${moves[0]![0]}`;
+      index.upsert(org, base, []);
+      const held = index.lookup(org, 'email', 'ada@example.com')!;
+      const all: number[] = [];
+      for (const receipts of moves) {
+        const answered = contactJson(held, fields);
+        const moved = receipts.some((ms) => all.length === 0 || ms < Math.min(...all) || ms > Math.max(...all));
+        all.push(...receipts);
+        index.see(org, held, Math.min(...receipts), Math.max(...receipts));
+        const now = contactJson(held, fields);
+        if (moved === (now === answered)) throw new Error(`moved ${moved}, but the answer ${now === answered ? 'stayed' : 'changed'}`);
+        const expected = { first_seen_at: new Date(Math.min(...all)).toISOString(), last_seen_at: new Date(Math.max(...all)).toISOString() };
+        if (JSON.stringify(JSON.parse(now)) !== JSON.stringify({ ...base, ...expected })) throw new Error(`answer ${now}, expected ${JSON.stringify(expected)}`);
+        if (held.profile !== held.profile) throw new Error('a profile read twice with no receipt between is copied again');
+      }
+      if (index.newestSeen(org) !== Math.max(...all)) throw new Error(`newest seen ${index.newestSeen(org)}, receipts up to ${Math.max(...all)}`);
+    }),
+    { numRuns: 200 },
+  );
+  t.pass('every answer held the receipts taken in, and changed exactly when they moved first or last seen');
+
+  const read = contact.profile;
+  t.equal(read, base, 'a profile never moved is the one upserted');
+  index.see('acme', contact, Date.parse('2026-06-01T10:00:00.000Z'), Date.parse('2026-06-01T11:00:00.000Z'));
+  t.equal(contact.profile.last_seen_at, '2026-06-01T11:00:00.000Z', 'read after a move: the new last seen');
+  t.ok(Object.isFrozen(contact.profile), 'frozen, as the upserted one');
+  t.equal(base.last_seen_at, null, 'the upserted profile itself is not changed');
 });
