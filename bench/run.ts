@@ -42,6 +42,7 @@
  *
  *   npm run bench                                 everything (~16 min, of which flows ~4.5, scale ~8)
  *   npm run bench -- --only speed                 issue 39's table with wrk (~7 min); --speed-turns 1 for a quick one
+ *   npm run bench -- --only speed --speed-paths collect --speed-gc   the service under --trace-gc: each run's GC pauses and heap kept
  *   npm run bench -- --only speed --speed-paths lookup --profile   one path of it (comma-separated: bare-collect,collect,plain-collect,plan-collect,bare-lookup,lookup,bare-contact-batch,contact-batch,bare-batch,batch) under --cpu-prof
  *   npm run bench -- --only collect               some phases: bare,drain,collect,batch,audience,flows,scheduled,waits,scale (comma-separated)
  *   npm run bench -- --only freshness             freshness at half of collect's maximum (measured quickly here)
@@ -155,6 +156,7 @@ const { values: args } = parseArgs({
     /** Seconds measured per path in the speed phase (issue 39: 8). */
     'speed-seconds': { type: 'string', default: '8' },
     'speed-paths': { type: 'string' },
+    'speed-gc': { type: 'boolean', default: false },
   },
 });
 
@@ -662,9 +664,10 @@ async function main(): Promise<void> {
       batchSize: Number(args['batch-size']),
       ...(args['speed-paths'] ? { paths: speedPaths(args['speed-paths']) } : {}),
       ...(profileDir ? { profileDir } : {}),
+      gcTrace: args['speed-gc'],
     });
     const command = `npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`;
-    const out = defaultSettings && turns === 3 && !args['speed-paths'] ? join(resultsDir, 'speed.json') : join(resultsDir, 'partial-speed.json.tmp');
+    const out = defaultSettings && turns === 3 && !args['speed-paths'] && !args['speed-gc'] ? join(resultsDir, 'speed.json') : join(resultsDir, 'partial-speed.json.tmp');
     writeFileSync(out, `${JSON.stringify({ phase: 'speed', command, machine: machine(), ...outcome }, null, 2)}\n`);
     say(`wrote ${out}`);
     if (profileDir) {

@@ -19,6 +19,7 @@ import { importContacts, setUp, waitCaughtUp } from './audience.js';
 import type { Credentials } from './bodies.js';
 import { BatchBodies, IdentityPaths, syntheticContacts } from './contacts.js';
 import { admin, type Bench, profileArgs, say, type Service, startService, table } from './harness.js';
+import { type GcWindow, gcSince, logEnd } from './gc-trace.js';
 import { round } from './load.js';
 import { Child, freePort, processCpuSeconds, waitHttpOk, waitQuiet } from './procs.js';
 import type { SpreadRequests, SpreadResult } from './spread-load.js';
@@ -38,6 +39,8 @@ export interface SpeedOptions {
   /** Only these paths (a profile of one path, e.g. `--speed-paths lookup --profile`); default all. */
   paths?: readonly string[];
   profileDir?: string;
+  /** The service under `--trace-gc`: each of its runs reports its window's collections (gc-trace.ts). */
+  gcTrace?: boolean;
 }
 
 export const SPEED_PATHS = ['bare collect', 'collect', 'plain collect', 'plan collect', 'bare lookup', 'lookup', 'bare contact batch', 'contact batch', 'bare batch', 'batch'] as const;
@@ -63,6 +66,8 @@ export interface SpeedRun {
   catchUpMs?: number;
   /** The measured seconds (CLOCK_MONOTONIC µs, as V8's profiles): a profile is summarized over them. */
   window: { startUs: number; endUs: number };
+  /** The service's collections in the measured seconds (`--speed-gc`), and their pause per request. */
+  gc?: GcWindow & { pauseUsPerRequest: number };
 }
 
 export interface SpeedOutcome {
@@ -95,7 +100,10 @@ export async function benchSpeed(bench: Bench, options: SpeedOptions): Promise<S
   let service: Service | undefined;
   let bare: { child: Child; url: string } | undefined;
   try {
-    service = await startService(bench, 'speed', join(bench.workDir, 'speed'), options.profileDir ? { profileDir: options.profileDir } : {});
+    service = await startService(bench, 'speed', join(bench.workDir, 'speed'), {
+      ...(options.profileDir ? { profileDir: options.profileDir } : {}),
+      ...(options.gcTrace ? { nodeArgs: ['--trace-gc'] } : {}),
+    });
     const svc = service;
     const guard = <T>(p: Promise<T>) => svc.child.guard(p);
     const { credentials, token } = await guard(setUp(svc));
@@ -152,6 +160,7 @@ export async function benchSpeed(bench: Bench, options: SpeedOptions): Promise<S
           if (step.events > 0 && step.server === svc.child) await guard(waitCaughtUp(svc));
           const cpu0 = step.server.cpuSeconds();
           const main0 = processCpuSeconds(step.server.pid);
+          const gcFrom = options.gcTrace && step.server === svc.child ? logEnd(svc.child.logFile) : undefined;
           const startUs = monotonicUs();
           const result = await guard(run(options.seconds));
           const window = { startUs, endUs: monotonicUs() };
@@ -171,6 +180,10 @@ export async function benchSpeed(bench: Bench, options: SpeedOptions): Promise<S
             cpuUsPerRequest: { server: perRequest(cpu1 - cpu0), main: perRequest(main1 - main0), wrk: perRequest(result.loadGeneratorCpuSeconds) },
             window,
           };
+          if (gcFrom !== undefined) {
+            const gc = gcSince(svc.child.logFile, gcFrom);
+            measured.gc = { ...gc, pauseUsPerRequest: perRequest((gc.scavengePauseMs + gc.markCompactPauseMs) / 1000) };
+          }
           if (step.events > 0) {
             const started = performance.now();
             if (step.server === svc.child) await guard(waitCaughtUp(svc, 300_000));
@@ -183,6 +196,7 @@ export async function benchSpeed(bench: Bench, options: SpeedOptions): Promise<S
             `speed: turn ${turn} ${step.path} (${connections} conn): ${measured.reqPerSec} req/s, p50/p99/max ${measured.latencyMs.p50}/${measured.latencyMs.p99}/${measured.latencyMs.max} ms, ` +
               `CPU ${measured.cpuUsPerRequest.server} µs/req (main ${measured.cpuUsPerRequest.main})` +
               (measured.cpuUsPerEventWithCompaction !== undefined ? `, ${measured.cpuUsPerEventWithCompaction} µs/event with what followed (caught up ${measured.catchUpMs} ms later)` : '') +
+              (measured.gc ? `, GC ${gcLine(measured.gc)}` : '') +
               `, machine busy before ${quiet.busyCores}`,
           );
         }
@@ -195,6 +209,11 @@ export async function benchSpeed(bench: Bench, options: SpeedOptions): Promise<S
     await bare?.child.stop();
     await service?.child.stop();
   }
+}
+
+function gcLine(gc: NonNullable<SpeedRun['gc']>): string {
+  const heap = gc.heapAfterMb ? `, heap after GC ${gc.heapAfterMb[0]} → ${gc.heapAfterMb[1]} MB` : '';
+  return `${gc.scavenges} scavenges ${gc.scavengePauseMs} ms, ${gc.markCompacts} mark-compacts ${gc.markCompactPauseMs} ms, max ${gc.maxPauseMs} ms, ${gc.pauseUsPerRequest} µs/req${heap}`;
 }
 
 /**
