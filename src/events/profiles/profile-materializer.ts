@@ -139,9 +139,9 @@ export class ProfileMaterializer {
       const indexed = move && unsure !== ALL && !unsure?.has(email) ? this.index.lookup(org, 'email', email) : undefined;
       if (!move || !indexed) recompute.push(email);
       else {
-        // Only seen, and not published: taken in without a copy of the profile (IndexedProfile.see).
+        // Only seen (a move without sends had a receipt), and not published: taken in without a copy of the profile (IndexedProfile.see).
         if (!move.sends && !this.publish) {
-          if (move.first <= move.last) this.index.see(org, indexed, move.first, move.last);
+          this.index.see(org, indexed, move.first, move.last);
           continue;
         }
         // Indexed in the step that read it: nothing can replace it in between.
