@@ -10,6 +10,25 @@ import { AppError } from '../core/errors.js';
 /** Objects and arrays nested deeper than this are refused (`{}` is depth 1). */
 export const MAX_JSON_DEPTH = 64;
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    keepJsonText?: boolean;
+  }
+}
+
+/** The route config that keeps a body's text for its handler (`takeJsonText`): a route that stores a body as it arrived. */
+export const KEEP_JSON_TEXT = { keepJsonText: true } as const;
+
+/** The texts of parsed bodies of routes with KEEP_JSON_TEXT, until the handler takes them. */
+const texts = new WeakMap<object, string>();
+
+/** The text `body` was parsed from, given once (so it is not kept as long as the body); undefined for a value this parser did not keep. */
+export function takeJsonText(body: object): string | undefined {
+  const text = texts.get(body);
+  texts.delete(body);
+  return text;
+}
+
 /** `contentType`: another type whose bodies are JSON too (analytics.js sends JSON as text/plain). */
 export function registerJsonBodyParser(app: FastifyInstance, contentType = 'application/json'): void {
   const { onProtoPoisoning, onConstructorPoisoning } = app.initialConfig;
@@ -19,7 +38,10 @@ export function registerJsonBodyParser(app: FastifyInstance, contentType = 'appl
     parseJson(request, body as string, (error, value) => {
       if (error) done(error, undefined);
       else if (!nestedWithin(value, MAX_JSON_DEPTH)) done(tooDeep(), undefined);
-      else done(null, value);
+      else {
+        if (typeof value === 'object' && value !== null && request.routeOptions.config.keepJsonText) texts.set(value, body as string);
+        done(null, value);
+      }
     });
   });
 }

@@ -3,11 +3,11 @@ import { v7 as uuidv7 } from 'uuid';
 import type { PartnerIdentity } from '../../control/partner-registry.js';
 import type { ProblemDetail } from '../../core/errors.js';
 import { eventFacts } from '../log/event-facts.js';
-import type { LogEntry } from '../log/types.js';
-import { tooDeep } from '../../http/json-body.js';
+import type { BatchPart, LogEntry } from '../log/types.js';
 import { PLAN_VIOLATION } from '../plans/plan-store.js';
+import { type Body, storedBody } from '../log/stored-body.js';
 
-export type Body = Record<string, unknown>;
+export { type Body, batchMemberEvent, serialized, storedBody } from '../log/stored-body.js';
 
 export function isObject(value: unknown): value is Body {
   return value !== null && typeof value === 'object' && !Array.isArray(value);
@@ -20,31 +20,20 @@ export function messageIdOf(body: Body): string {
 }
 
 /**
- * The event as stored: JSON text without partnerSecret or writeKey, with its messageId. Serialized once.
- * Bodies come through the depth-bounded parser (http/json-body.ts); should one ever not, a stack
- * overflow here still answers json_too_deep instead of a 500.
- */
-export function storedBody(body: Body, messageId: string): string {
-  const { partnerSecret: _secret, writeKey: _writeKey, ...rest } = body;
-  return serialized({ ...rest, messageId });
-}
-
-/** JSON text of an event the service built itself (no secret in it), e.g. from a Segment message. */
-export function serialized(event: Body): string {
-  try {
-    return JSON.stringify(event);
-  } catch (error) {
-    if (error instanceof RangeError) throw tooDeep();
-    throw error;
-  }
-}
-
-/**
  * `event`: the accepted event as parsed, whose stored JSON is `storedText`; its facts go with it (event-facts.ts).
  * `planViolations`: it broke its observed tracking plan (plan-verdict.ts): stored all the same, the reasons counted.
+ * `batchPart`: a member of a batch stored as it arrived (batch-text.ts), whose `storedText` is made when its record is read.
  */
-export function acceptedEntry(event: Body, storedText: string, who: PartnerIdentity, messageId: string, receivedAt: number, planViolations?: ProblemDetail[]): LogEntry {
-  return {
+export function acceptedEntry(
+  event: Body,
+  storedText: string,
+  who: PartnerIdentity,
+  messageId: string,
+  receivedAt: number,
+  planViolations?: ProblemDetail[],
+  batchPart?: BatchPart,
+): LogEntry {
+  const entry: LogEntry = {
     kind: 'event',
     org: who.org,
     environment: who.environment,
@@ -55,6 +44,8 @@ export function acceptedEntry(event: Body, storedText: string, who: PartnerIdent
     errors: planViolations ? JSON.stringify(planViolations) : null,
     facts: eventFacts(event, receivedAt),
   };
+  if (batchPart) entry.batchPart = batchPart;
+  return entry;
 }
 
 export function rejectedEntry(

@@ -7,7 +7,8 @@ import type { Accepted } from './accepted.js';
 import type { Received } from './authenticate-step.js';
 import { ok, type Outcome, quarantine, stop } from './outcome.js';
 import { schemaViolation } from './schema-violation.js';
-import { type Body, acceptedEntry, messageIdOf, rejectedEntry, storedBody } from './to-log-entry.js';
+import { type Body, acceptedEntry, batchMemberEvent, messageIdOf, rejectedEntry, storedBody } from './to-log-entry.js';
+import { batchTextWithoutSecret, storedLengthAtMost } from './batch-text.js';
 import { validateBatch, validateBatchMember } from './validate-event.js';
 import { inBody, NO_PLANS, PLAN_VIOLATION, type Plans, type PlanVerdict, planVerdict } from './plan-verdict.js';
 import { PROPERTIES_IN_BODY } from './validate-event-step.js';
@@ -15,6 +16,9 @@ import { PROPERTIES_IN_BODY } from './validate-event-step.js';
 /**
  * `memberLimitBytes`: the most one member may take as stored, the limit of a single event (SPEC 4.1).
  * A member that breaks an enforced tracking plan is invalid as one that breaks the schema.
+ * An accepted batch is stored as it arrived where its secret can be cut out exactly (batch-text.ts): its
+ * members' bodies are then made when the log is read, and a member is serialized here only when its size
+ * must be known exactly.
  */
 export function createValidateBatchStep(memberLimitBytes: number, plans: Plans = NO_PLANS): (received: Received) => Outcome<Accepted> {
   return function validateBatchStep({ body, who, receivedAt }) {
@@ -22,15 +26,18 @@ export function createValidateBatchStep(memberLimitBytes: number, plans: Plans =
     if (!envelope.ok) {
       return quarantine([rejectedEntry(body, who, 'schema_violation', envelope.errors, receivedAt)], schemaViolation(who.org, body, envelope.errors));
     }
-    const { partnerId, context, batch } = envelope.batch;
-    const members = batch.map((member) => {
+    const text = batchTextWithoutSecret(body);
+    const batch = text === undefined ? undefined : { text };
+    const members = envelope.batch.batch.map((member, index) => {
       // Members carry no secret (the schema refuses one), so the stored event never holds it.
-      const event: Body = { partnerId, ...(context ? { context } : {}), ...(member as Body) };
+      const event = batchMemberEvent(envelope.batch, member as Body);
       const checked = validateBatchMember(member);
       const verdict: PlanVerdict = checked.ok ? planVerdict(plans, who, event) : { kind: 'pass' };
       const result = verdict.kind === 'enforced' ? { ok: false as const, errors: verdict.reasons, plan: true } : checked;
       const messageId = result.ok ? messageIdOf(event) : '';
-      return { event, result, verdict, messageId, stored: result.ok ? storedBody(event, messageId) : '' };
+      const madeLater = result.ok && batch !== undefined && storedLengthAtMost(event, messageId, memberLimitBytes);
+      const part = madeLater ? { batch, member: index } : undefined;
+      return { event, result, verdict, messageId, part, stored: result.ok && !madeLater ? storedBody(event, messageId) : '' };
     });
     if (members.some((m) => m.stored.length > memberLimitBytes)) {
       return stop(new AppError('payload_too_large', `every batch member must be at most ${memberLimitBytes} bytes`));
@@ -46,7 +53,9 @@ export function createValidateBatchStep(memberLimitBytes: number, plans: Plans =
       );
       return quarantine(entries, schemaViolation(who.org, body, errors));
     }
-    const entries = members.map((m) => acceptedEntry(m.event, m.stored, who, m.messageId, receivedAt, m.verdict.kind === 'observed' ? m.verdict.reasons : undefined));
+    const entries = members.map((m) =>
+      acceptedEntry(m.event, m.stored, who, m.messageId, receivedAt, m.verdict.kind === 'observed' ? m.verdict.reasons : undefined, m.part),
+    );
     return ok({ who, entries, answer: { messageIds: members.map((m) => m.messageId) } });
   };
 }

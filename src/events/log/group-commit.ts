@@ -6,7 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { encodeRecord } from './record-codec.js';
-import type { LogBackend, LogEntry } from './types.js';
+import type { LogBackend, LogEntry, StoredBatch } from './types.js';
 
 /** Keeps one record well under JetStream's default 1 MiB max payload. */
 const MAX_RECORD_BYTES = 768 * 1024;
@@ -38,7 +38,7 @@ export class GroupCommitter {
 
   /** Resolves once every entry is durable in the log; rejects (nothing of this call stored) otherwise. All entries are of one org. */
   commitEntries(entries: LogEntry[]): Promise<void> {
-    const bytes = entries.reduce((sum, e) => sum + e.body.length + 64, 0);
+    const bytes = recordBytes(entries);
     const org = this.backend.perOrg ? (entries[0]?.org ?? '') : '';
     let queue = this.queues.get(org);
     if (!queue) this.queues.set(org, (queue = { org, pending: [], draining: undefined }));
@@ -84,6 +84,21 @@ export class GroupCommitter {
     }
   }
 
+}
+
+/** About what `entries` take in a record: each body, and once each text of a batch stored as it arrived. */
+function recordBytes(entries: readonly LogEntry[]): number {
+  let bytes = 0;
+  let batch: StoredBatch | undefined;
+  for (const entry of entries) {
+    bytes += entry.body.length + 64;
+    const part = entry.batchPart;
+    if (part && part.batch !== batch) {
+      batch = part.batch;
+      bytes += batch.text.length;
+    }
+  }
+  return bytes;
 }
 
 interface Queue {

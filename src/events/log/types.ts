@@ -25,6 +25,24 @@ export interface LogEntry {
    * the body is not parsed again. Null for rejected entries and for entries logged before entries carried them.
    */
   facts: EventFacts | null;
+  /**
+   * A member of an accepted batch stored as it arrived (events/collect/batch-text.ts): `body` is empty
+   * until the record is read, when it is made from the batch's text exactly as the collector would have
+   * made it (record-codec.ts). Absent on entries as read back.
+   */
+  batchPart?: BatchPart;
+}
+
+/** The text of one accepted batch as it arrived, its credentials cut out; its members' entries share it. */
+export interface StoredBatch {
+  /** UTF-8. */
+  readonly text: Buffer;
+}
+
+export interface BatchPart {
+  batch: StoredBatch;
+  /** The member's place in the batch's `batch` array. */
+  member: number;
 }
 
 /**

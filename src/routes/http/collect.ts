@@ -11,6 +11,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Context } from '../../core/context.js';
 import { AppError } from '../../core/errors.js';
 import { toAppError } from '../../http/problem.js';
+import { KEEP_JSON_TEXT } from '../../http/json-body.js';
 import type { GroupCommitter } from '../../events/log/group-commit.js';
 import type { Metrics } from '../../ops/metrics.js';
 import type { PartnerRegistry } from '../../control/partner-registry.js';
@@ -68,7 +69,8 @@ export function registerCollectRoutes(app: FastifyInstance, deps: CollectDeps): 
     return done.value;
   });
 
-  app.post('/http/v1/batch', routeOptions(BATCH_LIMIT_BYTES, batchSchema), async (request) => {
+  // The batch's text is kept for its step: an accepted batch is stored as it arrived (events/collect/batch-text.ts).
+  app.post('/http/v1/batch', { ...routeOptions(BATCH_LIMIT_BYTES, batchSchema), config: KEEP_JSON_TEXT }, async (request) => {
     const received = authenticateBatch(request.body);
     if (received.kind === 'stop') throw received.problem;
     const checked = validateBatch(received.value);

@@ -79,7 +79,7 @@ t.test('records of the earlier layout are read as written, without facts; an unk
     }),
     { numRuns: 60 },
   );
-  t.throws(() => decodeRecord(Uint8Array.of(0x03, 0x00)), /unknown layout/);
+  t.throws(() => decodeRecord(Uint8Array.of(0x05, 0x00)), /unknown layout/);
 });
 
 t.test('compaction plans an entry that carries facts without parsing its body', async (t) => {
