@@ -156,3 +156,24 @@ t.test('a member is refused exactly when its stored body is over the limit', asy
   );
   t.ok(refused > 0 && refused < 200, `both sides of the limit were tried (${refused} refused)`);
 });
+
+t.test('a batch with prototype keys is refused by the parser before its text is kept or its step runs', async (t) => {
+  const app = Fastify();
+  registerJsonBodyParser(app);
+  let ran = 0;
+  app.post('/batch', { config: KEEP_JSON_TEXT }, async () => (ran++, {}));
+  await app.ready();
+  t.teardown(() => app.close());
+  const member = '{"clientId":"c1","sentAt":1767225600000,"type":"track","event":"product_view","properties":{"productId":"p"}}';
+  const poisoned = [
+    `{"partnerId":"p_1","partnerSecret":"sk_0123456789abcdef","batch":[${member.replace('{"clientId"', '{"__proto__":{"x":1},"clientId"')}]}`,
+    `{"partnerId":"p_1","partnerSecret":"sk_0123456789abcdef","batch":[${member.replace('{"clientId"', '{"constructor":{"prototype":{"x":1}},"clientId"')}]}`,
+    `{"__proto__":{"partnerSecret":"x"},"partnerId":"p_1","partnerSecret":"sk_0123456789abcdef","batch":[${member}]}`,
+  ];
+  for (const payload of poisoned) {
+    const res = await app.inject({ method: 'POST', url: '/batch', headers: { 'content-type': 'application/json' }, payload });
+    t.equal(res.statusCode, 400, payload.slice(0, 80));
+  }
+  t.equal(ran, 0, 'the route never ran');
+  t.equal(({} as Record<string, unknown>).x, undefined, 'no prototype was touched');
+});
